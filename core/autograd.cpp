@@ -1,0 +1,200 @@
+#include "core/autograd.h"
+
+#include <algorithm>
+#include <cmath>
+#include <stdexcept>
+
+namespace tapegrad {
+namespace {
+
+struct TapeEntry {
+  std::uint64_t seq;
+  std::weak_ptr<Node> node;
+};
+
+// The calling thread's tape, in recording order. Entries are weak: a node lives as
+// long as the tensor it produced (or a later node that consumes it), so a graph that is
+// dropped without a backward frees itself; dead entries are compacted away.
+struct Tape {
+  std::vector<TapeEntry> entries;
+  std::uint64_t next_seq = 1;
+  std::size_t compact_at = 4096;
+
+  void compact() {
+    entries.erase(std::remove_if(entries.begin(), entries.end(),
+                                 [](const TapeEntry& e) {
+                                   auto n = e.node.lock();
+                                   return !n || n->freed;
+                                 }),
+                  entries.end());
+    compact_at = std::max<std::size_t>(4096, 2 * entries.size());
+  }
+};
+
+thread_local Tape g_tape;
+thread_local bool g_grad_mode = true;
+thread_local bool g_anomaly = false;
+thread_local std::string g_site;
+
+bool unique_owner(const Tensor& t) {
+  return t.impl().use_count() == 1 && t.impl()->storage.use_count() == 1;
+}
+
+// slot += g, never writing into memory someone else can still see.
+void accumulate(Tensor& slot, Tensor g, bool leaf) {
+  NoGradGuard ng;
+  if (!slot.defined()) {
+    slot = (leaf && !unique_owner(g)) ? g.clone() : std::move(g);
+    if (slot.requires_grad()) slot = slot.detach();
+    return;
+  }
+  if (!unique_owner(slot)) slot = slot.clone();
+  slot.add_(g);
+}
+
+bool all_finite(const Tensor& t) {
+  if (t.dtype() == Dtype::Float32) {
+    const float* p = t.data<float>();
+    for (std::int64_t i = 0, n = t.numel(); i < n; ++i)
+      if (!std::isfinite(p[i])) return false;
+  } else if (t.dtype() == Dtype::Float64) {
+    const double* p = t.data<double>();
+    for (std::int64_t i = 0, n = t.numel(); i < n; ++i)
+      if (!std::isfinite(p[i])) return false;
+  }
+  return true;
+}
+
+}  // namespace
+
+bool grad_mode_enabled() { return g_grad_mode; }
+void set_grad_mode(bool enabled) { g_grad_mode = enabled; }
+bool anomaly_mode_enabled() { return g_anomaly; }
+void set_anomaly_mode(bool enabled) { g_anomaly = enabled; }
+
+RecordSiteGuard::RecordSiteGuard(std::string site) : prev_(g_site) {
+  if (g_anomaly) g_site = prev_.empty() ? std::move(site) : prev_ + "/" + site;
+}
+RecordSiteGuard::~RecordSiteGuard() {
+  if (g_anomaly) g_site = prev_;
+}
+
+bool GradSink::needs(std::size_t i) const { return i < node_->inputs.size() && node_->inputs[i] != nullptr; }
+
+void GradSink::add(std::size_t i, Tensor g) {
+  if (!needs(i)) return;
+  if (g.shape() != node_->input_shapes[i] || g.dtype() != node_->input_dtypes[i])
+    throw std::logic_error(std::string("backward of '") + node_->name + "' produced a gradient of shape " +
+                           shape_str(g.shape()) + " " + dtype_name(g.dtype()) + " for input " + std::to_string(i) +
+                           " of shape " + shape_str(node_->input_shapes[i]) + " " +
+                           dtype_name(node_->input_dtypes[i]));
+  if (g_anomaly && !all_finite(g))
+    throw std::runtime_error(std::string("anomaly: the backward of '") + node_->name +
+                             "' produced a non-finite (NaN or Inf) gradient for input " + std::to_string(i) +
+                             "; the op was recorded at: " + (node_->where.empty() ? "<top level>" : node_->where));
+  AutogradMeta& meta = *node_->inputs[i];
+  if (meta.grad_fn)
+    accumulate(meta.grad_fn->grad, std::move(g), false);
+  else
+    accumulate(meta.grad, std::move(g), true);
+}
+
+namespace autograd {
+
+bool needs_grad(std::initializer_list<const Tensor*> inputs) {
+  if (!g_grad_mode) return false;
+  for (const Tensor* t : inputs)
+    if (t->requires_grad()) return true;
+  return false;
+}
+
+bool needs_grad(const std::vector<Tensor>& inputs) {
+  if (!g_grad_mode) return false;
+  for (const Tensor& t : inputs)
+    if (t.requires_grad()) return true;
+  return false;
+}
+
+void record(const char* name, Tensor& out, const std::vector<Tensor>& inputs, BackwardFn backward) {
+  auto node = std::make_shared<Node>();
+  node->name = name;
+  node->inputs.reserve(inputs.size());
+  node->input_shapes.reserve(inputs.size());
+  node->input_dtypes.reserve(inputs.size());
+  for (const Tensor& t : inputs) {
+    node->inputs.push_back(t.requires_grad() ? t.impl()->autograd : nullptr);
+    node->input_shapes.push_back(t.shape());
+    node->input_dtypes.push_back(t.dtype());
+  }
+  node->backward = std::move(backward);
+  node->seq = g_tape.next_seq++;
+  if (g_anomaly) node->where = g_site.empty() ? std::string(name) : g_site + ": " + name;
+  auto meta = std::make_shared<AutogradMeta>();
+  meta->grad_fn = node;
+  out.impl()->autograd = std::move(meta);
+  g_tape.entries.push_back({node->seq, node});
+  if (g_tape.entries.size() >= g_tape.compact_at) g_tape.compact();
+}
+
+std::size_t tape_size() {
+  std::size_t n = 0;
+  for (auto& e : g_tape.entries) {
+    auto p = e.node.lock();
+    if (p && !p->freed) ++n;
+  }
+  return n;
+}
+
+void run_backward(const Tensor& root, const Tensor& gradient, bool retain_graph) {
+  if (!root.defined()) throw std::logic_error("backward: the tensor is undefined");
+  if (!root.requires_grad())
+    throw std::logic_error("backward: the tensor does not require grad and has no grad_fn "
+                           "(did you compute it under NoGradGuard, or forget requires_grad_()?)");
+  Tensor seed = gradient;
+  if (!seed.defined()) {
+    if (root.numel() != 1)
+      throw std::invalid_argument("backward: a gradient can be implied only for a one-element output; got shape " +
+                                  shape_str(root.shape()) + ", pass a gradient of that shape");
+    seed = Tensor::ones(root.shape(), root.dtype());
+  } else if (seed.shape() != root.shape() || seed.dtype() != root.dtype()) {
+    throw std::invalid_argument("backward: gradient has shape " + shape_str(seed.shape()) + " " +
+                                dtype_name(seed.dtype()) + " but the output has shape " + shape_str(root.shape()) +
+                                " " + dtype_name(root.dtype()));
+  }
+  AutogradMeta& rmeta = *root.impl()->autograd;
+  if (!rmeta.grad_fn) {  // a leaf: its gradient is the seed
+    accumulate(rmeta.grad, seed, true);
+    return;
+  }
+  std::shared_ptr<Node> rnode = rmeta.grad_fn;
+  if (rnode->freed)
+    throw std::logic_error(std::string("backward: trying to backward through the graph a second time (node '") +
+                           rnode->name + "' was freed by an earlier backward); pass retain_graph=true to the first");
+  auto& entries = g_tape.entries;
+  auto it = std::lower_bound(entries.begin(), entries.end(), rnode->seq,
+                             [](const TapeEntry& e, std::uint64_t s) { return e.seq < s; });
+  if (it == entries.end() || it->seq != rnode->seq)
+    throw std::logic_error("backward: the graph was recorded on another thread's tape");
+  accumulate(rnode->grad, seed, false);
+
+  NoGradGuard no_grad;  // backward closures compute plain values
+  for (std::ptrdiff_t i = it - entries.begin(); i >= 0; --i) {
+    std::shared_ptr<Node> node = entries[static_cast<std::size_t>(i)].node.lock();
+    if (!node || !node->grad.defined()) continue;
+    if (node->freed)
+      throw std::logic_error(std::string("backward: trying to backward through the graph a second time (node '") +
+                             node->name + "' was freed by an earlier backward); pass retain_graph=true to the first");
+    Tensor g = std::move(node->grad);
+    node->grad = Tensor();
+    GradSink sink(node.get());
+    node->backward(g, sink);
+    if (!retain_graph) {
+      node->freed = true;
+      node->backward = nullptr;  // releases the saved tensors
+    }
+  }
+  if (!retain_graph) g_tape.compact();
+}
+
+}  // namespace autograd
+}  // namespace tapegrad

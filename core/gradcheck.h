@@ -1,0 +1,30 @@
+#pragma once
+// Finite-difference check of analytic gradients (float64, central differences).
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "core/tensor.h"
+
+namespace tapegrad {
+
+struct GradcheckOptions {
+  double eps = 1e-6;   ///< finite-difference step
+  double atol = 1e-6;  ///< |analytic - numeric| <= atol + rtol·|numeric|
+  double rtol = 1e-4;
+};
+
+struct GradcheckResult {
+  bool ok = true;
+  double max_abs_error = 0;  ///< over every compared Jacobian-vector product entry
+  std::string message;       ///< first failure, naming input and element
+};
+
+/// Compares the analytic Jacobian of fn (via backward) with central differences, for
+/// every element of every float64 input that requires grad. Outputs with up to 32
+/// elements are checked row by row (the full Jacobian); larger ones through 4 random
+/// projections. Inputs must be float64 leaves; throws std::invalid_argument otherwise.
+GradcheckResult gradcheck(const std::function<Tensor(const std::vector<Tensor>&)>& fn,
+                          const std::vector<Tensor>& inputs, const GradcheckOptions& opts = {});
+
+}  // namespace tapegrad

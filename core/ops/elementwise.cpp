@@ -1,0 +1,166 @@
+// Element-wise ops: each forward is followed by its backward closure.
+#include "core/ops/elementwise.h"
+
+#include <cmath>
+
+#include "core/autograd.h"
+#include "core/ops/kernels.h"
+#include "core/ops/reduce.h"
+
+namespace tapegrad {
+namespace kernels {
+
+void check_same_dtype(const Tensor& a, const Tensor& b, const char* op) {
+  if (a.dtype() != b.dtype())
+    throw std::invalid_argument(std::string(op) + ": dtype mismatch, " + dtype_name(a.dtype()) + " " +
+                                shape_str(a.shape()) + " vs " + dtype_name(b.dtype()) + " " + shape_str(b.shape()) +
+                                " (convert one with .to())");
+}
+
+void check_floating(const Tensor& t, const char* op) {
+  if (!t.defined()) throw std::invalid_argument(std::string(op) + ": the input tensor is undefined");
+  if (!is_floating(t.dtype()))
+    throw std::invalid_argument(std::string(op) + ": expected a float32 or float64 tensor, got " +
+                                dtype_name(t.dtype()));
+}
+
+}  // namespace kernels
+
+namespace {
+void check_binary(const Tensor& a, const Tensor& b, const char* op) {
+  kernels::check_floating(a, op);
+  kernels::check_floating(b, op);
+  kernels::check_same_dtype(a, b, op);
+}
+}  // namespace
+
+Tensor add(const Tensor& a, const Tensor& b) {
+  check_binary(a, b, "add");
+  Tensor out = TAPEGRAD_DISPATCH_FLOAT(a.dtype(), "add", [&] {
+    return kernels::broadcast_binary<scalar_t>(a, b, "add", [](scalar_t x, scalar_t y) { return x + y; });
+  });
+  if (autograd::needs_grad({&a, &b})) {
+    autograd::record("add", out, {a, b}, [sa = a.shape(), sb = b.shape()](const Tensor& g, GradSink& gs) {
+      if (gs.needs(0)) gs.add(0, sum_to(g, sa));
+      if (gs.needs(1)) gs.add(1, sum_to(g, sb));
+    });
+  }
+  return out;
+}
+
+Tensor sub(const Tensor& a, const Tensor& b) {
+  check_binary(a, b, "sub");
+  Tensor out = TAPEGRAD_DISPATCH_FLOAT(a.dtype(), "sub", [&] {
+    return kernels::broadcast_binary<scalar_t>(a, b, "sub", [](scalar_t x, scalar_t y) { return x - y; });
+  });
+  if (autograd::needs_grad({&a, &b})) {
+    autograd::record("sub", out, {a, b}, [sa = a.shape(), sb = b.shape()](const Tensor& g, GradSink& gs) {
+      if (gs.needs(0)) gs.add(0, sum_to(g, sa));
+      if (gs.needs(1)) gs.add(1, sum_to(neg(g), sb));
+    });
+  }
+  return out;
+}
+
+Tensor mul(const Tensor& a, const Tensor& b) {
+  check_binary(a, b, "mul");
+  Tensor out = TAPEGRAD_DISPATCH_FLOAT(a.dtype(), "mul", [&] {
+    return kernels::broadcast_binary<scalar_t>(a, b, "mul", [](scalar_t x, scalar_t y) { return x * y; });
+  });
+  if (autograd::needs_grad({&a, &b})) {
+    // d(ab)/da = b, d(ab)/db = a
+    autograd::record("mul", out, {a, b}, [a = a.detach(), b = b.detach()](const Tensor& g, GradSink& gs) {
+      if (gs.needs(0)) gs.add(0, sum_to(mul(g, b), a.shape()));
+      if (gs.needs(1)) gs.add(1, sum_to(mul(g, a), b.shape()));
+    });
+  }
+  return out;
+}
+
+Tensor div(const Tensor& a, const Tensor& b) {
+  check_binary(a, b, "div");
+  Tensor out = TAPEGRAD_DISPATCH_FLOAT(a.dtype(), "div", [&] {
+    return kernels::broadcast_binary<scalar_t>(a, b, "div", [](scalar_t x, scalar_t y) { return x / y; });
+  });
+  if (autograd::needs_grad({&a, &b})) {
+    // d(a/b)/da = 1/b, d(a/b)/db = -a/b²
+    autograd::record("div", out, {a, b}, [a = a.detach(), b = b.detach()](const Tensor& g, GradSink& gs) {
+      if (gs.needs(0)) gs.add(0, sum_to(div(g, b), a.shape()));
+      if (gs.needs(1)) gs.add(1, sum_to(neg(div(mul(g, a), square(b))), b.shape()));
+    });
+  }
+  return out;
+}
+
+Tensor add(const Tensor& a, double s) {
+  kernels::check_floating(a, "add");
+  Tensor out = TAPEGRAD_DISPATCH_FLOAT(a.dtype(), "add", [&] {
+    const scalar_t c = static_cast<scalar_t>(s);
+    return kernels::map_unary<scalar_t>(a, [c](scalar_t x) { return x + c; });
+  });
+  if (autograd::needs_grad({&a}))
+    autograd::record("add_scalar", out, {a}, [](const Tensor& g, GradSink& gs) { gs.add(0, g); });
+  return out;
+}
+
+Tensor mul(const Tensor& a, double s) {
+  kernels::check_floating(a, "mul");
+  Tensor out = TAPEGRAD_DISPATCH_FLOAT(a.dtype(), "mul", [&] {
+    const scalar_t c = static_cast<scalar_t>(s);
+    return kernels::map_unary<scalar_t>(a, [c](scalar_t x) { return x * c; });
+  });
+  if (autograd::needs_grad({&a}))
+    autograd::record("mul_scalar", out, {a}, [s](const Tensor& g, GradSink& gs) { gs.add(0, mul(g, s)); });
+  return out;
+}
+
+Tensor neg(const Tensor& a) { return mul(a, -1.0); }
+
+Tensor square(const Tensor& a) {
+  kernels::check_floating(a, "square");
+  Tensor out = TAPEGRAD_DISPATCH_FLOAT(a.dtype(), "square", [&] {
+    return kernels::map_unary<scalar_t>(a, [](scalar_t x) { return x * x; });
+  });
+  if (autograd::needs_grad({&a}))
+    autograd::record("square", out, {a}, [a = a.detach()](const Tensor& g, GradSink& gs) {
+      gs.add(0, mul(mul(g, a), 2.0));
+    });
+  return out;
+}
+
+Tensor pow(const Tensor& a, double p) {
+  kernels::check_floating(a, "pow");
+  Tensor out = TAPEGRAD_DISPATCH_FLOAT(a.dtype(), "pow", [&] {
+    const scalar_t e = static_cast<scalar_t>(p);
+    return kernels::map_unary<scalar_t>(a, [e](scalar_t x) { return std::pow(x, e); });
+  });
+  if (autograd::needs_grad({&a}))
+    autograd::record("pow", out, {a}, [a = a.detach(), p](const Tensor& g, GradSink& gs) {
+      // d(a^p)/da = p·a^(p-1); p = 0 gives 0 everywhere (also at a = 0)
+      if (p == 0.0) {
+        gs.add(0, Tensor::zeros(a.shape(), a.dtype()));
+        return;
+      }
+      gs.add(0, mul(mul(g, pow(a, p - 1.0)), p));
+    });
+  return out;
+}
+
+Tensor relu(const Tensor& a) {
+  kernels::check_floating(a, "relu");
+  Tensor out = TAPEGRAD_DISPATCH_FLOAT(a.dtype(), "relu", [&] {
+    return kernels::map_unary<scalar_t>(a, [](scalar_t x) { return x > scalar_t(0) ? x : scalar_t(0); });
+  });
+  if (autograd::needs_grad({&a}))
+    // The output is enough for the mask: out > 0 exactly where a > 0.
+    autograd::record("relu", out, {a}, [y = out.detach()](const Tensor& g, GradSink& gs) {
+      Tensor gi = TAPEGRAD_DISPATCH_FLOAT(g.dtype(), "relu_backward", [&] {
+        return kernels::map_binary_same<scalar_t>(
+            g, y, [](scalar_t gv, scalar_t yv) { return yv > scalar_t(0) ? gv : scalar_t(0); });
+      });
+      gs.add(0, std::move(gi));
+    });
+  return out;
+}
+
+}  // namespace tapegrad

@@ -1,0 +1,108 @@
+#pragma once
+// Internal building blocks for op implementations: typed element loops with
+// broadcasting. Not part of the public API.
+#include <stdexcept>
+#include <string>
+
+#include "core/parallel.h"
+#include "core/tensor.h"
+
+namespace tapegrad::kernels {
+
+/// Throws std::invalid_argument unless a and b have the same dtype (names both).
+void check_same_dtype(const Tensor& a, const Tensor& b, const char* op);
+/// Throws unless t is float32/float64.
+void check_floating(const Tensor& t, const char* op);
+
+/// out[i] = f(x[i]) over a new tensor of x's shape.
+template <class T, class F>
+Tensor map_unary(const Tensor& x, F f) {
+  Tensor out = Tensor::empty(x.shape(), x.dtype());
+  const T* p = x.data<T>();
+  T* q = out.data<T>();
+  parallel_for(x.numel(), kParallelGrain, [&](std::int64_t b, std::int64_t e) {
+    for (std::int64_t i = b; i < e; ++i) q[i] = f(p[i]);
+  });
+  return out;
+}
+
+/// out[i] = f(x[i], y[i]) for same-shape x, y.
+template <class T, class F>
+Tensor map_binary_same(const Tensor& x, const Tensor& y, F f) {
+  Tensor out = Tensor::empty(x.shape(), x.dtype());
+  const T* p = x.data<T>();
+  const T* r = y.data<T>();
+  T* q = out.data<T>();
+  parallel_for(x.numel(), kParallelGrain, [&](std::int64_t b, std::int64_t e) {
+    for (std::int64_t i = b; i < e; ++i) q[i] = f(p[i], r[i]);
+  });
+  return out;
+}
+
+/// out = f(a, b) with NumPy broadcasting; `op` names the op in shape errors.
+template <class T, class F>
+Tensor broadcast_binary(const Tensor& a, const Tensor& b, const char* op, F f) {
+  if (a.shape() == b.shape()) return map_binary_same<T>(a, b, f);
+  const Shape os = broadcast_shapes(a.shape(), b.shape(), op);
+  Tensor out = Tensor::empty(os, a.dtype());
+  const T* pa = a.data<T>();
+  const T* pb = b.data<T>();
+  T* po = out.data<T>();
+  const std::int64_t n = out.numel();
+  if (b.numel() == 1 && a.shape() == os) {
+    const T s = pb[0];
+    for (std::int64_t i = 0; i < n; ++i) po[i] = f(pa[i], s);
+    return out;
+  }
+  if (a.numel() == 1 && b.shape() == os) {
+    const T s = pa[0];
+    for (std::int64_t i = 0; i < n; ++i) po[i] = f(s, pb[i]);
+    return out;
+  }
+  // General case: strides with 0 on broadcast dimensions, last dimension innermost.
+  const std::size_t r = os.size();
+  std::vector<std::int64_t> sa(r, 0), sb(r, 0);
+  {
+    const auto ca = contiguous_strides(a.shape());
+    const auto cb = contiguous_strides(b.shape());
+    for (std::size_t i = 0; i < a.shape().size(); ++i) {
+      const std::size_t k = r - a.shape().size() + i;
+      sa[k] = a.shape()[i] == 1 ? 0 : ca[i];
+    }
+    for (std::size_t i = 0; i < b.shape().size(); ++i) {
+      const std::size_t k = r - b.shape().size() + i;
+      sb[k] = b.shape()[i] == 1 ? 0 : cb[i];
+    }
+  }
+  const std::int64_t inner = os.empty() ? 1 : os[r - 1];
+  const std::int64_t ia = r ? sa[r - 1] : 0, ib = r ? sb[r - 1] : 0;
+  const std::int64_t rows = inner == 0 ? 0 : n / inner;
+  std::vector<std::int64_t> idx(r, 0);
+  std::int64_t offa = 0, offb = 0;
+  for (std::int64_t row = 0; row < rows; ++row) {
+    T* o = po + row * inner;
+    const T* xa = pa + offa;
+    const T* xb = pb + offb;
+    if (ia == 1 && ib == 1)
+      for (std::int64_t j = 0; j < inner; ++j) o[j] = f(xa[j], xb[j]);
+    else if (ia == 1 && ib == 0)
+      for (std::int64_t j = 0; j < inner; ++j) o[j] = f(xa[j], xb[0]);
+    else if (ia == 0 && ib == 1)
+      for (std::int64_t j = 0; j < inner; ++j) o[j] = f(xa[0], xb[j]);
+    else
+      for (std::int64_t j = 0; j < inner; ++j) o[j] = f(xa[j * ia], xb[j * ib]);
+    // advance the multi-index over all but the last dimension
+    for (std::size_t d = r - 1; d-- > 0;) {
+      ++idx[d];
+      offa += sa[d];
+      offb += sb[d];
+      if (idx[d] < os[d]) break;
+      offa -= sa[d] * os[d];
+      offb -= sb[d] * os[d];
+      idx[d] = 0;
+    }
+  }
+  return out;
+}
+
+}  // namespace tapegrad::kernels

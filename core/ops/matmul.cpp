@@ -1,0 +1,141 @@
+// Matrix products: forward and backward side by side.
+#include "core/ops/matmul.h"
+
+#include <cblas.h>
+
+#include <Eigen/Core>
+
+#include "core/autograd.h"
+#include "core/ops/kernels.h"
+#include "core/ops/reduce.h"
+#include "core/ops/shape_ops.h"
+
+namespace tapegrad {
+namespace detail {
+namespace {
+
+// Below this many multiply-adds Eigen's inlined kernel beats the BLAS call overhead.
+constexpr std::int64_t kEigenMaxFlops = std::int64_t(1) << 19;
+
+template <class T>
+using RowMat = Eigen::Matrix<T, Eigen::Dynamic, Eigen::Dynamic, Eigen::RowMajor>;
+
+template <class T>
+void eigen_gemm(bool ta, bool tb, const T* A, const T* B, T* C, std::int64_t M, std::int64_t N, std::int64_t K,
+                std::int64_t ar, std::int64_t ac, std::int64_t br, std::int64_t bc, bool acc) {
+  Eigen::Map<const RowMat<T>> a(A, ar, ac);
+  Eigen::Map<const RowMat<T>> b(B, br, bc);
+  Eigen::Map<RowMat<T>> c(C, M, N);
+  (void)K;
+  if (!acc) c.setZero();
+  if (!ta && !tb) c.noalias() += a * b;
+  else if (!ta && tb) c.noalias() += a * b.transpose();
+  else if (ta && !tb) c.noalias() += a.transpose() * b;
+  else c.noalias() += a.transpose() * b.transpose();
+}
+
+}  // namespace
+
+void gemm(bool ta, bool tb, const Tensor& a, const Tensor& b, Tensor& c, bool accumulate) {
+  const std::int64_t ar = a.shape()[0], ac = a.shape()[1], br = b.shape()[0], bc = b.shape()[1];
+  const std::int64_t M = ta ? ac : ar, K = ta ? ar : ac, N = tb ? br : bc;
+  if (M == 0 || N == 0) return;
+  if (K == 0) {
+    if (!accumulate) c.zero_();
+    return;
+  }
+  const bool small = M * N * K <= kEigenMaxFlops;
+  const auto TA = ta ? CblasTrans : CblasNoTrans, TB = tb ? CblasTrans : CblasNoTrans;
+  if (a.dtype() == Dtype::Float32) {
+    if (small)
+      eigen_gemm<float>(ta, tb, a.data<float>(), b.data<float>(), c.data<float>(), M, N, K, ar, ac, br, bc, accumulate);
+    else
+      cblas_sgemm(CblasRowMajor, TA, TB, static_cast<int>(M), static_cast<int>(N), static_cast<int>(K), 1.0f,
+                  a.data<float>(), static_cast<int>(ac), b.data<float>(), static_cast<int>(bc), accumulate ? 1.0f : 0.0f,
+                  c.data<float>(), static_cast<int>(N));
+  } else {
+    if (small)
+      eigen_gemm<double>(ta, tb, a.data<double>(), b.data<double>(), c.data<double>(), M, N, K, ar, ac, br, bc,
+                         accumulate);
+    else
+      cblas_dgemm(CblasRowMajor, TA, TB, static_cast<int>(M), static_cast<int>(N), static_cast<int>(K), 1.0,
+                  a.data<double>(), static_cast<int>(ac), b.data<double>(), static_cast<int>(bc), accumulate ? 1.0 : 0.0,
+                  c.data<double>(), static_cast<int>(N));
+  }
+}
+
+}  // namespace detail
+
+namespace {
+Tensor gemm_new(bool ta, bool tb, const Tensor& a, const Tensor& b) {
+  const std::int64_t M = ta ? a.shape()[1] : a.shape()[0];
+  const std::int64_t N = tb ? b.shape()[0] : b.shape()[1];
+  Tensor c = Tensor::empty({M, N}, a.dtype());
+  detail::gemm(ta, tb, a, b, c);
+  return c;
+}
+}  // namespace
+
+Tensor matmul(const Tensor& a, const Tensor& b) {
+  kernels::check_floating(a, "matmul");
+  kernels::check_floating(b, "matmul");
+  kernels::check_same_dtype(a, b, "matmul");
+  if (a.dim() != 2 || b.dim() != 2 || a.shape()[1] != b.shape()[0])
+    throw std::invalid_argument("matmul: expected (M, K) @ (K, N), got " + shape_str(a.shape()) + " @ " +
+                                shape_str(b.shape()));
+  Tensor out = gemm_new(false, false, a, b);
+  if (autograd::needs_grad({&a, &b})) {
+    // dA = dC·Bᵀ, dB = Aᵀ·dC
+    autograd::record("matmul", out, {a, b}, [a = a.detach(), b = b.detach()](const Tensor& g, GradSink& gs) {
+      if (gs.needs(0)) gs.add(0, gemm_new(false, true, g, b));
+      if (gs.needs(1)) gs.add(1, gemm_new(true, false, a, g));
+    });
+  }
+  return out;
+}
+
+Tensor linear(const Tensor& x, const Tensor& weight, const Tensor& bias) {
+  kernels::check_floating(x, "linear");
+  kernels::check_floating(weight, "linear");
+  kernels::check_same_dtype(x, weight, "linear");
+  if (weight.dim() != 2)
+    throw std::invalid_argument("linear: weight must be (out_features, in_features), got " + shape_str(weight.shape()));
+  const std::int64_t out_f = weight.shape()[0], in_f = weight.shape()[1];
+  if (x.dim() < 1 || x.shape().back() != in_f)
+    throw std::invalid_argument("linear: expected input (*, " + std::to_string(in_f) + "), got " +
+                                shape_str(x.shape()) + " (weight " + shape_str(weight.shape()) + ")");
+  if (bias.defined()) {
+    kernels::check_same_dtype(x, bias, "linear");
+    if (bias.shape() != Shape{out_f})
+      throw std::invalid_argument("linear: expected bias (" + std::to_string(out_f) + "), got " +
+                                  shape_str(bias.shape()));
+  }
+  const std::int64_t rows = in_f == 0 ? 0 : x.numel() / in_f;
+  Tensor x2 = alias_with_shape(x, {rows, in_f});
+  Tensor y2 = Tensor::empty({rows, out_f}, x.dtype());
+  if (bias.defined()) {
+    TAPEGRAD_DISPATCH_FLOAT(x.dtype(), "linear", [&] {
+      const scalar_t* b = bias.data<scalar_t>();
+      scalar_t* y = y2.data<scalar_t>();
+      for (std::int64_t r = 0; r < rows; ++r) std::copy(b, b + out_f, y + r * out_f);
+    });
+  }
+  detail::gemm(false, true, x2, weight, y2, bias.defined());
+  Shape os = x.shape();
+  os.back() = out_f;
+  Tensor out = alias_with_shape(y2, os);
+  std::vector<Tensor> inputs{x, weight};
+  if (bias.defined()) inputs.push_back(bias);
+  if (autograd::needs_grad(inputs)) {
+    autograd::record("linear", out, inputs,
+                     [x2 = x2, w = weight.detach(), xs = x.shape(), rows, out_f](const Tensor& g, GradSink& gs) {
+                       Tensor g2 = alias_with_shape(g, {rows, out_f});
+                       if (gs.needs(0)) gs.add(0, alias_with_shape(gemm_new(false, false, g2, w), xs));  // dy·W
+                       if (gs.needs(1)) gs.add(1, gemm_new(true, false, g2, x2));                        // dyᵀ·x
+                       if (gs.needs(2)) gs.add(2, sum(g2, {0}));                                         // Σ dy
+                     });
+  }
+  return out;
+}
+
+}  // namespace tapegrad

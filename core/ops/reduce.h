@@ -1,0 +1,23 @@
+#pragma once
+// Reductions. `axes` may be negative; an empty list means all axes.
+#include <vector>
+
+#include "core/tensor.h"
+
+namespace tapegrad {
+
+/// Sum of every element (shape {}).
+Tensor sum(const Tensor& x);
+/// Sum over `axes`; keeps them as size-1 dims when keepdim. Throws for an axis out of range.
+Tensor sum(const Tensor& x, const std::vector<std::int64_t>& axes, bool keepdim = false);
+/// Mean of every element.
+Tensor mean(const Tensor& x);
+/// Mean over `axes` (sum divided by the number of reduced elements).
+Tensor mean(const Tensor& x, const std::vector<std::int64_t>& axes, bool keepdim = false);
+/// Sums x down to `shape` (the inverse of broadcasting; used by broadcast backwards).
+/// Throws when x's shape does not broadcast from `shape`.
+Tensor sum_to(const Tensor& x, const Shape& shape);
+/// Repeats x along broadcast dimensions to `shape` (a copy; backward is sum_to).
+Tensor broadcast_to(const Tensor& x, const Shape& shape);
+
+}  // namespace tapegrad

@@ -1,0 +1,44 @@
+#pragma once
+// One thread pool for everything: tapegrad's own loops run on OpenMP, and OpenBLAS is
+// the OpenMP build, so both share libgomp's pool instead of oversubscribing the cores.
+#include <cstdint>
+
+namespace tapegrad {
+
+/// Sets the threads used by tapegrad's loops, OpenBLAS and Eigen (default: all cores).
+/// Throws std::invalid_argument for n < 1.
+void set_num_threads(int n);
+int get_num_threads();
+
+int omp_get_thread_num_wrapper();
+int omp_get_num_threads_wrapper();
+
+/// Loops smaller than this many elements run serially (a parallel region costs ~1 µs).
+constexpr std::int64_t kParallelGrain = 32768;
+
+/// Calls f(begin, end) over [0, n) split into contiguous chunks, in parallel when
+/// n >= grain and more than one thread is configured.
+template <class F>
+void parallel_for(std::int64_t n, std::int64_t grain, F&& f) {
+  if (n <= 0) return;
+  const int threads = get_num_threads();
+  if (threads <= 1 || n < grain) {
+    f(std::int64_t{0}, n);
+    return;
+  }
+#if defined(_OPENMP)
+#pragma omp parallel num_threads(threads)
+  {
+    const int t = omp_get_thread_num_wrapper();
+    const int nt = omp_get_num_threads_wrapper();
+    const std::int64_t chunk = (n + nt - 1) / nt;
+    const std::int64_t b = t * chunk;
+    const std::int64_t e = b + chunk < n ? b + chunk : n;
+    if (b < e) f(b, e);
+  }
+#else
+  f(std::int64_t{0}, n);
+#endif
+}
+
+}  // namespace tapegrad

@@ -1,0 +1,44 @@
+#pragma once
+// Seeded random numbers. Same seed => same sequence on every run of the same build.
+#include <cstdint>
+#include <random>
+#include <string>
+
+#include "core/tensor.h"
+
+namespace tapegrad {
+
+/// A seeded generator (mt19937_64). Its full state can be saved and restored, so a
+/// resumed training run draws exactly the numbers the uninterrupted one would.
+class Generator {
+ public:
+  explicit Generator(std::uint64_t seed = 0) : engine_(seed) {}
+  void manual_seed(std::uint64_t seed) { engine_.seed(seed); }
+  /// Uniform in [0, 1).
+  double uniform();
+  /// Standard normal (Box–Muller).
+  double normal();
+  /// Uniform integer in [0, n). Throws for n <= 0.
+  std::int64_t randint(std::int64_t n);
+  std::uint64_t next_u64() { return engine_(); }
+  /// The engine's full state as text, and back. set_state throws on malformed text.
+  std::string get_state() const;
+  void set_state(const std::string& state);
+  std::mt19937_64& engine() { return engine_; }
+
+ private:
+  std::mt19937_64 engine_;
+};
+
+/// The process-wide generator used when none is passed (thread-unsafe, like torch's).
+Generator& default_generator();
+/// Seeds the default generator.
+void manual_seed(std::uint64_t seed);
+
+/// Samples from N(0, 1).
+Tensor randn(const Shape& shape, Dtype dtype = Dtype::Float32, Generator& gen = default_generator());
+/// Samples from U[lo, hi).
+Tensor uniform(const Shape& shape, double lo, double hi, Dtype dtype = Dtype::Float32,
+               Generator& gen = default_generator());
+
+}  // namespace tapegrad

@@ -1,0 +1,25 @@
+#pragma once
+// Shapes: a list of dimension sizes, row-major (last index fastest).
+#include <cstdint>
+#include <initializer_list>
+#include <string>
+#include <vector>
+
+namespace tapegrad {
+
+using Shape = std::vector<std::int64_t>;
+
+/// Product of the sizes (1 for a scalar, shape {}).
+std::int64_t numel_of(const Shape& s);
+/// "[2, 3]" style text, used in every shape error message.
+std::string shape_str(const Shape& s);
+/// Row-major strides in elements.
+std::vector<std::int64_t> contiguous_strides(const Shape& s);
+/// NumPy/PyTorch broadcasting of two shapes. Throws std::invalid_argument naming
+/// both shapes (and `op`) when they are not broadcastable.
+Shape broadcast_shapes(const Shape& a, const Shape& b, const char* op);
+/// Wraps a possibly negative axis into [0, rank); throws std::out_of_range naming the
+/// axis and the rank.
+std::int64_t wrap_axis(std::int64_t axis, std::int64_t rank);
+
+}  // namespace tapegrad

@@ -1,0 +1,36 @@
+#pragma once
+// Raw, 64-byte aligned memory behind tensors, recycled through a size-bucketed cache
+// so steady-state training loops neither call the system allocator nor page-fault on
+// fresh large buffers.
+#include <cstddef>
+#include <memory>
+
+namespace tapegrad {
+
+/// A block of bytes owned by one or more tensors (views share it).
+class Storage {
+ public:
+  explicit Storage(std::size_t nbytes);
+  ~Storage();
+  Storage(const Storage&) = delete;
+  Storage& operator=(const Storage&) = delete;
+  void* data() const { return ptr_; }
+  std::size_t nbytes() const { return nbytes_; }
+
+ private:
+  void* ptr_;
+  std::size_t nbytes_;
+};
+
+/// Statistics of the block cache (for tests and benchmarks).
+struct AllocatorStats {
+  std::size_t bytes_in_use = 0;     ///< bytes held by live Storage objects
+  std::size_t bytes_cached = 0;     ///< bytes kept for reuse
+  std::size_t peak_bytes_in_use = 0;
+  std::size_t system_allocations = 0;  ///< calls that reached the system allocator
+};
+AllocatorStats allocator_stats();
+/// Returns every cached block to the system.
+void allocator_release_cached();
+
+}  // namespace tapegrad

@@ -1,0 +1,126 @@
+#pragma once
+// Tensor: a dense, row-major, contiguous n-d array of float32, float64 or int64 with
+// optional reverse-mode gradient tracking. A Tensor is a cheap handle: copies share
+// the same data and autograd identity (like torch::Tensor). Views made by reshape,
+// flatten, squeeze, unsqueeze and narrow along dim 0 share storage; everything else
+// allocates.
+#include <cstdint>
+#include <initializer_list>
+#include <memory>
+#include <string>
+#include <type_traits>
+#include <vector>
+
+#include "core/dtype.h"
+#include "core/shape.h"
+#include "core/storage.h"
+
+namespace tapegrad {
+
+struct AutogradMeta;
+class Tensor;
+
+/// Shared state of one tensor handle family.
+struct TensorImpl {
+  std::shared_ptr<Storage> storage;
+  std::size_t offset = 0;  ///< in bytes from storage->data()
+  Shape shape;
+  Dtype dtype = Dtype::Float32;
+  std::shared_ptr<AutogradMeta> autograd;  ///< null unless it requires grad
+};
+
+class Tensor {
+ public:
+  Tensor() = default;
+  explicit Tensor(std::shared_ptr<TensorImpl> impl) : impl_(std::move(impl)) {}
+
+  // ---- construction -------------------------------------------------------------
+  /// Uninitialised tensor of `shape`.
+  static Tensor empty(const Shape& shape, Dtype dtype = Dtype::Float32);
+  static Tensor zeros(const Shape& shape, Dtype dtype = Dtype::Float32);
+  static Tensor ones(const Shape& shape, Dtype dtype = Dtype::Float32);
+  static Tensor full(const Shape& shape, double value, Dtype dtype = Dtype::Float32);
+  /// Copies `values` (row-major) into a new tensor; throws std::invalid_argument when
+  /// values.size() != numel(shape).
+  static Tensor from_vector(const std::vector<double>& values, const Shape& shape,
+                            Dtype dtype = Dtype::Float64);
+  /// Int64 tensor from `values` (class indices, counters).
+  static Tensor from_int64(const std::vector<std::int64_t>& values, const Shape& shape);
+  /// Scalar (shape {}).
+  static Tensor scalar(double value, Dtype dtype = Dtype::Float64);
+
+  // ---- metadata -----------------------------------------------------------------
+  bool defined() const { return impl_ != nullptr; }
+  const Shape& shape() const;
+  std::int64_t dim() const { return static_cast<std::int64_t>(shape().size()); }
+  /// Size of dimension d (negative counts from the end).
+  std::int64_t size(std::int64_t d) const;
+  std::int64_t numel() const;
+  Dtype dtype() const;
+  std::size_t nbytes() const { return static_cast<std::size_t>(numel()) * dtype_size(dtype()); }
+
+  // ---- data access ----------------------------------------------------------------
+  /// Typed pointer to the first element; throws std::invalid_argument on a dtype
+  /// mismatch (names both dtypes).
+  template <class T> T* data() const {
+    check_dtype(dtype_of<std::remove_const_t<T>>::value);
+    return static_cast<T*>(raw_data());
+  }
+  void* raw_data() const;
+  /// The single value of a one-element tensor, as double; throws otherwise.
+  double item() const;
+  /// Element at a flat row-major index, as double (slow; for tests and printing).
+  double at(std::int64_t flat_index) const;
+  /// All values as doubles (row-major).
+  std::vector<double> to_vector() const;
+  std::string to_string() const;
+  /// True when both tensors share storage (views or copies of one handle).
+  bool shares_storage_with(const Tensor& other) const;
+
+  // ---- copies and conversions --------------------------------------------------
+  /// New storage, same values; not connected to the graph (like torch.clone().detach()).
+  Tensor clone() const;
+  /// Converts to `dtype` (records a node when differentiable); same tensor if equal.
+  Tensor to(Dtype dtype) const;
+  /// Same storage, no gradient history, requires_grad false.
+  Tensor detach() const;
+
+  // ---- in-place updates (never recorded; throw if autograd would need them) ------
+  Tensor& fill_(double value);
+  Tensor& zero_() { return fill_(0.0); }
+  /// this = src (same shape; dtype converted).
+  Tensor& copy_(const Tensor& src);
+  /// this += alpha * other (same shape, same dtype).
+  Tensor& add_(const Tensor& other, double alpha = 1.0);
+  /// this *= value.
+  Tensor& mul_(double value);
+
+  // ---- autograd --------------------------------------------------------------------
+  /// Marks a leaf tensor as requiring gradients; throws for int64 or non-leaf tensors.
+  Tensor& requires_grad_(bool enable = true);
+  bool requires_grad() const;
+  /// A leaf is a tensor not produced by a recorded op.
+  bool is_leaf() const;
+  /// Accumulated gradient of a leaf (undefined until a backward reaches it).
+  Tensor grad() const;
+  void set_grad(const Tensor& g) const;
+  /// Clears the gradient (set_to_none) or fills it with zeros.
+  void zero_grad(bool set_to_none = true) const;
+  /// Name of the op that produced this tensor ("" for leaves).
+  std::string grad_fn_name() const;
+  /// Reverse-mode backward from this tensor. `gradient` defaults to 1 for a one-element
+  /// tensor; a non-scalar without `gradient` throws. The graph is freed afterwards
+  /// unless retain_graph; a second backward through a freed graph throws.
+  void backward(const Tensor& gradient = Tensor(), bool retain_graph = false) const;
+
+  const std::shared_ptr<TensorImpl>& impl() const { return impl_; }
+
+ private:
+  void check_dtype(Dtype want) const;
+  std::shared_ptr<TensorImpl> impl_;
+};
+
+/// Shares the storage of `t` under a new shape (same numel); used by reshape views.
+Tensor alias_with_shape(const Tensor& t, const Shape& shape, std::size_t extra_offset_bytes = 0);
+
+}  // namespace tapegrad
