@@ -121,10 +121,10 @@ void record(const char* name, Tensor& out, const std::vector<Tensor>& inputs, Ba
   node->inputs.reserve(inputs.size());
   node->input_shapes.reserve(inputs.size());
   node->input_dtypes.reserve(inputs.size());
-  for (const Tensor& t : inputs) {
+  for (const Tensor& t : inputs) {  // undefined inputs (e.g. an absent bias) get no edge
     node->inputs.push_back(t.requires_grad() ? t.impl()->autograd : nullptr);
-    node->input_shapes.push_back(t.shape());
-    node->input_dtypes.push_back(t.dtype());
+    node->input_shapes.push_back(t.defined() ? t.shape() : Shape{});
+    node->input_dtypes.push_back(t.defined() ? t.dtype() : Dtype::Float32);
   }
   node->backward = std::move(backward);
   node->seq = g_tape.next_seq++;

@@ -250,6 +250,18 @@ Tensor& Tensor::mul_(double value) {
   return *this;
 }
 
+void Tensor::set_data(const Tensor& src) {
+  require_defined(*this, "set_data");
+  require_defined(src, "set_data");
+  if (requires_grad() && !is_floating(src.dtype()))
+    throw std::invalid_argument("set_data: a tensor that requires grad cannot take int64 data");
+  impl_->storage = src.impl()->storage;
+  impl_->offset = src.impl()->offset;
+  impl_->shape = src.impl()->shape;
+  impl_->dtype = src.impl()->dtype;
+  if (impl_->autograd) impl_->autograd->grad = Tensor();
+}
+
 Tensor& Tensor::requires_grad_(bool enable) {
   require_defined(*this, "requires_grad_");
   if (!enable) {

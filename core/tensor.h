@@ -94,6 +94,10 @@ class Tensor {
   Tensor& add_(const Tensor& other, double alpha = 1.0);
   /// this *= value.
   Tensor& mul_(double value);
+  /// Replaces this tensor's data, shape and dtype with `src`'s (shared, not copied) for
+  /// every handle of this tensor, keeping its autograd identity and dropping its grad.
+  /// Used by Module::to(dtype). Never recorded.
+  void set_data(const Tensor& src);
 
   // ---- autograd --------------------------------------------------------------------
   /// Marks a leaf tensor as requiring gradients; throws for int64 or non-leaf tensors.

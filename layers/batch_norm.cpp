@@ -1,0 +1,107 @@
+#include "layers/batch_norm.h"
+
+#include <sstream>
+#include <stdexcept>
+
+#include "core/autograd.h"
+#include "layers/functional/batch_norm.h"
+
+namespace tapegrad::layers {
+
+double momentum_from_decay(double decay) {
+  if (!(decay >= 0.0 && decay <= 1.0))
+    throw std::invalid_argument("momentum_from_decay: expected a decay in [0, 1], got " + std::to_string(decay));
+  return 1.0 - decay;
+}
+
+double decay_from_momentum(double momentum) {
+  if (!(momentum >= 0.0 && momentum <= 1.0))
+    throw std::invalid_argument("decay_from_momentum: expected a momentum in [0, 1], got " + std::to_string(momentum));
+  return 1.0 - momentum;
+}
+
+BatchNormBase::BatchNormBase(std::int64_t c, BatchNormOptions opts) : num_features(c), options(opts) {
+  if (c <= 0) throw std::invalid_argument("BatchNorm: num_features must be positive, got " + std::to_string(c));
+  if (!(opts.eps >= 0)) throw std::invalid_argument("BatchNorm: eps must be >= 0, got " + std::to_string(opts.eps));
+  if (opts.momentum && !(*opts.momentum >= 0.0 && *opts.momentum <= 1.0))
+    throw std::invalid_argument("BatchNorm: momentum must be in [0, 1] (PyTorch convention; a Keras decay of 0.99 is "
+                                "momentum 0.01, see momentum_from_decay), got " +
+                                std::to_string(*opts.momentum));
+  if (opts.affine) {
+    weight = register_parameter("weight", Tensor::ones({c}, opts.dtype));
+    bias = register_parameter("bias", Tensor::zeros({c}, opts.dtype));
+  }
+  if (opts.track_running_stats) {
+    running_mean = register_buffer("running_mean", Tensor::zeros({c}, opts.dtype));
+    running_var = register_buffer("running_var", Tensor::ones({c}, opts.dtype));
+    num_batches_tracked = register_buffer("num_batches_tracked", Tensor::zeros({}, Dtype::Int64));
+  }
+}
+
+void BatchNormBase::reset_running_stats() {
+  if (!options.track_running_stats) return;
+  running_mean.fill_(0.0);
+  running_var.fill_(1.0);
+  num_batches_tracked.fill_(0.0);
+}
+
+std::int64_t BatchNormBase::batches_tracked() const {
+  return num_batches_tracked.defined() ? num_batches_tracked.data<std::int64_t>()[0] : 0;
+}
+
+void BatchNormBase::check_features(const Tensor& x) const {
+  if (x.size(1) != num_features)
+    throw std::invalid_argument(type_name() + ": expected " + std::to_string(num_features) +
+                                " channels (dim 1), got input of shape " + shape_str(x.shape()));
+}
+
+void BatchNorm1d::check_input(const Tensor& x) const {
+  if (x.dim() != 2 && x.dim() != 3)
+    throw std::invalid_argument("BatchNorm1d: expected 2D (N, C) or 3D (N, C, L) input, got " +
+                                std::to_string(x.dim()) + "D input of shape " + shape_str(x.shape()));
+  check_features(x);
+}
+
+void BatchNorm2d::check_input(const Tensor& x) const {
+  if (x.dim() != 4)
+    throw std::invalid_argument("BatchNorm2d: expected 4D (N, C, H, W) input, got " + std::to_string(x.dim()) +
+                                "D input of shape " + shape_str(x.shape()));
+  check_features(x);
+}
+
+Tensor BatchNormBase::forward(const Tensor& x) {
+  if (!x.defined()) throw std::invalid_argument(type_name() + ": the input is undefined");
+  check_input(x);
+  if (x.dtype() != options.dtype && (weight.defined() || running_mean.defined()))
+    throw std::invalid_argument(type_name() + ": input dtype " + dtype_name(x.dtype()) + " does not match the module's " +
+                                dtype_name(options.dtype) + " (convert with .to() or Module::to())");
+  const bool use_batch_stats = is_training() || !options.track_running_stats;
+  double factor = 0.0;
+  if (is_training() && options.track_running_stats) {
+    const std::int64_t m = x.numel() / x.size(1);
+    if (m <= 1)  // refuse before touching num_batches_tracked: a rejected batch changes nothing
+      throw std::invalid_argument(type_name() + ": expected more than 1 value per channel when training, got input "
+                                  "of shape " + shape_str(x.shape()) +
+                                  "; call eval() to run a single sample through running statistics");
+    std::int64_t& nbt = num_batches_tracked.data<std::int64_t>()[0];
+    factor = options.momentum ? *options.momentum : 1.0 / static_cast<double>(nbt + 1);
+    Tensor out = functional::batch_norm(x, running_mean, running_var, weight, bias, true, factor, options.eps);
+    ++nbt;
+    return out;
+  }
+  return functional::batch_norm(x, running_mean, running_var, weight, bias, use_batch_stats, factor, options.eps);
+}
+
+std::string BatchNormBase::extra_repr() const {
+  std::ostringstream os;
+  os << num_features << ", eps=" << options.eps << ", momentum=";
+  if (options.momentum)
+    os << *options.momentum;
+  else
+    os << "None";
+  os << ", affine=" << (options.affine ? "True" : "False")
+     << ", track_running_stats=" << (options.track_running_stats ? "True" : "False");
+  return os.str();
+}
+
+}  // namespace tapegrad::layers

@@ -1,0 +1,78 @@
+#pragma once
+// Batch normalisation modules (Ioffe & Szegedy 2015), PyTorch semantics.
+#include <optional>
+
+#include "layers/module.h"
+
+namespace tapegrad::layers {
+
+/// Keras / textbook decay α (run = α·run + (1-α)·batch) to PyTorch momentum (1 - α):
+/// decay 0.99 is momentum 0.01. Throws std::invalid_argument outside [0, 1].
+double momentum_from_decay(double decay);
+/// PyTorch momentum to Keras / textbook decay (1 - momentum).
+double decay_from_momentum(double momentum);
+
+/// Options shared by the batch-norm family. Defaults are PyTorch's.
+struct BatchNormOptions {
+  double eps = 1e-5;                     ///< added to the variance inside the sqrt
+  std::optional<double> momentum = 0.1;  ///< PyTorch convention; nullopt = cumulative average
+  bool affine = true;                    ///< learnable weight γ (init 1) and bias β (init 0)
+  bool track_running_stats = true;       ///< keep running_mean (0), running_var (1), num_batches_tracked (0)
+  Dtype dtype = Dtype::Float32;
+};
+
+/// Common implementation: statistics per channel (dim 1) over N and every dim after C.
+///
+/// Train mode: normalises with the batch mean and biased variance (divide by m); then
+/// num_batches_tracked += 1 and run = (1 - f)·run + f·batch with f = momentum, or
+/// f = 1/num_batches_tracked when momentum is nullopt; running_var takes the unbiased
+/// batch variance (divide by m - 1). A batch with one value per channel (m = 1) throws
+/// std::invalid_argument and leaves every buffer unchanged.
+/// Eval mode: normalises with running_mean / running_var, so a sample's output does not
+/// depend on the other samples of its batch. With track_running_stats = false there are
+/// no buffers and batch statistics are used in both modes.
+/// Buffers are never touched by an optimizer: only this forward updates them.
+class BatchNormBase : public Module {
+ public:
+  BatchNormBase(std::int64_t num_features, BatchNormOptions options);
+  Tensor forward(const Tensor& x) override;
+  std::string extra_repr() const override;
+  /// Sets running_mean 0, running_var 1, num_batches_tracked 0.
+  void reset_running_stats();
+  /// How many train-mode batches have updated the running statistics.
+  std::int64_t batches_tracked() const;
+
+  std::int64_t num_features;
+  BatchNormOptions options;
+  Tensor weight, bias;                                    ///< (C); undefined unless affine
+  Tensor running_mean, running_var, num_batches_tracked;  ///< undefined unless tracked
+
+ protected:
+  /// Throws std::invalid_argument naming the expected and actual shape.
+  virtual void check_input(const Tensor& x) const = 0;
+  void check_features(const Tensor& x) const;
+};
+
+/// BatchNorm over (N, C) or (N, C, L): statistics per feature over N (and L).
+class BatchNorm1d : public BatchNormBase {
+ public:
+  explicit BatchNorm1d(std::int64_t num_features, BatchNormOptions options = {})
+      : BatchNormBase(num_features, options) {}
+  std::string type_name() const override { return "BatchNorm1d"; }
+
+ protected:
+  void check_input(const Tensor& x) const override;
+};
+
+/// BatchNorm over (N, C, H, W): statistics per channel over N, H and W.
+class BatchNorm2d : public BatchNormBase {
+ public:
+  explicit BatchNorm2d(std::int64_t num_features, BatchNormOptions options = {})
+      : BatchNormBase(num_features, options) {}
+  std::string type_name() const override { return "BatchNorm2d"; }
+
+ protected:
+  void check_input(const Tensor& x) const override;
+};
+
+}  // namespace tapegrad::layers

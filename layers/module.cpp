@@ -1,0 +1,169 @@
+#include "layers/module.h"
+
+#include <algorithm>
+#include <stdexcept>
+
+#include "core/autograd.h"
+
+namespace tapegrad::layers {
+
+void Module::train(bool mode) {
+  const bool changed = training_ != mode;
+  training_ = mode;
+  if (changed) on_mode_change();
+  for (auto& [name, child] : children_) child->train(mode);
+}
+
+Tensor Module::register_parameter(const std::string& name, Tensor value) {
+  if (!value.defined()) throw std::invalid_argument("register_parameter: '" + name + "' is undefined");
+  if (!value.requires_grad()) value.requires_grad_(true);
+  params_.emplace_back(name, value);
+  return value;
+}
+
+Tensor Module::register_buffer(const std::string& name, Tensor value, bool persistent) {
+  if (!value.defined()) throw std::invalid_argument("register_buffer: '" + name + "' is undefined");
+  buffers_.emplace_back(name, value);
+  if (!persistent) non_persistent_.push_back(name);
+  return value;
+}
+
+void Module::add_child(const std::string& name, std::shared_ptr<Module> child) {
+  if (!child) throw std::invalid_argument("register_module: '" + name + "' is null");
+  for (auto& c : children_)
+    if (c.first == name) throw std::invalid_argument("register_module: a child named '" + name + "' exists");
+  children_.emplace_back(name, std::move(child));
+}
+
+void Module::collect(const std::string& prefix, bool recurse, bool params,
+                     std::vector<std::pair<std::string, Tensor>>& out) const {
+  for (auto& [n, t] : params ? params_ : buffers_) out.emplace_back(prefix + n, t);
+  if (!recurse) return;
+  for (auto& [n, c] : children_) c->collect(prefix + n + ".", true, params, out);
+}
+
+std::vector<std::pair<std::string, Tensor>> Module::named_parameters(bool recurse) const {
+  std::vector<std::pair<std::string, Tensor>> out;
+  collect("", recurse, true, out);
+  return out;
+}
+
+std::vector<Tensor> Module::parameters(bool recurse) const {
+  std::vector<Tensor> out;
+  for (auto& [n, t] : named_parameters(recurse)) out.push_back(t);
+  return out;
+}
+
+std::vector<std::pair<std::string, Tensor>> Module::named_buffers(bool recurse) const {
+  std::vector<std::pair<std::string, Tensor>> out;
+  collect("", recurse, false, out);
+  return out;
+}
+
+std::vector<Tensor> Module::buffers(bool recurse) const {
+  std::vector<Tensor> out;
+  for (auto& [n, t] : named_buffers(recurse)) out.push_back(t);
+  return out;
+}
+
+std::vector<std::pair<std::string, Module*>> Module::named_modules() {
+  std::vector<std::pair<std::string, Module*>> out{{"", this}};
+  for (auto& [n, c] : children_)
+    for (auto& [sub, m] : c->named_modules()) out.emplace_back(sub.empty() ? n : n + "." + sub, m);
+  return out;
+}
+
+void Module::zero_grad(bool set_to_none) {
+  for (auto& p : parameters()) p.zero_grad(set_to_none);
+}
+
+void Module::collect_state(const std::string& prefix, StateDict& out) const {
+  for (auto& [n, t] : params_) out.insert(prefix + n, t);
+  for (auto& [n, t] : buffers_)
+    if (std::find(non_persistent_.begin(), non_persistent_.end(), n) == non_persistent_.end())
+      out.insert(prefix + n, t);
+  for (auto& [n, c] : children_) c->collect_state(prefix + n + ".", out);
+}
+
+StateDict Module::state_dict() const {
+  StateDict d;
+  collect_state("", d);
+  return d;
+}
+
+namespace {
+std::string join(const std::vector<std::string>& v) {
+  std::string r;
+  for (std::size_t i = 0; i < v.size(); ++i) r += (i ? ", " : "") + v[i];
+  return r;
+}
+}  // namespace
+
+LoadResult Module::load_state_dict(const StateDict& dict, bool strict) {
+  LoadResult res;
+  StateDict own = state_dict();
+  std::vector<std::pair<Tensor, Tensor>> writes;  // (destination, source)
+  for (auto& [key, dst] : own) {
+    const Tensor* src = dict.find(key);
+    if (!src) {
+      res.missing_keys.push_back(key);
+      continue;
+    }
+    if (!src->defined() || src->shape() != dst.shape() || src->dtype() != dst.dtype()) {
+      const bool shape_ok = src->defined() && src->shape() == dst.shape();
+      const bool kinds_ok = src->defined() && is_floating(src->dtype()) == is_floating(dst.dtype());
+      if (!shape_ok || strict || !kinds_ok) {
+        res.mismatched.push_back(key + ": expected " + shape_str(dst.shape()) + " " + dtype_name(dst.dtype()) +
+                                 ", got " +
+                                 (src->defined() ? shape_str(src->shape()) + " " + dtype_name(src->dtype())
+                                                 : std::string("an undefined tensor")));
+        continue;
+      }
+    }
+    writes.emplace_back(dst, *src);
+  }
+  for (auto& [key, t] : dict)
+    if (!own.contains(key)) res.unexpected_keys.push_back(key);
+  if (strict && !res.ok()) {
+    std::string msg = "load_state_dict (strict): nothing was loaded.";
+    if (!res.missing_keys.empty()) msg += " Missing keys: " + join(res.missing_keys) + ".";
+    if (!res.unexpected_keys.empty()) msg += " Unexpected keys: " + join(res.unexpected_keys) + ".";
+    if (!res.mismatched.empty()) msg += " Mismatched: " + join(res.mismatched) + ".";
+    throw std::invalid_argument(msg);
+  }
+  NoGradGuard ng;
+  for (auto& [dst, src] : writes) Tensor(dst).copy_(src);
+  return res;
+}
+
+void Module::to(Dtype dtype) {
+  NoGradGuard ng;
+  if (!is_floating(dtype)) throw std::invalid_argument("Module::to: expected float32 or float64");
+  for (auto& [n, t] : params_) t.set_data(t.to(dtype).detach());
+  for (auto& [n, t] : buffers_)
+    if (is_floating(t.dtype())) t.set_data(t.to(dtype));
+  for (auto& [n, c] : children_) c->to(dtype);
+}
+
+void Module::repr_into(std::string& out, int indent) const {
+  out += type_name() + "(" + extra_repr();
+  if (children_.empty()) {
+    out += ")";
+    return;
+  }
+  out += "\n";
+  for (auto& [n, c] : children_) {
+    out += std::string(static_cast<std::size_t>(indent + 2), ' ') + "(" + n + "): ";
+    c->repr_into(out, indent + 2);
+    out += "\n";
+  }
+  out += std::string(static_cast<std::size_t>(indent), ' ') + ")";
+}
+
+std::string Module::repr() const {
+  std::string s;
+  repr_into(s, 0);
+  return s;
+}
+
+}  // namespace tapegrad::layers

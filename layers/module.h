@@ -1,0 +1,105 @@
+#pragma once
+// Module: the base of every layer. Holds named parameters (trainable, requires_grad),
+// buffers (state that is saved but never trained: running_mean, running_var,
+// num_batches_tracked) and child modules, and switches train/eval mode recursively.
+#include <memory>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "core/tensor.h"
+#include "layers/state_dict.h"
+
+namespace tapegrad::layers {
+
+/// What a non-strict load_state_dict did not apply.
+struct LoadResult {
+  std::vector<std::string> missing_keys;     ///< expected by the module, absent from the dict
+  std::vector<std::string> unexpected_keys;  ///< in the dict, unknown to the module
+  std::vector<std::string> mismatched;       ///< "key: expected [..] float32, got [..] float64"
+  bool ok() const { return missing_keys.empty() && unexpected_keys.empty() && mismatched.empty(); }
+};
+
+class Module {
+ public:
+  virtual ~Module() = default;
+  Module() = default;
+  Module(const Module&) = delete;
+  Module& operator=(const Module&) = delete;
+
+  /// The layer's computation.
+  virtual Tensor forward(const Tensor& input) = 0;
+  Tensor operator()(const Tensor& input) { return forward(input); }
+  /// Type name as PyTorch spells it ("BatchNorm1d").
+  virtual std::string type_name() const = 0;
+  /// Constructor arguments for printing ("3, eps=1e-05, momentum=0.1").
+  virtual std::string extra_repr() const { return ""; }
+
+  // ---- modes -------------------------------------------------------------------------
+  /// Sets training mode on this module and every descendant (default true).
+  void train(bool mode = true);
+  /// train(false).
+  void eval() { train(false); }
+  bool is_training() const { return training_; }
+
+  // ---- parameters, buffers, children ------------------------------------------------
+  std::vector<Tensor> parameters(bool recurse = true) const;
+  /// ("0.weight", W) pairs, depth-first in registration order, PyTorch's dotted names.
+  std::vector<std::pair<std::string, Tensor>> named_parameters(bool recurse = true) const;
+  std::vector<Tensor> buffers(bool recurse = true) const;
+  std::vector<std::pair<std::string, Tensor>> named_buffers(bool recurse = true) const;
+  std::vector<std::pair<std::string, std::shared_ptr<Module>>> named_children() const { return children_; }
+  /// This module ("") and every descendant with its dotted path.
+  std::vector<std::pair<std::string, Module*>> named_modules();
+
+  /// Clears (set_to_none) or zeroes the gradients of every parameter.
+  void zero_grad(bool set_to_none = true);
+
+  // ---- checkpoints ---------------------------------------------------------------------
+  /// Parameters and persistent buffers, in registration order, depth-first:
+  /// "0.weight", "0.bias", "1.weight", "1.bias", "1.running_mean", "1.running_var",
+  /// "1.num_batches_tracked", ... The tensors are the live ones (not copies).
+  StateDict state_dict() const;
+  /// Copies values from `dict` into the module's tensors. Atomic: every key, shape and
+  /// dtype is checked before anything is written. strict: throws std::invalid_argument
+  /// listing every missing key, unexpected key and shape/dtype mismatch, and changes
+  /// nothing. Non-strict: applies the matching entries and returns the rest.
+  LoadResult load_state_dict(const StateDict& dict, bool strict = true);
+
+  /// Converts every parameter and floating buffer to `dtype` in place (int64 buffers
+  /// stay int64). Existing handles see the change.
+  void to(Dtype dtype);
+
+  /// Multi-line description of the module tree, PyTorch style.
+  std::string repr() const;
+
+ protected:
+  /// Registers a trainable tensor (sets requires_grad). Returns the same handle.
+  Tensor register_parameter(const std::string& name, Tensor value);
+  /// Registers state that is saved in state_dict (when persistent) but not trained.
+  Tensor register_buffer(const std::string& name, Tensor value, bool persistent = true);
+  template <class M>
+  std::shared_ptr<M> register_module(const std::string& name, std::shared_ptr<M> child) {
+    add_child(name, child);
+    return child;
+  }
+  void add_child(const std::string& name, std::shared_ptr<Module> child);
+  /// Called after the mode of this module changed (e.g. to reset per-mode caches).
+  virtual void on_mode_change() {}
+
+ private:
+  void collect(const std::string& prefix, bool recurse, bool params,
+               std::vector<std::pair<std::string, Tensor>>& out) const;
+  void collect_state(const std::string& prefix, StateDict& out) const;
+  void repr_into(std::string& out, int indent) const;
+
+  bool training_ = true;
+  std::vector<std::pair<std::string, Tensor>> params_;
+  std::vector<std::pair<std::string, Tensor>> buffers_;
+  std::vector<std::string> non_persistent_;
+  std::vector<std::pair<std::string, std::shared_ptr<Module>>> children_;
+};
+
+using ModulePtr = std::shared_ptr<Module>;
+
+}  // namespace tapegrad::layers

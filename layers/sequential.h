@@ -1,0 +1,26 @@
+#pragma once
+#include <initializer_list>
+
+#include "layers/module.h"
+
+namespace tapegrad::layers {
+
+/// Applies its children in order; children are named "0", "1", ... so state_dict keys
+/// are "0.weight", "1.running_mean", as in PyTorch.
+class Sequential : public Module {
+ public:
+  Sequential() = default;
+  Sequential(std::initializer_list<ModulePtr> modules);
+  /// Appends a module as child "<size()>".
+  void push_back(ModulePtr m);
+  Tensor forward(const Tensor& x) override;
+  std::string type_name() const override { return "Sequential"; }
+  std::size_t size() const { return layers_.size(); }
+  /// The i-th child; throws std::out_of_range.
+  ModulePtr operator[](std::size_t i) const;
+
+ private:
+  std::vector<ModulePtr> layers_;
+};
+
+}  // namespace tapegrad::layers

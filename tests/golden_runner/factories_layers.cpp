@@ -1,0 +1,57 @@
+// Factories for the skeleton's layers, losses and optimizers.
+#include <memory>
+
+#include "golden_runner/support.h"
+#include "layers/activation.h"
+#include "layers/batch_norm.h"
+#include "layers/linear.h"
+#include "layers/loss.h"
+#include "optim/sgd.h"
+
+namespace golden {
+namespace {
+
+using namespace tapegrad;
+
+layers::BatchNormOptions bn_options(const json& a, Dtype dtype) {
+  layers::BatchNormOptions o;
+  o.eps = a.value("eps", 1e-5);
+  o.momentum = a.contains("momentum") ? opt_double(a.at("momentum")) : std::optional<double>(0.1);
+  o.affine = a.value("affine", true);
+  o.track_running_stats = a.value("track_running_stats", true);
+  o.dtype = dtype;
+  return o;
+}
+
+const bool registered = [] {
+  add_module("Linear", [](const json& a, Dtype dt) -> layers::ModulePtr {
+    return std::make_shared<layers::Linear>(a.at("in_features").get<std::int64_t>(),
+                                            a.at("out_features").get<std::int64_t>(), a.value("bias", true), dt);
+  });
+  add_module("ReLU", [](const json&, Dtype) -> layers::ModulePtr { return std::make_shared<layers::ReLU>(); });
+  add_module("BatchNorm1d", [](const json& a, Dtype dt) -> layers::ModulePtr {
+    return std::make_shared<layers::BatchNorm1d>(a.at("num_features").get<std::int64_t>(), bn_options(a, dt));
+  });
+  add_module("BatchNorm2d", [](const json& a, Dtype dt) -> layers::ModulePtr {
+    return std::make_shared<layers::BatchNorm2d>(a.at("num_features").get<std::int64_t>(), bn_options(a, dt));
+  });
+  add_loss("MSELoss", [](const json& a) -> LossFn {
+    const std::string r = a.value("reduction", "mean");
+    const auto red = r == "sum" ? layers::Reduction::Sum : r == "none" ? layers::Reduction::None : layers::Reduction::Mean;
+    return [red](const Tensor& x, const Tensor& t) { return layers::mse_loss(x, t, red); };
+  });
+  add_optimizer("SGD", [](const json& a, const std::vector<Tensor>& params) {
+    optim::SGDOptions o;
+    o.lr = a.at("lr");
+    o.momentum = a.value("momentum", 0.0);
+    o.dampening = a.value("dampening", 0.0);
+    o.nesterov = a.value("nesterov", false);
+    o.weight_decay = a.value("weight_decay", 0.0);
+    auto opt = std::make_shared<optim::SGD>(params, o);
+    return OptimizerHandle{opt, [opt] { opt->step(); }};
+  });
+  return true;
+}();
+
+}  // namespace
+}  // namespace golden

@@ -1,0 +1,303 @@
+// The golden runner: replays every *.json in TAPEGRAD_GOLDEN_DIR (default tests/golden)
+// against tapegrad, in float64 at each file's tolerance and again in float32 at 1e-5
+// relative (module cases). A case whose module, loss or optimizer type has no factory
+// yet is reported as skipped, by name and reason; an unreadable file fails.
+#include <catch2/catch.hpp>
+
+#include <cmath>
+#include <iostream>
+#include <set>
+
+#include "core/autograd.h"
+#include "core/ops.h"
+#include "golden_runner/support.h"
+
+using namespace tapegrad;
+using golden::json;
+
+namespace {
+
+struct Outcome {
+  std::vector<std::string> failures;
+  std::vector<std::string> skips;
+};
+
+struct StepResult {
+  Tensor output, grad_input;
+  std::map<std::string, Tensor> grad_params, buffers;
+};
+
+layers::StateDict state_from_json(const json& j, Dtype dtype) {
+  layers::StateDict sd;
+  for (auto& [k, v] : j.items()) sd.insert(k, golden::tensor_from_json(v, dtype));
+  return sd;
+}
+
+void check(Outcome& o, const std::string& where, const std::string& msg) {
+  if (!msg.empty()) o.failures.push_back(where + ": " + msg);
+}
+
+// Compares the keys present in `expect` (output, grad_input, grad_params, buffers).
+void compare_expect(Outcome& o, const std::string& where, const json& expect, const StepResult& r, Dtype dtype,
+                    const golden::Tolerance& tol) {
+  if (expect.contains("output"))
+    check(o, where, golden::compare("output", r.output, golden::tensor_from_json(expect["output"], dtype), tol));
+  if (expect.contains("grad_input"))
+    check(o, where,
+          golden::compare("grad_input", r.grad_input, golden::tensor_from_json(expect["grad_input"], dtype), tol));
+  if (expect.contains("grad_params"))
+    for (auto& [k, v] : expect["grad_params"].items()) {
+      auto it = r.grad_params.find(k);
+      check(o, where,
+            golden::compare("grad_" + k, it == r.grad_params.end() ? Tensor() : it->second,
+                            golden::tensor_from_json(v, dtype), tol));
+    }
+  if (expect.contains("buffers"))
+    for (auto& [k, v] : expect["buffers"].items()) {
+      auto it = r.buffers.find(k);
+      check(o, where,
+            golden::compare(k, it == r.buffers.end() ? Tensor() : it->second, golden::tensor_from_json(v, dtype), tol));
+    }
+}
+
+bool near(double a, double b, double rel) { return std::abs(a - b) <= rel * std::max(1.0, std::abs(b)); }
+
+void check_properties(Outcome& o, const std::string& where, layers::Module& m, const json& step, Dtype dtype) {
+  const double rel = dtype == Dtype::Float64 ? 1e-12 : 1e-6;
+  Tensor x = golden::tensor_from_json(step["input"], dtype);
+  x.requires_grad_();
+  m.train();
+  Tensor y = m.forward(x);
+  Tensor go = golden::tensor_from_json(step["grad_output"], dtype);
+  y.backward(go);
+  auto xv = x.to_vector(), yv = y.to_vector(), gv = go.to_vector(), giv = x.grad().to_vector();
+  for (auto& c : step["expect"]["properties"]) {
+    const std::string kind = c["check"];
+    if (kind == "zero_or_scaled") {
+      const double s = c["scale"];
+      for (std::size_t i = 0; i < yv.size(); ++i)
+        if (yv[i] != 0 && !near(yv[i], xv[i] * s, rel))
+          check(o, where, "zero_or_scaled: output[" + std::to_string(i) + "] = " + std::to_string(yv[i]));
+    } else if (kind == "grad_follows_mask") {
+      const double s = c["scale"];
+      for (std::size_t i = 0; i < yv.size(); ++i) {
+        const double want = yv[i] != 0 ? gv[i] * s : 0.0;
+        if (!near(giv[i], want, rel))
+          check(o, where, "grad_follows_mask: grad_input[" + std::to_string(i) + "] = " + std::to_string(giv[i]));
+      }
+    } else if (kind == "kept_fraction_ones") {
+      const std::int64_t n = c["numel"];
+      NoGradGuard ng;
+      auto v = m.forward(Tensor::ones({n}, dtype)).to_vector();
+      double kept = 0;
+      for (double e : v) kept += e != 0;
+      kept /= static_cast<double>(n);
+      if (std::abs(kept - c["expected"].get<double>()) > c["max_abs_diff"].get<double>())
+        check(o, where, "kept_fraction_ones: " + std::to_string(kept));
+    } else if (kind == "calls_differ") {
+      const std::int64_t n = c["numel"];
+      NoGradGuard ng;
+      if (m.forward(Tensor::ones({n}, dtype)).to_vector() == m.forward(Tensor::ones({n}, dtype)).to_vector())
+        check(o, where, "calls_differ: two train-mode calls gave the same mask");
+    } else {
+      check(o, where, "unknown property check '" + kind + "'");
+    }
+  }
+}
+
+void run_loss_case(Outcome& o, const std::string& where, const json& c, Dtype dtype, const golden::Tolerance& tol) {
+  auto fn = golden::loss_factories().at(c["module"]["type"])(c["module"]["args"]);
+  for (std::size_t i = 0; i < c["steps"].size(); ++i) {
+    const json& s = c["steps"][i];
+    const std::string w = where + " step " + std::to_string(i);
+    Tensor x = golden::tensor_from_json(s["input"], dtype);
+    x.requires_grad_();
+    Tensor t = golden::tensor_from_json(s["target"], dtype);
+    if (is_floating(t.dtype())) t.requires_grad_();
+    Tensor out = fn(x, t);
+    check(o, w, golden::compare("output", out, golden::tensor_from_json(s["expect"]["output"], dtype), tol));
+    if (s.contains("grad_output")) {
+      out.backward(golden::tensor_from_json(s["grad_output"], dtype));
+      if (s["expect"].contains("grad_input"))
+        check(o, w, golden::compare("grad_input", x.grad(), golden::tensor_from_json(s["expect"]["grad_input"], dtype), tol));
+      if (s["expect"].contains("grad_target"))
+        check(o, w, golden::compare("grad_target", t.grad(), golden::tensor_from_json(s["expect"]["grad_target"], dtype), tol));
+    }
+  }
+}
+
+void run_module_case(Outcome& o, const std::string& where, const json& c, Dtype dtype, const golden::Tolerance& tol) {
+  const std::string type = c["module"]["type"];
+  if (golden::loss_factories().count(type)) return run_loss_case(o, where, c, dtype, tol);
+  auto fit = golden::module_factories().find(type);
+  if (fit == golden::module_factories().end()) {
+    o.skips.push_back(where + ": skipped, no module type '" + type + "' yet");
+    return;
+  }
+  layers::ModulePtr m = fit->second(c["module"]["args"], dtype);
+  if (c.contains("initial_state") && !c["initial_state"].empty())
+    m->load_state_dict(state_from_json(c["initial_state"], dtype), true);
+  std::vector<StepResult> results;
+  for (std::size_t i = 0; i < c["steps"].size(); ++i) {
+    const json& s = c["steps"][i];
+    const std::string w = where + " step " + std::to_string(i);
+    m->train(s["mode"] == "train");
+    const json& e = s["expect"];
+    if (e.value("error", false)) {
+      Tensor x = golden::tensor_from_json(s["input"], dtype);
+      bool threw = false;
+      try {
+        m->forward(x);
+      } catch (const std::exception&) {
+        threw = true;
+      }
+      if (!threw) check(o, w, "expected the forward to throw");
+      results.emplace_back();
+      continue;
+    }
+    if (e.contains("properties")) {
+      check_properties(o, w, *m, s, dtype);
+      results.emplace_back();
+      continue;
+    }
+    m->zero_grad();
+    Tensor x = golden::tensor_from_json(s["input"], dtype);
+    x.requires_grad_();
+    StepResult r;
+    r.output = m->forward(x);
+    if (s.contains("grad_output")) {
+      r.output.backward(golden::tensor_from_json(s["grad_output"], dtype));
+      r.grad_input = x.grad();
+      for (auto& [k, p] : m->named_parameters()) r.grad_params[k] = p.grad();
+    }
+    for (auto& [k, b] : m->named_buffers()) r.buffers[k] = b.clone();
+    compare_expect(o, w, e, r, dtype, tol);
+    results.push_back(std::move(r));
+  }
+  if (c.contains("textbook")) {
+    const json& tb = c["textbook"];
+    const std::size_t k = tb["step"];
+    golden::Tolerance t2{0.0, tb["atol"].get<double>(), false};
+    if (dtype == Dtype::Float32) t2.atol = std::max(t2.atol, 1e-5);
+    if (k < results.size()) compare_expect(o, where + " textbook", tb["expect"], results[k], dtype, t2);
+  }
+}
+
+void compare_state(Outcome& o, const std::string& w, layers::Module& m, const json& expect, const golden::Tolerance& tol) {
+  auto sd = m.state_dict();
+  for (auto& [k, v] : expect.items()) {
+    const Tensor* t = sd.find(k);
+    check(o, w, golden::compare(k, t ? *t : Tensor(), golden::tensor_from_json(v, Dtype::Float64), tol));
+  }
+}
+
+void run_optimizer_case(Outcome& o, const std::string& where, const json& c, const golden::Tolerance& tol) {
+  const std::string type = c["optimizer"]["type"];
+  auto fit = golden::optimizer_factories().find(type);
+  if (fit == golden::optimizer_factories().end()) {
+    o.skips.push_back(where + ": skipped, no optimizer type '" + type + "' yet");
+    return;
+  }
+  std::vector<Tensor> params;
+  for (auto& p : c["params"]) params.push_back(golden::tensor_from_json(p, Dtype::Float64).requires_grad_());
+  auto opt = fit->second(c["optimizer"]["args"], params);
+  for (std::size_t i = 0; i < c["steps"].size(); ++i) {
+    const json& s = c["steps"][i];
+    for (std::size_t j = 0; j < params.size(); ++j)
+      params[j].set_grad(golden::tensor_from_json(s["grads"][j], Dtype::Float64));
+    opt.step();
+    for (std::size_t j = 0; j < params.size(); ++j)
+      check(o, where + " step " + std::to_string(i),
+            golden::compare("param" + std::to_string(j), params[j],
+                            golden::tensor_from_json(s["expect"]["params"][j], Dtype::Float64), tol));
+  }
+}
+
+void run_train_case(Outcome& o, const std::string& where, const json& c, const golden::Tolerance& tol) {
+  std::string missing;
+  auto model = golden::build_sequential(c["model"]["layers"], Dtype::Float64, &missing);
+  if (!model) {
+    o.skips.push_back(where + ": skipped, no module type '" + missing + "' yet");
+    return;
+  }
+  const std::string otype = c["optimizer"]["type"];
+  auto oit = golden::optimizer_factories().find(otype);
+  if (oit == golden::optimizer_factories().end()) {
+    o.skips.push_back(where + ": skipped, no optimizer type '" + otype + "' yet");
+    return;
+  }
+  model->load_state_dict(state_from_json(c["initial_state_dict"], Dtype::Float64), true);
+  auto loss_fn = golden::loss_factories().at(c["loss"]["type"])(c["loss"]["args"]);
+  auto opt = oit->second(c["optimizer"]["args"], model->parameters());
+  for (std::size_t i = 0; i < c["steps"].size(); ++i) {
+    const json& s = c["steps"][i];
+    const std::string w = where + " step " + std::to_string(i);
+    Tensor x = golden::tensor_from_json(s["input"], Dtype::Float64);
+    if (s["mode"] == "train") {
+      model->train();
+      model->zero_grad();
+      Tensor out = model->forward(x);
+      Tensor loss = loss_fn(out, golden::tensor_from_json(s["target"], Dtype::Float64));
+      check(o, w, golden::compare("output", out, golden::tensor_from_json(s["expect"]["output"], Dtype::Float64), tol));
+      check(o, w, golden::compare("loss", loss, golden::tensor_from_json(s["expect"]["loss"], Dtype::Float64), tol));
+      loss.backward();
+      opt.step();
+      compare_state(o, w, *model, s["expect"]["state_dict"], tol);
+    } else {
+      model->eval();
+      NoGradGuard ng;
+      Tensor out = model->forward(x);
+      check(o, w, golden::compare("output", out, golden::tensor_from_json(s["expect"]["output"], Dtype::Float64), tol));
+    }
+  }
+  compare_state(o, where + " final", *model, c["final_state_dict"], tol);
+}
+
+Outcome run_all(bool float32) {
+  Outcome o;
+  const std::string dir = golden::dir_from_env("TAPEGRAD_GOLDEN_DIR", "golden");
+  const auto files = golden::json_files_in(dir);
+  if (files.empty()) o.failures.push_back("no golden *.json files in " + dir);
+  for (const auto& f : files) {
+    json doc = golden::read_json_file(f);  // throws (fails the test) when unreadable
+    if (doc.value("format", "") != "golden-v1") {
+      o.failures.push_back(f + ": not a golden-v1 file");
+      continue;
+    }
+    golden::Tolerance file_tol{doc["tolerance"]["rtol"].get<double>(), doc["tolerance"]["atol"].get<double>(), false};
+    for (auto& c : doc["cases"]) {
+      const std::string where = doc["suite"].get<std::string>() + "/" + c["name"].get<std::string>();
+      golden::Tolerance tol = file_tol;
+      if (c.contains("tolerance")) tol = {c["tolerance"]["rtol"].get<double>(), c["tolerance"]["atol"].get<double>(), false};
+      const std::string kind = c["kind"];
+      try {
+        if (float32) {
+          if (kind == "module") run_module_case(o, where + " [float32]", c, Dtype::Float32, {1e-5, 0, true});
+        } else if (kind == "module") {
+          run_module_case(o, where, c, Dtype::Float64, tol);
+        } else if (kind == "optimizer") {
+          run_optimizer_case(o, where, c, tol);
+        } else if (kind == "train") {
+          run_train_case(o, where, c, tol);
+        } else {
+          o.failures.push_back(where + ": unknown case kind '" + kind + "'");
+        }
+      } catch (const std::exception& e) {
+        o.failures.push_back(where + ": threw " + e.what());
+      }
+    }
+  }
+  return o;
+}
+
+void report(const Outcome& o) {
+  for (auto& s : o.skips) WARN(s);
+  for (auto& f : o.failures) FAIL_CHECK(f);
+  CHECK(o.failures.empty());
+}
+
+}  // namespace
+
+TEST_CASE("golden vectors match PyTorch (float64)", "[golden]") { report(run_all(false)); }
+
+TEST_CASE("golden vectors match PyTorch (float32, 1e-5 relative)", "[golden]") { report(run_all(true)); }
