@@ -4,8 +4,21 @@
 #include <stdexcept>
 
 #include "core/autograd.h"
+#include "layers/hooks.h"
 
 namespace tapegrad::layers {
+
+Tensor Module::operator()(const Tensor& input) {
+  Tensor out;
+  if (anomaly_mode_enabled()) {
+    RecordSiteGuard site(type_name());
+    out = forward(input);
+  } else {
+    out = forward(input);
+  }
+  if (hooks::any_forward_hooks()) hooks::run_forward_hooks(*this, input, out);
+  return out;
+}
 
 void Module::train(bool mode) {
   const bool changed = training_ != mode;

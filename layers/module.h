@@ -29,7 +29,9 @@ class Module {
 
   /// The layer's computation.
   virtual Tensor forward(const Tensor& input) = 0;
-  Tensor operator()(const Tensor& input) { return forward(input); }
+  /// forward() plus the diagnostics hooks of layers/hooks.h (and, in anomaly mode, the
+  /// module's type as the recording site of its ops). Containers call children this way.
+  Tensor operator()(const Tensor& input);
   /// Type name as PyTorch spells it ("BatchNorm1d").
   virtual std::string type_name() const = 0;
   /// Constructor arguments for printing ("3, eps=1e-05, momentum=0.1").

@@ -4,6 +4,7 @@
 #include <string>
 
 #include "core/autograd.h"
+#include "layers/hooks.h"
 
 namespace tapegrad::optim {
 
@@ -18,6 +19,7 @@ SGD::SGD(std::vector<Tensor> params, SGDOptions opts) : options(opts), params_(s
 }
 
 void SGD::step() {
+  layers::hooks::run_step_hooks(params_);
   NoGradGuard ng;
   for (std::size_t i = 0; i < params_.size(); ++i) {
     Tensor& p = params_[i];

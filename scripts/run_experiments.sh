@@ -1,0 +1,8 @@
+#!/usr/bin/env bash
+# The main job: install what is missing, build, and run the chapter's BN experiments.
+# Results (CSV, Markdown summary, figures) go to results/.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+scripts/setup.sh
+scripts/build.sh
+./build/examples/bn_experiments/bn_experiments all --out results "$@"
