@@ -1,0 +1,55 @@
+#include "data/dataloader.h"
+
+#include <algorithm>
+#include <cstring>
+#include <stdexcept>
+
+namespace tapegrad::data {
+
+DataLoader::DataLoader(Dataset dataset, DataLoaderOptions options, Generator& gen)
+    : dataset_(std::move(dataset)), options_(options), gen_(&gen) {
+  if (options_.batch_size < 1)
+    throw std::invalid_argument("DataLoader: expected batch_size >= 1, got " + std::to_string(options_.batch_size));
+  order_.resize(static_cast<std::size_t>(dataset_.size()));
+  for (std::int64_t i = 0; i < dataset_.size(); ++i) order_[static_cast<std::size_t>(i)] = i;
+}
+
+std::int64_t DataLoader::num_batches() const {
+  const std::int64_t n = dataset_.size(), b = options_.batch_size;
+  return options_.drop_last ? n / b : (n + b - 1) / b;
+}
+
+void DataLoader::reset() {
+  if (options_.shuffle) {
+    order_ = randperm(dataset_.size(), *gen_);
+  } else {
+    for (std::int64_t i = 0; i < dataset_.size(); ++i) order_[static_cast<std::size_t>(i)] = i;
+  }
+}
+
+Batch DataLoader::batch(std::int64_t i) const {
+  if (i < 0 || i >= num_batches())
+    throw std::out_of_range("DataLoader::batch: index " + std::to_string(i) + " out of range for " +
+                            std::to_string(num_batches()) + " batches");
+  const std::int64_t b = options_.batch_size;
+  const std::int64_t begin = i * b, end = std::min(begin + b, dataset_.size());
+  const std::int64_t m = end - begin, d = dataset_.num_features();
+  Batch out{Tensor::empty({m, d}, Dtype::Float32), Tensor::empty({m}, Dtype::Int64)};
+  const float* xs = dataset_.X.data<float>();
+  const std::int64_t* ys = dataset_.y.data<std::int64_t>();
+  float* xd = out.X.data<float>();
+  std::int64_t* yd = out.y.data<std::int64_t>();
+  for (std::int64_t r = 0; r < m; ++r) {
+    const std::int64_t src = order_[static_cast<std::size_t>(begin + r)];
+    std::memcpy(xd + r * d, xs + src * d, static_cast<std::size_t>(d) * sizeof(float));
+    yd[r] = ys[src];
+  }
+  return out;
+}
+
+DataLoader::iterator DataLoader::begin() {
+  reset();
+  return iterator(this, 0);
+}
+
+}  // namespace tapegrad::data

@@ -1,0 +1,75 @@
+#pragma once
+// DataLoader: mini-batches over a Dataset, PyTorch's torch.utils.data.DataLoader for
+// in-memory tensors (batch_size, shuffle with a seeded generator, drop_last).
+#include <cstdint>
+#include <vector>
+
+#include "core/random.h"
+#include "data/dataset.h"
+
+namespace tapegrad::data {
+
+struct DataLoaderOptions {
+  std::int64_t batch_size = 64;
+  bool shuffle = false;
+  /// Drop the last batch when it is smaller than batch_size (a batch of one sample
+  /// breaks BatchNorm's training mode).
+  bool drop_last = false;
+};
+
+/// One mini-batch: X (B, D) float32, y (B) int64 (copies).
+struct Batch {
+  Tensor X;
+  Tensor y;
+  std::int64_t size() const { return X.size(0); }
+};
+
+/// Iterates a dataset in mini-batches. Each epoch (each call of begin(), i.e. each
+/// range-for over the loader) draws a fresh order from the generator when shuffle is on,
+/// exactly as PyTorch draws one randperm per epoch: restoring the generator's state
+/// therefore restores the next epoch's order. The loader keeps a reference to the
+/// generator and a copy of the dataset handles.
+/// Throws std::invalid_argument for batch_size < 1.
+class DataLoader {
+ public:
+  DataLoader(Dataset dataset, DataLoaderOptions options, Generator& gen = default_generator());
+
+  /// Batches per epoch: ceil(N / B), or floor(N / B) with drop_last.
+  std::int64_t num_batches() const;
+  const Dataset& dataset() const { return dataset_; }
+  const DataLoaderOptions& options() const { return options_; }
+
+  /// Starts an epoch: draws the order (shuffle) or resets it to 0..N-1.
+  void reset();
+  /// Batch i of the current epoch (0 <= i < num_batches()); throws std::out_of_range.
+  Batch batch(std::int64_t i) const;
+  /// The current epoch's sample order.
+  const std::vector<std::int64_t>& order() const { return order_; }
+
+  class iterator {
+   public:
+    iterator(const DataLoader* loader, std::int64_t i) : loader_(loader), i_(i) {}
+    Batch operator*() const { return loader_->batch(i_); }
+    iterator& operator++() {
+      ++i_;
+      return *this;
+    }
+    bool operator!=(const iterator& o) const { return i_ != o.i_; }
+    bool operator==(const iterator& o) const { return i_ == o.i_; }
+
+   private:
+    const DataLoader* loader_;
+    std::int64_t i_;
+  };
+  /// reset(), then the first batch.
+  iterator begin();
+  iterator end() const { return iterator(this, num_batches()); }
+
+ private:
+  Dataset dataset_;
+  DataLoaderOptions options_;
+  Generator* gen_;
+  std::vector<std::int64_t> order_;
+};
+
+}  // namespace tapegrad::data
