@@ -1,0 +1,108 @@
+#pragma once
+// ModeAudit: switch it on around a training loop and it reports module-mode bugs as they
+// happen, through spdlog (warnings) and through counters a test can read.
+//
+//   tapegrad::debug::ModeAudit audit(model);   // RAII: installed here, removed at scope end
+//   ... the user's unchanged training loop ...
+//   REQUIRE(audit.clean());                     // or audit.count(Issue::StepInEval), audit.summary()
+//
+// Detectors (each can be switched off in ModeAuditOptions):
+//  BnTrainNoGrad      a BatchNorm of the model ran forward in train mode while gradients were
+//                     disabled: an evaluation in train mode, so the evaluated data leaked
+//                     into running_mean / running_var (and its outputs depended on the batch).
+//                     Only modules that track running statistics are checked.
+//  StepInEval         an optimizer step() updated parameters of the model while some module of
+//                     the model was in eval mode (train() forgotten after validation).
+//  FrozenRunningStats over `stats_check_every` optimizer steps the running statistics of a
+//                     tracked BatchNorm did not change at all (eval-mode training, momentum 0,
+//                     or a BatchNorm that is never called).
+//  DropoutNoGrad      a Dropout of the model ran in train mode (p > 0) while gradients were
+//                     disabled: an evaluation with random units dropped.
+// Hooks are process-wide (layers/hooks.h) but the audit only looks at the modules of `model`
+// (taken at construction; call refresh() after adding modules) and at optimizer steps that
+// update at least one of its parameters. Deliberate patterns (fine-tuning with frozen
+// BatchNorm, recomputing BN statistics under no-grad) are allowed with allow_eval / by
+// switching the detector off. AuditPause silences every audit on the calling thread (the
+// measurement helpers of debug/ use it).
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "layers/module.h"
+
+namespace tapegrad::debug {
+
+enum class Issue { BnTrainNoGrad, StepInEval, FrozenRunningStats, DropoutNoGrad };
+/// "bn_train_no_grad", "step_in_eval", "frozen_running_stats", "dropout_no_grad".
+const char* issue_name(Issue issue);
+
+struct ModeAuditOptions {
+  bool bn_train_no_grad = true;
+  bool step_in_eval = true;
+  bool frozen_running_stats = true;
+  bool dropout_no_grad = true;
+  /// FrozenRunningStats compares the statistics every this many optimizer steps (>= 1).
+  std::int64_t stats_check_every = 10;
+  /// Module paths (and their descendants) allowed to be in eval mode during steps and to
+  /// keep frozen statistics, e.g. {"1", "4"} for a deliberately frozen BatchNorm.
+  std::vector<std::string> allow_eval;
+  /// spdlog warnings per kind of issue (later ones are only counted); 0 = silent.
+  int log_limit = 3;
+  /// Throw std::logic_error from the hook on the first issue (the message names it).
+  bool throw_on_issue = false;
+};
+
+/// One detected issue.
+struct ModeFinding {
+  Issue issue;
+  std::string module;  ///< dotted path of the module concerned ("" = the model itself)
+  std::int64_t step;   ///< optimizer steps seen before it (0 = before the first step)
+  std::string message;
+};
+
+struct ModeAuditCounts {
+  std::int64_t bn_train_no_grad = 0, step_in_eval = 0, frozen_running_stats = 0, dropout_no_grad = 0;
+  std::int64_t forwards = 0;  ///< forward calls of the model's modules observed
+  std::int64_t steps = 0;     ///< optimizer steps on the model's parameters observed
+  std::int64_t issues() const { return bn_train_no_grad + step_in_eval + frozen_running_stats + dropout_no_grad; }
+};
+
+class ModeAudit {
+ public:
+  /// Installs the hooks. `model` must outlive the audit. Throws std::invalid_argument for
+  /// stats_check_every < 1.
+  explicit ModeAudit(layers::Module& model, ModeAuditOptions options = {});
+  ~ModeAudit();
+  ModeAudit(const ModeAudit&) = delete;
+  ModeAudit& operator=(const ModeAudit&) = delete;
+
+  ModeAuditCounts counts() const;
+  std::int64_t count(Issue issue) const;
+  bool clean() const { return counts().issues() == 0; }
+  /// The first 1000 findings, in order.
+  std::vector<ModeFinding> findings() const;
+  /// "mode audit: 12 steps, 3 issues: step_in_eval x3 (first: ...)".
+  std::string summary() const;
+  /// Re-reads the model's module tree and parameters.
+  void refresh();
+
+  struct State;
+
+ private:
+  std::shared_ptr<State> state_;
+  std::uint64_t forward_id_ = 0, step_id_ = 0;
+};
+
+/// RAII: while alive, every ModeAudit ignores what happens on this thread.
+class AuditPause {
+ public:
+  AuditPause();
+  ~AuditPause();
+  AuditPause(const AuditPause&) = delete;
+  AuditPause& operator=(const AuditPause&) = delete;
+  /// True inside an AuditPause on this thread.
+  static bool active();
+};
+
+}  // namespace tapegrad::debug

@@ -1,0 +1,54 @@
+#pragma once
+// mode_report: what mode every module of a model is in, what it holds, and whether its
+// running statistics were ever updated. The first thing to print when a model behaves
+// differently at evaluation than in training.
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "layers/module.h"
+
+namespace tapegrad::debug {
+
+/// A parameter or buffer: its own (non-dotted) name, shape and dtype.
+struct TensorEntry {
+  std::string name;
+  Shape shape;
+  Dtype dtype = Dtype::Float32;
+};
+
+/// One module of the tree.
+struct ModuleMode {
+  std::string path;  ///< dotted path from the root ("" for the root itself, "1", "block.0")
+  std::string type;  ///< type_name(), e.g. "BatchNorm1d"
+  bool training = true;
+  std::vector<TensorEntry> parameters;  ///< this module's own, not its children's
+  std::vector<TensorEntry> buffers;
+  /// The module has running_mean / running_var buffers (BatchNorm with track_running_stats).
+  bool has_running_stats = false;
+  /// num_batches_tracked > 0, or running_mean != 0 anywhere, or running_var != 1 anywhere
+  /// (the PyTorch init values). False means: never trained in train mode, or restored from
+  /// a checkpoint saved without buffers.
+  bool stats_updated = false;
+  std::int64_t num_batches_tracked = -1;  ///< -1 when the module has no such buffer
+};
+
+struct ModeReport {
+  std::vector<ModuleMode> modules;  ///< depth-first, root first (Module::named_modules order)
+  bool all_training() const;
+  bool all_eval() const;
+  /// Paths of the modules in train mode (training = true) or in eval mode (false).
+  std::vector<std::string> modules_in_mode(bool training) const;
+  /// Paths of modules with running statistics that were never updated.
+  std::vector<std::string> never_updated() const;
+  /// One line per module:
+  ///   "1  BatchNorm1d  eval   params: weight [128], bias [128]  buffers: running_mean [128], ...
+  ///    stats: updated (num_batches_tracked = 42)"
+  /// followed by a summary line ("mixed modes: 3 train, 2 eval" when modes differ).
+  std::string to_string() const;
+};
+
+/// Walks `model` and its descendants (the tree is not modified).
+ModeReport mode_report(layers::Module& model);
+
+}  // namespace tapegrad::debug
