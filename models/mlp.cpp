@@ -5,24 +5,67 @@
 
 #include "layers/activation.h"
 #include "layers/batch_norm.h"
+#include "layers/group_norm.h"
+#include "layers/layer_norm.h"
 #include "layers/linear.h"
+#include "models/clamp.h"
 
 namespace tapegrad::models {
+
+std::string norm_name(Norm n) {
+  switch (n) {
+    case Norm::None: return "none";
+    case Norm::Batch: return "batch";
+    case Norm::Layer: return "layer";
+    case Norm::Group: return "group";
+  }
+  return "?";
+}
+
+Norm parse_norm(const std::string& s) {
+  if (s == "none") return Norm::None;
+  if (s == "batch") return Norm::Batch;
+  if (s == "layer") return Norm::Layer;
+  if (s == "group") return Norm::Group;
+  throw std::invalid_argument("unknown norm '" + s + "': expected none, batch, layer or group");
+}
+
+bool norm_available(Norm) { return true; }
+
+namespace {
+layers::ModulePtr make_norm(Norm norm, std::int64_t width, const MLPOptions& o) {
+  switch (norm) {
+    case Norm::Batch: {
+      layers::BatchNormOptions bo;
+      bo.momentum = o.bn_momentum;
+      bo.eps = o.bn_eps;
+      bo.dtype = o.dtype;
+      return std::make_shared<layers::BatchNorm1d>(width, bo);
+    }
+    case Norm::Layer: return std::make_shared<layers::LayerNorm>(Shape{width}, o.bn_eps, true, true, o.dtype);
+    case Norm::Group:
+      if (width % o.groups != 0)
+        throw std::invalid_argument("MLP: GroupNorm needs the width " + std::to_string(width) +
+                                    " to be divisible by groups=" + std::to_string(o.groups));
+      return std::make_shared<layers::GroupNorm>(o.groups, width, o.bn_eps, true, o.dtype);
+    case Norm::None: break;
+  }
+  return nullptr;
+}
+}  // namespace
 
 MLP::MLP(const std::vector<std::int64_t>& sizes, MLPOptions opts, Generator& gen) {
   if (sizes.size() < 2)
     throw std::invalid_argument("MLP: expected at least 2 layer sizes (in, out), got " + std::to_string(sizes.size()));
+  if (opts.act_clip && !(*opts.act_clip > 0))
+    throw std::invalid_argument("MLP: act_clip must be > 0, got " + std::to_string(*opts.act_clip));
+  const Norm norm = opts.use_batchnorm ? Norm::Batch : opts.norm;
   for (std::size_t i = 0; i + 1 < sizes.size(); ++i) {
     push_back(std::make_shared<layers::Linear>(sizes[i], sizes[i + 1], true, opts.dtype, gen));
     if (i + 2 == sizes.size()) break;
-    if (opts.use_batchnorm) {
-      layers::BatchNormOptions bo;
-      bo.momentum = opts.bn_momentum;
-      bo.eps = opts.bn_eps;
-      bo.dtype = opts.dtype;
-      push_back(std::make_shared<layers::BatchNorm1d>(sizes[i + 1], bo));
-    }
+    if (auto n = make_norm(norm, sizes[i + 1], opts)) push_back(n);
     push_back(std::make_shared<layers::ReLU>());
+    if (opts.act_clip) push_back(std::make_shared<Clamp>(-*opts.act_clip, *opts.act_clip));
   }
 }
 

@@ -1,0 +1,29 @@
+#pragma once
+// Summary statistics over seeds.
+#include <vector>
+
+namespace bnexp {
+
+/// Mean and sample standard deviation (divides by n - 1; 0 for n = 1). n = 0 gives NaN mean.
+struct MeanStd {
+  double mean = 0, std = 0;
+  int n = 0;
+};
+MeanStd mean_std(const std::vector<double>& v);
+
+/// Per-epoch mean ± std over several loss curves; at each epoch only curves that reached it
+/// count (a crashed run's curve stops at its crash). count[e] says how many did.
+struct Band {
+  std::vector<double> mean, std;
+  std::vector<int> count;
+};
+/// `skip_crashed`: leave out every curve whose flag in `crashed` is set.
+Band band(const std::vector<const std::vector<double>*>& curves, const std::vector<bool>& crashed, bool skip_crashed);
+
+/// First 1-based epoch whose loss is <= target, 0 when never.
+int epochs_to_reach(const std::vector<double>& curve, double target);
+/// Fraction of epoch-to-epoch changes that are increases (0 for a monotone descent);
+/// a simple measure of how jagged a loss curve is. 0 for fewer than 2 epochs.
+double rise_fraction(const std::vector<double>& curve);
+
+}  // namespace bnexp
