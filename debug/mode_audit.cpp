@@ -10,6 +10,7 @@
 
 #include "core/autograd.h"
 #include "layers/batch_norm.h"
+#include "layers/dropout.h"
 #include "layers/hooks.h"
 
 namespace tapegrad::debug {
@@ -19,7 +20,8 @@ thread_local int t_pause_depth = 0;
 constexpr std::size_t kMaxFindings = 1000;
 
 bool is_dropout(const layers::Module& m) {
-  // Matched by PyTorch's type names so any dropout flavour is covered; p = 0 is harmless.
+  if (auto* d = dynamic_cast<const layers::Dropout*>(&m)) return d->p > 0.0;
+  // Other dropout flavours (not derived from Dropout) are matched by PyTorch's type names.
   const std::string t = m.type_name();
   if (t.find("Dropout") == std::string::npos) return false;
   const std::string r = m.extra_repr();

@@ -1,0 +1,456 @@
+#include "debug/mode_bugs.h"
+
+#include <algorithm>
+#include <cmath>
+#include <numeric>
+#include <stdexcept>
+
+#include "core/autograd.h"
+#include "core/ops.h"
+#include "core/random.h"
+#include "debug/batch_dependence.h"
+#include "debug/buffers.h"
+#include "debug/mode_audit.h"
+#include "debug/mode_report.h"
+#include "debug/rows.h"
+#include "debug/stats_gap.h"
+#include "layers/activation.h"
+#include "layers/batch_norm.h"
+#include "layers/functional/batch_norm.h"
+#include "layers/linear.h"
+#include "layers/loss.h"
+#include "optim/sgd.h"
+
+namespace tapegrad::debug::bugs {
+namespace {
+
+// BatchNorm1d whose running_var takes the biased batch variance (Σ(x-μ)²/m), as some other
+// frameworks and many hand-written layers do. Training outputs are unchanged.
+class BiasedVarBatchNorm1d : public layers::BatchNorm1d {
+ public:
+  using layers::BatchNorm1d::BatchNorm1d;
+  Tensor forward(const Tensor& x) override {
+    if (!is_training() || !options.track_running_stats) return layers::BatchNorm1d::forward(x);
+    const double m = static_cast<double>(x.numel() / x.size(1));
+    const double f = options.momentum ? *options.momentum : 1.0 / static_cast<double>(batches_tracked() + 1);
+    Tensor out = layers::BatchNorm1d::forward(x);  // throws for m = 1 before any change
+    Tensor mu, var;
+    layers::functional::batch_moments(x, mu, var);
+    // the base added f·var·m/(m-1); keep f·var: subtract f·var/(m-1)
+    NoGradGuard ng;
+    Tensor corr = var.to(running_var.dtype()).detach();
+    running_var.add_(corr, -f / (m - 1.0));
+    return out;
+  }
+};
+
+Tensor affine_rows(const Tensor& x, const std::vector<double>& a, const std::vector<double>& b) {
+  auto v = x.to_vector();
+  const std::int64_t D = x.size(1);
+  for (std::size_t i = 0; i < v.size(); ++i) v[i] = a[i % D] * v[i] + b[i % D];
+  return Tensor::from_vector(v, x.shape(), x.dtype());
+}
+
+Tensor targets(const Tensor& x, const Tensor& noise) {
+  const auto vx = x.to_vector(), vn = noise.to_vector();
+  const std::int64_t n = x.size(0), D = x.size(1);
+  std::vector<double> y(static_cast<std::size_t>(n));
+  for (std::int64_t i = 0; i < n; ++i) y[i] = std::sin(2.0 * vx[i * D]) + std::cos(vx[i * D + 1]) + 0.1 * vn[i];
+  return Tensor::from_vector(y, {n, 1}, Dtype::Float32);
+}
+
+class ModeRestore {
+ public:
+  explicit ModeRestore(layers::Module& m) {
+    for (auto& [p, mod] : m.named_modules()) modes_.emplace_back(mod, mod->is_training());
+  }
+  ~ModeRestore() {
+    for (auto& [mod, mode] : modes_) mod->train(mode);
+  }
+
+ private:
+  std::vector<std::pair<layers::Module*, bool>> modes_;
+};
+
+double max_change(const std::vector<BufferChange>& ch, const std::string& suffix) {
+  double m = 0;
+  for (auto& c : ch)
+    if (c.key.size() >= suffix.size() && c.key.compare(c.key.size() - suffix.size(), suffix.size(), suffix) == 0)
+      m = std::max(m, c.max_abs_change);
+  return m;
+}
+
+double max_running_change(const layers::StateDict& before, const layers::StateDict& after) {
+  const auto ch = buffers_changed(before, after);
+  return std::max(max_change(ch, "running_mean"), max_change(ch, "running_var"));
+}
+
+void set_bn_mode(layers::Module& net, bool training) {
+  for (auto& [p, m] : net.named_modules())
+    if (dynamic_cast<layers::BatchNormBase*>(m)) m->train(training);
+}
+
+// A trained model for the scenarios that start from one.
+std::shared_ptr<layers::Sequential> trained_net(const RegressionData& d, int epochs, NetOptions no = {}) {
+  auto net = make_net(no);
+  TrainConfig tc;
+  tc.epochs = epochs;
+  tc.validation = Validation::None;
+  train_regression(*net, d, tc);
+  return net;
+}
+
+}  // namespace
+
+RegressionData make_regression_data(std::uint64_t seed, std::int64_t n_train, std::int64_t n_test,
+                                    std::int64_t features) {
+  if (features < 2) throw std::invalid_argument("make_regression_data: need >= 2 features, got " +
+                                                std::to_string(features));
+  Generator g(seed);
+  RegressionData d;
+  d.x_train = randn({n_train, features}, Dtype::Float32, g);
+  d.y_train = targets(d.x_train, randn({n_train}, Dtype::Float32, g));
+  d.x_test = randn({n_test, features}, Dtype::Float32, g);
+  d.y_test = targets(d.x_test, randn({n_test}, Dtype::Float32, g));
+  return d;
+}
+
+RegressionData make_shifted_data(std::uint64_t seed) {
+  RegressionData d = make_regression_data(seed);
+  Generator g(seed + 1000);
+  const std::int64_t D = d.x_train.size(1);
+  std::vector<double> a(D), b(D);
+  for (std::int64_t j = 0; j < D; ++j) {
+    a[j] = 0.5 + 1.5 * g.uniform();
+    b[j] = -1.0 + 2.0 * g.uniform();
+  }
+  d.x_train = affine_rows(d.x_train, a, b);
+  d.x_test = affine_rows(d.x_test, a, b);
+  return d;
+}
+
+std::shared_ptr<layers::Sequential> make_net(const NetOptions& o) {
+  if (o.sizes.size() < 2) throw std::invalid_argument("make_net: expected at least 2 sizes");
+  Generator gen(o.seed);
+  auto net = std::make_shared<layers::Sequential>();
+  for (std::size_t i = 0; i + 1 < o.sizes.size(); ++i) {
+    net->push_back(std::make_shared<layers::Linear>(o.sizes[i], o.sizes[i + 1], true, Dtype::Float32, gen));
+    if (i + 2 == o.sizes.size()) break;
+    layers::BatchNormOptions bo;
+    bo.momentum = o.momentum;
+    if (o.biased_running_var)
+      net->push_back(std::make_shared<BiasedVarBatchNorm1d>(o.sizes[i + 1], bo));
+    else
+      net->push_back(std::make_shared<layers::BatchNorm1d>(o.sizes[i + 1], bo));
+    net->push_back(std::make_shared<layers::ReLU>());
+  }
+  return net;
+}
+
+std::vector<std::string> batch_norm_paths(layers::Module& net) {
+  std::vector<std::string> out;
+  for (auto& [p, m] : net.named_modules())
+    if (dynamic_cast<layers::BatchNormBase*>(m)) out.push_back(p);
+  return out;
+}
+
+double eval_mse(layers::Module& net, const Tensor& x, const Tensor& y) {
+  ModeRestore restore(net);
+  AuditPause pause;
+  NoGradGuard ng;
+  net.eval();
+  return layers::mse_loss(net(x), y).item();
+}
+
+TrainLog train_regression(layers::Module& net, const RegressionData& d, const TrainConfig& c) {
+  if (c.batch < 1) throw std::invalid_argument("train_regression: batch must be >= 1, got " + std::to_string(c.batch));
+  optim::SGDOptions so;
+  so.lr = c.lr;
+  optim::SGD sgd(net.parameters(), so);
+  Generator gen(c.shuffle_seed);
+  const std::int64_t N = d.x_train.size(0);
+  std::vector<std::int64_t> order(static_cast<std::size_t>(N));
+  TrainLog log;
+  for (int epoch = 0; epoch < c.epochs; ++epoch) {
+    if (c.freeze_bn) set_bn_mode(net, false);
+    std::iota(order.begin(), order.end(), 0);
+    for (std::int64_t i = N - 1; i > 0; --i) std::swap(order[i], order[gen.randint(i + 1)]);
+    double total = 0;
+    int batches = 0;
+    for (std::int64_t s = 0; s < N; s += c.batch) {
+      const std::int64_t e = std::min(N, s + c.batch);
+      if (e - s < 2) continue;  // BatchNorm refuses a training batch of one
+      std::vector<std::int64_t> idx(order.begin() + s, order.begin() + e);
+      Tensor xb = take_rows(d.x_train, idx), yb = take_rows(d.y_train, idx);
+      sgd.zero_grad();
+      Tensor loss = layers::mse_loss(net(xb), yb);
+      loss.backward();
+      sgd.step();
+      total += loss.item();
+      ++batches;
+    }
+    log.train_loss.push_back(batches ? total / batches : 0.0);
+    if (c.validation != Validation::None) {
+      if (c.validation != Validation::TrainModeNoGrad) net.eval();
+      {
+        NoGradGuard ng;
+        log.val_loss.push_back(layers::mse_loss(net(d.x_test), d.y_test).item());
+      }
+      if (c.validation == Validation::Correct) net.train();
+    }
+    log.eval_loss.push_back(eval_mse(net, d.x_test, d.y_test));
+  }
+  return log;
+}
+
+TrainModeInference measure_train_mode_inference(std::uint64_t seed) {
+  const RegressionData d = make_regression_data(seed);
+  auto net = trained_net(d, 40);
+  TrainModeInference r;
+  BatchDependenceOptions bo;
+  bo.max_samples = 10;
+  bo.trials = 20;
+  bo.companions = 31;
+  net->eval();
+  r.eval_dependence = batch_dependence(*net, d.x_test, bo).max_abs_diff;
+  net->train();
+  const auto tr = batch_dependence(*net, d.x_test, bo);
+  r.train_dependence = tr.companions_max_abs_diff;
+  r.batch_of_one_error = tr.alone_error;
+  const auto saved = snapshot_buffers(*net);
+  {
+    ModeAuditOptions ao;
+    ao.log_limit = 0;
+    ModeAudit audit(*net, ao);
+    NoGradGuard ng;
+    (*net)(d.x_test);  // a "prediction" with the model left in train mode
+    r.audit_bn_train_no_grad = audit.count(Issue::BnTrainNoGrad);
+  }
+  restore_buffers(*net, saved);
+  return r;
+}
+
+ForgottenTrain measure_forgotten_train(int epochs, std::uint64_t seed) {
+  const RegressionData d = make_regression_data(seed);
+  ForgottenTrain r;
+  ModeAuditOptions ao;
+  ao.log_limit = 0;
+  for (int buggy = 0; buggy < 2; ++buggy) {
+    auto net = make_net();
+    ModeAudit audit(*net, ao);
+    TrainConfig tc;
+    tc.validation = buggy ? Validation::ForgetTrain : Validation::Correct;
+    tc.epochs = 1;
+    TrainLog log = train_regression(*net, d, tc);
+    const auto after1 = snapshot_buffers(*net);
+    tc.epochs = epochs - 1;
+    tc.shuffle_seed += 1;
+    TrainLog rest = train_regression(*net, d, tc);
+    for (auto* v : {&log.train_loss, &log.val_loss, &log.eval_loss}) {
+      const auto& src = v == &log.train_loss ? rest.train_loss : v == &log.val_loss ? rest.val_loss : rest.eval_loss;
+      v->insert(v->end(), src.begin(), src.end());
+    }
+    const double change = max_running_change(after1, snapshot_buffers(*net));
+    if (buggy) {
+      r.buggy = log;
+      r.buggy_stats_change = change;
+      r.audit_step_in_eval = audit.count(Issue::StepInEval);
+      r.audit_frozen_stats = audit.count(Issue::FrozenRunningStats);
+    } else {
+      r.correct = log;
+      r.correct_stats_change = change;
+      r.audit_correct_issues = audit.counts().issues();
+    }
+  }
+  return r;
+}
+
+TestLeak measure_test_leak(std::uint64_t seed) {
+  const RegressionData d = make_regression_data(seed);
+  auto net = trained_net(d, 40);
+  TestLeak r;
+  ModeAuditOptions ao;
+  ao.log_limit = 0;
+  {  // the correct evaluation, for contrast
+    const auto before = snapshot_buffers(*net);
+    ModeAudit audit(*net, ao);
+    for (int i = 0; i < 10; ++i) {
+      net->eval();
+      NoGradGuard ng;
+      layers::mse_loss((*net)(d.x_test), d.y_test);
+    }
+    net->train();
+    r.audit_correct_issues = audit.counts().issues();
+    r.correct_changed_buffers = !buffers_changed(before, snapshot_buffers(*net)).empty();
+  }
+  r.eval_before = eval_mse(*net, d.x_test, d.y_test);
+  const auto before = snapshot_buffers(*net);
+  ModeAudit audit(*net, ao);
+  for (int i = 1; i <= 10; ++i) {
+    {
+      NoGradGuard ng;  // the chapter's evaluation: no-grad, but still in train mode
+      const double l = layers::mse_loss((*net)(d.x_test), d.y_test).item();
+      if (i == 1) r.reported_loss = l;
+    }
+    if (i == 1 || i == 10) {
+      const auto ch = buffers_changed(before, snapshot_buffers(*net));
+      const double em = eval_mse(*net, d.x_test, d.y_test);
+      if (i == 1) {
+        r.eval_after_1 = em;
+        r.mean_change_1 = max_change(ch, "running_mean");
+        r.var_change_1 = max_change(ch, "running_var");
+        for (auto& c : ch) r.changed_buffers.push_back(c.key);
+      } else {
+        r.eval_after_10 = em;
+        r.mean_change_10 = max_change(ch, "running_mean");
+        r.var_change_10 = max_change(ch, "running_var");
+      }
+    }
+  }
+  r.audit_bn_train_no_grad = audit.count(Issue::BnTrainNoGrad);
+  return r;
+}
+
+MomentumMixup measure_momentum_mixup(int epochs, std::uint64_t seed) {
+  const RegressionData d = make_regression_data(seed);
+  MomentumMixup r;
+  std::vector<std::shared_ptr<layers::Sequential>> nets;
+  for (double mom : {0.01, 0.99, 0.1}) {
+    NetOptions no;
+    no.momentum = mom;
+    nets.push_back(trained_net(d, epochs, no));
+  }
+  auto eval_and_gap = [&](layers::Module& n, double& ev, double& gap, double& vgap) {
+    ev = eval_mse(n, d.x_test, d.y_test);
+    const auto g = running_stats_gap(n, d.x_train);
+    gap = g.worst_mean_gap();
+    vgap = g.worst_var_log_ratio();
+  };
+  eval_and_gap(*nets[0], r.eval_intended, r.gap_intended, r.var_gap_intended);
+  eval_and_gap(*nets[1], r.eval_mixed, r.gap_mixed, r.var_gap_mixed);
+  eval_and_gap(*nets[2], r.eval_default, r.gap_default, r.var_gap_default);
+  const auto p0 = nets[0]->parameters();
+  for (std::size_t k = 1; k < nets.size(); ++k) {
+    const auto pk = nets[k]->parameters();
+    for (std::size_t i = 0; i < p0.size(); ++i) r.max_weight_diff = std::max(r.max_weight_diff, max_abs_diff(p0[i], pk[i]));
+  }
+  return r;
+}
+
+BiasedVariance measure_biased_variance(std::int64_t batch, int epochs, std::uint64_t seed) {
+  const RegressionData d = make_regression_data(seed);
+  BiasedVariance r;
+  r.batch = batch;
+  std::shared_ptr<layers::Sequential> nets[2];
+  for (int biased = 0; biased < 2; ++biased) {
+    NetOptions no;
+    no.biased_running_var = biased;
+    nets[biased] = make_net(no);
+    TrainConfig tc;
+    tc.epochs = epochs;
+    tc.batch = batch;
+    tc.validation = Validation::None;
+    train_regression(*nets[biased], d, tc);
+  }
+  r.eval_unbiased = eval_mse(*nets[0], d.x_test, d.y_test);
+  r.eval_biased = eval_mse(*nets[1], d.x_test, d.y_test);
+  double sum = 0;
+  std::int64_t n = 0;
+  const auto b0 = nets[0]->named_buffers(), b1 = nets[1]->named_buffers();
+  for (std::size_t i = 0; i < b0.size(); ++i) {
+    if (b0[i].first.find("running_var") == std::string::npos) continue;
+    const auto u = b0[i].second.to_vector(), b = b1[i].second.to_vector();
+    for (std::size_t c = 0; c < u.size(); ++c, ++n) sum += b[c] / u[c];
+  }
+  r.var_ratio = n ? sum / static_cast<double>(n) : 0.0;
+  r.var_gap_unbiased = running_stats_gap(*nets[0], d.x_train).worst_var_log_ratio();
+  r.var_gap_biased = running_stats_gap(*nets[1], d.x_train).worst_var_log_ratio();
+  return r;
+}
+
+CheckpointNoBuffers measure_checkpoint_without_buffers(std::uint64_t seed) {
+  const RegressionData d = make_regression_data(seed);
+  auto net = trained_net(d, 40);
+  CheckpointNoBuffers r;
+  layers::StateDict params_only;  // what a parameters-only save writes
+  for (auto& [k, t] : net->named_parameters()) params_only.insert(k, t.clone());
+  NetOptions fresh;
+  fresh.seed = 99;
+  auto loaded = make_net(fresh);
+  const layers::LoadResult lr = loaded->load_state_dict(params_only, /*strict=*/false);
+  r.missing = lr.missing_keys;
+  r.missing_keys = lr.missing_keys.size();
+  {
+    NoGradGuard ng;
+    AuditPause pause;
+    net->eval();
+    loaded->eval();
+    r.max_output_diff = max_abs_diff((*net)(d.x_test), (*loaded)(d.x_test));
+    net->train();
+    loaded->train();
+  }
+  r.eval_real = eval_mse(*net, d.x_test, d.y_test);
+  r.eval_loaded = eval_mse(*loaded, d.x_test, d.y_test);
+  r.never_updated = mode_report(*loaded).never_updated().size();
+  r.gap_loaded = running_stats_gap(*loaded, d.x_train).worst_mean_gap();
+  return r;
+}
+
+FrozenFinetune measure_frozen_finetune(int pre_epochs, int ft_epochs, std::uint64_t seed) {
+  const RegressionData d = make_regression_data(seed);
+  const RegressionData shifted = make_shifted_data(seed + 7);
+  auto pre = trained_net(d, pre_epochs);
+  const auto pre_state = snapshot_state(*pre);
+  FrozenFinetune r;
+  r.eval_before = eval_mse(*pre, shifted.x_test, shifted.y_test);
+  for (int frozen = 0; frozen < 2; ++frozen) {
+    for (int allowed = 0; allowed < (frozen ? 2 : 1); ++allowed) {
+      auto net = make_net();
+      net->load_state_dict(pre_state);
+      ModeAuditOptions ao;
+      ao.log_limit = 0;
+      if (allowed) ao.allow_eval = batch_norm_paths(*net);
+      ModeAudit audit(*net, ao);
+      TrainConfig tc;
+      tc.epochs = ft_epochs;
+      tc.validation = Validation::None;
+      tc.freeze_bn = frozen;
+      tc.shuffle_seed = 5;
+      train_regression(*net, shifted, tc);
+      const double ev = eval_mse(*net, shifted.x_test, shifted.y_test);
+      if (!frozen) {
+        r.eval_train_mode = ev;
+      } else if (!allowed) {
+        r.eval_frozen = ev;
+        r.audit_step_in_eval = audit.count(Issue::StepInEval);
+      } else {
+        r.audit_step_in_eval_allowed = audit.count(Issue::StepInEval);
+      }
+    }
+  }
+  return r;
+}
+
+BnBackwardCheck measure_bn_backward_invariants(std::uint64_t seed) {
+  const RegressionData d = make_regression_data(seed);
+  auto net = trained_net(d, 10);
+  // the first BatchNorm's input for the first 32 training samples = the first Linear's output
+  std::vector<std::int64_t> rows(32);
+  std::iota(rows.begin(), rows.end(), 0);
+  Tensor h;
+  {
+    NoGradGuard ng;
+    h = (*(*net)[0])(take_rows(d.x_train, rows));
+  }
+  Tensor x = h.to(Dtype::Float64).detach();
+  x.requires_grad_();
+  auto* bn = dynamic_cast<layers::BatchNormBase*>((*net)[1].get());
+  Tensor w = bn->weight.to(Dtype::Float64).detach(), b = bn->bias.to(Dtype::Float64).detach();
+  Generator g(seed + 3);
+  Tensor dy = randn(x.shape(), Dtype::Float64, g);
+  Tensor y = layers::functional::batch_norm(x, Tensor(), Tensor(), w, b, /*training=*/true, 0.1, /*eps=*/0.0);
+  sum(mul(y, dy)).backward();
+  return bn_backward_invariants(x, x.grad());
+}
+
+}  // namespace tapegrad::debug::bugs

@@ -1,0 +1,160 @@
+#pragma once
+// The module-mode bugs on the chapter's regression task, each one reproduced and
+// measured. Shared by examples/mode_bugs (which prints the table) and tests/test_debug*.cpp.
+//
+// Task: X ~ N(0, 1) of shape (n, 50), y = sin(2·x0) + cos(x1) + 0.1·ε (n, 1), 200 train and
+// 100 test samples; net Linear-BN-ReLU [50, 128, 64, 32, 1]; SGD lr 0.01, batch 32.
+// Training runs only depend on seeds, so a correct and a buggy run start from the same
+// weights and see the same batches; where a bug does not touch training (momentum,
+// biased running variance) the weights are identical and only the running statistics differ.
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "debug/bn_grad_check.h"
+#include "layers/sequential.h"
+
+namespace tapegrad::debug::bugs {
+
+struct RegressionData {
+  Tensor x_train, y_train, x_test, y_test;  ///< (n, 50) and (n, 1), float32
+};
+/// The chapter's data, drawn from Generator(seed): X_train, noise_train, X_test, noise_test.
+RegressionData make_regression_data(std::uint64_t seed = 0, std::int64_t n_train = 200, std::int64_t n_test = 100,
+                                    std::int64_t features = 50);
+/// The same task after a per-feature affine change of the inputs (x' = a·x + b, a ~ U[0.5, 2],
+/// b ~ U[-1, 1], fixed by seed); the targets are those of the unchanged x. For fine-tuning.
+RegressionData make_shifted_data(std::uint64_t seed = 7);
+
+struct NetOptions {
+  std::vector<std::int64_t> sizes = {50, 128, 64, 32, 1};
+  std::optional<double> momentum = 0.1;  ///< BatchNorm momentum, PyTorch convention
+  /// BatchNorm running_var fed with the biased batch variance (divide by m) instead of
+  /// PyTorch's unbiased one (m - 1): the other frameworks' convention, for comparison.
+  bool biased_running_var = false;
+  std::uint64_t seed = 1;  ///< weight init
+};
+/// Linear -> BatchNorm1d -> ReLU per hidden layer, then Linear (children "0", "1", ...;
+/// the BatchNorms are "1", "4", "7").
+std::shared_ptr<layers::Sequential> make_net(const NetOptions& options = {});
+/// Paths of the net's BatchNorm modules.
+std::vector<std::string> batch_norm_paths(layers::Module& net);
+
+/// What the loop does after each epoch's training batches.
+enum class Validation {
+  None,
+  Correct,         ///< eval(), no-grad test loss, train()
+  ForgetTrain,     ///< eval(), no-grad test loss, and train() is never called again
+  TrainModeNoGrad  ///< no-grad test loss with the model left in train mode (the chapter's code)
+};
+
+struct TrainConfig {
+  int epochs = 40;
+  std::int64_t batch = 32;
+  double lr = 0.01;
+  std::uint64_t shuffle_seed = 2;
+  Validation validation = Validation::Correct;
+  /// Put every BatchNorm in eval mode at the start of each epoch (fine-tuning with frozen BN;
+  /// γ and β stay trainable).
+  bool freeze_bn = false;
+};
+
+struct TrainLog {
+  std::vector<double> train_loss;  ///< mean minibatch loss per epoch (as the loop sees it)
+  std::vector<double> val_loss;    ///< the test loss the loop computed (its own mode), per epoch
+  std::vector<double> eval_loss;   ///< eval-mode test loss per epoch, measured without side effects
+};
+
+/// Trains `net` with SGD (MSE loss), shuffling with Generator(shuffle_seed). A last batch of
+/// one sample is skipped (BatchNorm refuses it in train mode).
+TrainLog train_regression(layers::Module& net, const RegressionData& data, const TrainConfig& config);
+
+/// Eval-mode MSE of net on (x, y) with gradients off; every module's mode is restored and no
+/// buffer changes.
+double eval_mse(layers::Module& net, const Tensor& x, const Tensor& y);
+
+// ---- the measurements ------------------------------------------------------------------
+
+/// Inference in train mode.
+struct TrainModeInference {
+  double eval_dependence = 0;   ///< batch_dependence in eval mode (rounding only)
+  double train_dependence = 0;  ///< the same test sample, random companions, train mode
+  std::string batch_of_one_error;
+  std::int64_t audit_bn_train_no_grad = 0;  ///< ModeAudit findings for one train-mode prediction
+};
+TrainModeInference measure_train_mode_inference(std::uint64_t seed = 0);
+
+/// train() forgotten after validation vs the correct loop.
+struct ForgottenTrain {
+  TrainLog correct, buggy;
+  double buggy_stats_change = 0;    ///< max |Δ| of running stats from epoch 1's end to the last epoch
+  double correct_stats_change = 0;  ///< the same for the correct loop
+  std::int64_t audit_step_in_eval = 0, audit_frozen_stats = 0;  ///< on the buggy loop
+  std::int64_t audit_correct_issues = 0;                        ///< on the correct loop
+};
+ForgottenTrain measure_forgotten_train(int epochs = 40, std::uint64_t seed = 0);
+
+/// Evaluating the test set in train mode (no-grad), as the chapter's code does.
+struct TestLeak {
+  double eval_before = 0;           ///< eval-mode test loss of the trained model
+  double reported_loss = 0;         ///< the train-mode test loss the chapter's loop prints
+  double eval_after_1 = 0;          ///< eval-mode test loss after one train-mode evaluation
+  double eval_after_10 = 0;         ///< ... after ten
+  double mean_change_1 = 0, var_change_1 = 0;    ///< max |Δ running_mean|, |Δ running_var| after one
+  double mean_change_10 = 0, var_change_10 = 0;  ///< after ten
+  std::vector<std::string> changed_buffers;       ///< buffers_changed keys after one evaluation
+  std::int64_t audit_bn_train_no_grad = 0;        ///< findings during the ten evaluations
+  std::int64_t audit_correct_issues = 0;          ///< findings for ten correct eval-mode evaluations
+  bool correct_changed_buffers = false;           ///< whether the correct evaluations changed any buffer
+};
+TestLeak measure_test_leak(std::uint64_t seed = 0);
+
+/// BatchNorm momentum convention mixed up.
+struct MomentumMixup {
+  double eval_intended = 0;  ///< momentum 0.01 (decay 0.99 converted correctly)
+  double eval_mixed = 0;     ///< momentum 0.99 (the decay passed as a PyTorch momentum)
+  double eval_default = 0;   ///< momentum 0.1 (PyTorch default)
+  double gap_intended = 0, gap_mixed = 0, gap_default = 0;  ///< running_stats_gap worst mean gap (train set)
+  double var_gap_intended = 0, var_gap_mixed = 0, var_gap_default = 0;  ///< worst |ln var ratio|
+  double max_weight_diff = 0;  ///< between the three trained nets: 0 (momentum does not touch training)
+};
+MomentumMixup measure_momentum_mixup(int epochs = 40, std::uint64_t seed = 0);
+
+/// Biased (divide by m) vs unbiased (m - 1) running variance at one batch size.
+struct BiasedVariance {
+  std::int64_t batch = 0;
+  double eval_unbiased = 0, eval_biased = 0;
+  double var_ratio = 0;  ///< mean over channels of running_var biased / unbiased (≈ (m-1)/m)
+  double var_gap_unbiased = 0, var_gap_biased = 0;  ///< running_stats_gap worst |ln var ratio| (train set)
+};
+BiasedVariance measure_biased_variance(std::int64_t batch, int epochs, std::uint64_t seed = 0);
+
+/// Checkpoint saved without buffers, loaded non-strictly into a fresh model.
+struct CheckpointNoBuffers {
+  std::size_t missing_keys = 0;  ///< reported by load_state_dict (strict = false)
+  std::vector<std::string> missing;
+  double max_output_diff = 0;  ///< eval outputs, loaded vs real model, on the test set
+  double eval_real = 0, eval_loaded = 0;
+  std::size_t never_updated = 0;  ///< mode_report(loaded).never_updated().size()
+  double gap_loaded = 0;          ///< running_stats_gap worst mean gap of the loaded model
+  bool used_file = false;         ///< saved to and loaded from a file (layers/checkpoint.h)
+};
+CheckpointNoBuffers measure_checkpoint_without_buffers(std::uint64_t seed = 0);
+
+/// Fine-tuning on shifted inputs with BatchNorm frozen (eval mode, γ/β trainable) vs train mode.
+struct FrozenFinetune {
+  double eval_before = 0;           ///< pretrained model on the shifted test set
+  double eval_frozen = 0;           ///< after fine-tuning with frozen BN
+  double eval_train_mode = 0;       ///< after fine-tuning with train-mode BN
+  std::int64_t audit_step_in_eval = 0;       ///< frozen run, default audit
+  std::int64_t audit_step_in_eval_allowed = 0;  ///< frozen run, allow_eval = the BN paths
+};
+FrozenFinetune measure_frozen_finetune(int pre_epochs = 40, int ft_epochs = 20, std::uint64_t seed = 0);
+
+/// The chapter's backward checks on the real fused kernel: the first BatchNorm's input for
+/// a training batch of 32 of a trained net, in float64, with a random upstream gradient.
+BnBackwardCheck measure_bn_backward_invariants(std::uint64_t seed = 0);
+
+}  // namespace tapegrad::debug::bugs
