@@ -93,6 +93,10 @@ void GradSink::add(std::size_t i, Tensor g) {
                              "' produced a non-finite (NaN or Inf) gradient for input " + std::to_string(i) +
                              "; the op was recorded at: " + (node_->where.empty() ? "<top level>" : node_->where));
   AutogradMeta& meta = *node_->inputs[i];
+  if (meta.grad_fn && meta.grad_fn->freed)  // a new head on a graph an earlier backward freed
+    throw std::logic_error(std::string("backward: trying to backward through the graph a second time (node '") +
+                           meta.grad_fn->name + "', input " + std::to_string(i) + " of '" + node_->name +
+                           "', was freed by an earlier backward); pass retain_graph=true to the first");
   if (meta.grad_fn)
     accumulate(meta.grad_fn->grad, std::move(g), false);
   else
@@ -173,7 +177,9 @@ void run_backward(const Tensor& root, const Tensor& gradient, bool retain_graph)
   auto& entries = g_tape.entries;
   auto it = std::lower_bound(entries.begin(), entries.end(), rnode->seq,
                              [](const TapeEntry& e, std::uint64_t s) { return e.seq < s; });
-  if (it == entries.end() || it->seq != rnode->seq)
+  // Sequence numbers are per thread: also compare the node, so another thread's graph is
+  // never mistaken for an entry of this tape.
+  if (it == entries.end() || it->seq != rnode->seq || it->node.lock() != rnode)
     throw std::logic_error("backward: the graph was recorded on another thread's tape");
   accumulate(rnode->grad, seed, false);
 

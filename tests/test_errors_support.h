@@ -1,0 +1,24 @@
+#pragma once
+// Helpers for the [errors] tests: run a statement, require that it throws exactly the
+// documented exception type, and return its message so the test can check that the
+// message names the expected and the actual shape/value.
+#include <exception>
+#include <string>
+#include <typeinfo>
+
+namespace tapegrad::test {
+
+/// The message of the E (exactly that type, not a subclass) thrown by f(); "NO EXCEPTION" or "WRONG TYPE <name>: <msg>" otherwise
+/// (both fail every Contains() check, and Catch prints them).
+template <class E, class F>
+std::string thrown(F&& f) {
+  try {
+    f();
+  } catch (const std::exception& e) {
+    if (typeid(e) == typeid(E)) return e.what();
+    return std::string("WRONG TYPE ") + typeid(e).name() + ": " + e.what();
+  }
+  return "NO EXCEPTION";
+}
+
+}  // namespace tapegrad::test
