@@ -1,0 +1,178 @@
+// softmax, log_softmax and logsumexp: each forward is followed by its backward closure.
+// x is viewed as (outer, C, inner) with C the reduced axis; every (outer, inner) pair is
+// one independent row of C values, inner apart in memory.
+#include "core/ops/softmax.h"
+
+#include <cmath>
+#include <limits>
+#include <stdexcept>
+#include <string>
+
+#include "core/autograd.h"
+#include "core/ops/kernels.h"
+
+namespace tapegrad {
+namespace {
+
+struct Rows {
+  std::int64_t outer = 1, C = 1, inner = 1;
+  std::int64_t dim = 0;
+  std::int64_t count() const { return outer * inner; }
+  // offset of element 0 of row k
+  std::int64_t base(std::int64_t k) const { return (k / inner) * C * inner + k % inner; }
+};
+
+Rows rows_of(const Tensor& x, std::int64_t dim_in, const char* op) {
+  kernels::check_floating(x, op);
+  Rows r;
+  try {
+    r.dim = wrap_axis(dim_in, x.dim());
+  } catch (const std::out_of_range& e) {
+    throw std::out_of_range(std::string(op) + ": " + e.what() + ", input shape " + shape_str(x.shape()));
+  }
+  const Shape& s = x.shape();
+  if (s.empty()) return r;
+  for (std::int64_t d = 0; d < r.dim; ++d) r.outer *= s[d];
+  r.C = s[r.dim];
+  for (std::size_t d = r.dim + 1; d < s.size(); ++d) r.inner *= s[d];
+  return r;
+}
+
+// For row k: m = max and log_s = log Σ exp(x - m) (the sum accumulated in double), so
+// logsumexp = m + log_s. A row whose max is ±inf is shifted by 0 instead (inf - inf
+// would be NaN); a NaN anywhere in the row makes log_s NaN.
+template <class T>
+void row_stats(const T* x, const Rows& r, std::int64_t k, T& m, double& s, double& log_s) {
+  const T* p = x + r.base(k);
+  m = -std::numeric_limits<T>::infinity();
+  for (std::int64_t c = 0; c < r.C; ++c)
+    if (p[c * r.inner] > m) m = p[c * r.inner];
+  if (std::isinf(m)) m = T(0);
+  s = 0;
+  for (std::int64_t c = 0; c < r.C; ++c) s += std::exp(static_cast<double>(p[c * r.inner] - m));
+  log_s = std::log(s);
+}
+
+template <class T, class F>
+void for_rows(const Rows& r, F f) {
+  parallel_for(r.count(), kParallelGrain / (r.C > 0 ? r.C : 1) + 1, [&](std::int64_t b, std::int64_t e) {
+    for (std::int64_t k = b; k < e; ++k) f(k);
+  });
+}
+
+enum class Kind { Softmax, LogSoftmax };
+
+template <Kind K>
+Tensor softmax_values(const Tensor& x, const Rows& r) {
+  return TAPEGRAD_DISPATCH_FLOAT(x.dtype(), K == Kind::Softmax ? "softmax" : "log_softmax", [&] {
+    Tensor out = Tensor::empty(x.shape(), x.dtype());
+    const scalar_t* px = x.data<scalar_t>();
+    scalar_t* po = out.data<scalar_t>();
+    for_rows<scalar_t>(r, [&](std::int64_t k) {
+      scalar_t m;
+      double s, log_s;
+      row_stats(px, r, k, m, s, log_s);
+      const std::int64_t b = r.base(k);
+      // x - m is exact enough at any magnitude; m + log_s would round at |x| ~ 1000
+      for (std::int64_t c = 0; c < r.C; ++c) {
+        const std::int64_t i = b + c * r.inner;
+        const double z = static_cast<double>(px[i] - m);
+        po[i] = static_cast<scalar_t>(K == Kind::Softmax ? std::exp(z) / s : z - log_s);
+      }
+    });
+    return out;
+  });
+}
+
+}  // namespace
+
+Tensor softmax(const Tensor& x, std::int64_t dim) {
+  const Rows r = rows_of(x, dim, "softmax");
+  Tensor out = softmax_values<Kind::Softmax>(x, r);
+  if (autograd::needs_grad({&x}))
+    autograd::record("softmax", out, {x}, [y = out.detach(), r](const Tensor& g, GradSink& gs) {
+      // dx_c = y_c·(g_c - Σⱼ gⱼyⱼ)
+      Tensor gi = TAPEGRAD_DISPATCH_FLOAT(g.dtype(), "softmax_backward", [&] {
+        Tensor o = Tensor::empty(g.shape(), g.dtype());
+        const scalar_t *pg = g.data<scalar_t>(), *py = y.data<scalar_t>();
+        scalar_t* po = o.data<scalar_t>();
+        for_rows<scalar_t>(r, [&](std::int64_t k) {
+          const std::int64_t b = r.base(k);
+          scalar_t dot = 0;
+          for (std::int64_t c = 0; c < r.C; ++c) dot += pg[b + c * r.inner] * py[b + c * r.inner];
+          for (std::int64_t c = 0; c < r.C; ++c) {
+            const std::int64_t i = b + c * r.inner;
+            po[i] = py[i] * (pg[i] - dot);
+          }
+        });
+        return o;
+      });
+      gs.add(0, std::move(gi));
+    });
+  return out;
+}
+
+Tensor log_softmax(const Tensor& x, std::int64_t dim) {
+  const Rows r = rows_of(x, dim, "log_softmax");
+  Tensor out = softmax_values<Kind::LogSoftmax>(x, r);
+  if (autograd::needs_grad({&x}))
+    autograd::record("log_softmax", out, {x}, [y = out.detach(), r](const Tensor& g, GradSink& gs) {
+      // dx_c = g_c - softmax_c·Σⱼ gⱼ, softmax = exp(y)
+      Tensor gi = TAPEGRAD_DISPATCH_FLOAT(g.dtype(), "log_softmax_backward", [&] {
+        Tensor o = Tensor::empty(g.shape(), g.dtype());
+        const scalar_t *pg = g.data<scalar_t>(), *py = y.data<scalar_t>();
+        scalar_t* po = o.data<scalar_t>();
+        for_rows<scalar_t>(r, [&](std::int64_t k) {
+          const std::int64_t b = r.base(k);
+          scalar_t gsum = 0;
+          for (std::int64_t c = 0; c < r.C; ++c) gsum += pg[b + c * r.inner];
+          for (std::int64_t c = 0; c < r.C; ++c) {
+            const std::int64_t i = b + c * r.inner;
+            po[i] = pg[i] - std::exp(py[i]) * gsum;
+          }
+        });
+        return o;
+      });
+      gs.add(0, std::move(gi));
+    });
+  return out;
+}
+
+Tensor logsumexp(const Tensor& x, std::int64_t dim, bool keepdim) {
+  const Rows r = rows_of(x, dim, "logsumexp");
+  Shape os = x.shape();
+  if (!os.empty()) {
+    os[r.dim] = 1;
+    if (!keepdim) os.erase(os.begin() + r.dim);
+  }
+  Tensor out = TAPEGRAD_DISPATCH_FLOAT(x.dtype(), "logsumexp", [&] {
+    Tensor o = Tensor::empty(os, x.dtype());
+    const scalar_t* px = x.data<scalar_t>();
+    scalar_t* po = o.data<scalar_t>();
+    for_rows<scalar_t>(r, [&](std::int64_t k) {
+      scalar_t m;
+      double s, log_s;
+      row_stats(px, r, k, m, s, log_s);
+      po[k] = static_cast<scalar_t>(static_cast<double>(m) + log_s);
+    });
+    return o;
+  });
+  if (autograd::needs_grad({&x}))
+    autograd::record("logsumexp", out, {x}, [x = x.detach(), y = out.detach(), r](const Tensor& g, GradSink& gs) {
+      // dx_c = g·exp(x_c - lse)
+      Tensor gi = TAPEGRAD_DISPATCH_FLOAT(g.dtype(), "logsumexp_backward", [&] {
+        Tensor o = Tensor::empty(x.shape(), x.dtype());
+        const scalar_t *pg = g.data<scalar_t>(), *px = x.data<scalar_t>(), *py = y.data<scalar_t>();
+        scalar_t* po = o.data<scalar_t>();
+        for_rows<scalar_t>(r, [&](std::int64_t k) {
+          const std::int64_t b = r.base(k);
+          for (std::int64_t c = 0; c < r.C; ++c) po[b + c * r.inner] = pg[k] * std::exp(px[b + c * r.inner] - py[k]);
+        });
+        return o;
+      });
+      gs.add(0, std::move(gi));
+    });
+  return out;
+}
+
+}  // namespace tapegrad

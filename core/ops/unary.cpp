@@ -1,0 +1,116 @@
+// Element-wise math: each forward is followed by its backward closure.
+#include "core/ops/unary.h"
+
+#include <cmath>
+#include <stdexcept>
+
+#include "core/autograd.h"
+#include "core/ops/kernels.h"
+
+namespace tapegrad {
+namespace {
+
+// out[i] = f(g[i], s[i]) for the gradient g and a saved same-shape tensor s.
+template <class F>
+Tensor grad_map(const Tensor& g, const Tensor& s, const char* name, F f) {
+  return TAPEGRAD_DISPATCH_FLOAT(g.dtype(), name, [&] { return kernels::map_binary_same<scalar_t>(g, s, f); });
+}
+
+}  // namespace
+
+Tensor exp(const Tensor& x) {
+  kernels::check_floating(x, "exp");
+  Tensor out = TAPEGRAD_DISPATCH_FLOAT(x.dtype(), "exp", [&] {
+    return kernels::map_unary<scalar_t>(x, [](scalar_t v) { return std::exp(v); });
+  });
+  if (autograd::needs_grad({&x}))
+    // d(eˣ)/dx = eˣ = y
+    autograd::record("exp", out, {x}, [y = out.detach()](const Tensor& g, GradSink& gs) {
+      gs.add(0, grad_map(g, y, "exp_backward", [](auto gv, auto yv) { return gv * yv; }));
+    });
+  return out;
+}
+
+Tensor log(const Tensor& x) {
+  kernels::check_floating(x, "log");
+  Tensor out = TAPEGRAD_DISPATCH_FLOAT(x.dtype(), "log", [&] {
+    return kernels::map_unary<scalar_t>(x, [](scalar_t v) { return std::log(v); });
+  });
+  if (autograd::needs_grad({&x}))
+    // d(log x)/dx = 1/x
+    autograd::record("log", out, {x}, [x = x.detach()](const Tensor& g, GradSink& gs) {
+      gs.add(0, grad_map(g, x, "log_backward", [](auto gv, auto xv) { return gv / xv; }));
+    });
+  return out;
+}
+
+Tensor sqrt(const Tensor& x) {
+  kernels::check_floating(x, "sqrt");
+  Tensor out = TAPEGRAD_DISPATCH_FLOAT(x.dtype(), "sqrt", [&] {
+    return kernels::map_unary<scalar_t>(x, [](scalar_t v) { return std::sqrt(v); });
+  });
+  if (autograd::needs_grad({&x}))
+    // d(√x)/dx = 1/(2√x) = 1/(2y)
+    autograd::record("sqrt", out, {x}, [y = out.detach()](const Tensor& g, GradSink& gs) {
+      gs.add(0, grad_map(g, y, "sqrt_backward", [](auto gv, auto yv) { return gv / (yv + yv); }));
+    });
+  return out;
+}
+
+Tensor rsqrt(const Tensor& x) {
+  kernels::check_floating(x, "rsqrt");
+  Tensor out = TAPEGRAD_DISPATCH_FLOAT(x.dtype(), "rsqrt", [&] {
+    return kernels::map_unary<scalar_t>(x, [](scalar_t v) { return scalar_t(1) / std::sqrt(v); });
+  });
+  if (autograd::needs_grad({&x}))
+    // d(x^-½)/dx = -½·x^(-3/2) = -½·y³
+    autograd::record("rsqrt", out, {x}, [y = out.detach()](const Tensor& g, GradSink& gs) {
+      gs.add(0, grad_map(g, y, "rsqrt_backward", [](auto gv, auto yv) {
+               using T = decltype(yv);
+               return T(-0.5) * gv * yv * yv * yv;
+             }));
+    });
+  return out;
+}
+
+Tensor abs(const Tensor& x) {
+  kernels::check_floating(x, "abs");
+  Tensor out = TAPEGRAD_DISPATCH_FLOAT(x.dtype(), "abs", [&] {
+    return kernels::map_unary<scalar_t>(x, [](scalar_t v) { return std::abs(v); });
+  });
+  if (autograd::needs_grad({&x}))
+    // d|x|/dx = sign(x), sign(0) = 0
+    autograd::record("abs", out, {x}, [x = x.detach()](const Tensor& g, GradSink& gs) {
+      gs.add(0, grad_map(g, x, "abs_backward", [](auto gv, auto xv) {
+               using T = decltype(xv);
+               return xv > T(0) ? gv : xv < T(0) ? -gv : T(0);
+             }));
+    });
+  return out;
+}
+
+Tensor clamp(const Tensor& x, std::optional<double> min, std::optional<double> max) {
+  kernels::check_floating(x, "clamp");
+  if (!min && !max) throw std::invalid_argument("clamp: at least one of min and max must be given");
+  const double lo = min ? *min : -INFINITY, hi = max ? *max : INFINITY;
+  if (std::isnan(lo) || std::isnan(hi)) throw std::invalid_argument("clamp: a bound is NaN");
+  Tensor out = TAPEGRAD_DISPATCH_FLOAT(x.dtype(), "clamp", [&] {
+    const scalar_t l = static_cast<scalar_t>(lo), h = static_cast<scalar_t>(hi);
+    // NaN fails both comparisons and passes through; min > max gives max everywhere.
+    return kernels::map_unary<scalar_t>(x, [l, h](scalar_t v) {
+      const scalar_t a = v < l ? l : v;
+      return a > h ? h : a;
+    });
+  });
+  if (autograd::needs_grad({&x}))
+    // d/dx = 1 inside [min, max] (inclusive), 0 outside
+    autograd::record("clamp", out, {x}, [x = x.detach(), lo, hi](const Tensor& g, GradSink& gs) {
+      gs.add(0, grad_map(g, x, "clamp_backward", [lo, hi](auto gv, auto xv) {
+               using T = decltype(xv);
+               return (xv >= T(lo) && xv <= T(hi)) ? gv : T(0);
+             }));
+    });
+  return out;
+}
+
+}  // namespace tapegrad
