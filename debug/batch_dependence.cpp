@@ -46,7 +46,7 @@ BatchDependenceResult batch_dependence(layers::Module& model, const Tensor& x, B
                                   dtype_name(pool.dtype()));
   }
   const std::int64_t available = own_pool ? N - 1 : pool.size(0);
-  std::int64_t k = opt.companions < 0 ? N - 1 : opt.companions;
+  std::int64_t k = opt.companions >= 0 ? opt.companions : own_pool ? std::max<std::int64_t>(1, N / 2) : N - 1;
   k = std::min(k, available);
   if (opt.trials > 0 && k < 1)
     throw std::invalid_argument("batch_dependence: other batches need at least 1 companion, got " +

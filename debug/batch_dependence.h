@@ -10,7 +10,8 @@ namespace tapegrad::debug {
 struct BatchDependenceOptions {
   std::int64_t max_samples = 16;  ///< samples i checked: the first min(N, max_samples) rows of x
   std::int64_t trials = 8;        ///< other batches per sample
-  /// Companions per other batch; -1 = N - 1 (other batches as large as x). Must be >= 1.
+  /// Companions per other batch. -1: N/2 when they come from x itself (N - 1 would only
+  /// permute x), N - 1 from a separate pool (capped by its size). Must be >= 1.
   std::int64_t companions = -1;
   bool try_alone = true;  ///< also run each sample as a batch of one
   /// Rows to draw companions from (same trailing shape as x). Undefined = the other rows of x.
