@@ -3,48 +3,62 @@
 #include <stdexcept>
 #include <string>
 
-#include "core/autograd.h"
+#include "core/parallel.h"
 #include "layers/hooks.h"
 
 namespace tapegrad::optim {
 
-SGD::SGD(std::vector<Tensor> params, SGDOptions opts) : options(opts), params_(std::move(params)) {
-  if (!(opts.lr >= 0)) throw std::invalid_argument("SGD: invalid learning rate " + std::to_string(opts.lr));
-  if (!(opts.momentum >= 0)) throw std::invalid_argument("SGD: invalid momentum " + std::to_string(opts.momentum));
-  if (!(opts.weight_decay >= 0))
-    throw std::invalid_argument("SGD: invalid weight_decay " + std::to_string(opts.weight_decay));
-  if (opts.nesterov && (opts.momentum <= 0 || opts.dampening != 0))
-    throw std::invalid_argument("SGD: nesterov momentum requires a momentum and zero dampening");
-  momentum_buffers_.resize(params_.size());
+SGD::SGD(std::vector<Tensor> params, SGDOptions options) { add_param_group(std::move(params), options); }
+
+SGD::SGD(std::vector<Group> groups) {
+  for (auto& g : groups) add_param_group(std::move(g.params), g.options);
+}
+
+void SGD::validate(const SGDOptions& o) const {
+  if (!(o.lr >= 0)) throw std::invalid_argument("SGD: invalid learning rate " + std::to_string(o.lr) + " (expected >= 0)");
+  if (!(o.momentum >= 0))
+    throw std::invalid_argument("SGD: invalid momentum " + std::to_string(o.momentum) + " (expected >= 0)");
+  if (!(o.weight_decay >= 0))
+    throw std::invalid_argument("SGD: invalid weight_decay " + std::to_string(o.weight_decay) + " (expected >= 0)");
+  if (!(o.dampening == o.dampening)) throw std::invalid_argument("SGD: invalid dampening nan");
+  if (o.nesterov && (o.momentum <= 0 || o.dampening != 0))
+    throw std::invalid_argument("SGD: nesterov momentum requires a momentum > 0 and zero dampening (got momentum " +
+                                std::to_string(o.momentum) + ", dampening " + std::to_string(o.dampening) + ")");
 }
 
 void SGD::step() {
-  layers::hooks::run_step_hooks(params_);
-  NoGradGuard ng;
-  for (std::size_t i = 0; i < params_.size(); ++i) {
-    Tensor& p = params_[i];
-    Tensor g = p.grad();
-    if (!g.defined()) continue;
-    Tensor d = g;
-    if (options.weight_decay != 0) d = g.clone().add_(p, options.weight_decay);
-    if (options.momentum != 0) {
-      Tensor& buf = momentum_buffers_[i];
-      if (!buf.defined()) {
-        buf = d.clone();
-      } else {
-        buf.mul_(options.momentum).add_(d, 1.0 - options.dampening);
-      }
-      if (options.nesterov)
-        d = d.clone().add_(buf, options.momentum);
-      else
-        d = buf;
+  layers::hooks::run_step_hooks(parameters());
+  std::size_t index = 0;
+  for (auto& group : groups_) {
+    const SGDOptions o = group.options;
+    for (const Tensor& p : group.params) {
+      auto& st = state(index++);
+      const Tensor grad = p.grad();
+      if (!grad.defined()) continue;
+      check_grad(p, grad, index - 1);
+      const bool first = o.momentum != 0 && !st.count("momentum_buffer");
+      if (first) st["momentum_buffer"] = Tensor::empty(p.shape(), p.dtype());
+      TAPEGRAD_DISPATCH_FLOAT(p.dtype(), "SGD::step", [&] {
+        using T = scalar_t;
+        T* w = p.data<T>();
+        const T* g = grad.data<T>();
+        T* buf = o.momentum != 0 ? st["momentum_buffer"].data<T>() : nullptr;
+        const T wd = static_cast<T>(o.weight_decay), m = static_cast<T>(o.momentum);
+        const T damp = static_cast<T>(1.0 - o.dampening), neg_lr = static_cast<T>(-o.lr);
+        parallel_for(p.numel(), kParallelGrain, [&](std::int64_t b, std::int64_t e) {
+          for (std::int64_t i = b; i < e; ++i) {
+            T d = o.maximize ? -g[i] : g[i];
+            if (o.weight_decay != 0) d = d + wd * w[i];
+            if (buf) {
+              buf[i] = first ? d : buf[i] * m + damp * d;
+              d = o.nesterov ? d + m * buf[i] : buf[i];
+            }
+            w[i] = w[i] + neg_lr * d;
+          }
+        });
+      });
     }
-    Tensor(p).add_(d, -options.lr);
   }
-}
-
-void SGD::zero_grad(bool set_to_none) {
-  for (auto& p : params_) p.zero_grad(set_to_none);
 }
 
 }  // namespace tapegrad::optim

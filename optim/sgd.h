@@ -2,35 +2,44 @@
 // Stochastic gradient descent with momentum, PyTorch's torch.optim.SGD.
 #include <vector>
 
-#include "core/tensor.h"
+#include "optim/optimizer.h"
 
 namespace tapegrad::optim {
 
+/// Defaults as in PyTorch (which requires lr; here it defaults to 0.01).
 struct SGDOptions {
   double lr = 0.01;
   double momentum = 0.0;
   double dampening = 0.0;
   double weight_decay = 0.0;
   bool nesterov = false;
+  bool maximize = false;
+  template <class F> void visit(F&& f) {
+    f("lr", lr), f("momentum", momentum), f("dampening", dampening), f("weight_decay", weight_decay);
+    f("nesterov", nesterov), f("maximize", maximize);
+  }
 };
 
-/// Update (PyTorch): d = g + weight_decay·p; with momentum, buf = d on the first step and
-/// buf = momentum·buf + (1 - dampening)·d after; d = d + momentum·buf (nesterov) or buf;
-/// p -= lr·d. Parameters without a gradient are skipped. Only parameters are updated:
-/// buffers such as running statistics are never seen by an optimizer.
-/// Throws std::invalid_argument for lr < 0, momentum < 0, weight_decay < 0, or nesterov
-/// without momentum or with dampening.
-class SGD {
+/// Update per parameter p with gradient g (PyTorch 1.13, torch/optim/sgd.py):
+///   d = maximize ? -g : g;  d = d + weight_decay·p;
+///   with momentum: buf = d on the first step, buf = momentum·buf + (1 - dampening)·d after;
+///                  d = nesterov ? d + momentum·buf : buf;
+///   p = p - lr·d.
+/// Parameters without a gradient are skipped. State: "momentum_buffer" (momentum != 0).
+/// Throws std::invalid_argument (naming the value) for lr < 0, momentum < 0,
+/// weight_decay < 0, or nesterov without momentum > 0 and dampening == 0.
+class SGD : public OptimizerWithOptions<SGDOptions> {
  public:
-  SGD(std::vector<Tensor> params, SGDOptions options);
-  void step();
-  /// Clears (set_to_none) or zeroes every parameter's gradient.
-  void zero_grad(bool set_to_none = true);
-  SGDOptions options;
+  /// One group holding `params`.
+  explicit SGD(std::vector<Tensor> params, SGDOptions options = {});
+  /// Several groups, each with its own options: SGD({{body, o}, {head, o_head}}).
+  explicit SGD(std::vector<Group> groups);
+  void step() override;
+  std::string type_name() const override { return "SGD"; }
 
- private:
-  std::vector<Tensor> params_;
-  std::vector<Tensor> momentum_buffers_;
+ protected:
+  void validate(const SGDOptions& o) const override;
+  std::vector<std::string> state_names() const override { return {"momentum_buffer"}; }
 };
 
 }  // namespace tapegrad::optim

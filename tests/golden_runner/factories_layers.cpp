@@ -1,4 +1,4 @@
-// Factories for the skeleton's layers, losses and optimizers.
+// Factories for the skeleton's layers and losses (optimizers: factories_optim.cpp).
 #include <memory>
 
 #include "golden_runner/support.h"
@@ -6,7 +6,6 @@
 #include "layers/batch_norm.h"
 #include "layers/linear.h"
 #include "layers/loss.h"
-#include "optim/sgd.h"
 
 namespace golden {
 namespace {
@@ -39,16 +38,6 @@ const bool registered = [] {
     const std::string r = a.value("reduction", "mean");
     const auto red = r == "sum" ? layers::Reduction::Sum : r == "none" ? layers::Reduction::None : layers::Reduction::Mean;
     return [red](const Tensor& x, const Tensor& t) { return layers::mse_loss(x, t, red); };
-  });
-  add_optimizer("SGD", [](const json& a, const std::vector<Tensor>& params) {
-    optim::SGDOptions o;
-    o.lr = a.at("lr");
-    o.momentum = a.value("momentum", 0.0);
-    o.dampening = a.value("dampening", 0.0);
-    o.nesterov = a.value("nesterov", false);
-    o.weight_decay = a.value("weight_decay", 0.0);
-    auto opt = std::make_shared<optim::SGD>(params, o);
-    return OptimizerHandle{opt, [opt] { opt->step(); }};
   });
   return true;
 }();

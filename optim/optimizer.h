@@ -1,0 +1,163 @@
+#pragma once
+// Optimizer: the base of every optimizer, PyTorch's torch.optim.Optimizer.
+//
+// Parameters come in groups; each group has its own options (lr, momentum, ...), so a
+// head can train with a different lr than the body, and a scheduler changes the lr of
+// every group. Per-parameter state (momentum buffers, Adam moments, step counts) lives
+// in the base so state_dict()/load_state_dict() work the same for every optimizer.
+//
+// Only parameters are ever updated: buffers such as BatchNorm's running_mean and
+// num_batches_tracked are not parameters and no optimizer sees them.
+#include <cstddef>
+#include <map>
+#include <memory>
+#include <stdexcept>
+#include <string>
+#include <type_traits>
+#include <utility>
+#include <vector>
+
+#include "core/tensor.h"
+#include "layers/state_dict.h"
+
+namespace tapegrad::optim {
+
+/// Optimizer and scheduler state as named tensors, ready to be saved with the model:
+///   "state.<i>.<name>"        per-parameter state of the i-th parameter (counting over
+///                             all groups in order), e.g. "state.0.momentum_buffer",
+///                             "state.3.step" (int64 scalar), "state.3.exp_avg";
+///   "param_groups.<g>.<opt>"  scalar float64 options of group g ("param_groups.0.lr");
+///   "param_groups.<g>.params" int64 [n] indices of the group's parameters.
+using OptimizerState = layers::StateDict;
+
+class Optimizer {
+ public:
+  virtual ~Optimizer() = default;
+  Optimizer() = default;
+  Optimizer(const Optimizer&) = delete;
+  Optimizer& operator=(const Optimizer&) = delete;
+
+  /// Applies one update to every parameter that has a gradient. Calls
+  /// layers::hooks::run_step_hooks(parameters()) first.
+  virtual void step() = 0;
+  /// Clears (set_to_none, the default as in PyTorch 2) or zeroes every parameter's grad.
+  void zero_grad(bool set_to_none = true);
+  /// "SGD", "Adam", ...
+  virtual std::string type_name() const = 0;
+
+  // ---- parameter groups ----------------------------------------------------------------
+  virtual std::size_t num_param_groups() const = 0;
+  virtual const std::vector<Tensor>& group_params(std::size_t group) const = 0;
+  /// Learning rate of a group (schedulers read and write it). Throws std::out_of_range.
+  virtual double lr(std::size_t group) const = 0;
+  /// Sets a group's lr; throws std::invalid_argument for lr < 0 or NaN.
+  virtual void set_lr(std::size_t group, double lr) = 0;
+  /// Every parameter of every group, in order.
+  std::vector<Tensor> parameters() const;
+
+  // ---- checkpoints -----------------------------------------------------------------------
+  /// Per-parameter state and every group's options (see OptimizerState). State tensors
+  /// are copies.
+  OptimizerState state_dict() const;
+  /// Restores what state_dict() produced. Checks everything before changing anything:
+  /// the number of groups and their parameter indices, every key (unknown state names,
+  /// parameter indices out of range, unknown options), every state tensor's shape and
+  /// dtype against its parameter, and the options' validity. Throws
+  /// std::invalid_argument listing every problem.
+  void load_state_dict(const OptimizerState& state);
+
+ protected:
+  /// Names a parameter's state may hold ("momentum_buffer", "step", ...).
+  virtual std::vector<std::string> state_names() const = 0;
+  /// Scalar options of a group as name -> value (bools as 0/1).
+  virtual std::vector<std::pair<std::string, double>> group_options(std::size_t group) const = 0;
+  /// Checks options read from a state dict; returns "" or what is wrong.
+  virtual std::string check_group_options(std::size_t group,
+                                          const std::map<std::string, double>& values) const = 0;
+  virtual void set_group_options(std::size_t group, const std::map<std::string, double>& values) = 0;
+  /// Throws unless every parameter is a float leaf that appears in only one group.
+  void check_params(const std::vector<Tensor>& params) const;
+  /// Throws std::invalid_argument unless grad has p's shape and dtype (i: parameter index).
+  void check_grad(const Tensor& p, const Tensor& grad, std::size_t i) const;
+  /// State of the i-th parameter (over all groups), created on demand.
+  std::map<std::string, Tensor>& state(std::size_t i);
+  /// Called when a group is added: keeps state_ one entry per parameter.
+  void grow_state(std::size_t n) { state_.resize(state_.size() + n); }
+
+ private:
+  std::vector<std::map<std::string, Tensor>> state_;
+};
+
+/// Optimizer with an Options struct per group. Options must have a double `lr` and a
+/// `template <class F> void visit(F&& f)` calling f(name, field) for each scalar field.
+template <class Options>
+class OptimizerWithOptions : public Optimizer {
+ public:
+  struct Group {
+    std::vector<Tensor> params;
+    Options options;
+  };
+
+  /// Adds a group. Throws std::invalid_argument for invalid options or parameters that
+  /// are not float leaves or already in a group.
+  void add_param_group(std::vector<Tensor> params, Options options) {
+    validate(options);
+    check_params(params);
+    grow_state(params.size());
+    groups_.push_back(Group{std::move(params), options});
+  }
+  const std::vector<Group>& param_groups() const { return groups_; }
+  /// A group's options (change them between steps, as with torch's param_groups).
+  Options& options(std::size_t group = 0) { return groups_.at(group).options; }
+  const Options& options(std::size_t group = 0) const { return groups_.at(group).options; }
+
+  std::size_t num_param_groups() const override { return groups_.size(); }
+  const std::vector<Tensor>& group_params(std::size_t g) const override { return groups_.at(g).params; }
+  double lr(std::size_t g) const override { return groups_.at(g).options.lr; }
+  void set_lr(std::size_t g, double lr) override {
+    Options o = groups_.at(g).options;
+    o.lr = lr;
+    validate(o);
+    groups_[g].options = o;
+  }
+
+ protected:
+  /// Throws std::invalid_argument naming the offending value (PyTorch's checks).
+  virtual void validate(const Options& o) const = 0;
+
+  std::vector<std::pair<std::string, double>> group_options(std::size_t g) const override {
+    std::vector<std::pair<std::string, double>> out;
+    Options o = groups_.at(g).options;
+    o.visit([&](const char* name, auto& v) { out.emplace_back(name, static_cast<double>(v)); });
+    return out;
+  }
+  std::string check_group_options(std::size_t g, const std::map<std::string, double>& values) const override {
+    try {
+      validate(with_values(groups_.at(g).options, values));
+    } catch (const std::invalid_argument& e) {
+      return e.what();
+    }
+    return "";
+  }
+  void set_group_options(std::size_t g, const std::map<std::string, double>& values) override {
+    groups_.at(g).options = with_values(groups_.at(g).options, values);
+  }
+
+  std::vector<Group> groups_;
+
+ private:
+  static Options with_values(Options o, const std::map<std::string, double>& values) {
+    o.visit([&](const char* name, auto& v) {
+      auto it = values.find(name);
+      if (it == values.end()) return;
+      using V = std::remove_reference_t<decltype(v)>;
+      if constexpr (std::is_same_v<V, bool>)
+        v = it->second != 0;
+      else
+        v = static_cast<V>(it->second);
+    });
+    return o;
+  }
+};
+
+}  // namespace tapegrad::optim

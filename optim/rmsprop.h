@@ -1,0 +1,48 @@
+#pragma once
+// RMSprop, PyTorch's torch.optim.RMSprop.
+#include <vector>
+
+#include "optim/optimizer.h"
+
+namespace tapegrad::optim {
+
+/// Defaults as in PyTorch: lr 1e-2, alpha 0.99, eps 1e-8, weight_decay 0, momentum 0,
+/// centered false, maximize false.
+struct RMSpropOptions {
+  double lr = 1e-2;
+  double alpha = 0.99;
+  double eps = 1e-8;
+  double weight_decay = 0.0;
+  double momentum = 0.0;
+  bool centered = false;
+  bool maximize = false;
+  template <class F> void visit(F&& f) {
+    f("lr", lr), f("alpha", alpha), f("eps", eps), f("weight_decay", weight_decay), f("momentum", momentum);
+    f("centered", centered), f("maximize", maximize);
+  }
+};
+
+/// RMSprop (Hinton, Coursera lecture 6e; centered form from Graves 2013, eq. 38-45) as
+/// PyTorch 1.13 computes it, per parameter p:
+///   g = maximize ? -grad : grad;  g = g + weight_decay·p
+///   s = alpha·s + (1 - alpha)·g²
+///   centered: a = alpha·a + (1 - alpha)·g;  avg = sqrt(s - a²) + eps;  else avg = sqrt(s) + eps
+///   momentum > 0: buf = momentum·buf + g/avg;  p = p - lr·buf;  else p = p - lr·g/avg
+/// State: "step" (int64 scalar), "square_avg", "momentum_buffer" (momentum > 0),
+/// "grad_avg" (centered). Throws std::invalid_argument (naming the value) for lr < 0,
+/// eps < 0, momentum < 0, weight_decay < 0, alpha < 0.
+class RMSprop : public OptimizerWithOptions<RMSpropOptions> {
+ public:
+  explicit RMSprop(std::vector<Tensor> params, RMSpropOptions options = {});
+  explicit RMSprop(std::vector<Group> groups);
+  void step() override;
+  std::string type_name() const override { return "RMSprop"; }
+
+ protected:
+  void validate(const RMSpropOptions& o) const override;
+  std::vector<std::string> state_names() const override {
+    return {"step", "square_avg", "momentum_buffer", "grad_avg"};
+  }
+};
+
+}  // namespace tapegrad::optim

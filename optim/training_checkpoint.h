@@ -1,0 +1,38 @@
+#pragma once
+// Training checkpoints for exact resume: model state (parameters + buffers), optimizer
+// state, scheduler state, the epoch counter and the random generator's state, in one
+// safetensors file (core/safetensors.h), written atomically.
+//
+// Keys: "model.<state_dict key>", "optimizer.<key>" (see OptimizerState),
+// "scheduler.<key>", "epoch" (int64 scalar). Metadata: "format" =
+// "tapegrad-training-checkpoint", "format_version" = "1", "optimizer" (type name),
+// "scheduler" (type name or "none"), "rng_state" (Generator::get_state(), when saved).
+//
+// Resuming is bitwise exact: N steps straight give the same parameters, buffers and
+// optimizer state as k steps, save, load into fresh objects, N - k steps.
+#include <cstdint>
+#include <string>
+
+#include "core/random.h"
+#include "layers/module.h"
+#include "optim/lr_scheduler.h"
+#include "optim/optimizer.h"
+
+namespace tapegrad::optim {
+
+inline constexpr const char* kTrainingCheckpointFormat = "tapegrad-training-checkpoint";
+
+/// Saves everything needed to resume. scheduler and generator are optional (nullptr).
+/// Throws std::runtime_error when the file cannot be written (the old file stays intact).
+void save_training_checkpoint(const std::string& path, const layers::Module& model, const Optimizer& optimizer,
+                              std::int64_t epoch, const LRScheduler* scheduler = nullptr,
+                              const Generator* generator = nullptr);
+
+/// Restores a training checkpoint and returns its epoch. All or nothing: the model load is
+/// strict, and if anything fails (corrupt file: std::runtime_error; missing/mismatched
+/// keys, a different optimizer or scheduler type, a scheduler or generator passed here but
+/// absent from the file or the reverse: std::invalid_argument) nothing is changed.
+std::int64_t load_training_checkpoint(const std::string& path, layers::Module& model, Optimizer& optimizer,
+                                      LRScheduler* scheduler = nullptr, Generator* generator = nullptr);
+
+}  // namespace tapegrad::optim
