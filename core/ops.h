@@ -1,5 +1,6 @@
 #pragma once
 // All differentiable ops.
+#include "core/ops/activation.h"
 #include "core/ops/elementwise.h"
 #include "core/ops/matmul.h"
 #include "core/ops/reduce.h"

@@ -1,0 +1,92 @@
+// Activation ops: each forward is followed by its backward closure.
+#include "core/ops/activation.h"
+
+#include <cmath>
+
+#include "core/autograd.h"
+#include "core/ops/kernels.h"
+
+namespace tapegrad {
+
+Tensor sigmoid(const Tensor& x) {
+  kernels::check_floating(x, "sigmoid");
+  Tensor out = TAPEGRAD_DISPATCH_FLOAT(x.dtype(), "sigmoid", [&] {
+    return kernels::map_unary<scalar_t>(x, [](scalar_t v) {
+      // e^(-|v|) never overflows; both branches are the same function
+      if (v >= scalar_t(0)) return scalar_t(1) / (scalar_t(1) + std::exp(-v));
+      const scalar_t e = std::exp(v);
+      return e / (scalar_t(1) + e);
+    });
+  });
+  if (autograd::needs_grad({&x}))
+    autograd::record("sigmoid", out, {x}, [y = out.detach()](const Tensor& g, GradSink& gs) {
+      // dσ/dx = σ·(1 - σ)
+      gs.add(0, TAPEGRAD_DISPATCH_FLOAT(g.dtype(), "sigmoid_backward", [&] {
+               return kernels::map_binary_same<scalar_t>(
+                   g, y, [](scalar_t gv, scalar_t yv) { return gv * yv * (scalar_t(1) - yv); });
+             }));
+    });
+  return out;
+}
+
+Tensor tanh(const Tensor& x) {
+  kernels::check_floating(x, "tanh");
+  Tensor out = TAPEGRAD_DISPATCH_FLOAT(x.dtype(), "tanh", [&] {
+    return kernels::map_unary<scalar_t>(x, [](scalar_t v) { return std::tanh(v); });
+  });
+  if (autograd::needs_grad({&x}))
+    autograd::record("tanh", out, {x}, [y = out.detach()](const Tensor& g, GradSink& gs) {
+      // d tanh/dx = 1 - tanh²
+      gs.add(0, TAPEGRAD_DISPATCH_FLOAT(g.dtype(), "tanh_backward", [&] {
+               return kernels::map_binary_same<scalar_t>(
+                   g, y, [](scalar_t gv, scalar_t yv) { return gv * (scalar_t(1) - yv * yv); });
+             }));
+    });
+  return out;
+}
+
+Tensor leaky_relu(const Tensor& x, double negative_slope) {
+  kernels::check_floating(x, "leaky_relu");
+  if (!std::isfinite(negative_slope))
+    throw std::invalid_argument("leaky_relu: expected a finite negative_slope, got " + std::to_string(negative_slope));
+  Tensor out = TAPEGRAD_DISPATCH_FLOAT(x.dtype(), "leaky_relu", [&] {
+    const scalar_t a = static_cast<scalar_t>(negative_slope);
+    return kernels::map_unary<scalar_t>(x, [a](scalar_t v) { return v > scalar_t(0) ? v : v * a; });
+  });
+  if (autograd::needs_grad({&x}))
+    // The input decides the branch (the output cannot when the slope is <= 0).
+    autograd::record("leaky_relu", out, {x}, [x = x.detach(), negative_slope](const Tensor& g, GradSink& gs) {
+      gs.add(0, TAPEGRAD_DISPATCH_FLOAT(g.dtype(), "leaky_relu_backward", [&] {
+               const scalar_t a = static_cast<scalar_t>(negative_slope);
+               return kernels::map_binary_same<scalar_t>(
+                   g, x, [a](scalar_t gv, scalar_t xv) { return xv > scalar_t(0) ? gv : gv * a; });
+             }));
+    });
+  return out;
+}
+
+Tensor gelu(const Tensor& x) {
+  kernels::check_floating(x, "gelu");
+  constexpr double kInvSqrt2 = 0.70710678118654752440;
+  constexpr double kInvSqrt2Pi = 0.39894228040143267794;
+  Tensor out = TAPEGRAD_DISPATCH_FLOAT(x.dtype(), "gelu", [&] {
+    return kernels::map_unary<scalar_t>(x, [](scalar_t v) {
+      return static_cast<scalar_t>(0.5 * v * (1.0 + std::erf(v * kInvSqrt2)));
+    });
+  });
+  if (autograd::needs_grad({&x}))
+    autograd::record("gelu", out, {x}, [x = x.detach()](const Tensor& g, GradSink& gs) {
+      // d/dx x·Φ(x) = Φ(x) + x·φ(x)
+      gs.add(0, TAPEGRAD_DISPATCH_FLOAT(g.dtype(), "gelu_backward", [&] {
+               return kernels::map_binary_same<scalar_t>(g, x, [](scalar_t gv, scalar_t xv) {
+                 const double v = xv;
+                 const double cdf = 0.5 * (1.0 + std::erf(v * kInvSqrt2));
+                 const double pdf = kInvSqrt2Pi * std::exp(-0.5 * v * v);
+                 return static_cast<scalar_t>(gv * (cdf + v * pdf));
+               });
+             }));
+    });
+  return out;
+}
+
+}  // namespace tapegrad

@@ -1,0 +1,21 @@
+#pragma once
+// Activation ops (element-wise, any shape, float32/float64). Each records a tape node
+// when its input requires grad; the backward sits right below the forward in
+// activation.cpp.
+#include "core/tensor.h"
+
+namespace tapegrad {
+
+/// σ(x) = 1 / (1 + e^(-x)), evaluated without overflow for large |x|.
+/// d/dx = σ(x)·(1 - σ(x)) (computed from the output).
+Tensor sigmoid(const Tensor& x);
+/// tanh(x); d/dx = 1 - tanh²(x) (computed from the output).
+Tensor tanh(const Tensor& x);
+/// x for x > 0, slope·x otherwise (PyTorch's negative_slope, default 0.01).
+/// d/dx = 1 for x > 0, slope for x <= 0 (PyTorch's convention at 0).
+Tensor leaky_relu(const Tensor& x, double negative_slope = 0.01);
+/// GELU, exact erf form (Hendrycks & Gimpel 2016): x·Φ(x) = ½·x·(1 + erf(x/√2)).
+/// d/dx = Φ(x) + x·φ(x), φ(x) = e^(-x²/2)/√(2π).
+Tensor gelu(const Tensor& x);
+
+}  // namespace tapegrad
