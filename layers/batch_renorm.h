@@ -1,0 +1,75 @@
+#pragma once
+// Batch renormalisation (Ioffe 2017, "Batch Renormalization: Towards Reducing
+// Minibatch Dependence in Batch-Normalized Models", Algorithm 1).
+#include "layers/batch_norm.h"
+
+namespace tapegrad::layers {
+
+/// Train mode (with track_running_stats), per channel c over N (and L or H, W):
+///   μ_B, σ_B = sqrt(σ²_B + eps)   batch mean and biased std, as in BatchNorm
+///   σ_run = sqrt(running_var + eps)
+///   r = clip(σ_B / σ_run, 1/rmax, rmax)
+///   d = clip((μ_B - running_mean) / σ_run, -dmax, dmax)
+///   y = γ·(x̂·r + d) + β,  x̂ = (x - μ_B)/σ_B
+/// r and d are computed from the running statistics before this batch updates them and
+/// are constants for the backward (the paper's stop_gradient), so the backward is
+/// BatchNorm's fused one with γ' = γ·r, β' = γ·d + β:
+///   term 1 (direct):        dx̂ = γ·r·dy
+///   term 2 (through μ_B):  -mean(dx̂)
+///   term 3 (through σ_B):  -x̂·mean(dx̂·x̂)
+///   dx = (term 1 + term 2 + term 3)/σ_B,  dγ = Σ dy·(x̂·r + d),  dβ = Σ dy.
+/// Then the running statistics are updated exactly as BatchNorm's (PyTorch convention:
+/// running_var takes the unbiased batch variance; num_batches_tracked += 1), so eval
+/// mode is BatchNorm's eval mode: y = γ·(x - running_mean)/σ_run + β.
+/// rmax = 1, dmax = 0 gives BatchNorm exactly. The paper starts there and relaxes to
+/// rmax = 3, dmax = 5; set_clipping() may be called at any time (e.g. every step).
+/// Without track_running_stats there is nothing to renormalise against and the layer is
+/// BatchNorm. Defaults: BatchNormOptions' (eps 1e-5, momentum 0.1, affine, tracked),
+/// rmax 3, dmax 5. Throws std::invalid_argument for rmax < 1 or dmax < 0 (naming the
+/// value), and as BatchNorm does for bad shapes or one value per channel in training.
+class BatchRenorm1d : public BatchNorm1d {
+ public:
+  explicit BatchRenorm1d(std::int64_t num_features, BatchNormOptions options = {}, double rmax = 3.0,
+                         double dmax = 5.0);
+  Tensor forward(const Tensor& x) override;
+  std::string type_name() const override { return "BatchRenorm1d"; }
+  std::string extra_repr() const override;
+  /// Sets the clipping bounds (schedulable from the training loop).
+  void set_clipping(double rmax, double dmax);
+  double rmax() const { return rmax_; }
+  double dmax() const { return dmax_; }
+  /// r and d (float64, shape (C)) of the last train-mode forward; undefined before.
+  Tensor last_r, last_d;
+
+ private:
+  double rmax_, dmax_;
+};
+
+/// BatchRenorm over (N, C, H, W): statistics per channel over N, H and W. See BatchRenorm1d.
+class BatchRenorm2d : public BatchNorm2d {
+ public:
+  explicit BatchRenorm2d(std::int64_t num_features, BatchNormOptions options = {}, double rmax = 3.0,
+                         double dmax = 5.0);
+  Tensor forward(const Tensor& x) override;
+  std::string type_name() const override { return "BatchRenorm2d"; }
+  std::string extra_repr() const override;
+  void set_clipping(double rmax, double dmax);
+  double rmax() const { return rmax_; }
+  double dmax() const { return dmax_; }
+  Tensor last_r, last_d;
+
+ private:
+  double rmax_, dmax_;
+};
+
+namespace functional {
+/// The renormalised train-mode forward on a BatchNorm module's parameters and buffers
+/// (see BatchRenorm1d); updates running_mean, running_var and num_batches_tracked of
+/// `bn` and stores r and d in r_out, d_out. The caller has checked the input's shape.
+Tensor batch_renorm_train(BatchNormBase& bn, const Tensor& x, double rmax, double dmax, Tensor& r_out,
+                          Tensor& d_out);
+/// Throws std::invalid_argument unless rmax >= 1 and dmax >= 0.
+void check_renorm_clipping(double rmax, double dmax);
+}  // namespace functional
+
+}  // namespace tapegrad::layers

@@ -1,0 +1,209 @@
+// The fused per-group normalisation kernel (forward, then backward) and group_norm.
+#include "layers/functional/group_norm.h"
+
+#include <algorithm>
+#include <cmath>
+#include <stdexcept>
+#include <string>
+
+#include "core/autograd.h"
+#include "core/parallel.h"
+
+namespace tapegrad::layers::functional {
+namespace detail {
+namespace {
+
+// x is (R, K); row r covers affine channels (r mod G)·Cg .. +Cg, each for S positions.
+struct Rows {
+  std::int64_t R, K, G, Cg, S, C;
+};
+
+// Forward: per row, μ and σ² (two passes in double), then y = (x - μ)·rstd·γ + β.
+template <class T>
+void forward_rows(const T* x, T* y, const T* w, const T* b, const Rows& d, double eps, double* mean, double* rstd,
+                  double* var) {
+  parallel_for(d.R, std::max<std::int64_t>(1, kParallelGrain / std::max<std::int64_t>(d.K, 1)),
+               [&](std::int64_t rb, std::int64_t re) {
+                 for (std::int64_t r = rb; r < re; ++r) {
+                   const T* xr = x + r * d.K;
+                   T* yr = y + r * d.K;
+                   double s = 0;
+                   for (std::int64_t j = 0; j < d.K; ++j) s += xr[j];
+                   const double mu = s / static_cast<double>(d.K);
+                   double q = 0;  // second pass around the mean: no cancellation
+                   for (std::int64_t j = 0; j < d.K; ++j) {
+                     const double v = xr[j] - mu;
+                     q += v * v;
+                   }
+                   const double v2 = q / static_cast<double>(d.K);
+                   const double rs = 1.0 / std::sqrt(v2 + eps);
+                   mean[r] = mu;
+                   rstd[r] = rs;
+                   var[r] = v2;
+                   const std::int64_t c0 = (r % d.G) * d.Cg;
+                   for (std::int64_t cc = 0; cc < d.Cg; ++cc) {
+                     const double a = w ? static_cast<double>(w[c0 + cc]) * rs : rs;
+                     const double bb = b ? static_cast<double>(b[c0 + cc]) : 0.0;
+                     const T* xs = xr + cc * d.S;
+                     T* ys = yr + cc * d.S;
+                     for (std::int64_t s2 = 0; s2 < d.S; ++s2) ys[s2] = static_cast<T>((xs[s2] - mu) * a + bb);
+                   }
+                 }
+               });
+}
+
+// Backward over rows [rb, re): writes gx (when non-null) and adds Σdy·x̂, Σdy per channel
+// into dw, db (length C).
+template <class T>
+void backward_rows(const T* g, const T* x, T* gx, const T* w, const Rows& d, const double* mean, const double* rstd,
+                   std::int64_t rb, std::int64_t re, double* dw, double* db) {
+  const double K = static_cast<double>(d.K);
+  for (std::int64_t r = rb; r < re; ++r) {
+    const T* xr = x + r * d.K;
+    const T* gr = g + r * d.K;
+    const double mu = mean[r], rs = rstd[r];
+    const std::int64_t c0 = (r % d.G) * d.Cg;
+    // pass 1: the row's sums Σdx̂ and Σdx̂·x̂ with dx̂ = γ·dy, and the per-channel dγ, dβ
+    double sum_dxh = 0, sum_dxh_xh = 0;
+    for (std::int64_t cc = 0; cc < d.Cg; ++cc) {
+      const double gamma = w ? static_cast<double>(w[c0 + cc]) : 1.0;
+      double sdy = 0, sdy_xh = 0;
+      for (std::int64_t s = 0; s < d.S; ++s) {
+        const std::int64_t j = cc * d.S + s;
+        const double dy = gr[j];
+        const double xh = (xr[j] - mu) * rs;
+        sdy += dy;
+        sdy_xh += dy * xh;
+      }
+      sum_dxh += gamma * sdy;
+      sum_dxh_xh += gamma * sdy_xh;
+      dw[c0 + cc] += sdy_xh;
+      db[c0 + cc] += sdy;
+    }
+    if (!gx) continue;
+    // pass 2: dx = rstd·(dx̂ - mean(dx̂) - x̂·mean(dx̂·x̂))
+    const double m1 = sum_dxh / K;     // term 2: through the mean μ
+    const double m2 = sum_dxh_xh / K;  // term 3: through the variance σ²
+    T* o = gx + r * d.K;
+    for (std::int64_t cc = 0; cc < d.Cg; ++cc) {
+      const double gamma = w ? static_cast<double>(w[c0 + cc]) : 1.0;
+      for (std::int64_t s = 0; s < d.S; ++s) {
+        const std::int64_t j = cc * d.S + s;
+        const double xh = (xr[j] - mu) * rs;
+        const double dxh = gamma * gr[j];  // term 1: the direct path
+        o[j] = static_cast<T>(rs * (dxh - m1 - xh * m2));
+      }
+    }
+  }
+}
+
+template <class T>
+void backward_impl(const Tensor& g, const Tensor& x, const Tensor& w, const Shape& wshape, const Shape& bshape,
+                   const Rows& d, const std::vector<double>& mean, const std::vector<double>& rstd, GradSink& gs) {
+  const T* gp = g.data<T>();
+  const T* xp = x.data<T>();
+  const T* wp = w.defined() ? w.data<T>() : nullptr;
+  Tensor gx;
+  if (gs.needs(0)) gx = Tensor::empty(x.shape(), x.dtype());
+  T* gxp = gx.defined() ? gx.data<T>() : nullptr;
+  // Fixed row chunks per thread and an ordered merge: the result does not depend on timing.
+  const int nt = d.R * d.K >= kParallelGrain ? std::max(1, std::min<int>(get_num_threads(), static_cast<int>(d.R))) : 1;
+  std::vector<double> part(static_cast<std::size_t>(2 * d.C * nt), 0.0);
+#pragma omp parallel for num_threads(nt) schedule(static) if (nt > 1)
+  for (int t = 0; t < nt; ++t) {
+    const std::int64_t rb = d.R * t / nt, re = d.R * (t + 1) / nt;
+    double* pw = part.data() + 2 * d.C * t;
+    backward_rows<T>(gp, xp, gxp, wp, d, mean.data(), rstd.data(), rb, re, pw, pw + d.C);
+  }
+  if (gx.defined()) gs.add(0, std::move(gx));
+  const bool need_w = gs.needs(1), need_b = gs.needs(2);
+  if (!need_w && !need_b) return;
+  Tensor gw = Tensor::empty(wshape, x.dtype()), gb = Tensor::empty(bshape, x.dtype());
+  T* gwp = need_w ? gw.data<T>() : nullptr;
+  T* gbp = need_b ? gb.data<T>() : nullptr;
+  for (std::int64_t c = 0; c < d.C; ++c) {
+    double sw = 0, sb = 0;
+    for (int t = 0; t < nt; ++t) {
+      sw += part[2 * d.C * t + c];
+      sb += part[2 * d.C * t + d.C + c];
+    }
+    if (gwp) gwp[c] = static_cast<T>(sw);  // dγ = Σ dy·x̂
+    if (gbp) gbp[c] = static_cast<T>(sb);  // dβ = Σ dy
+  }
+  if (need_w) gs.add(1, std::move(gw));
+  if (need_b) gs.add(2, std::move(gb));
+}
+
+void check_affine(const Tensor& t, const char* what, const Tensor& x, std::int64_t C, const char* op) {
+  if (!t.defined()) return;
+  if (t.numel() != C)
+    throw std::invalid_argument(std::string(op) + ": expected " + what + " with " + std::to_string(C) +
+                                " values for input of shape " + shape_str(x.shape()) + ", got " + what +
+                                " of shape " + shape_str(t.shape()));
+  if (t.dtype() != x.dtype())
+    throw std::invalid_argument(std::string(op) + ": " + what + " has dtype " + dtype_name(t.dtype()) +
+                                " but the input is " + dtype_name(x.dtype()));
+}
+
+}  // namespace
+
+Tensor grouped_norm(const Tensor& x, std::int64_t C, std::int64_t S, std::int64_t G, const Tensor& weight,
+                    const Tensor& bias, double eps, const char* op, std::vector<double>* group_mean,
+                    std::vector<double>* group_var) {
+  if (!x.defined()) throw std::invalid_argument(std::string(op) + ": the input is undefined");
+  if (!is_floating(x.dtype()))
+    throw std::invalid_argument(std::string(op) + ": expected a float32 or float64 input, got " +
+                                dtype_name(x.dtype()));
+  if (C <= 0 || S <= 0 || G <= 0 || C % G != 0 || x.numel() % (C * S) != 0)
+    throw std::invalid_argument(std::string(op) + ": cannot split input of shape " + shape_str(x.shape()) + " into " +
+                                std::to_string(G) + " groups of " + std::to_string(C) + " channels x " +
+                                std::to_string(S) + " positions");
+  if (!(eps >= 0)) throw std::invalid_argument(std::string(op) + ": eps must be >= 0, got " + std::to_string(eps));
+  check_affine(weight, "weight", x, C, op);
+  check_affine(bias, "bias", x, C, op);
+  const Rows d{x.numel() / (C * S) * G, C * S / G, G, C / G, S, C};
+  std::vector<double> mean(static_cast<std::size_t>(d.R)), rstd(mean), var(mean);
+  Tensor out = Tensor::empty(x.shape(), x.dtype());
+  TAPEGRAD_DISPATCH_FLOAT(x.dtype(), op, [&] {
+    forward_rows<scalar_t>(x.data<scalar_t>(), out.data<scalar_t>(),
+                           weight.defined() ? weight.data<scalar_t>() : nullptr,
+                           bias.defined() ? bias.data<scalar_t>() : nullptr, d, eps, mean.data(), rstd.data(),
+                           var.data());
+  });
+  if (group_mean) *group_mean = mean;
+  if (group_var) *group_var = std::move(var);
+  if (autograd::needs_grad({&x, &weight, &bias})) {
+    autograd::record(op, out, {x, weight, bias},
+                     [x = x.detach(), w = weight.defined() ? weight.detach() : Tensor(),
+                      ws = weight.defined() ? weight.shape() : Shape{}, bs = bias.defined() ? bias.shape() : Shape{},
+                      d, mean = std::move(mean), rstd = std::move(rstd), op](const Tensor& g, GradSink& gs) {
+                       TAPEGRAD_DISPATCH_FLOAT(x.dtype(), op, [&] {
+                         backward_impl<scalar_t>(g, x, w, ws, bs, d, mean, rstd, gs);
+                       });
+                     });
+  }
+  return out;
+}
+
+}  // namespace detail
+
+Tensor group_norm(const Tensor& x, std::int64_t num_groups, const Tensor& weight, const Tensor& bias, double eps) {
+  if (!x.defined() || x.dim() < 2)
+    throw std::invalid_argument("group_norm: expected input of shape (N, C, *), got " +
+                                (x.defined() ? shape_str(x.shape()) : std::string("an undefined tensor")));
+  const std::int64_t C = x.size(1);
+  if (num_groups <= 0 || C % num_groups != 0)
+    throw std::invalid_argument("group_norm: expected num_channels (" + std::to_string(C) +
+                                ") to be divisible by num_groups (" + std::to_string(num_groups) +
+                                "), input of shape " + shape_str(x.shape()));
+  for (const auto* t : {&weight, &bias})
+    if (t->defined() && t->shape() != Shape{C})
+      throw std::invalid_argument(std::string("group_norm: expected ") + (t == &weight ? "weight" : "bias") +
+                                  " of shape [" + std::to_string(C) + "] for input of shape " + shape_str(x.shape()) +
+                                  ", got " + shape_str(t->shape()));
+  std::int64_t S = 1;
+  for (std::int64_t i = 2; i < x.dim(); ++i) S *= x.size(i);
+  return detail::grouped_norm(x, C, S, num_groups, weight, bias, eps, "group_norm");
+}
+
+}  // namespace tapegrad::layers::functional

@@ -1,0 +1,69 @@
+#include "layers/instance_norm.h"
+
+#include <sstream>
+#include <stdexcept>
+
+#include "core/ops/shape_ops.h"
+#include "layers/functional/instance_norm.h"
+
+namespace tapegrad::layers {
+
+InstanceNormBase::InstanceNormBase(std::int64_t c, InstanceNormOptions opts) : num_features(c), options(opts) {
+  if (c <= 0) throw std::invalid_argument("InstanceNorm: num_features must be positive, got " + std::to_string(c));
+  if (!(opts.eps >= 0)) throw std::invalid_argument("InstanceNorm: eps must be >= 0, got " + std::to_string(opts.eps));
+  if (!(opts.momentum >= 0.0 && opts.momentum <= 1.0))
+    throw std::invalid_argument("InstanceNorm: momentum must be in [0, 1] (PyTorch convention), got " +
+                                std::to_string(opts.momentum));
+  if (opts.affine) {
+    weight = register_parameter("weight", Tensor::ones({c}, opts.dtype));
+    bias = register_parameter("bias", Tensor::zeros({c}, opts.dtype));
+  }
+  if (opts.track_running_stats) {
+    running_mean = register_buffer("running_mean", Tensor::zeros({c}, opts.dtype));
+    running_var = register_buffer("running_var", Tensor::ones({c}, opts.dtype));
+    num_batches_tracked = register_buffer("num_batches_tracked", Tensor::zeros({}, Dtype::Int64));
+  }
+}
+
+void InstanceNormBase::reset_running_stats() {
+  if (!options.track_running_stats) return;
+  running_mean.fill_(0.0);
+  running_var.fill_(1.0);
+  num_batches_tracked.fill_(0.0);
+}
+
+Tensor InstanceNormBase::forward(const Tensor& x) {
+  if (!x.defined()) throw std::invalid_argument(type_name() + ": the input is undefined");
+  const std::int64_t rank = batched_rank();
+  if (x.dim() != rank && x.dim() != rank - 1)
+    throw std::invalid_argument(type_name() + ": expected " + shape_text() + " input, got " + std::to_string(x.dim()) +
+                                "D input of shape " + shape_str(x.shape()));
+  const bool unbatched = x.dim() == rank - 1;
+  const std::int64_t c = unbatched ? x.size(0) : x.size(1);
+  if (c != num_features)
+    throw std::invalid_argument(type_name() + ": expected " + std::to_string(num_features) + " channels (dim " +
+                                (unbatched ? "0" : "1") + "), got input of shape " + shape_str(x.shape()));
+  if (x.dtype() != options.dtype && (weight.defined() || running_mean.defined()))
+    throw std::invalid_argument(type_name() + ": input dtype " + dtype_name(x.dtype()) + " does not match the module's " +
+                                dtype_name(options.dtype) + " (convert with .to() or Module::to())");
+  Tensor xb = x;
+  if (unbatched) {
+    Shape s = x.shape();
+    s.insert(s.begin(), 1);
+    xb = reshape(x, s);
+  }
+  const bool use_input_stats = is_training() || !options.track_running_stats;
+  Tensor y = functional::instance_norm(xb, running_mean, running_var, weight, bias, use_input_stats, options.momentum,
+                                       options.eps);
+  return unbatched ? reshape(y, x.shape()) : y;
+}
+
+std::string InstanceNormBase::extra_repr() const {
+  std::ostringstream os;
+  os << num_features << ", eps=" << options.eps << ", momentum=" << options.momentum
+     << ", affine=" << (options.affine ? "True" : "False")
+     << ", track_running_stats=" << (options.track_running_stats ? "True" : "False");
+  return os.str();
+}
+
+}  // namespace tapegrad::layers

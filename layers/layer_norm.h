@@ -1,0 +1,33 @@
+#pragma once
+// Layer normalisation (Ba, Kiros & Hinton 2016, "Layer Normalization"), PyTorch's
+// nn.LayerNorm.
+#include "layers/module.h"
+
+namespace tapegrad::layers {
+
+/// Normalises over the trailing dims given by normalized_shape: an input (*, D1, ..., Dk)
+/// with normalized_shape (D1, ..., Dk) gets, for every leading position, the mean and
+/// biased variance of its D1·...·Dk values; e.g. (N, C) with normalized_shape (C), or
+/// (N, L, C) with (C), or (N, C, H, W) with (C, H, W).
+///   y = (x - μ)/sqrt(σ² + eps)·weight + bias
+/// Defaults: eps 1e-5, elementwise_affine true (weight ones, bias zeros, both of shape
+/// normalized_shape, i.e. per element), bias true (false drops the bias only).
+/// No running statistics, no buffers: train and eval mode compute the same thing, and a
+/// sample's output never depends on the other samples of its batch.
+/// Throws std::invalid_argument naming both shapes when the input's trailing dims are
+/// not normalized_shape, and on an empty normalized_shape, a non-positive dim or eps < 0.
+class LayerNorm : public Module {
+ public:
+  explicit LayerNorm(Shape normalized_shape, double eps = 1e-5, bool elementwise_affine = true, bool bias = true,
+                     Dtype dtype = Dtype::Float32);
+  Tensor forward(const Tensor& x) override;
+  std::string type_name() const override { return "LayerNorm"; }
+  std::string extra_repr() const override;
+
+  Shape normalized_shape;
+  double eps;
+  bool elementwise_affine;
+  Tensor weight, bias;  ///< normalized_shape; undefined unless elementwise_affine (bias: and bias)
+};
+
+}  // namespace tapegrad::layers
