@@ -1,0 +1,85 @@
+// Factories for the normalisation family, Dropout and the activation modules.
+#include <memory>
+
+#include "golden_runner/support.h"
+#include "layers/activation.h"
+#include "layers/batch_renorm.h"
+#include "layers/dropout.h"
+#include "layers/group_norm.h"
+#include "layers/instance_norm.h"
+#include "layers/layer_norm.h"
+#include "layers/local_response_norm.h"
+
+namespace golden {
+namespace {
+
+using namespace tapegrad;
+
+layers::InstanceNormOptions in_options(const json& a, Dtype dtype) {
+  layers::InstanceNormOptions o;
+  o.eps = a.value("eps", 1e-5);
+  o.momentum = a.value("momentum", 0.1);
+  o.affine = a.value("affine", false);
+  o.track_running_stats = a.value("track_running_stats", false);
+  o.dtype = dtype;
+  return o;
+}
+
+layers::BatchNormOptions brn_options(const json& a, Dtype dtype) {
+  layers::BatchNormOptions o;
+  o.eps = a.value("eps", 1e-5);
+  o.momentum = a.contains("momentum") ? opt_double(a.at("momentum")) : std::optional<double>(0.1);
+  o.affine = a.value("affine", true);
+  o.track_running_stats = a.value("track_running_stats", true);
+  o.dtype = dtype;
+  return o;
+}
+
+const bool registered = [] {
+  add_module("LayerNorm", [](const json& a, Dtype dt) -> layers::ModulePtr {
+    const json& ns = a.at("normalized_shape");
+    Shape shape = ns.is_array() ? ns.get<Shape>() : Shape{ns.get<std::int64_t>()};
+    return std::make_shared<layers::LayerNorm>(shape, a.value("eps", 1e-5), a.value("elementwise_affine", true),
+                                               a.value("bias", true), dt);
+  });
+  add_module("GroupNorm", [](const json& a, Dtype dt) -> layers::ModulePtr {
+    return std::make_shared<layers::GroupNorm>(a.at("num_groups").get<std::int64_t>(),
+                                               a.at("num_channels").get<std::int64_t>(), a.value("eps", 1e-5),
+                                               a.value("affine", true), dt);
+  });
+  add_module("InstanceNorm1d", [](const json& a, Dtype dt) -> layers::ModulePtr {
+    return std::make_shared<layers::InstanceNorm1d>(a.at("num_features").get<std::int64_t>(), in_options(a, dt));
+  });
+  add_module("InstanceNorm2d", [](const json& a, Dtype dt) -> layers::ModulePtr {
+    return std::make_shared<layers::InstanceNorm2d>(a.at("num_features").get<std::int64_t>(), in_options(a, dt));
+  });
+  add_module("BatchRenorm1d", [](const json& a, Dtype dt) -> layers::ModulePtr {
+    return std::make_shared<layers::BatchRenorm1d>(a.at("num_features").get<std::int64_t>(), brn_options(a, dt),
+                                                   a.value("rmax", 3.0), a.value("dmax", 5.0));
+  });
+  add_module("BatchRenorm2d", [](const json& a, Dtype dt) -> layers::ModulePtr {
+    return std::make_shared<layers::BatchRenorm2d>(a.at("num_features").get<std::int64_t>(), brn_options(a, dt),
+                                                   a.value("rmax", 3.0), a.value("dmax", 5.0));
+  });
+  add_module("LocalResponseNorm", [](const json& a, Dtype) -> layers::ModulePtr {
+    return std::make_shared<layers::LocalResponseNorm>(a.at("size").get<std::int64_t>(), a.value("alpha", 1e-4),
+                                                       a.value("beta", 0.75), a.value("k", 1.0));
+  });
+  add_module("Dropout", [](const json& a, Dtype) -> layers::ModulePtr {
+    return std::make_shared<layers::Dropout>(a.value("p", 0.5));
+  });
+  add_module("Sigmoid", [](const json&, Dtype) -> layers::ModulePtr { return std::make_shared<layers::Sigmoid>(); });
+  add_module("Tanh", [](const json&, Dtype) -> layers::ModulePtr { return std::make_shared<layers::Tanh>(); });
+  add_module("GELU", [](const json&, Dtype) -> layers::ModulePtr { return std::make_shared<layers::GELU>(); });
+  add_module("Identity", [](const json&, Dtype) -> layers::ModulePtr { return std::make_shared<layers::Identity>(); });
+  add_module("LeakyReLU", [](const json& a, Dtype) -> layers::ModulePtr {
+    return std::make_shared<layers::LeakyReLU>(a.value("negative_slope", 0.01));
+  });
+  add_module("Flatten", [](const json& a, Dtype) -> layers::ModulePtr {
+    return std::make_shared<layers::Flatten>(a.value("start_dim", std::int64_t{1}), a.value("end_dim", std::int64_t{-1}));
+  });
+  return true;
+}();
+
+}  // namespace
+}  // namespace golden

@@ -1,0 +1,237 @@
+// BatchNorm properties (shift/scale invariance, batch dependence by mode) and
+// BatchRenorm1d/2d: equals BN at rmax = 1, dmax = 0; hand-computed values; gradcheck.
+#include <catch2/catch.hpp>
+
+#include "core/tapegrad.h"
+#include "layers/batch_norm.h"
+#include "layers/batch_renorm.h"
+
+using namespace tapegrad;
+using namespace tapegrad::layers;
+
+namespace {
+Tensor rand64(const Shape& s, std::uint64_t seed, double lo = -1.0, double hi = 1.0) {
+  Generator g(seed);
+  return uniform(s, lo, hi, Dtype::Float64, g);
+}
+void require_close(const Tensor& got, const Tensor& want, double tol = 1e-12) {
+  REQUIRE(got.shape() == want.shape());
+  auto g = got.to_vector(), w = want.to_vector();
+  for (std::size_t i = 0; i < g.size(); ++i) {
+    INFO("element " << i << ": got " << g[i] << ", want " << w[i]);
+    REQUIRE(std::abs(g[i] - w[i]) <= tol * std::max(1.0, std::abs(w[i])));
+  }
+}
+BatchNormOptions f64(double eps = 1e-5, bool affine = true) {
+  BatchNormOptions o;
+  o.eps = eps;
+  o.affine = affine;
+  o.dtype = Dtype::Float64;
+  return o;
+}
+// gradcheck in train and eval mode with the running statistics restored before every
+// forward (BatchRenorm's train output depends on them). The running statistics are far
+// from the batch's (mean `far_mean`, std 20), so r and d sit on their clipping bounds:
+// there the forward's true derivative is the stop-gradient backward of the paper. (Inside
+// the bounds r and d move with the batch and the paper's backward deliberately ignores
+// that; the hand-computed test checks that backward.)
+void gradcheck_module(BatchNormBase& m, Tensor x, double far_mean) {
+  x.requires_grad_();
+  std::vector<Tensor> in{x};
+  for (auto& p : m.parameters()) {
+    NoGradGuard ng;
+    p.copy_(rand64(p.shape(), 5, 0.5, 1.5));
+    in.push_back(p);
+  }
+  m.running_mean.fill_(far_mean);
+  m.running_var.fill_(400.0);
+  const Tensor rm = m.running_mean.clone(), rv = m.running_var.clone();
+  for (bool train : {true, false}) {
+    m.train(train);
+    auto r = gradcheck(
+        [&](const std::vector<Tensor>& v) {
+          m.running_mean.copy_(rm);
+          m.running_var.copy_(rv);
+          return m.forward(v[0]);
+        },
+        in);
+    INFO((train ? "train: " : "eval: ") << r.message);
+    REQUIRE(r.ok);
+  }
+}
+}  // namespace
+
+TEST_CASE("BN train mode: dX sums to zero per channel and is orthogonal to x-hat", "[norms]") {
+  // y is invariant to adding a constant to a channel, so Σ_n dX[n, c] = 0 for any dY.
+  BatchNorm1d bn(3, f64());
+  {
+    NoGradGuard ng;
+    bn.weight.copy_(Tensor::from_vector({2.0, -0.5, 1.5}, {3}));
+  }
+  Tensor x = rand64({6, 3}, 60, -2, 2);
+  x.requires_grad_();
+  Tensor y = bn.forward(x);
+  y.backward(rand64({6, 3}, 61));
+  Tensor colsum = sum(x.grad(), {0});
+  for (double v : colsum.to_vector()) REQUIRE(std::abs(v) < 1e-13);
+  // and to scaling a channel: Σ_n dX[n, c]·x[n, c] = 0 at eps = 0
+  BatchNorm1d bn0(3, f64(0.0));
+  Tensor x2 = rand64({6, 3}, 62, -2, 2);
+  x2.requires_grad_();
+  bn0.forward(x2).backward(rand64({6, 3}, 63));
+  for (double v : sum(mul(x2.grad(), x2.detach()), {0}).to_vector()) REQUIRE(std::abs(v) < 1e-12);
+}
+
+TEST_CASE("BN train mode is invariant to per-channel shift and scale at eps = 0", "[norms]") {
+  BatchNorm2d bn(2, f64(0.0));
+  Tensor x = rand64({3, 2, 2, 2}, 64);
+  Tensor y = bn.forward(x);
+  require_close(bn.forward(x * 4.0 - 7.0), y, 1e-12);
+}
+
+TEST_CASE("BN eval: a sample's output ignores its batch; train: it does not", "[norms]") {
+  BatchNorm1d bn(2, f64());
+  bn.running_mean.copy_(Tensor::from_vector({0.5, -1}, {2}));
+  bn.running_var.copy_(Tensor::from_vector({2, 0.5}, {2}));
+  Tensor a = Tensor::from_vector({1, 2, 3, 4, 5, 6}, {3, 2});
+  Tensor b = Tensor::from_vector({1, 2, -30, 40, 0, 0}, {3, 2});  // same first row
+  bn.eval();
+  auto ea = bn.forward(a).to_vector(), eb = bn.forward(b).to_vector();
+  REQUIRE(ea[0] == eb[0]);
+  REQUIRE(ea[1] == eb[1]);
+  bn.train();
+  auto ta = bn.forward(a).to_vector(), tb = bn.forward(b).to_vector();
+  REQUIRE(std::abs(ta[0] - tb[0]) > 0.1);
+  REQUIRE(std::abs(ta[1] - tb[1]) > 0.1);
+}
+
+TEST_CASE("BatchRenorm with rmax = 1, dmax = 0 is BatchNorm: values, grads, buffers", "[norms]") {
+  for (int rank : {2, 3, 4}) {
+    INFO("rank " << rank);
+    const Shape s = rank == 2 ? Shape{5, 3} : rank == 3 ? Shape{4, 3, 2} : Shape{2, 3, 2, 2};
+    std::unique_ptr<BatchNormBase> bn, brn;
+    if (rank == 4) {
+      bn = std::make_unique<BatchNorm2d>(3, f64());
+      brn = std::make_unique<BatchRenorm2d>(3, f64(), 1.0, 0.0);
+    } else {
+      bn = std::make_unique<BatchNorm1d>(3, f64());
+      brn = std::make_unique<BatchRenorm1d>(3, f64(), 1.0, 0.0);
+    }
+    for (auto* m : {bn.get(), brn.get()}) {  // the same non-trivial state in both
+      NoGradGuard ng;
+      m->weight.copy_(Tensor::from_vector({1.5, -0.5, 2}, {3}));
+      m->bias.copy_(Tensor::from_vector({0.1, 0.2, -0.3}, {3}));
+      m->running_mean.copy_(Tensor::from_vector({3, -2, 0.5}, {3}));
+      m->running_var.copy_(Tensor::from_vector({9, 0.1, 4}, {3}));
+    }
+    for (int step = 0; step < 3; ++step) {
+      Tensor x = rand64(s, 70 + step, -2, 2), g = rand64(s, 80 + step);
+      Tensor x1 = x.clone().requires_grad_(), x2 = x.clone().requires_grad_();
+      bn->zero_grad();
+      brn->zero_grad();
+      Tensor y1 = bn->forward(x1), y2 = brn->forward(x2);
+      require_close(y2, y1, 1e-13);
+      y1.backward(g);
+      y2.backward(g);
+      require_close(x2.grad(), x1.grad(), 1e-12);
+      require_close(brn->weight.grad(), bn->weight.grad(), 1e-12);
+      require_close(brn->bias.grad(), bn->bias.grad(), 1e-12);
+      require_close(brn->running_mean, bn->running_mean, 1e-14);
+      require_close(brn->running_var, bn->running_var, 1e-14);
+      REQUIRE(brn->batches_tracked() == step + 1);
+    }
+    bn->eval();
+    brn->eval();
+    Tensor x = rand64(s, 90);
+    require_close(brn->forward(x), bn->forward(x), 1e-14);
+  }
+}
+
+TEST_CASE("BatchRenorm values against a hand computation", "[norms]") {
+  // x = [1, 2, 3, 6] (one channel): μ_B = 3, σ²_B = (4 + 1 + 0 + 9)/4 = 3.5, eps = 0.
+  // running_mean 0.5, running_var 4 -> σ_run = 2.
+  // r = sqrt(3.5)/2 = 0.935 (inside [1/1.5, 1.5]); d = (3 - 0.5)/2 = 1.25 -> clipped to 0.5.
+  // x̂·r = (x - 3)/sqrt(3.5)·sqrt(3.5)/2 = (x - 3)/2 = [-1, -0.5, 0, 1.5]
+  // y = γ·(x̂·r + d) + β with γ = 2, β = 0.5: [-0.5, 0.5, 1.5, 4.5]
+  BatchRenorm1d brn(1, f64(0.0), 1.5, 0.5);
+  {
+    NoGradGuard ng;
+    brn.weight.fill_(2.0);
+    brn.bias.fill_(0.5);
+  }
+  brn.running_mean.fill_(0.5);
+  brn.running_var.fill_(4.0);
+  Tensor x = Tensor::from_vector({1, 2, 3, 6}, {4, 1});
+  require_close(brn.forward(x), Tensor::from_vector({-0.5, 0.5, 1.5, 4.5}, {4, 1}), 1e-14);
+  REQUIRE(std::abs(brn.last_r.item() - std::sqrt(3.5) / 2) < 1e-15);
+  REQUIRE(brn.last_d.item() == 0.5);
+  // buffers as BatchNorm: 0.9·0.5 + 0.1·3 = 0.75; 0.9·4 + 0.1·(14/3) (unbiased) = 4.0666...
+  REQUIRE(std::abs(brn.running_mean.item() - 0.75) < 1e-15);
+  REQUIRE(std::abs(brn.running_var.item() - (3.6 + 1.4 / 3)) < 1e-14);
+  REQUIRE(brn.batches_tracked() == 1);
+
+  // r clipped from below: running_var 16 -> σ_run = 4, σ_B/σ_run = 0.468 < 1/1.2 -> r = 5/6;
+  // d = (3 - 0.5)/4 = 0.625 -> 0.5 (running_mean reset to 0.5). y = 2·(x̂·5/6 + 0.5) + 0.5.
+  brn.set_clipping(1.2, 0.5);
+  brn.running_mean.fill_(0.5);
+  brn.running_var.fill_(16.0);
+  std::vector<double> want;
+  for (double v : {1.0, 2.0, 3.0, 6.0}) want.push_back(2 * ((v - 3) / std::sqrt(3.5) * 5 / 6 + 0.5) + 0.5);
+  require_close(brn.forward(x), Tensor::from_vector(want, {4, 1}), 1e-14);
+  REQUIRE(std::abs(brn.last_r.item() - 5.0 / 6) < 1e-15);
+
+  // gradients with r, d constant: dγ = Σ dy·(x̂·r + d), dβ = Σ dy,
+  // dx = γ·r/σ_B·(dy - mean(dy) - x̂·mean(dy·x̂))
+  brn.running_mean.fill_(0.5);
+  brn.running_var.fill_(4.0);
+  brn.set_clipping(1.5, 0.5);
+  brn.zero_grad();
+  Tensor xg = x.clone().requires_grad_();
+  const std::vector<double> dy{1, -1, 0.5, 2};
+  brn.forward(xg).backward(Tensor::from_vector(dy, {4, 1}));
+  const double sb = std::sqrt(3.5), r = sb / 2;
+  double sdy = 0, sdyxh = 0, dgamma = 0;
+  const double xs[4] = {1, 2, 3, 6};
+  for (int i = 0; i < 4; ++i) {
+    const double xh = (xs[i] - 3) / sb;
+    sdy += dy[i];
+    sdyxh += dy[i] * xh;
+    dgamma += dy[i] * (xh * r + 0.5);
+  }
+  REQUIRE(std::abs(brn.weight.grad().item() - dgamma) < 1e-13);
+  REQUIRE(std::abs(brn.bias.grad().item() - sdy) < 1e-13);
+  for (int i = 0; i < 4; ++i) {
+    const double xh = (xs[i] - 3) / sb;
+    const double want_dx = 2 * r / sb * (dy[i] - sdy / 4 - xh * sdyxh / 4);
+    REQUIRE(std::abs(xg.grad().at(i) - want_dx) < 1e-13);
+  }
+}
+
+TEST_CASE("BatchRenorm gradcheck in train and eval mode, 1d and 2d", "[norms][gradcheck]") {
+  SECTION("1d (N, C), r and d on tight bounds") {
+    BatchRenorm1d brn(3, f64(), 1.1, 0.05);
+    gradcheck_module(brn, rand64({5, 3}, 100, -2, 2), 100.0);
+  }
+  SECTION("1d (N, C, L), a constant feature and a batch of two") {
+    BatchRenorm1d brn(2, f64(), 3.0, 5.0);
+    gradcheck_module(brn, Tensor::from_vector({0.7, 0.7, 0.3, -1.0, 0.7, 0.7, 2.0, 0.5}, {2, 2, 2}), -200.0);
+  }
+  SECTION("2d (N, C, H, W), no affine") {
+    BatchRenorm2d brn(2, f64(1e-5, false), 2.0, 1.0);
+    gradcheck_module(brn, rand64({2, 2, 2, 2}, 101), 50.0);
+  }
+}
+
+TEST_CASE("BatchRenorm refuses bad clipping and one value per channel", "[norms]") {
+  REQUIRE_THROWS_WITH(BatchRenorm1d(2, {}, 0.5, 1.0), Catch::Contains("rmax") && Catch::Contains("0.5"));
+  REQUIRE_THROWS_WITH(BatchRenorm1d(2, {}, 2.0, -1.0), Catch::Contains("dmax"));
+  BatchRenorm1d brn(2, f64());
+  REQUIRE_THROWS_WITH(brn.set_clipping(0.9, 0.0), Catch::Contains("rmax"));
+  REQUIRE(brn.rmax() == 3.0);
+  REQUIRE_THROWS_WITH(brn.forward(Tensor::ones({1, 2}, Dtype::Float64)), Catch::Contains("more than 1 value"));
+  REQUIRE(brn.batches_tracked() == 0);
+  REQUIRE(brn.running_mean.to_vector() == std::vector<double>{0, 0});
+  REQUIRE_THROWS_WITH(brn.forward(Tensor::ones({4, 3}, Dtype::Float64)), Catch::Contains("[4, 3]"));
+  REQUIRE(brn.type_name() == "BatchRenorm1d");
+  REQUIRE(brn.extra_repr().find("rmax=3") != std::string::npos);
+}
