@@ -90,8 +90,9 @@ void GradSink::add(std::size_t i, Tensor g) {
                            dtype_name(node_->input_dtypes[i]));
   if (g_anomaly && !all_finite(g))
     throw std::runtime_error(std::string("anomaly: the backward of '") + node_->name +
-                             "' produced a non-finite (NaN or Inf) gradient for input " + std::to_string(i) +
-                             "; the op was recorded at: " + (node_->where.empty() ? "<top level>" : node_->where));
+                             "' produced a non-finite (NaN or Inf) gradient for input " + std::to_string(i) + " (" +
+                             shape_str(g.shape()) + " " + dtype_name(g.dtype()) + "); the op was recorded at: " +
+                             (node_->where.empty() ? "<unknown: recorded while anomaly mode was off>" : node_->where));
   AutogradMeta& meta = *node_->inputs[i];
   if (meta.grad_fn && meta.grad_fn->freed)  // a new head on a graph an earlier backward freed
     throw std::logic_error(std::string("backward: trying to backward through the graph a second time (node '") +
@@ -132,7 +133,7 @@ void record(const char* name, Tensor& out, const std::vector<Tensor>& inputs, Ba
   }
   node->backward = std::move(backward);
   node->seq = g_tape.next_seq++;
-  if (g_anomaly) node->where = g_site.empty() ? std::string(name) : g_site + ": " + name;
+  if (g_anomaly) node->where = (g_site.empty() ? std::string("top level (outside any module)") : g_site) + ": " + name;
   auto meta = std::make_shared<AutogradMeta>();
   meta->grad_fn = node;
   out.impl()->autograd = std::move(meta);

@@ -83,16 +83,24 @@ IdxHeader parse_idx_header(const std::uint8_t* bytes, std::size_t size, const st
          "truncated header: " + std::to_string(ndims) + " dims need " + std::to_string(h.header_bytes) +
              " header bytes, got " + std::to_string(size));
   std::uint64_t count = 1;
+  // The product of the nonzero dims is bounded too: a 0 dim must not hide dims whose
+  // product overflows int64 later (numel(), Tensor shapes).
+  std::uint64_t nonzero = 1;
   bool overflow = false;
   for (int d = 0; d < ndims; ++d) {
     const std::uint32_t n = be32(bytes + 4 + 4 * d);
     h.dims.push_back(static_cast<std::int64_t>(n));
-    // count ≤ 2^64 / 2^32 keeps the product exact; beyond the bound we only flag it.
-    if (n != 0 && count > std::numeric_limits<std::uint64_t>::max() / n) overflow = true;
-    else count *= n;
+    if (n == 0) {
+      count = 0;
+      continue;
+    }
+    // nonzero ≤ 2^64 / 2^32 keeps the product exact; beyond the bound we only flag it.
+    if (nonzero > std::numeric_limits<std::uint64_t>::max() / n) overflow = true;
+    else nonzero *= n;
+    count *= n;
   }
   const std::uint64_t elem = idx_type_size(h.type);
-  if (overflow || count > max_bytes / elem)
+  if (overflow || nonzero > max_bytes / elem)
     fail(source, 4,
          "declared size " + dims_str(h.dims) + " of " + idx_type_name(h.type) + " exceeds the limit of " +
              std::to_string(max_bytes) + " bytes");

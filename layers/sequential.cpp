@@ -2,6 +2,8 @@
 
 #include <stdexcept>
 
+#include "core/autograd.h"
+
 namespace tapegrad::layers {
 
 Sequential::Sequential(std::initializer_list<ModulePtr> modules) {
@@ -15,7 +17,14 @@ void Sequential::push_back(ModulePtr m) {
 
 Tensor Sequential::forward(const Tensor& x) {
   Tensor h = x;
-  for (auto& m : layers_) h = (*m)(h);
+  for (std::size_t i = 0; i < layers_.size(); ++i) {
+    if (anomaly_mode_enabled()) {  // the child's name joins the recording site: "Sequential/1/BatchNorm1d"
+      RecordSiteGuard site(std::to_string(i));
+      h = (*layers_[i])(h);
+    } else {
+      h = (*layers_[i])(h);
+    }
+  }
   return h;
 }
 

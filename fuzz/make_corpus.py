@@ -1,0 +1,66 @@
+#!/usr/bin/env python3
+"""Writes the seed corpora in fuzz/corpus/ (valid files plus a few near-misses).
+
+Usage: python3 fuzz/make_corpus.py   (from the repository root or from fuzz/)
+"""
+import json
+import os
+import struct
+
+here = os.path.dirname(os.path.abspath(__file__))
+
+
+def write(kind, name, data):
+    d = os.path.join(here, "corpus", kind)
+    os.makedirs(d, exist_ok=True)
+    with open(os.path.join(d, name), "wb") as f:
+        f.write(data)
+
+
+# ---- IDX: 0x00 0x00 <type> <ndims>, ndims big-endian uint32 sizes, big-endian values ----
+def idx(type_code, dims, fmt, values):
+    head = bytes([0, 0, type_code, len(dims)]) + b"".join(struct.pack(">I", d) for d in dims)
+    return head + b"".join(struct.pack(">" + fmt, v) for v in values)
+
+
+write("idx", "uint8_2x3", idx(0x08, [2, 3], "B", [0, 1, 2, 127, 128, 255]))
+write("idx", "images_2x4x4", idx(0x08, [2, 4, 4], "B", list(range(32))))
+write("idx", "labels_5", idx(0x08, [5], "B", [0, 9, 3, 3, 1]))
+write("idx", "int8_4", idx(0x09, [4], "b", [-128, -1, 0, 127]))
+write("idx", "int16_2", idx(0x0B, [2], "h", [-300, 300]))
+write("idx", "int32_3", idx(0x0C, [3], "i", [-70000, 0, 70000]))
+write("idx", "float32_2x2", idx(0x0D, [2, 2], "f", [0.5, -1.25, 3.0, 1e-3]))
+write("idx", "float64_1", idx(0x0E, [1], "d", [3.141592653589793]))
+write("idx", "empty_0x3", idx(0x08, [0, 3], "B", []))
+write("idx", "truncated", idx(0x08, [2, 3], "B", [1, 2, 3]))
+
+
+# ---- safetensors: u64 LE header length, JSON header, raw little-endian data ----
+def safetensors(tensors, metadata=None):
+    header, blob = {}, b""
+    for name, dtype, shape, raw in tensors:
+        header[name] = {"dtype": dtype, "shape": shape, "data_offsets": [len(blob), len(blob) + len(raw)]}
+        blob += raw
+    if metadata is not None:
+        header["__metadata__"] = metadata
+    h = json.dumps(header, separators=(",", ":")).encode()
+    h += b" " * ((8 - len(h) % 8) % 8)
+    return struct.pack("<Q", len(h)) + h + blob
+
+
+f32 = lambda *v: struct.pack("<%df" % len(v), *v)
+f64 = lambda *v: struct.pack("<%dd" % len(v), *v)
+i64 = lambda *v: struct.pack("<%dq" % len(v), *v)
+
+write("safetensors", "linear_bn", safetensors([
+    ("0.weight", "F32", [2, 2], f32(0.5, -0.5, 1.0, 2.0)),
+    ("0.bias", "F32", [2], f32(0.0, 0.1)),
+    ("1.running_mean", "F32", [2], f32(0.0, 0.0)),
+    ("1.running_var", "F32", [2], f32(1.0, 1.0)),
+    ("1.num_batches_tracked", "I64", [], i64(3)),
+], {"format": "pt"}))
+write("safetensors", "f64_scalar", safetensors([("x", "F64", [], f64(2.5))]))
+write("safetensors", "empty_tensor", safetensors([("e", "F32", [0, 3], b"")]))
+write("safetensors", "no_tensors", safetensors([], {"k": "v"}))
+write("safetensors", "bad_offsets", safetensors([("w", "F32", [2], f32(1.0))]))
+write("safetensors", "short", b"\x08\x00\x00")
