@@ -14,6 +14,7 @@
 #include "layers/linear.h"
 #include "layers/loss.h"
 #include "layers/sequential.h"
+#include "optim/adam.h"
 #include "optim/sgd.h"
 
 using namespace tapegrad;
@@ -378,4 +379,18 @@ TEST_CASE("bn_backward_invariants: the fused kernel passes, an eval-mode backwar
   REQUIRE(bad.col_sum > 1e-2);
   REQUIRE_THROWS_WITH(bn_backward_invariants(x, Tensor::zeros({16, 4}, Dtype::Float64)),
                       Catch::Contains("[16, 5]") && Catch::Contains("[16, 4]"));
+}
+
+TEST_CASE("ModeAudit: step_in_eval also fires for Adam (every optimizer calls the step hooks)", "[debug]") {
+  auto net = small_bn_net();
+  Generator g(12);
+  Tensor x = randn({8, 4}, Dtype::Float32, g), y = randn({8, 1}, Dtype::Float32, g);
+  optim::Adam adam(net->parameters());
+  ModeAudit audit(*net, quiet());
+  net->eval();
+  adam.zero_grad();
+  layers::mse_loss((*net)(x), y).backward();
+  adam.step();
+  REQUIRE(audit.count(Issue::StepInEval) == 1);
+  REQUIRE(audit.counts().steps == 1);
 }
