@@ -162,7 +162,12 @@ StudyResult run_study(const std::vector<std::string>& experiments, const StudyOp
   std::atomic<std::size_t> next{0};
   std::exception_ptr error;
   std::mutex error_mu;
+  const int threads = std::min<int>(options.threads, static_cast<int>(std::max<std::size_t>(order.size(), 1)));
   auto worker = [&] {
+    // OpenMP settings are per thread: without this a worker would start with every core,
+    // and OpenBLAS (the OpenMP build) would split each small product across threads that
+    // are busy with other runs.
+    if (threads > 1) tapegrad::set_num_threads(1);
     for (;;) {
       const std::size_t k = next.fetch_add(1);
       if (k >= order.size()) return;
@@ -184,7 +189,6 @@ StudyResult run_study(const std::vector<std::string>& experiments, const StudyOp
       }
     }
   };
-  const int threads = std::min<int>(options.threads, static_cast<int>(std::max<std::size_t>(order.size(), 1)));
   if (threads <= 1) {
     worker();
   } else {
