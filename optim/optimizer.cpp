@@ -1,6 +1,7 @@
 #include "optim/optimizer.h"
 
 #include <algorithm>
+#include <charconv>
 #include <optional>
 #include <set>
 
@@ -27,6 +28,12 @@ std::string describe(const Tensor& t) {
 }
 
 }  // namespace
+
+std::string num(double v) {
+  char buf[64];
+  auto r = std::to_chars(buf, buf + sizeof buf, v);
+  return std::string(buf, r.ptr);
+}
 
 void Optimizer::zero_grad(bool set_to_none) {
   for (std::size_t g = 0; g < num_param_groups(); ++g)

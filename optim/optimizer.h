@@ -22,6 +22,9 @@
 
 namespace tapegrad::optim {
 
+/// Shortest text that reads back as the same double ("0.1", "-2", "1e-08"), for messages.
+std::string num(double v);
+
 /// Optimizer and scheduler state as named tensors, ready to be saved with the model:
 ///   "state.<i>.<name>"        per-parameter state of the i-th parameter (counting over
 ///                             all groups in order), e.g. "state.0.momentum_buffer",
