@@ -1,5 +1,5 @@
 #pragma once
-// Raw, 64-byte aligned memory behind tensors, recycled through a size-bucketed cache
+// Raw, 64-byte aligned memory behind tensors, recycled through a size-class cache
 // so steady-state training loops neither call the system allocator nor page-fault on
 // fresh large buffers.
 #include <cstddef>

@@ -1,7 +1,18 @@
 // Fused batch-norm forward and backward over x viewed as (N, C, S).
+//
+// Memory passes (the cost at large sizes): the forward reads x once for the statistics
+// (blocks of rows stay in cache for the exact second pass around the block mean; blocks
+// are merged with Chan et al.'s parallel-variance update) and once more to write y; the
+// backward reads x and dy once for its two reductions and once more to write dx. Outputs
+// too large for the cache are written with streaming stores, so they cost no extra read.
 #include "layers/functional/batch_norm.h"
 
+#include <immintrin.h>
+
+#include <algorithm>
 #include <cmath>
+#include <cstdint>
+#include <cstring>
 #include <stdexcept>
 #include <vector>
 
@@ -21,61 +32,219 @@ Dims dims_of(const Tensor& x) {
   return {x.size(0), x.size(1), S};
 }
 
-// Σ over (n, s) of f(n, c, s) for every channel c, in double, split over threads.
-// f is called as f(row_ptr_offset_elements) style by the two layouts below.
+// Elements per statistics block: the block's second pass runs from L1/L2.
+constexpr std::int64_t kBlockElems = 8192;
+// Outputs at least this large bypass the cache (streaming stores).
+constexpr std::size_t kStreamBytes = std::size_t(24) << 20;
+
+int threads_for(std::int64_t work) { return work >= kParallelGrain ? get_num_threads() : 1; }
+
+// Runs body(t, nt) on nt threads (no parallel region when nt == 1).
+template <class F>
+void run_threads(int nt, F&& body) {
+  if (nt <= 1) {
+    body(0, 1);
+    return;
+  }
+#pragma omp parallel num_threads(nt)
+  body(omp_get_thread_num_wrapper(), omp_get_num_threads_wrapper());
+}
+
+// dst = src (bytes) with non-temporal stores where dst is 64-byte aligned.
+void stream_copy(void* dst_v, const void* src_v, std::size_t bytes) {
+  char* dst = static_cast<char*>(dst_v);
+  const char* src = static_cast<const char*>(src_v);
+  const std::size_t head = std::min(bytes, (64 - reinterpret_cast<std::uintptr_t>(dst) % 64) % 64);
+  std::memcpy(dst, src, head);
+  dst += head;
+  src += head;
+  bytes -= head;
+  std::size_t i = 0;
+  for (; i + 64 <= bytes; i += 64) {
+#if defined(__AVX512F__)
+    _mm512_stream_si512(reinterpret_cast<__m512i*>(dst + i), _mm512_loadu_si512(src + i));
+#elif defined(__AVX__)
+    _mm256_stream_si256(reinterpret_cast<__m256i*>(dst + i),
+                        _mm256_loadu_si256(reinterpret_cast<const __m256i*>(src + i)));
+    _mm256_stream_si256(reinterpret_cast<__m256i*>(dst + i + 32),
+                        _mm256_loadu_si256(reinterpret_cast<const __m256i*>(src + i + 32)));
+#else
+    for (int k = 0; k < 64; k += 16)
+      _mm_stream_si128(reinterpret_cast<__m128i*>(dst + i + k),
+                       _mm_loadu_si128(reinterpret_cast<const __m128i*>(src + i + k)));
+#endif
+  }
+  std::memcpy(dst + i, src + i, bytes - i);
+}
+
+// Writes a row computed by f(out, begin, len) into dst[0, len): directly, or through an
+// L1 buffer and streaming stores when `stream`.
+template <class T, class F>
+void write_row(T* dst, std::int64_t len, bool stream, F&& f) {
+  if (!stream) {
+    f(dst, 0, len);
+    return;
+  }
+  constexpr std::int64_t kChunk = 1024;
+  alignas(64) T buf[kChunk];
+  for (std::int64_t b = 0; b < len; b += kChunk) {
+    const std::int64_t n = std::min(kChunk, len - b);
+    f(buf, b, n);
+    stream_copy(dst + b, buf, static_cast<std::size_t>(n) * sizeof(T));
+  }
+}
+
+// Per-channel count, mean and M2 = Σ(x - mean)² of one thread's share, merged block by
+// block (Chan, Golub & LeVeque 1979): M2 = M2_a + M2_b + δ²·n_a·n_b/n, δ = mean_b - mean_a.
+struct Partial {
+  std::int64_t count = 0;
+  std::vector<double> mean, m2;
+};
+
+void merge_block(Partial& p, std::int64_t c, std::int64_t nb, double bmean, double bm2, std::int64_t count_before) {
+  if (count_before == 0) {
+    p.mean[c] = bmean;
+    p.m2[c] = bm2;
+    return;
+  }
+  const double na = static_cast<double>(count_before), n = na + static_cast<double>(nb);
+  const double delta = bmean - p.mean[c];
+  p.mean[c] += delta * static_cast<double>(nb) / n;
+  p.m2[c] += bm2 + delta * delta * na * static_cast<double>(nb) / n;
+}
+
+// Statistics of rows [r0, r1) of a (N, C) tensor (S == 1), in blocks of rows.
 template <class T>
-void channel_sums(const T* x, const T* y, Dims d, const double* center, double* s1, double* s2) {
-  // s1[c] = Σ x (or Σ y when y != null); s2[c] = Σ (x - center)·(y or (x - center))
+void moments_rows(const T* x, std::int64_t C, std::int64_t r0, std::int64_t r1, Partial& p) {
+  const std::int64_t B = std::max<std::int64_t>(1, kBlockElems / std::max<std::int64_t>(C, 1));
+  std::vector<double> bmean(static_cast<std::size_t>(C)), bm2(static_cast<std::size_t>(C));
+  for (std::int64_t b = r0; b < r1; b += B) {
+    const std::int64_t e = std::min(b + B, r1), nb = e - b;
+    std::fill(bmean.begin(), bmean.end(), 0.0);
+    std::fill(bm2.begin(), bm2.end(), 0.0);
+    double* s = bmean.data();
+    double* q = bm2.data();
+    for (std::int64_t n = b; n < e; ++n) {
+      const T* xr = x + n * C;
+      for (std::int64_t c = 0; c < C; ++c) s[c] += xr[c];
+    }
+    for (std::int64_t c = 0; c < C; ++c) s[c] /= static_cast<double>(nb);
+    for (std::int64_t n = b; n < e; ++n) {  // second pass around the block mean, from cache
+      const T* xr = x + n * C;
+      for (std::int64_t c = 0; c < C; ++c) {
+        const double v = xr[c] - s[c];
+        q[c] += v * v;
+      }
+    }
+    for (std::int64_t c = 0; c < C; ++c) merge_block(p, c, nb, s[c], q[c], p.count);
+    p.count += nb;
+  }
+}
+
+// Statistics of channels [c0, c1) of a (N, C, S) tensor (S > 1), in blocks of rows of S.
+template <class T>
+void moments_channels(const T* x, Dims d, std::int64_t c0, std::int64_t c1, Partial& p) {
+  const std::int64_t G = std::max<std::int64_t>(1, kBlockElems / d.S);
+  for (std::int64_t c = c0; c < c1; ++c) {
+    std::int64_t count = 0;
+    for (std::int64_t b = 0; b < d.N; b += G) {
+      const std::int64_t e = std::min(b + G, d.N), nb = (e - b) * d.S;
+      double s = 0, q = 0;
+      for (std::int64_t n = b; n < e; ++n) {
+        const T* xr = x + (n * d.C + c) * d.S;
+        for (std::int64_t i = 0; i < d.S; ++i) s += xr[i];
+      }
+      const double bmean = s / static_cast<double>(nb);
+      for (std::int64_t n = b; n < e; ++n) {
+        const T* xr = x + (n * d.C + c) * d.S;
+        for (std::int64_t i = 0; i < d.S; ++i) {
+          const double v = xr[i] - bmean;
+          q += v * v;
+        }
+      }
+      merge_block(p, c, nb, bmean, q, count);
+      count += nb;
+    }
+  }
+}
+
+// Per-channel mean and biased variance of x viewed as (N, C, S), in double.
+template <class T>
+void moments(const T* x, Dims d, std::vector<double>& mean, std::vector<double>& var) {
+  const std::size_t C = static_cast<std::size_t>(d.C);
+  const int nt = threads_for(d.N * d.C * d.S);
+  std::vector<Partial> parts(static_cast<std::size_t>(nt));
+  for (auto& p : parts) {
+    p.mean.assign(C, 0.0);
+    p.m2.assign(C, 0.0);
+  }
+  run_threads(nt, [&](int t, int n_t) {
+    if (d.S == 1)
+      moments_rows<T>(x, d.C, d.N * t / n_t, d.N * (t + 1) / n_t, parts[static_cast<std::size_t>(t)]);
+    else
+      moments_channels<T>(x, d, d.C * t / n_t, d.C * (t + 1) / n_t, parts[static_cast<std::size_t>(t)]);
+  });
+  mean.assign(C, 0.0);
+  var.assign(C, 0.0);
+  const double m = static_cast<double>(d.N * d.S);
+  if (d.S == 1) {  // row shares: merge the threads' statistics in order
+    Partial all = std::move(parts[0]);
+    for (std::size_t t = 1; t < parts.size(); ++t) {
+      const Partial& p = parts[t];
+      if (p.count == 0) continue;
+      for (std::size_t c = 0; c < C; ++c)
+        merge_block(all, static_cast<std::int64_t>(c), p.count, p.mean[c], p.m2[c], all.count);
+      all.count += p.count;
+    }
+    for (std::size_t c = 0; c < C; ++c) {
+      mean[c] = all.mean[c];
+      var[c] = all.m2[c] / m;
+    }
+  } else {  // channel shares: each channel lives in exactly one thread's result
+    for (int t = 0; t < nt; ++t)
+      for (std::int64_t c = d.C * t / nt; c < d.C * (t + 1) / nt; ++c) {
+        mean[c] = parts[static_cast<std::size_t>(t)].mean[c];
+        var[c] = parts[static_cast<std::size_t>(t)].m2[c] / m;
+      }
+  }
+}
+
+// s1[c] = Σ dy, s2[c] = Σ dy·(x - μ_c) over (n, s), in double.
+template <class T>
+void backward_sums(const T* x, const T* g, Dims d, const double* mu, double* s1, double* s2) {
   const std::int64_t C = d.C;
-  for (std::int64_t c = 0; c < C; ++c) s1[c] = s2[c] = 0.0;
-  const int nt = d.N * d.C * d.S >= kParallelGrain ? get_num_threads() : 1;
+  const int nt = threads_for(d.N * d.C * d.S);
   std::vector<double> part(static_cast<std::size_t>(2 * C * nt), 0.0);
-#pragma omp parallel for num_threads(nt) schedule(static) if (nt > 1)
-  for (int t = 0; t < nt; ++t) {
+  run_threads(nt, [&](int t, int n_t) {
     double* p1 = part.data() + 2 * C * t;
     double* p2 = p1 + C;
     if (d.S == 1) {
-      const std::int64_t b = d.N * t / nt, e = d.N * (t + 1) / nt;
-      for (std::int64_t n = b; n < e; ++n) {
+      for (std::int64_t n = d.N * t / n_t, e = d.N * (t + 1) / n_t; n < e; ++n) {
         const T* xr = x + n * C;
-        const T* yr = y ? y + n * C : nullptr;
-        if (yr)
-          for (std::int64_t c = 0; c < C; ++c) {
-            p1[c] += yr[c];
-            p2[c] += (xr[c] - center[c]) * static_cast<double>(yr[c]);
-          }
-        else
-          for (std::int64_t c = 0; c < C; ++c) {
-            const double v = xr[c] - center[c];
-            p1[c] += xr[c];
-            p2[c] += v * v;
-          }
+        const T* gr = g + n * C;
+        for (std::int64_t c = 0; c < C; ++c) {
+          p1[c] += gr[c];
+          p2[c] += (xr[c] - mu[c]) * static_cast<double>(gr[c]);
+        }
       }
     } else {
-      const std::int64_t b = C * t / nt, e = C * (t + 1) / nt;
-      for (std::int64_t c = b; c < e; ++c) {
+      for (std::int64_t c = C * t / n_t, e = C * (t + 1) / n_t; c < e; ++c) {
         double a1 = 0, a2 = 0;
-        const double m = center[c];
+        const double m = mu[c];
         for (std::int64_t n = 0; n < d.N; ++n) {
           const T* xr = x + (n * C + c) * d.S;
-          const T* yr = y ? y + (n * C + c) * d.S : nullptr;
-          if (yr)
-            for (std::int64_t s = 0; s < d.S; ++s) {
-              a1 += yr[s];
-              a2 += (xr[s] - m) * static_cast<double>(yr[s]);
-            }
-          else
-            for (std::int64_t s = 0; s < d.S; ++s) {
-              const double v = xr[s] - m;
-              a1 += xr[s];
-              a2 += v * v;
-            }
+          const T* gr = g + (n * C + c) * d.S;
+          for (std::int64_t s = 0; s < d.S; ++s) {
+            a1 += gr[s];
+            a2 += (xr[s] - m) * static_cast<double>(gr[s]);
+          }
         }
         p1[c] = a1;
         p2[c] = a2;
       }
     }
-  }
+  });
+  for (std::int64_t c = 0; c < C; ++c) s1[c] = s2[c] = 0.0;
   for (int t = 0; t < nt; ++t)
     for (std::int64_t c = 0; c < C; ++c) {
       s1[c] += part[2 * C * t + c];
@@ -83,19 +252,18 @@ void channel_sums(const T* x, const T* y, Dims d, const double* center, double* 
     }
 }
 
-// out = x·a[c] + b[c] (+ g·... see callers): the one element-wise pass.
+// out = (x - mu[c])·a[c] + b[c], or, for the backward, out = k1[c]·(g - k2[c] - (x - mu[c])·k3[c]):
+// the one element-wise pass, split over rows.
 template <class T, class F>
-void channel_map(Dims d, F f) {
-  const std::int64_t rows = d.N * d.C;
-  parallel_for(rows, std::max<std::int64_t>(1, kParallelGrain / std::max<std::int64_t>(d.S, 1)),
-               [&](std::int64_t b, std::int64_t e) {
-                 if (d.S == 1) {
-                   // rows are (n, c) pairs in order; c = row % C
-                   for (std::int64_t r = b; r < e; ++r) f(r, r % d.C, 1);
-                 } else {
-                   for (std::int64_t r = b; r < e; ++r) f(r * d.S, r % d.C, d.S);
-                 }
-               });
+void channel_pass(Dims d, T* out, F f) {
+  const bool stream = static_cast<std::size_t>(d.N * d.C * d.S) * sizeof(T) >= kStreamBytes;
+  const std::int64_t rows = d.S == 1 ? d.N : d.N * d.C, len = d.S == 1 ? d.C : d.S;
+  const int nt = threads_for(rows * len);
+  run_threads(nt, [&](int t, int n_t) {
+    for (std::int64_t r = rows * t / n_t, e = rows * (t + 1) / n_t; r < e; ++r)
+      write_row(out + r * len, len, stream, [&](T* o, std::int64_t b, std::int64_t n) { f(o, r, b, n); });
+    if (stream) _mm_sfence();
+  });
 }
 
 template <class T>
@@ -109,47 +277,46 @@ Tensor forward_impl(const Tensor& x, Dims d, const std::vector<double>& mean, co
   const T* bb = bias.defined() ? bias.data<T>() : nullptr;
   for (std::int64_t c = 0; c < d.C; ++c) {
     const double g = w ? static_cast<double>(w[c]) : 1.0;
-    const double s = g * rstd[c];
-    scale[c] = static_cast<T>(s);
+    scale[c] = static_cast<T>(g * rstd[c]);
     shift[c] = bb ? bb[c] : T(0);
     mu[c] = static_cast<T>(mean[c]);
   }
   const T* xp = x.data<T>();
-  T* yp = out.data<T>();
+  const T *a = scale.data(), *b = shift.data(), *u = mu.data();
   if (d.S == 1) {
-    parallel_for(d.N, std::max<std::int64_t>(1, kParallelGrain / std::max<std::int64_t>(d.C, 1)),
-                 [&](std::int64_t b, std::int64_t e) {
-                   for (std::int64_t n = b; n < e; ++n) {
-                     const T* xr = xp + n * d.C;
-                     T* yr = yp + n * d.C;
-                     for (std::int64_t c = 0; c < d.C; ++c) yr[c] = (xr[c] - mu[c]) * scale[c] + shift[c];
-                   }
-                 });
+    channel_pass<T>(d, out.data<T>(), [&](T* o, std::int64_t r, std::int64_t c0, std::int64_t n) {
+      const T* xr = xp + r * d.C + c0;
+      for (std::int64_t i = 0; i < n; ++i) o[i] = (xr[i] - u[c0 + i]) * a[c0 + i] + b[c0 + i];
+    });
   } else {
-    channel_map<T>(d, [&](std::int64_t off, std::int64_t c, std::int64_t len) {
-      const T a = scale[c], b = shift[c], u = mu[c];
-      for (std::int64_t s = 0; s < len; ++s) yp[off + s] = (xp[off + s] - u) * a + b;
+    channel_pass<T>(d, out.data<T>(), [&](T* o, std::int64_t r, std::int64_t s0, std::int64_t n) {
+      const std::int64_t c = r % d.C;
+      const T ac = a[c], bc = b[c], uc = u[c];
+      const T* xr = xp + r * d.S + s0;
+      for (std::int64_t i = 0; i < n; ++i) o[i] = (xr[i] - uc) * ac + bc;
     });
   }
   return out;
 }
 
-// Backward: gx = k1[c]·(dy - k2[c] - (x - μ_c)·k3[c]) where for train
-// k1 = γ·rstd, k2 = Σdy/m, k3 = rstd²·Σ(dy·x̂)/m·(1/rstd)... see below; for eval k2 = k3 = 0.
+// Backward. With x̂ = (x - μ)·rstd, dx̂ = γ·dy and m values per channel:
+//   term 1 (direct path):        γ·rstd·dy
+//   term 2 (through the mean):  -γ·rstd·mean(dy)
+//   term 3 (through the var):   -γ·rstd·x̂·mean(dy·x̂) = -γ·rstd·(x - μ)·rstd²·Σ(dy·(x - μ))/m
+// so dx = k1·(dy - k2 - (x - μ)·k3) with k1 = γ·rstd, k2 = Σdy/m, k3 = rstd²·Σdy(x - μ)/m
+// in train mode, and k2 = k3 = 0 in eval mode (the statistics are constants).
+//   dγ = Σ dy·x̂ = rstd·Σ dy·(x - μ),  dβ = Σ dy.
 template <class T>
 void backward_impl(const Tensor& g, const Tensor& x, Dims d, const std::vector<double>& mean,
                    const std::vector<double>& rstd, const Tensor& weight, bool train, GradSink& gs) {
   const T* gp = g.data<T>();
   const T* xp = x.data<T>();
-  std::vector<double> sum_dy(static_cast<std::size_t>(d.C)), sum_dy_xc(static_cast<std::size_t>(d.C));
-  // sum_dy = Σ dy;  sum_dy_xc = Σ dy·(x - μ)  (so Σ dy·x̂ = rstd·sum_dy_xc)
-  channel_sums<T>(xp, gp, d, mean.data(), sum_dy.data(), sum_dy_xc.data());
+  const bool need_sums = (train && gs.needs(0)) || gs.needs(1) || gs.needs(2);
+  std::vector<double> sum_dy(static_cast<std::size_t>(d.C), 0.0), sum_dy_xc(static_cast<std::size_t>(d.C), 0.0);
+  if (need_sums) backward_sums<T>(xp, gp, d, mean.data(), sum_dy.data(), sum_dy_xc.data());
   const T* w = weight.defined() ? weight.data<T>() : nullptr;
   const double m = static_cast<double>(d.N * d.S);
   if (gs.needs(0)) {
-    // term 1 (direct path):        γ·rstd·dy
-    // term 2 (through the mean):  -γ·rstd·mean(dy)
-    // term 3 (through the var):   -γ·rstd·x̂·mean(dy·x̂) = -γ·rstd·(x-μ)·rstd²·Σ(dy·(x-μ))/m
     std::vector<T> k1(static_cast<std::size_t>(d.C)), k2(static_cast<std::size_t>(d.C)),
         k3(static_cast<std::size_t>(d.C)), mu(static_cast<std::size_t>(d.C));
     for (std::int64_t c = 0; c < d.C; ++c) {
@@ -160,22 +327,21 @@ void backward_impl(const Tensor& g, const Tensor& x, Dims d, const std::vector<d
       mu[c] = static_cast<T>(mean[c]);
     }
     Tensor gx = Tensor::empty(x.shape(), x.dtype());
-    T* gxp = gx.data<T>();
+    const T *a = k1.data(), *b = k2.data(), *k = k3.data(), *u = mu.data();
     if (d.S == 1) {
-      parallel_for(d.N, std::max<std::int64_t>(1, kParallelGrain / std::max<std::int64_t>(d.C, 1)),
-                   [&](std::int64_t b, std::int64_t e) {
-                     for (std::int64_t n = b; n < e; ++n) {
-                       const T* xr = xp + n * d.C;
-                       const T* gr = gp + n * d.C;
-                       T* o = gxp + n * d.C;
-                       for (std::int64_t c = 0; c < d.C; ++c)
-                         o[c] = k1[c] * (gr[c] - k2[c] - (xr[c] - mu[c]) * k3[c]);
-                     }
-                   });
+      channel_pass<T>(d, gx.data<T>(), [&](T* o, std::int64_t r, std::int64_t c0, std::int64_t n) {
+        const T* xr = xp + r * d.C + c0;
+        const T* gr = gp + r * d.C + c0;
+        for (std::int64_t i = 0; i < n; ++i)
+          o[i] = a[c0 + i] * (gr[i] - b[c0 + i] - (xr[i] - u[c0 + i]) * k[c0 + i]);
+      });
     } else {
-      channel_map<T>(d, [&](std::int64_t off, std::int64_t c, std::int64_t len) {
-        const T a = k1[c], b = k2[c], k = k3[c], u = mu[c];
-        for (std::int64_t s = 0; s < len; ++s) gxp[off + s] = a * (gp[off + s] - b - (xp[off + s] - u) * k);
+      channel_pass<T>(d, gx.data<T>(), [&](T* o, std::int64_t r, std::int64_t s0, std::int64_t n) {
+        const std::int64_t c = r % d.C;
+        const T ac = a[c], bc = b[c], kc = k[c], uc = u[c];
+        const T* xr = xp + r * d.S + s0;
+        const T* gr = gp + r * d.S + s0;
+        for (std::int64_t i = 0; i < n; ++i) o[i] = ac * (gr[i] - bc - (xr[i] - uc) * kc);
       });
     }
     gs.add(0, std::move(gx));
@@ -207,16 +373,15 @@ void check_channel_tensor(const Tensor& t, const char* what, const Tensor& x, st
 void batch_moments(const Tensor& x, Tensor& mean_out, Tensor& var_out) {
   if (x.dim() < 2) throw std::invalid_argument("batch_moments: expected (N, C, *), got " + shape_str(x.shape()));
   const Dims d = dims_of(x);
-  std::vector<double> zero(static_cast<std::size_t>(d.C), 0.0), s1(zero), s2(zero);
-  const double m = static_cast<double>(d.N * d.S);
-  TAPEGRAD_DISPATCH_FLOAT(x.dtype(), "batch_moments", [&] {
-    channel_sums<scalar_t>(x.data<scalar_t>(), nullptr, d, zero.data(), s1.data(), s2.data());
-    for (std::int64_t c = 0; c < d.C; ++c) zero[c] = s1[c] / m;
-    channel_sums<scalar_t>(x.data<scalar_t>(), nullptr, d, zero.data(), s1.data(), s2.data());
-  });
-  mean_out = Tensor::from_vector(zero, {d.C}, Dtype::Float64);
-  for (auto& v : s2) v /= m;
-  var_out = Tensor::from_vector(s2, {d.C}, Dtype::Float64);
+  std::vector<double> mean, var;
+  if (d.N * d.S == 0) {
+    mean.assign(static_cast<std::size_t>(d.C), std::nan(""));
+    var = mean;
+  } else {
+    TAPEGRAD_DISPATCH_FLOAT(x.dtype(), "batch_moments", [&] { moments<scalar_t>(x.data<scalar_t>(), d, mean, var); });
+  }
+  mean_out = Tensor::from_vector(mean, {d.C}, Dtype::Float64);
+  var_out = Tensor::from_vector(var, {d.C}, Dtype::Float64);
 }
 
 Tensor batch_norm(const Tensor& x, const Tensor& running_mean, const Tensor& running_var, const Tensor& weight,
@@ -245,23 +410,16 @@ Tensor batch_norm(const Tensor& x, const Tensor& running_mean, const Tensor& run
   Tensor out = TAPEGRAD_DISPATCH_FLOAT(x.dtype(), "batch_norm", [&] {
     const scalar_t* xp = x.data<scalar_t>();
     if (training) {
-      std::vector<double> zero(static_cast<std::size_t>(d.C), 0.0), s1(zero), s2(zero);
-      channel_sums<scalar_t>(xp, nullptr, d, zero.data(), s1.data(), s2.data());
-      for (std::int64_t c = 0; c < d.C; ++c) mean[c] = s1[c] / static_cast<double>(m);
-      // second pass around the mean: exact for constant channels, no cancellation
-      channel_sums<scalar_t>(xp, nullptr, d, mean.data(), s1.data(), s2.data());
-      for (std::int64_t c = 0; c < d.C; ++c) {
-        const double var = s2[c] / static_cast<double>(m);
-        rstd[c] = 1.0 / std::sqrt(var + eps);
-        s2[c] = var;
-      }
+      std::vector<double> var;
+      moments<scalar_t>(xp, d, mean, var);
+      for (std::int64_t c = 0; c < d.C; ++c) rstd[c] = 1.0 / std::sqrt(var[c] + eps);
       if (running_mean.defined()) {
         scalar_t* rm = running_mean.data<scalar_t>();
         scalar_t* rv = running_var.data<scalar_t>();
         const double unbias = static_cast<double>(m) / static_cast<double>(m - 1);
         for (std::int64_t c = 0; c < d.C; ++c) {
           rm[c] = static_cast<scalar_t>((1.0 - momentum) * rm[c] + momentum * mean[c]);
-          rv[c] = static_cast<scalar_t>((1.0 - momentum) * rv[c] + momentum * s2[c] * unbias);
+          rv[c] = static_cast<scalar_t>((1.0 - momentum) * rv[c] + momentum * var[c] * unbias);
         }
       }
     } else {

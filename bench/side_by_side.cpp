@@ -1,0 +1,247 @@
+// Same workloads in tapegrad and libtorch, in one process, alternating, at the same
+// thread count; prints each median and the ratio libtorch/tapegrad (> 1: tapegrad faster).
+//   side_by_side [--threads N] [--reps R] [--only SUBSTRING]
+//   side_by_side --peak tapegrad|libtorch     # peak RSS growth of two large-net steps
+#include <sys/resource.h>
+#include <torch/torch.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "core/autograd.h"
+#include "core/ops.h"
+#include "core/parallel.h"
+#include "layers/batch_norm.h"
+#include "layers/linear.h"
+#include "workloads.h"
+#if __has_include("layers/layer_norm.h")
+#include "layers/layer_norm.h"
+#define TG_HAVE_LAYER_NORM 1
+#endif
+
+namespace tg = tapegrad;
+
+namespace {
+
+double now() { return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count(); }
+
+double per_call(const std::function<void()>& f, int k) {
+  const double t0 = now();
+  for (int i = 0; i < k; ++i) f();
+  return (now() - t0) / k;
+}
+
+double median(std::vector<double> v) {
+  std::sort(v.begin(), v.end());
+  return v.size() % 2 ? v[v.size() / 2] : 0.5 * (v[v.size() / 2 - 1] + v[v.size() / 2]);
+}
+
+struct Case {
+  std::string name;
+  std::function<void()> tapegrad, libtorch;
+};
+
+// ---- libtorch versions -------------------------------------------------------------
+torch::nn::Sequential torch_net(const std::vector<int64_t>& sizes, bool bn) {
+  torch::nn::Sequential net;
+  for (size_t i = 0; i + 1 < sizes.size(); ++i) {
+    net->push_back(torch::nn::Linear(sizes[i], sizes[i + 1]));
+    if (i + 2 == sizes.size()) break;
+    if (bn) net->push_back(torch::nn::BatchNorm1d(sizes[i + 1]));
+    net->push_back(torch::nn::ReLU());
+  }
+  return net;
+}
+
+struct TorchStep {
+  torch::nn::Sequential net;
+  std::unique_ptr<torch::optim::SGD> sgd;
+  torch::Tensor x, y;
+  TorchStep(const std::vector<int64_t>& sizes, int64_t batch, double lr) : net(torch_net(sizes, true)) {
+    net->train();
+    sgd = std::make_unique<torch::optim::SGD>(net->parameters(), torch::optim::SGDOptions(lr));
+    x = torch::randn({batch, sizes.front()});
+    y = torch::randn({batch, sizes.back()});
+  }
+  double step() {
+    auto loss = torch::mse_loss(net->forward(x), y);
+    sgd->zero_grad();
+    loss.backward();
+    sgd->step();
+    return loss.item<double>();
+  }
+};
+
+std::vector<Case> make_cases() {
+  std::vector<Case> cases;
+  // matmul, forward only
+  for (auto [M, K, N] : std::vector<std::array<int64_t, 3>>{
+           {32, 50, 128}, {32, 128, 64}, {256, 256, 256}, {1024, 4096, 4096}}) {
+    auto a = std::make_shared<tg::Tensor>(tg::randn({M, K})), b = std::make_shared<tg::Tensor>(tg::randn({K, N}));
+    auto ta = std::make_shared<torch::Tensor>(torch::randn({M, K})), tb = std::make_shared<torch::Tensor>(torch::randn({K, N}));
+    cases.push_back({"matmul " + std::to_string(M) + "x" + std::to_string(K) + "x" + std::to_string(N),
+                     [a, b] {
+                       tg::NoGradGuard ng;
+                       tg::matmul(*a, *b);
+                     },
+                     [ta, tb] {
+                       torch::NoGradGuard ng;
+                       torch::mm(*ta, *tb);
+                     }});
+  }
+  // norms, forward + backward in train mode
+  for (auto [N, C] : std::vector<std::array<int64_t, 2>>{{32, 128}, {65536, 256}}) {
+    auto x = std::make_shared<tg::Tensor>(tg::randn({N, C}));
+    x->requires_grad_();
+    auto g = std::make_shared<tg::Tensor>(tg::randn({N, C}));
+    auto tx = std::make_shared<torch::Tensor>(torch::randn({N, C}).requires_grad_());
+    auto tgr = std::make_shared<torch::Tensor>(torch::randn({N, C}));
+    const std::string shape = "(" + std::to_string(N) + "," + std::to_string(C) + ")";
+    auto bn = std::make_shared<tg::layers::BatchNorm1d>(C);
+    auto tbn = torch::nn::BatchNorm1d(C);
+    cases.push_back({"BatchNorm1d fwd+bwd " + shape,
+                     [=] {
+                       x->zero_grad();
+                       bn->zero_grad();
+                       (*bn)(*x).backward(*g);
+                     },
+                     [=]() mutable {
+                       tx->mutable_grad() = torch::Tensor();
+                       tbn->zero_grad();
+                       tbn->forward(*tx).backward(*tgr);
+                     }});
+#ifdef TG_HAVE_LAYER_NORM
+    auto ln = std::make_shared<tg::layers::LayerNorm>(tg::Shape{C});
+    auto tln = torch::nn::LayerNorm(torch::nn::LayerNormOptions({C}));
+    cases.push_back({"LayerNorm fwd+bwd " + shape,
+                     [=] {
+                       x->zero_grad();
+                       ln->zero_grad();
+                       (*ln)(*x).backward(*g);
+                     },
+                     [=]() mutable {
+                       tx->mutable_grad() = torch::Tensor();
+                       tln->zero_grad();
+                       tln->forward(*tx).backward(*tgr);
+                     }});
+#endif
+  }
+  {  // Linear + ReLU, batch 32
+    tg::Generator gen(0);
+    auto lin = std::make_shared<tg::layers::Linear>(50, 128, true, tg::Dtype::Float32, gen);
+    auto x = std::make_shared<tg::Tensor>(tg::randn({32, 50}));
+    auto g = std::make_shared<tg::Tensor>(tg::randn({32, 128}));
+    auto tlin = torch::nn::Linear(50, 128);
+    auto tx = std::make_shared<torch::Tensor>(torch::randn({32, 50}));
+    auto tgr = std::make_shared<torch::Tensor>(torch::randn({32, 128}));
+    cases.push_back({"Linear(50,128)+ReLU fwd+bwd, batch 32",
+                     [=] {
+                       lin->zero_grad();
+                       tg::relu((*lin)(*x)).backward(*g);
+                     },
+                     [=]() mutable {
+                       tlin->zero_grad();
+                       torch::relu(tlin->forward(*tx)).backward(*tgr);
+                     }});
+  }
+  {
+    auto ts = std::make_shared<tgbench::TrainStep>(std::vector<std::int64_t>{50, 128, 64, 32, 1}, true, 32);
+    auto th = std::make_shared<TorchStep>(std::vector<int64_t>{50, 128, 64, 32, 1}, 32, 0.01);
+    cases.push_back({"chapter BN net step [50,128,64,32,1], batch 32", [ts] { ts->step(); }, [th] { th->step(); }});
+  }
+  {
+    const std::vector<std::int64_t> sizes{1024, 4096, 4096, 1024};
+    auto ts = std::make_shared<tgbench::TrainStep>(sizes, true, 1024, 1e-3);
+    auto th = std::make_shared<TorchStep>(std::vector<int64_t>(sizes.begin(), sizes.end()), 1024, 1e-3);
+    cases.push_back({"large step [1024,4096,4096,1024], batch 1024", [ts] { ts->step(); }, [th] { th->step(); }});
+  }
+  return cases;
+}
+
+long rss_kib() {
+  long pages = 0, resident = 0;
+  if (FILE* f = std::fopen("/proc/self/statm", "r")) {
+    if (std::fscanf(f, "%ld %ld", &pages, &resident) != 2) resident = 0;
+    std::fclose(f);
+  }
+  return resident * 4;
+}
+
+int peak_mode(const std::string& engine) {
+  const std::vector<std::int64_t> sizes{1024, 4096, 4096, 1024};
+  const long base = rss_kib();
+  if (engine == "tapegrad") {
+    tgbench::TrainStep ts(sizes, true, 1024, 1e-3);
+    ts.step();
+    ts.step();
+  } else if (engine == "libtorch") {
+    TorchStep th(std::vector<int64_t>(sizes.begin(), sizes.end()), 1024, 1e-3);
+    th.step();
+    th.step();
+  } else {
+    std::fprintf(stderr, "--peak expects tapegrad or libtorch\n");
+    return 2;
+  }
+  rusage ru{};
+  getrusage(RUSAGE_SELF, &ru);
+  std::printf("%s large-net step: peak RSS growth %.1f MiB", engine.c_str(), (ru.ru_maxrss - base) / 1024.0);
+  if (engine == "tapegrad")
+    std::printf(" (allocator peak in use %.1f MiB)", tg::allocator_stats().peak_bytes_in_use / 1048576.0);
+  std::printf("\n");
+  return 0;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  int threads = 1, reps = 5;
+  std::string only, peak;
+  for (int i = 1; i + 1 < argc; i += 2) {
+    if (!std::strcmp(argv[i], "--threads")) threads = std::atoi(argv[i + 1]);
+    else if (!std::strcmp(argv[i], "--reps")) reps = std::atoi(argv[i + 1]);
+    else if (!std::strcmp(argv[i], "--only")) only = argv[i + 1];
+    else if (!std::strcmp(argv[i], "--peak")) peak = argv[i + 1];
+    else {
+      std::fprintf(stderr, "usage: side_by_side [--threads N] [--reps R] [--only SUBSTRING] | --peak ENGINE\n");
+      return 2;
+    }
+  }
+  tg::set_num_threads(threads);
+  torch::set_num_threads(threads);
+  if (!peak.empty()) return peak_mode(peak);
+  std::printf("threads %d, %d alternating rounds, medians\n", threads, reps);
+  std::printf("%-50s %12s %12s %8s\n", "workload", "tapegrad", "libtorch", "ratio");
+  for (auto& c : make_cases()) {
+    if (!only.empty() && c.name.find(only) == std::string::npos) continue;
+    c.tapegrad();  // warm-up (allocator caches, BLAS buffers)
+    c.libtorch();
+    const double once = std::max(per_call(c.tapegrad, 1), 1e-7);
+    const int k = std::max(1, static_cast<int>(0.05 / once));
+    std::vector<double> a, b;
+    for (int r = 0; r < reps; ++r) {
+      if (r % 2 == 0) {
+        a.push_back(per_call(c.tapegrad, k));
+        b.push_back(per_call(c.libtorch, k));
+      } else {
+        b.push_back(per_call(c.libtorch, k));
+        a.push_back(per_call(c.tapegrad, k));
+      }
+    }
+    const double ta = median(a), tb = median(b);
+    auto fmt = [](double s) {
+      char buf[32];
+      if (s < 1e-3) std::snprintf(buf, sizeof buf, "%.1f us", s * 1e6);
+      else std::snprintf(buf, sizeof buf, "%.2f ms", s * 1e3);
+      return std::string(buf);
+    };
+    std::printf("%-50s %12s %12s %7.2fx\n", c.name.c_str(), fmt(ta).c_str(), fmt(tb).c_str(), tb / ta);
+    std::fflush(stdout);
+  }
+  return 0;
+}

@@ -1,0 +1,191 @@
+#include "workloads.h"
+
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+#include <numeric>
+#include <stdexcept>
+
+#include "core/autograd.h"
+#include "core/ops.h"
+#include "core/parallel.h"
+#include "layers/activation.h"
+#include "layers/batch_norm.h"
+#include "layers/linear.h"
+#include "layers/loss.h"
+
+namespace tgbench {
+namespace tg = tapegrad;
+
+namespace {
+
+// Activation clipping for the chapter's nets (float32): y = clamp(x, lo, hi), gradient
+// passes where lo <= x <= hi.
+class ActClip : public tg::layers::Module {
+ public:
+  ActClip(float lo, float hi) : lo_(lo), hi_(hi) {}
+  Tensor forward(const Tensor& x) override {
+    Tensor out = Tensor::empty(x.shape(), x.dtype());
+    const float* p = x.data<float>();
+    float* q = out.data<float>();
+    for (std::int64_t i = 0, n = x.numel(); i < n; ++i) q[i] = std::clamp(p[i], lo_, hi_);
+    if (tg::autograd::needs_grad({&x}))
+      tg::autograd::record("clamp", out, {x}, [x = x.detach(), lo = lo_, hi = hi_](const Tensor& g, tg::GradSink& gs) {
+        Tensor gi = Tensor::empty(g.shape(), g.dtype());
+        const float* xp = x.data<float>();
+        const float* gp = g.data<float>();
+        float* o = gi.data<float>();
+        for (std::int64_t i = 0, n = g.numel(); i < n; ++i) o[i] = (xp[i] >= lo && xp[i] <= hi) ? gp[i] : 0.0f;
+        gs.add(0, std::move(gi));
+      });
+    return out;
+  }
+  std::string type_name() const override { return "Clamp"; }
+
+ private:
+  float lo_, hi_;
+};
+
+}  // namespace
+
+std::shared_ptr<tg::layers::Sequential> make_net(const std::vector<std::int64_t>& sizes, bool batchnorm,
+                                                 double bn_momentum, std::optional<double> act_clip,
+                                                 tg::Generator& gen) {
+  auto net = std::make_shared<tg::layers::Sequential>();
+  for (std::size_t i = 0; i + 1 < sizes.size(); ++i) {
+    net->push_back(std::make_shared<tg::layers::Linear>(sizes[i], sizes[i + 1], true, tg::Dtype::Float32, gen));
+    if (i + 2 == sizes.size()) break;
+    if (batchnorm) {
+      tg::layers::BatchNormOptions bo;
+      bo.momentum = bn_momentum;
+      net->push_back(std::make_shared<tg::layers::BatchNorm1d>(sizes[i + 1], bo));
+    }
+    net->push_back(std::make_shared<tg::layers::ReLU>());
+    if (act_clip)
+      net->push_back(std::make_shared<ActClip>(static_cast<float>(-*act_clip), static_cast<float>(*act_clip)));
+  }
+  return net;
+}
+
+TrainStep::TrainStep(const std::vector<std::int64_t>& sizes, bool batchnorm, std::int64_t batch, double lr,
+                     std::uint64_t seed) {
+  tg::Generator gen(seed);
+  net = make_net(sizes, batchnorm, 0.1, std::nullopt, gen);
+  net->train();
+  tg::optim::SGDOptions so;
+  so.lr = lr;
+  sgd_ = std::make_unique<tg::optim::SGD>(net->parameters(), so);
+  x_ = tg::randn({batch, sizes.front()}, tg::Dtype::Float32, gen);
+  y_ = tg::randn({batch, sizes.back()}, tg::Dtype::Float32, gen);
+}
+
+double TrainStep::step() {
+  Tensor loss = tg::layers::mse_loss((*net)(x_), y_);
+  sgd_->zero_grad();
+  loss.backward();
+  sgd_->step();
+  return loss.item();
+}
+
+namespace {
+
+struct Data {
+  Tensor x_train, y_train, x_test, y_test;
+};
+
+void fill(tg::Generator& gen, std::int64_t n, std::int64_t f, Tensor& x, Tensor& y) {
+  x = Tensor::empty({n, f});
+  y = Tensor::empty({n, 1});
+  float* px = x.data<float>();
+  float* py = y.data<float>();
+  for (std::int64_t i = 0; i < n; ++i) {
+    for (std::int64_t j = 0; j < f; ++j) px[i * f + j] = static_cast<float>(gen.normal());
+    py[i] = static_cast<float>(std::sin(2.0 * px[i * f]) + std::cos(px[i * f + 1]) + 0.1 * gen.normal());
+  }
+}
+
+bool crashed(double loss) { return !std::isfinite(loss) || loss > 1e10; }
+
+struct Config {
+  std::vector<std::int64_t> sizes;
+  bool bn;
+  double lr;
+  bool grad_clip;
+};
+
+std::int64_t train_one(const Config& c, const Data& d, const ChapterOptions& o, std::uint64_t seed) {
+  tg::Generator init(seed + 1), shuffle(seed + 2);
+  auto net = make_net(c.sizes, c.bn, 0.01, 10.0, init);
+  net->train();
+  const auto params = net->parameters();
+  tg::optim::SGDOptions so;
+  so.lr = c.lr;
+  tg::optim::SGD sgd(params, so);
+  const std::int64_t n = d.x_train.size(0), f = d.x_train.size(1), steps = n / o.batch;
+  Tensor xs = Tensor::empty({n, f}), ys = Tensor::empty({n, 1});
+  std::vector<std::int64_t> perm(static_cast<std::size_t>(n));
+  std::int64_t taken = 0;
+  for (int epoch = 0; epoch < o.epochs; ++epoch) {
+    std::iota(perm.begin(), perm.end(), std::int64_t{0});
+    for (std::int64_t i = n - 1; i > 0; --i)
+      std::swap(perm[i], perm[static_cast<std::size_t>(shuffle.uniform() * static_cast<double>(i + 1)) % (i + 1)]);
+    for (std::int64_t i = 0; i < n; ++i) {
+      std::memcpy(xs.data<float>() + i * f, d.x_train.data<float>() + perm[i] * f, sizeof(float) * f);
+      ys.data<float>()[i] = d.y_train.data<float>()[perm[i]];
+    }
+    for (std::int64_t s = 0; s < steps; ++s) {
+      Tensor xb = tg::alias_with_shape(xs, {o.batch, f}, sizeof(float) * s * o.batch * f);
+      Tensor yb = tg::alias_with_shape(ys, {o.batch, 1}, sizeof(float) * s * o.batch);
+      Tensor loss = tg::layers::mse_loss((*net)(xb), yb);
+      if (crashed(loss.item())) return taken;
+      sgd.zero_grad();
+      loss.backward();
+      if (c.grad_clip)
+        for (const auto& p : params) {
+          Tensor g = p.grad();
+          if (!g.defined()) continue;
+          float* q = g.data<float>();
+          for (std::int64_t i = 0, m = g.numel(); i < m; ++i) q[i] = std::clamp(q[i], -5.0f, 5.0f);
+        }
+      sgd.step();
+      ++taken;
+    }
+    // the chapter evaluates in train mode: BN uses (and tracks) the evaluated set's statistics
+    tg::NoGradGuard ng;
+    const double l1 = tg::layers::mse_loss((*net)(d.x_train), d.y_train).item();
+    const double l2 = tg::layers::mse_loss((*net)(d.x_test), d.y_test).item();
+    if (crashed(l1) || crashed(l2)) return taken;
+  }
+  return taken;
+}
+
+}  // namespace
+
+std::int64_t run_chapter(const ChapterOptions& o) {
+  tg::Generator gen(o.seed);
+  Data d;
+  fill(gen, 200, 50, d.x_train, d.y_train);
+  fill(gen, 100, 50, d.x_test, d.y_test);
+  std::vector<Config> configs;
+  const std::vector<std::int64_t> base{50, 128, 64, 32, 1};
+  for (bool bn : {true, false}) configs.push_back({base, bn, 0.01, true});  // Experiment 1
+  for (double lr : {0.001, 0.01, 0.05})                                       // Experiment 2
+    for (bool bn : {true, false}) configs.push_back({base, bn, lr, true});
+  std::vector<std::int64_t> d15{50};
+  for (int i = 0; i < 14; ++i) d15.push_back(64);
+  d15.push_back(1);
+  for (const auto& s : {std::vector<std::int64_t>{50, 128, 64, 32, 16, 1},  // Experiment 3
+                        std::vector<std::int64_t>{50, 128, 128, 64, 64, 32, 32, 16, 16, 8, 1}, d15})
+    for (bool bn : {true, false}) configs.push_back({s, bn, 0.01, bn});  // no clipping for plain depth nets
+  std::int64_t steps = 0;
+  for (const auto& c : configs) steps += train_one(c, d, o, o.seed);
+  return steps;
+}
+
+void triad(float* a, const float* b, const float* c, float s, std::int64_t n) {
+  tg::parallel_for(n, tg::kParallelGrain, [&](std::int64_t lo, std::int64_t hi) {
+    for (std::int64_t i = lo; i < hi; ++i) a[i] = b[i] + s * c[i];
+  });
+}
+
+}  // namespace tgbench
