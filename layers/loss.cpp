@@ -2,6 +2,7 @@
 #include "layers/loss.h"
 
 #include <cmath>
+#include <limits>
 #include <memory>
 #include <stdexcept>
 #include <vector>
@@ -9,6 +10,7 @@
 #include "core/autograd.h"
 #include "core/ops.h"
 #include "core/ops/kernels.h"
+#include "core/parallel.h"
 
 namespace tapegrad::layers {
 namespace {
@@ -120,16 +122,19 @@ Tensor cross_entropy(const Tensor& logits, const Tensor& target, Reduction reduc
   const std::int64_t* t = b.target.data<std::int64_t>();
   TAPEGRAD_DISPATCH_FLOAT(logits.dtype(), "cross_entropy", [&] {
     const scalar_t* x = b.x.data<scalar_t>();
-    for (std::int64_t i = 0; i < N; ++i) {
-      const scalar_t* row = x + i * C;
-      double m = -INFINITY;
-      for (std::int64_t c = 0; c < C; ++c) m = std::max(m, static_cast<double>(row[c]));
-      if (std::isinf(m)) m = 0;  // an all ±inf row: no shift (inf - inf would be NaN)
-      double s = 0;
-      for (std::int64_t c = 0; c < C; ++c) s += std::exp(static_cast<double>(row[c]) - m);
-      (*lse)[i] = m + std::log(s);
-      if (t[i] != ignore_index) loss[i] = (*lse)[i] - static_cast<double>(row[t[i]]);
-    }
+    parallel_for(N, kParallelGrain / (C > 0 ? C : 1) + 1, [&](std::int64_t i0, std::int64_t i1) {
+      for (std::int64_t i = i0; i < i1; ++i) {
+        const scalar_t* row = x + i * C;
+        scalar_t m = -std::numeric_limits<scalar_t>::infinity();
+        for (std::int64_t c = 0; c < C; ++c) m = row[c] > m ? row[c] : m;
+        if (std::isinf(m)) m = 0;  // a row whose max is ±inf: no shift (inf - inf would be NaN)
+        double s = 0;
+        for (std::int64_t c = 0; c < C; ++c) s += std::exp(row[c] - m);
+        (*lse)[i] = static_cast<double>(m) + std::log(s);
+        // loss = (m - x_t) + log s: the max-shifted difference first, exact for large logits
+        if (t[i] != ignore_index) loss[i] = static_cast<double>(m - row[t[i]]) + std::log(s);
+      }
+    });
   });
   Tensor out = reduce_rows(loss, reduction, b.count, logits.dtype(), b.unbatched, "cross_entropy");
   if (autograd::needs_grad({&logits}))
@@ -144,17 +149,20 @@ Tensor cross_entropy(const Tensor& logits, const Tensor& target, Reduction reduc
                          const scalar_t* pg = g.data<scalar_t>();
                          const std::int64_t* t = tg.data<std::int64_t>();
                          scalar_t* po = gi.data<scalar_t>();
-                         for (std::int64_t i = 0; i < N; ++i) {
-                           scalar_t* o = po + i * C;
-                           if (t[i] == ignore_index) {
-                             for (std::int64_t c = 0; c < C; ++c) o[c] = 0;
-                             continue;
+                         parallel_for(N, kParallelGrain / (C > 0 ? C : 1) + 1, [&](std::int64_t i0, std::int64_t i1) {
+                           for (std::int64_t i = i0; i < i1; ++i) {
+                             scalar_t* o = po + i * C;
+                             if (t[i] == ignore_index) {
+                               for (std::int64_t c = 0; c < C; ++c) o[c] = 0;
+                               continue;
+                             }
+                             const scalar_t sc = static_cast<scalar_t>(row_scale(pg, reduction, i, count));
+                             const double l = (*lse)[i];
+                             for (std::int64_t c = 0; c < C; ++c)
+                               o[c] = std::exp(static_cast<scalar_t>(static_cast<double>(px[i * C + c]) - l)) * sc;
+                             o[t[i]] -= sc;
                            }
-                           const double sc = row_scale(pg, reduction, i, count), l = (*lse)[i];
-                           for (std::int64_t c = 0; c < C; ++c)
-                             o[c] = static_cast<scalar_t>(
-                                 (std::exp(static_cast<double>(px[i * C + c]) - l) - (c == t[i] ? 1.0 : 0.0)) * sc);
-                         }
+                         });
                        });
                        gs.add(0, std::move(gi));
                      });

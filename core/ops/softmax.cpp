@@ -38,19 +38,23 @@ Rows rows_of(const Tensor& x, std::int64_t dim_in, const char* op) {
   return r;
 }
 
-// For row k: m = max and log_s = log Σ exp(x - m) (the sum accumulated in double), so
-// logsumexp = m + log_s. A row whose max is ±inf is shifted by 0 instead (inf - inf
-// would be NaN); a NaN anywhere in the row makes log_s NaN.
+// Shift of row k: its max m, or 0 when m is ±inf (inf - inf would be NaN).
 template <class T>
-void row_stats(const T* x, const Rows& r, std::int64_t k, T& m, double& s, double& log_s) {
+T row_shift(const T* x, const Rows& r, std::int64_t k) {
   const T* p = x + r.base(k);
-  m = -std::numeric_limits<T>::infinity();
+  T m = -std::numeric_limits<T>::infinity();
   for (std::int64_t c = 0; c < r.C; ++c)
     if (p[c * r.inner] > m) m = p[c * r.inner];
-  if (std::isinf(m)) m = T(0);
-  s = 0;
-  for (std::int64_t c = 0; c < r.C; ++c) s += std::exp(static_cast<double>(p[c * r.inner] - m));
-  log_s = std::log(s);
+  return std::isinf(m) ? T(0) : m;
+}
+
+// log Σ exp(x - m) over row k, the sum accumulated in double; a NaN in the row gives NaN.
+template <class T>
+double row_log_sum_exp(const T* x, const Rows& r, std::int64_t k, T m) {
+  const T* p = x + r.base(k);
+  double s = 0;
+  for (std::int64_t c = 0; c < r.C; ++c) s += std::exp(p[c * r.inner] - m);
+  return std::log(s);
 }
 
 template <class T, class F>
@@ -69,15 +73,25 @@ Tensor softmax_values(const Tensor& x, const Rows& r) {
     const scalar_t* px = x.data<scalar_t>();
     scalar_t* po = out.data<scalar_t>();
     for_rows<scalar_t>(r, [&](std::int64_t k) {
-      scalar_t m;
-      double s, log_s;
-      row_stats(px, r, k, m, s, log_s);
       const std::int64_t b = r.base(k);
-      // x - m is exact enough at any magnitude; m + log_s would round at |x| ~ 1000
-      for (std::int64_t c = 0; c < r.C; ++c) {
-        const std::int64_t i = b + c * r.inner;
-        const double z = static_cast<double>(px[i] - m);
-        po[i] = static_cast<scalar_t>(K == Kind::Softmax ? std::exp(z) / s : z - log_s);
+      const scalar_t m = row_shift(px, r, k);
+      if constexpr (K == Kind::Softmax) {
+        // one exp per element: store exp(x - m), then scale by 1/Σ
+        double s = 0;
+        for (std::int64_t c = 0; c < r.C; ++c) {
+          const std::int64_t i = b + c * r.inner;
+          po[i] = std::exp(px[i] - m);
+          s += po[i];
+        }
+        const scalar_t inv = static_cast<scalar_t>(1.0 / s);
+        for (std::int64_t c = 0; c < r.C; ++c) po[b + c * r.inner] *= inv;
+      } else {
+        // (x - m) - log Σ exp(x - m): exact at any magnitude, where x - (m + log Σ) would round
+        const scalar_t log_s = static_cast<scalar_t>(row_log_sum_exp(px, r, k, m));
+        for (std::int64_t c = 0; c < r.C; ++c) {
+          const std::int64_t i = b + c * r.inner;
+          po[i] = (px[i] - m) - log_s;
+        }
       }
     });
     return out;
@@ -150,10 +164,8 @@ Tensor logsumexp(const Tensor& x, std::int64_t dim, bool keepdim) {
     const scalar_t* px = x.data<scalar_t>();
     scalar_t* po = o.data<scalar_t>();
     for_rows<scalar_t>(r, [&](std::int64_t k) {
-      scalar_t m;
-      double s, log_s;
-      row_stats(px, r, k, m, s, log_s);
-      po[k] = static_cast<scalar_t>(static_cast<double>(m) + log_s);
+      const scalar_t m = row_shift(px, r, k);
+      po[k] = static_cast<scalar_t>(static_cast<double>(m) + row_log_sum_exp(px, r, k, m));
     });
     return o;
   });
