@@ -25,9 +25,9 @@ Tensor batch_renorm_train(BatchNormBase& bn, const Tensor& x, double rmax, doubl
     throw std::invalid_argument(bn.type_name() + ": expected more than 1 value per channel when training, got input "
                                 "of shape " + shape_str(x.shape()) +
                                 "; call eval() to run a single sample through running statistics");
-  if (x.dtype() != bn.options.dtype)
+  if (x.dtype() != bn.running_mean.dtype())  // the buffers' dtype follows Module::to
     throw std::invalid_argument(bn.type_name() + ": input dtype " + dtype_name(x.dtype()) +
-                                " does not match the module's " + dtype_name(bn.options.dtype) +
+                                " does not match the module's " + dtype_name(bn.running_mean.dtype()) +
                                 " (convert with .to() or Module::to())");
   const double eps = bn.options.eps;
   Tensor mu_b, var_b;  // float64 (C), biased

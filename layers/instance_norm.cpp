@@ -43,9 +43,11 @@ Tensor InstanceNormBase::forward(const Tensor& x) {
   if (c != num_features)
     throw std::invalid_argument(type_name() + ": expected " + std::to_string(num_features) + " channels (dim " +
                                 (unbatched ? "0" : "1") + "), got input of shape " + shape_str(x.shape()));
-  if (x.dtype() != options.dtype && (weight.defined() || running_mean.defined()))
+  // The module's dtype is that of its tensors (Module::to may have converted them).
+  const Tensor& state = weight.defined() ? weight : running_mean;
+  if (state.defined() && x.dtype() != state.dtype())
     throw std::invalid_argument(type_name() + ": input dtype " + dtype_name(x.dtype()) + " does not match the module's " +
-                                dtype_name(options.dtype) + " (convert with .to() or Module::to())");
+                                dtype_name(state.dtype()) + " (convert with .to() or Module::to())");
   Tensor xb = x;
   if (unbatched) {
     Shape s = x.shape();

@@ -20,12 +20,14 @@ struct LrnDims {
   double alpha, beta, k;
   std::int64_t lo(std::int64_t c) const { return std::max<std::int64_t>(0, c - size / 2); }
   std::int64_t hi(std::int64_t c) const { return std::min<std::int64_t>(C - 1, c + (size - 1) / 2); }
+  // samples per thread chunk: small inputs stay serial
+  std::int64_t grain() const { return std::max<std::int64_t>(1, kParallelGrain / std::max<std::int64_t>(C * S, 1)); }
 };
 
 // D[n, c, s] = k + alpha/size · Σ_{c' in window(c)} x[n, c', s]²
 template <class T>
 void lrn_denominator(const T* x, const LrnDims& d, double* D) {
-  parallel_for(d.N, 1, [&](std::int64_t nb, std::int64_t ne) {
+  parallel_for(d.N, d.grain(), [&](std::int64_t nb, std::int64_t ne) {
     std::vector<double> acc(static_cast<std::size_t>(d.S));
     for (std::int64_t n = nb; n < ne; ++n)
       for (std::int64_t c = 0; c < d.C; ++c) {
@@ -43,7 +45,7 @@ void lrn_denominator(const T* x, const LrnDims& d, double* D) {
 template <class T>
 void lrn_backward(const T* g, const T* x, const double* D, const LrnDims& d, T* gx) {
   const double coef = 2.0 * d.alpha * d.beta / static_cast<double>(d.size);
-  parallel_for(d.N, 1, [&](std::int64_t nb, std::int64_t ne) {
+  parallel_for(d.N, d.grain(), [&](std::int64_t nb, std::int64_t ne) {
     // u[c, s] = dy·x·D^(-beta-1): what each channel's output sends back to its window
     std::vector<double> u(static_cast<std::size_t>(d.C * d.S)), acc(static_cast<std::size_t>(d.S));
     for (std::int64_t n = nb; n < ne; ++n) {

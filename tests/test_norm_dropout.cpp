@@ -115,3 +115,13 @@ TEST_CASE("Dropout float32: kept entries scaled by 1/(1-p) in float32", "[norms]
   auto v = functional::dropout(x, 0.2, true, gen).to_vector();
   for (double e : v) REQUIRE((e == 0.0 || e == static_cast<double>(2.0f * static_cast<float>(1.0 / 0.8))));
 }
+
+TEST_CASE("Dropout gradcheck in eval mode (identity)", "[norms][gradcheck]") {
+  Dropout d(0.4);
+  d.eval();
+  Tensor x = Tensor::from_vector({0.5, -1.5, 2.0}, {3});
+  x.requires_grad_();
+  auto r = gradcheck([&](const std::vector<Tensor>& v) { return d.forward(v[0]) * 3.0; }, {x});
+  INFO(r.message);
+  REQUIRE(r.ok);
+}

@@ -173,3 +173,44 @@ TEST_CASE("GroupNorm errors: groups must divide channels; input channels must ma
   REQUIRE_THROWS_WITH(gn.forward(Tensor::zeros({4})), Catch::Contains("[4]"));
   REQUIRE_THROWS_WITH(functional::group_norm(Tensor::zeros({2, 6}), 4), Catch::Contains("divisible"));
 }
+
+TEST_CASE("fused LayerNorm/GroupNorm equal their composition from primitive ops, 1 and 2 threads", "[norms]") {
+  // Sizes past kParallelGrain so the threaded forward and backward paths run.
+  const int saved = get_num_threads();
+  const double eps = 1e-5;
+  Tensor x0 = rand64({64, 1024}, 200, -3, 3), g = rand64({64, 1024}, 201);
+  Tensor w0 = rand64({1024}, 202, 0.5, 1.5), b0 = rand64({1024}, 203);
+  // composite reference: autograd through mean, sub, square, pow, mul, add
+  Tensor xr = x0.clone().requires_grad_(), wr = w0.clone().requires_grad_(), br = b0.clone().requires_grad_();
+  Tensor xc = xr - mean(xr, {-1}, true);
+  Tensor yr = xc * pow(mean(square(xc), {-1}, true) + eps, -0.5) * wr + br;
+  yr.backward(g);
+  // GroupNorm reference on (8, 16, 512) in 4 groups, via a (N, G, K) view
+  Tensor xg0 = rand64({8, 16, 512}, 204, -2, 2), gg = rand64({8, 16, 512}, 205);
+  Tensor wg0 = rand64({16}, 206, 0.5, 1.5), bg0 = rand64({16}, 207);
+  Tensor xgr = xg0.clone().requires_grad_(), wgr = wg0.clone().requires_grad_(), bgr = bg0.clone().requires_grad_();
+  Tensor v = reshape(xgr, {8, 4, 2048});
+  Tensor vc = v - mean(v, {-1}, true);
+  Tensor n = reshape(vc * pow(mean(square(vc), {-1}, true) + eps, -0.5), {8, 16, 512});
+  Tensor ygr = n * reshape(wgr, {16, 1}) + reshape(bgr, {16, 1});
+  ygr.backward(gg);
+  for (int threads : {1, 2}) {
+    INFO(threads << " threads");
+    set_num_threads(threads);
+    Tensor x = x0.clone().requires_grad_(), w = w0.clone().requires_grad_(), b = b0.clone().requires_grad_();
+    Tensor y = functional::layer_norm(x, {1024}, w, b, eps);
+    require_close(y, yr.detach(), 1e-12);
+    y.backward(g);
+    require_close(x.grad(), xr.grad(), 1e-10);
+    require_close(w.grad(), wr.grad(), 1e-10);
+    require_close(b.grad(), br.grad(), 1e-10);
+    Tensor xg = xg0.clone().requires_grad_(), wg = wg0.clone().requires_grad_(), bg = bg0.clone().requires_grad_();
+    Tensor yg = functional::group_norm(xg, 4, wg, bg, eps);
+    require_close(yg, ygr.detach(), 1e-12);
+    yg.backward(gg);
+    require_close(xg.grad(), xgr.grad(), 1e-10);
+    require_close(wg.grad(), wgr.grad(), 1e-10);
+    require_close(bg.grad(), bgr.grad(), 1e-10);
+  }
+  set_num_threads(saved);
+}
