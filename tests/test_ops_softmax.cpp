@@ -1,6 +1,8 @@
 // softmax, log_softmax, logsumexp: values and gradients against PyTorch 1.13, stability, gradcheck.
 #include "test_ops_support.h"
 
+#include "layers/loss.h"
+
 using namespace ops_test;
 
 namespace {
@@ -116,4 +118,36 @@ TEST_CASE("softmax axis errors name the axis, the rank and the shape", "[ops]") 
   REQUIRE_THROWS_WITH(softmax(x, 2),
                       Catch::Contains("softmax") && Catch::Contains("axis 2") && Catch::Contains("[2, 3]"));
   REQUIRE_THROWS_WITH(log_softmax(Tensor::from_int64({1, 2}, {2}), 0), Catch::Contains("int64"));
+}
+
+TEST_CASE("large inputs: the threaded row loops give the same bits as one thread", "[ops]") {
+  Generator gen(7);
+  Tensor x = randn({20000, 5}, Dtype::Float32, gen);
+  Tensor t = Tensor::from_int64(std::vector<std::int64_t>(20000, 3), {20000});
+  auto run = [&](int threads) {
+    set_num_threads(threads);
+    Tensor xs = x.clone();
+    xs.requires_grad_();
+    Tensor l = tapegrad::layers::cross_entropy(xs, t);
+    l.backward();
+    std::vector<std::vector<double>> r = {softmax(x, 1).to_vector(), log_softmax(x, 0).to_vector(),
+                                          argmax(x, 1).to_vector(), max(x, 0).to_vector(), l.to_vector(),
+                                          xs.grad().to_vector()};
+    return r;
+  };
+  const int before = get_num_threads();
+  auto one = run(1);
+  auto two = run(2);
+  set_num_threads(before);
+  for (std::size_t i = 0; i < one.size(); ++i) {
+    INFO("result " << i);
+    REQUIRE(one[i] == two[i]);
+  }
+  // rows of a softmax sum to 1
+  auto sm = one[0];
+  for (std::size_t r = 0; r < 20000; r += 997) {
+    double s = 0;
+    for (std::size_t c = 0; c < 5; ++c) s += sm[r * 5 + c];
+    REQUIRE(s == Approx(1.0).epsilon(1e-6));
+  }
 }
