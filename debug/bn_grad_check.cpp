@@ -9,10 +9,13 @@
 namespace tapegrad::debug {
 
 BnBackwardCheck bn_backward_invariants(const Tensor& x, const Tensor& dx) {
-  if (!x.defined() || !dx.defined() || x.shape() != dx.shape() || x.dim() < 2)
-    throw std::invalid_argument("bn_backward_invariants: expected x and dx of one shape (N, C, *), got " +
-                                (x.defined() ? shape_str(x.shape()) : std::string("undefined")) + " and " +
-                                (dx.defined() ? shape_str(dx.shape()) : std::string("undefined")));
+  if (!x.defined() || !dx.defined() || x.shape() != dx.shape() || x.dim() < 2) {
+    std::string msg = "bn_backward_invariants: expected x and dx of one shape (N, C, *), got ";
+    msg += x.defined() ? shape_str(x.shape()) : "undefined";
+    msg += " and ";
+    msg += dx.defined() ? shape_str(dx.shape()) : "undefined";
+    throw std::invalid_argument(msg);
+  }
   const std::int64_t N = x.size(0), C = x.size(1), S = x.numel() / std::max<std::int64_t>(N * C, 1);
   if (N * S < 2)
     throw std::invalid_argument("bn_backward_invariants: need at least 2 values per channel, got shape " +

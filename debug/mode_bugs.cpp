@@ -1,6 +1,8 @@
 #include "debug/mode_bugs.h"
 
 #include <algorithm>
+#include <filesystem>
+#include <unistd.h>
 #include <cmath>
 #include <numeric>
 #include <stdexcept>
@@ -16,6 +18,7 @@
 #include "debug/stats_gap.h"
 #include "layers/activation.h"
 #include "layers/batch_norm.h"
+#include "layers/checkpoint.h"
 #include "layers/functional/batch_norm.h"
 #include "layers/linear.h"
 #include "layers/loss.h"
@@ -372,12 +375,23 @@ CheckpointNoBuffers measure_checkpoint_without_buffers(std::uint64_t seed) {
   const RegressionData d = make_regression_data(seed);
   auto net = trained_net(d, 40);
   CheckpointNoBuffers r;
-  layers::StateDict params_only;  // what a parameters-only save writes
-  for (auto& [k, t] : net->named_parameters()) params_only.insert(k, t.clone());
+  // the classic mistake: a parameters-only file, loaded non-strictly into a fresh model
+  const std::string path = (std::filesystem::temp_directory_path() /
+                            ("tapegrad_mode_bugs_" + std::to_string(::getpid()) + "_" + std::to_string(seed) +
+                             ".safetensors"))
+                               .string();
+  layers::save(*net, path, /*include_buffers=*/false);
+  r.used_file = true;
   NetOptions fresh;
   fresh.seed = 99;
   auto loaded = make_net(fresh);
-  const layers::LoadResult lr = loaded->load_state_dict(params_only, /*strict=*/false);
+  try {
+    layers::load(*loaded, path, /*strict=*/true);
+  } catch (const std::invalid_argument& e) {
+    r.strict_error = e.what();
+  }
+  const layers::LoadResult lr = layers::load(*loaded, path, /*strict=*/false);
+  std::filesystem::remove(path);
   r.missing = lr.missing_keys;
   r.missing_keys = lr.missing_keys.size();
   {

@@ -131,7 +131,8 @@ struct BiasedVariance {
 };
 BiasedVariance measure_biased_variance(std::int64_t batch, int epochs, std::uint64_t seed = 0);
 
-/// Checkpoint saved without buffers, loaded non-strictly into a fresh model.
+/// Checkpoint saved without buffers (layers::save(..., false), a temporary file), loaded
+/// non-strictly into a freshly initialised model.
 struct CheckpointNoBuffers {
   std::size_t missing_keys = 0;  ///< reported by load_state_dict (strict = false)
   std::vector<std::string> missing;
@@ -139,7 +140,8 @@ struct CheckpointNoBuffers {
   double eval_real = 0, eval_loaded = 0;
   std::size_t never_updated = 0;  ///< mode_report(loaded).never_updated().size()
   double gap_loaded = 0;          ///< running_stats_gap worst mean gap of the loaded model
-  bool used_file = false;         ///< saved to and loaded from a file (layers/checkpoint.h)
+  bool used_file = false;         ///< saved to and loaded from a safetensors file (layers/checkpoint.h)
+  std::string strict_error;       ///< what a strict load of the same file says
 };
 CheckpointNoBuffers measure_checkpoint_without_buffers(std::uint64_t seed = 0);
 

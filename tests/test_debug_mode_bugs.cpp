@@ -84,6 +84,8 @@ TEST_CASE("checkpoint without buffers: missing keys reported, stats at init, out
   const auto r = bugs::measure_checkpoint_without_buffers(0);
   REQUIRE(r.missing_keys == 9);
   REQUIRE(r.missing[0] == "1.running_mean");
+  REQUIRE(r.used_file);
+  REQUIRE_THAT(r.strict_error, Catch::Contains("Missing keys") && Catch::Contains("7.num_batches_tracked"));
   REQUIRE(r.never_updated == 3);
   REQUIRE(r.max_output_diff > 1e-1);
   REQUIRE(r.gap_loaded > 0.5);

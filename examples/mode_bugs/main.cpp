@@ -107,11 +107,13 @@ int main(int argc, char** argv) {
   }
 
   const auto ck = bugs::measure_checkpoint_without_buffers(seed);
-  rows.push_back({"Checkpoint saved without buffers, loaded non-strictly",
+  rows.push_back({std::string("Checkpoint saved without buffers, loaded non-strictly") +
+                      (ck.used_file ? " (safetensors file round trip)" : ""),
                   "running statistics back at their init values (mean 0, var 1)",
                   "max abs eval-output difference from the real model " + g4(ck.max_output_diff) +
                       "; eval test MSE " + g4(ck.eval_loaded) + " vs " + g4(ck.eval_real),
-                  "`load_state_dict(..., false)` missing_keys = " + n(static_cast<std::int64_t>(ck.missing_keys)) +
+                  std::string(ck.strict_error.empty() ? "" : "strict load refuses it; ") +
+                      "non-strict load: missing_keys = " + n(static_cast<std::int64_t>(ck.missing_keys)) +
                       "; `mode_report` never_updated = " + n(static_cast<std::int64_t>(ck.never_updated)) +
                       "; `running_stats_gap` " + g4(ck.gap_loaded) + " std"});
 
