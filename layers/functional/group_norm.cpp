@@ -18,6 +18,25 @@ struct Rows {
   std::int64_t R, K, G, Cg, S, C;
 };
 
+// Σ x and Σ (x - mu)² over n values in double; `omp simd` lets the sums vectorise.
+template <class T>
+double row_sum(const T* x, std::int64_t n) {
+  double s = 0;
+#pragma omp simd reduction(+ : s)
+  for (std::int64_t j = 0; j < n; ++j) s += static_cast<double>(x[j]);
+  return s;
+}
+template <class T>
+double row_centered_sumsq(const T* x, std::int64_t n, double mu) {
+  double q = 0;
+#pragma omp simd reduction(+ : q)
+  for (std::int64_t j = 0; j < n; ++j) {
+    const double v = static_cast<double>(x[j]) - mu;
+    q += v * v;
+  }
+  return q;
+}
+
 // Forward: per row, μ and σ² (two passes in double), then y = (x - μ)·rstd·γ + β.
 template <class T>
 void forward_rows(const T* x, T* y, const T* w, const T* b, const Rows& d, double eps, double* mean, double* rstd,
@@ -27,26 +46,33 @@ void forward_rows(const T* x, T* y, const T* w, const T* b, const Rows& d, doubl
                  for (std::int64_t r = rb; r < re; ++r) {
                    const T* xr = x + r * d.K;
                    T* yr = y + r * d.K;
-                   double s = 0;
-                   for (std::int64_t j = 0; j < d.K; ++j) s += xr[j];
-                   const double mu = s / static_cast<double>(d.K);
-                   double q = 0;  // second pass around the mean: no cancellation
-                   for (std::int64_t j = 0; j < d.K; ++j) {
-                     const double v = xr[j] - mu;
-                     q += v * v;
-                   }
-                   const double v2 = q / static_cast<double>(d.K);
+                   const double mu = row_sum(xr, d.K) / static_cast<double>(d.K);
+                   // second pass around the mean: no cancellation, exact for constant rows
+                   const double v2 = row_centered_sumsq(xr, d.K, mu) / static_cast<double>(d.K);
                    const double rs = 1.0 / std::sqrt(v2 + eps);
                    mean[r] = mu;
                    rstd[r] = rs;
                    var[r] = v2;
                    const std::int64_t c0 = (r % d.G) * d.Cg;
+                   if (d.S == 1) {  // one affine channel per value (LayerNorm): a flat loop
+                     const T* wr = w ? w + c0 : nullptr;
+                     const T* br = b ? b + c0 : nullptr;
+#pragma omp simd
+                     for (std::int64_t j = 0; j < d.K; ++j) {
+                       const double a = wr ? rs * static_cast<double>(wr[j]) : rs;
+                       const double o = br ? static_cast<double>(br[j]) : 0.0;
+                       yr[j] = static_cast<T>((static_cast<double>(xr[j]) - mu) * a + o);
+                     }
+                     continue;
+                   }
                    for (std::int64_t cc = 0; cc < d.Cg; ++cc) {
                      const double a = w ? static_cast<double>(w[c0 + cc]) * rs : rs;
                      const double bb = b ? static_cast<double>(b[c0 + cc]) : 0.0;
                      const T* xs = xr + cc * d.S;
                      T* ys = yr + cc * d.S;
-                     for (std::int64_t s2 = 0; s2 < d.S; ++s2) ys[s2] = static_cast<T>((xs[s2] - mu) * a + bb);
+#pragma omp simd
+                     for (std::int64_t s2 = 0; s2 < d.S; ++s2)
+                       ys[s2] = static_cast<T>((static_cast<double>(xs[s2]) - mu) * a + bb);
                    }
                  }
                });
@@ -65,33 +91,63 @@ void backward_rows(const T* g, const T* x, T* gx, const T* w, const Rows& d, con
     const std::int64_t c0 = (r % d.G) * d.Cg;
     // pass 1: the row's sums Σdx̂ and Σdx̂·x̂ with dx̂ = γ·dy, and the per-channel dγ, dβ
     double sum_dxh = 0, sum_dxh_xh = 0;
-    for (std::int64_t cc = 0; cc < d.Cg; ++cc) {
-      const double gamma = w ? static_cast<double>(w[c0 + cc]) : 1.0;
-      double sdy = 0, sdy_xh = 0;
-      for (std::int64_t s = 0; s < d.S; ++s) {
-        const std::int64_t j = cc * d.S + s;
+    if (d.S == 1) {  // LayerNorm: γ per value
+      const T* wr = w ? w + c0 : nullptr;
+      double* dwr = dw + c0;
+      double* dbr = db + c0;
+#pragma omp simd reduction(+ : sum_dxh, sum_dxh_xh)
+      for (std::int64_t j = 0; j < d.K; ++j) {
         const double dy = gr[j];
-        const double xh = (xr[j] - mu) * rs;
-        sdy += dy;
-        sdy_xh += dy * xh;
+        const double xh = (static_cast<double>(xr[j]) - mu) * rs;
+        const double gamma = wr ? static_cast<double>(wr[j]) : 1.0;
+        sum_dxh += gamma * dy;
+        sum_dxh_xh += gamma * dy * xh;
+        dwr[j] += dy * xh;
+        dbr[j] += dy;
       }
-      sum_dxh += gamma * sdy;
-      sum_dxh_xh += gamma * sdy_xh;
-      dw[c0 + cc] += sdy_xh;
-      db[c0 + cc] += sdy;
+    } else {
+      for (std::int64_t cc = 0; cc < d.Cg; ++cc) {
+        const double gamma = w ? static_cast<double>(w[c0 + cc]) : 1.0;
+        const T* xs = xr + cc * d.S;
+        const T* gsr = gr + cc * d.S;
+        double sdy = 0, sdy_xh = 0;
+#pragma omp simd reduction(+ : sdy, sdy_xh)
+        for (std::int64_t s = 0; s < d.S; ++s) {
+          const double dy = gsr[s];
+          sdy += dy;
+          sdy_xh += dy * ((static_cast<double>(xs[s]) - mu) * rs);
+        }
+        sum_dxh += gamma * sdy;
+        sum_dxh_xh += gamma * sdy_xh;
+        dw[c0 + cc] += sdy_xh;
+        db[c0 + cc] += sdy;
+      }
     }
     if (!gx) continue;
     // pass 2: dx = rstd·(dx̂ - mean(dx̂) - x̂·mean(dx̂·x̂))
     const double m1 = sum_dxh / K;     // term 2: through the mean μ
     const double m2 = sum_dxh_xh / K;  // term 3: through the variance σ²
     T* o = gx + r * d.K;
+    if (d.S == 1) {
+      const T* wr = w ? w + c0 : nullptr;
+#pragma omp simd
+      for (std::int64_t j = 0; j < d.K; ++j) {
+        const double xh = (static_cast<double>(xr[j]) - mu) * rs;
+        const double dxh = (wr ? static_cast<double>(wr[j]) : 1.0) * gr[j];  // term 1: the direct path
+        o[j] = static_cast<T>(rs * (dxh - m1 - xh * m2));
+      }
+      continue;
+    }
     for (std::int64_t cc = 0; cc < d.Cg; ++cc) {
       const double gamma = w ? static_cast<double>(w[c0 + cc]) : 1.0;
+      const T* xs = xr + cc * d.S;
+      const T* gsr = gr + cc * d.S;
+      T* os = o + cc * d.S;
+#pragma omp simd
       for (std::int64_t s = 0; s < d.S; ++s) {
-        const std::int64_t j = cc * d.S + s;
-        const double xh = (xr[j] - mu) * rs;
-        const double dxh = gamma * gr[j];  // term 1: the direct path
-        o[j] = static_cast<T>(rs * (dxh - m1 - xh * m2));
+        const double xh = (static_cast<double>(xs[s]) - mu) * rs;
+        const double dxh = gamma * gsr[s];  // term 1: the direct path
+        os[s] = static_cast<T>(rs * (dxh - m1 - xh * m2));
       }
     }
   }
