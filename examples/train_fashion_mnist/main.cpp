@@ -1,0 +1,61 @@
+// train_fashion_mnist: an MLP classifier for Fashion-MNIST, trained from C++.
+//   train_fashion_mnist --norm batch --optimizer adam --epochs 15
+// See trainer.h for the data pipeline and the model.
+#include <CLI/CLI.hpp>
+#include <spdlog/spdlog.h>
+
+#include <cstdio>
+#include <exception>
+
+#include "trainer.h"
+
+int main(int argc, char** argv) {
+  fmnist::Config cfg;
+  std::string hidden = "256,128";
+  double lr = 0;
+  CLI::App app{"Train an MLP on Fashion-MNIST (Debian package dataset-fashion-mnist)"};
+  app.add_option("--data", cfg.data_dir, "directory with the IDX files (.gz or plain)")->capture_default_str();
+  app.add_option("--epochs", cfg.epochs, "epochs")->capture_default_str()->check(CLI::PositiveNumber);
+  app.add_option("--batch-size", cfg.batch_size, "mini-batch size")->capture_default_str()->check(CLI::Range(2, 1 << 20));
+  auto* lr_opt = app.add_option("--lr", lr, "learning rate (default: sgd 0.1, adam/adamw 1e-3)")
+                     ->check(CLI::NonNegativeNumber);
+  app.add_option("--optimizer", cfg.optimizer, "sgd (momentum 0.9) | adam | adamw")
+      ->capture_default_str()
+      ->check(CLI::IsMember({"sgd", "adam", "adamw"}));
+  app.add_option("--norm", cfg.norm, "normalisation after each hidden Linear: none | batch | layer")
+      ->capture_default_str()
+      ->check(CLI::IsMember({"none", "batch", "layer"}));
+  app.add_option("--dropout", cfg.dropout, "dropout probability after each hidden ReLU")
+      ->capture_default_str()
+      ->check(CLI::Range(0.0, 0.99));
+  app.add_option("--hidden", hidden, "hidden widths, comma-separated")->capture_default_str();
+  app.add_option("--seed", cfg.seed, "seed of the split, shuffles, weights and dropout masks")->capture_default_str();
+  app.add_option("--checkpoint", cfg.checkpoint,
+                 "save the best epoch to PATH and the latest to PATH.last (weights, buffers, optimizer)");
+  app.add_option("--resume", cfg.resume, "continue exactly from a checkpoint (PATH.last or PATH)");
+  app.add_option("--threads", cfg.threads, "threads (0: all cores)")->capture_default_str()->check(CLI::NonNegativeNumber);
+  app.add_option("--limit", cfg.limit, "use only the first N training images (for tests)")
+      ->capture_default_str()
+      ->check(CLI::NonNegativeNumber);
+  app.add_option("--stop-after", cfg.stop_after, "stop after this many epochs (simulates an interruption)");
+  bool no_progress = false;
+  app.add_flag("--no-progress", no_progress, "no progress bar, even on a terminal");
+  CLI11_PARSE(app, argc, argv);
+  if (*lr_opt) cfg.lr = lr;
+  cfg.progress = !no_progress;
+
+  try {
+    cfg.hidden = fmnist::parse_hidden(hidden);
+    const fmnist::Result r = fmnist::train(cfg);
+    double total = 0;
+    for (const auto& e : r.history) total += e.seconds;
+    if (!r.history.empty())
+      spdlog::info("mean epoch time {:.2f} s over {} epochs", total / static_cast<double>(r.history.size()),
+                   r.history.size());
+    std::printf("test accuracy: %.2f%%\n%s", 100 * r.test_accuracy, fmnist::format_confusion(r.confusion).c_str());
+  } catch (const std::exception& e) {
+    spdlog::error("{}", e.what());
+    return 1;
+  }
+  return 0;
+}

@@ -1,0 +1,162 @@
+// The Fashion-MNIST trainer: real learning on a subset, exact resume, option checks.
+#define CATCH_CONFIG_MAIN
+#include <catch2/catch.hpp>
+#include <unistd.h>
+
+#include <filesystem>
+
+#include "checkpoint_io.h"
+#include "core/autograd.h"
+#include "layers/batch_norm.h"
+#include "trainer.h"
+
+using namespace tapegrad;
+namespace fs = std::filesystem;
+
+namespace {
+
+bool have_data() {
+  return fs::exists(std::string(data::kFashionMnistDir) + "/train-images-idx3-ubyte.gz") &&
+         fs::exists(std::string(data::kFashionMnistDir) + "/t10k-images-idx3-ubyte.gz");
+}
+
+struct TempDir {
+  fs::path path;
+  TempDir() {
+    static int counter = 0;
+    path = fs::temp_directory_path() / ("tapegrad_fmnist_" + std::to_string(::getpid()) + "_" + std::to_string(counter++));
+    fs::create_directories(path);
+  }
+  ~TempDir() {
+    std::error_code ec;
+    fs::remove_all(path, ec);
+  }
+  std::string file(const std::string& name) const { return (path / name).string(); }
+};
+
+fmnist::Config small_config() {
+  fmnist::Config c;
+  c.limit = 2000;  // 1,800 training and 200 validation images
+  c.epochs = 2;
+  c.batch_size = 64;
+  c.progress = false;
+  c.seed = 1;
+  return c;
+}
+
+}  // namespace
+
+TEST_CASE("parse_hidden", "[fmnist]") {
+  REQUIRE(fmnist::parse_hidden("256,128") == std::vector<std::int64_t>{256, 128});
+  REQUIRE(fmnist::parse_hidden("32") == std::vector<std::int64_t>{32});
+  REQUIRE_THROWS_WITH(fmnist::parse_hidden("256,x"), Catch::Contains("'x'"));
+  REQUIRE_THROWS_WITH(fmnist::parse_hidden("256,0"), Catch::Contains("'0'"));
+  REQUIRE_THROWS_WITH(fmnist::parse_hidden("12a"), Catch::Contains("'12a'"));
+}
+
+TEST_CASE("model layout and evaluate(): eval mode, no tape, mode restored", "[fmnist]") {
+  fmnist::Config c;
+  c.hidden = {8, 4};
+  Generator init(0), drop(1);
+  auto m = fmnist::build_model(c, 6, 3, init, &drop);
+  // Linear, BatchNorm1d, ReLU, Dropout per hidden layer, then Linear.
+  REQUIRE(m->size() == 9);
+  REQUIRE((*m)[1]->type_name() == "BatchNorm1d");
+  REQUIRE((*m)[3]->type_name() == "Dropout");
+  c.norm = "layer";
+  c.dropout = 0;
+  REQUIRE((*fmnist::build_model(c, 6, 3, init, &drop))[1]->type_name() == "LayerNorm");
+  REQUIRE(fmnist::build_model(c, 6, 3, init, &drop)->size() == 7);  // no Dropout modules
+  c.norm = "group";
+  REQUIRE_THROWS_WITH(fmnist::build_model(c, 6, 3, init, &drop), Catch::Contains("'group'"));
+
+  Generator g(3);
+  data::Dataset ds = data::Dataset::make(randn({10, 6}, Dtype::Float32, g),
+                                         Tensor::from_int64({0, 1, 2, 0, 1, 2, 0, 1, 2, 0}, {10}));
+  auto bn = std::static_pointer_cast<layers::BatchNormBase>((*m)[1]);
+  const auto running_before = bn->running_mean.to_vector();
+  m->train();
+  std::vector<std::vector<std::int64_t>> conf;
+  const double acc = fmnist::evaluate(*m, ds, &conf, 4);
+  REQUIRE(m->is_training());
+  REQUIRE(bn->running_mean.to_vector() == running_before);  // eval(): statistics untouched
+  REQUIRE(autograd::tape_size() == 0);                       // NoGradGuard: nothing recorded
+  std::int64_t total = 0, diag = 0;
+  for (std::size_t i = 0; i < conf.size(); ++i)
+    for (std::size_t j = 0; j < conf.size(); ++j) {
+      total += conf[i][j];
+      if (i == j) diag += conf[i][j];
+    }
+  REQUIRE(conf.size() == 3);
+  REQUIRE(total == 10);
+  REQUIRE(acc == Approx(static_cast<double>(diag) / 10.0));
+  m->eval();
+  fmnist::evaluate(*m, ds);
+  REQUIRE_FALSE(m->is_training());
+}
+
+TEST_CASE("2 epochs on 2,000 images reach > 70% test accuracy", "[fmnist]") {
+  if (!have_data()) {
+    WARN("dataset-fashion-mnist not installed; skipping");
+    return;
+  }
+  const fmnist::Result r = fmnist::train(small_config());
+  REQUIRE(r.history.size() == 2);
+  INFO("train loss " << r.history[0].train_loss << " -> " << r.history[1].train_loss << ", val acc "
+                     << r.history[1].val_accuracy << ", test acc " << r.test_accuracy);
+  REQUIRE(r.history[1].train_loss < r.history[0].train_loss);
+  REQUIRE(r.history[0].train_loss < 2.302585);  // below chance level ln(10)
+  REQUIRE(r.test_accuracy > 0.70);
+  std::int64_t total = 0;
+  for (const auto& row : r.confusion)
+    for (auto v : row) total += v;
+  REQUIRE(total == 10000);
+}
+
+TEST_CASE("an interrupted and resumed run matches the uninterrupted one exactly", "[fmnist]") {
+  if (!have_data()) {
+    WARN("dataset-fashion-mnist not installed; skipping");
+    return;
+  }
+  TempDir dir;
+  fmnist::Config c = small_config();
+  c.checkpoint = dir.file("full.safetensors");
+  const fmnist::Result full = fmnist::train(c);
+
+  c.checkpoint = dir.file("part.safetensors");
+  c.stop_after = 1;
+  const fmnist::Result part = fmnist::train(c);
+  REQUIRE(part.epochs_done == 1);
+  REQUIRE(fs::exists(c.checkpoint + ".last"));
+
+  c.stop_after.reset();
+  c.resume = c.checkpoint + ".last";
+  const fmnist::Result resumed = fmnist::train(c);
+  REQUIRE(resumed.history.size() == 1);
+  REQUIRE(resumed.history[0].epoch == 2);
+  // Bit-for-bit: the same losses, accuracies, and every parameter, buffer and counter.
+  REQUIRE(resumed.history[0].train_loss == full.history[1].train_loss);
+  REQUIRE(resumed.history[0].val_accuracy == full.history[1].val_accuracy);
+  REQUIRE(resumed.final_state.size() == full.final_state.size());
+  for (std::size_t i = 0; i < full.final_state.size(); ++i) {
+    INFO(full.final_state[i].first);
+    REQUIRE(resumed.final_state[i].first == full.final_state[i].first);
+    REQUIRE(resumed.final_state[i].second.to_vector() == full.final_state[i].second.to_vector());
+  }
+  REQUIRE(resumed.test_accuracy == full.test_accuracy);
+  REQUIRE(resumed.confusion == full.confusion);
+
+  // A checkpoint does not resume a different network, and says why.
+  c.norm = "none";
+  REQUIRE_THROWS_WITH(fmnist::train(c), Catch::Contains("norm = batch") && Catch::Contains("norm = none"));
+}
+
+TEST_CASE("missing data names the Debian package", "[fmnist]") {
+  TempDir dir;
+  fmnist::Config c = small_config();
+  c.data_dir = dir.path.string();
+  REQUIRE_THROWS_WITH(fmnist::train(c), Catch::Contains("dataset-fashion-mnist"));
+  c = small_config();
+  c.dropout = 1.0;
+  REQUIRE_THROWS_WITH(fmnist::train(c), Catch::Contains("--dropout"));
+}

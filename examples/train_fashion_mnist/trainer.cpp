@@ -1,0 +1,297 @@
+#include "trainer.h"
+
+#include <spdlog/spdlog.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <cmath>
+#include <cstdio>
+#include <memory>
+#include <sstream>
+#include <stdexcept>
+
+#include "checkpoint_io.h"
+#include "core/autograd.h"
+#include "core/parallel.h"
+#include "data/dataloader.h"
+#include "layers/activation.h"
+#include "layers/batch_norm.h"
+#include "layers/dropout.h"
+#include "layers/layer_norm.h"
+#include "layers/linear.h"
+#include "layers/loss.h"
+#include "optim/adam.h"
+#include "optim/sgd.h"
+
+namespace fmnist {
+
+using namespace tapegrad;
+using Clock = std::chrono::steady_clock;
+
+std::vector<std::int64_t> parse_hidden(const std::string& text) {
+  std::vector<std::int64_t> out;
+  std::stringstream ss(text);
+  std::string item;
+  while (std::getline(ss, item, ',')) {
+    std::size_t used = 0;
+    long long v = 0;
+    try {
+      v = std::stoll(item, &used);
+    } catch (const std::exception&) {
+      used = 0;
+    }
+    if (used == 0 || used != item.size() || v < 1)
+      throw std::invalid_argument("--hidden: expected positive integers separated by commas (e.g. 256,128), got '" +
+                                  item + "' in '" + text + "'");
+    out.push_back(v);
+  }
+  return out;
+}
+
+std::shared_ptr<layers::Sequential> build_model(const Config& c, std::int64_t in_features, std::int64_t classes,
+                                                Generator& init, Generator* drop) {
+  auto model = std::make_shared<layers::Sequential>();
+  std::int64_t width = in_features;
+  for (std::int64_t h : c.hidden) {
+    model->push_back(std::make_shared<layers::Linear>(width, h, true, Dtype::Float32, init));
+    if (c.norm == "batch") model->push_back(std::make_shared<layers::BatchNorm1d>(h));
+    else if (c.norm == "layer") model->push_back(std::make_shared<layers::LayerNorm>(Shape{h}));
+    else if (c.norm != "none")
+      throw std::invalid_argument("--norm: expected none, batch or layer, got '" + c.norm + "'");
+    model->push_back(std::make_shared<layers::ReLU>());
+    if (c.dropout > 0) model->push_back(std::make_shared<layers::Dropout>(c.dropout, drop));
+    width = h;
+  }
+  model->push_back(std::make_shared<layers::Linear>(width, classes, true, Dtype::Float32, init));
+  return model;
+}
+
+namespace {
+
+std::unique_ptr<optim::Optimizer> make_optimizer(const Config& c, std::vector<Tensor> params) {
+  if (c.optimizer == "sgd") {
+    optim::SGDOptions o;
+    o.lr = c.lr.value_or(0.1);
+    o.momentum = 0.9;
+    return std::make_unique<optim::SGD>(std::move(params), o);
+  }
+  if (c.optimizer == "adam") {
+    optim::AdamOptions o;
+    o.lr = c.lr.value_or(1e-3);
+    return std::make_unique<optim::Adam>(std::move(params), o);
+  }
+  if (c.optimizer == "adamw") {
+    optim::AdamWOptions o;
+    o.lr = c.lr.value_or(1e-3);
+    return std::make_unique<optim::AdamW>(std::move(params), o);
+  }
+  throw std::invalid_argument("--optimizer: expected sgd, adam or adamw, got '" + c.optimizer + "'");
+}
+
+void check_config(const Config& c) {
+  if (c.epochs < 1) throw std::invalid_argument("--epochs: expected >= 1, got " + std::to_string(c.epochs));
+  if (c.batch_size < 2)
+    throw std::invalid_argument("--batch-size: expected >= 2, got " + std::to_string(c.batch_size));
+  if (!(c.dropout >= 0 && c.dropout < 1))
+    throw std::invalid_argument("--dropout: expected 0 <= p < 1, got " + std::to_string(c.dropout));
+  if (c.hidden.empty()) throw std::invalid_argument("--hidden: expected at least one hidden width");
+  if (c.limit < 0) throw std::invalid_argument("--limit: expected >= 0, got " + std::to_string(c.limit));
+  if (c.threads < 0) throw std::invalid_argument("--threads: expected >= 0, got " + std::to_string(c.threads));
+}
+
+// A one-line progress bar on a terminal: batches done, running loss, samples/s, ETA.
+class Progress {
+ public:
+  Progress(bool enabled, int epoch, int epochs, std::int64_t total)
+      : enabled_(enabled && ::isatty(::fileno(stderr))), epoch_(epoch), epochs_(epochs), total_(total),
+        start_(Clock::now()) {}
+  void update(std::int64_t done, double loss, std::int64_t samples) {
+    if (!enabled_) return;
+    const double secs = std::chrono::duration<double>(Clock::now() - start_).count();
+    if (done != total_ && secs - last_ < 0.1) return;
+    last_ = secs;
+    const int width = 30;
+    const int filled = static_cast<int>(width * done / std::max<std::int64_t>(total_, 1));
+    const double rate = secs > 0 ? samples / secs : 0.0;
+    const double eta = done > 0 ? secs * static_cast<double>(total_ - done) / static_cast<double>(done) : 0.0;
+    std::fprintf(stderr, "\repoch %d/%d [%s%s] %lld/%lld loss %.4f %.0f samples/s ETA %.0fs   ", epoch_, epochs_,
+                 std::string(static_cast<std::size_t>(filled), '#').c_str(),
+                 std::string(static_cast<std::size_t>(width - filled), '.').c_str(), static_cast<long long>(done),
+                 static_cast<long long>(total_), loss, rate, eta);
+    std::fflush(stderr);
+  }
+  void finish() {
+    if (!enabled_) return;
+    std::fprintf(stderr, "\r%*s\r", 110, "");
+    std::fflush(stderr);
+  }
+
+ private:
+  bool enabled_;
+  int epoch_, epochs_;
+  std::int64_t total_;
+  Clock::time_point start_;
+  double last_ = -1;
+};
+
+std::vector<std::pair<std::string, Tensor>> copy_state(const layers::Module& m) {
+  std::vector<std::pair<std::string, Tensor>> out;
+  for (const auto& [k, v] : m.state_dict()) out.emplace_back(k, v.clone());
+  return out;
+}
+
+}  // namespace
+
+double evaluate(layers::Module& model, const data::Dataset& ds, std::vector<std::vector<std::int64_t>>* confusion,
+                std::int64_t batch_size) {
+  const bool was_training = model.is_training();
+  model.eval();
+  NoGradGuard no_grad;
+  const std::int64_t n = ds.size();
+  std::int64_t correct = 0;
+  if (confusion) confusion->clear();
+  for (std::int64_t begin = 0; begin < n; begin += batch_size) {
+    const std::int64_t end = std::min(n, begin + batch_size);
+    const data::Dataset part = ds.slice(begin, end);
+    const Tensor logits = model(part.X).to(Dtype::Float32);
+    const std::int64_t m = logits.size(0), c = logits.size(1);
+    if (confusion && confusion->empty())
+      confusion->assign(static_cast<std::size_t>(c), std::vector<std::int64_t>(static_cast<std::size_t>(c), 0));
+    const float* p = logits.data<float>();
+    const std::int64_t* y = part.y.data<std::int64_t>();
+    for (std::int64_t i = 0; i < m; ++i) {
+      std::int64_t best = 0;
+      for (std::int64_t j = 1; j < c; ++j)
+        if (p[i * c + j] > p[i * c + best]) best = j;
+      correct += best == y[i];
+      if (confusion && y[i] >= 0 && y[i] < c) (*confusion)[static_cast<std::size_t>(y[i])][static_cast<std::size_t>(best)]++;
+    }
+  }
+  model.train(was_training);
+  return n > 0 ? static_cast<double>(correct) / static_cast<double>(n) : 0.0;
+}
+
+std::string format_confusion(const std::vector<std::vector<std::int64_t>>& confusion) {
+  const auto& names = data::fashion_mnist_classes();
+  std::ostringstream os;
+  char buf[64];
+  os << "confusion matrix (rows: true class, columns: predicted)\n";
+  std::snprintf(buf, sizeof buf, "%-12s", "");
+  os << buf;
+  for (std::size_t j = 0; j < confusion.size(); ++j) {
+    std::snprintf(buf, sizeof buf, "%6zu", j);
+    os << buf;
+  }
+  os << '\n';
+  for (std::size_t i = 0; i < confusion.size(); ++i) {
+    std::snprintf(buf, sizeof buf, "%zu %-10s", i, i < names.size() ? names[i] : "?");
+    os << buf;
+    for (auto v : confusion[i]) {
+      std::snprintf(buf, sizeof buf, "%6lld", static_cast<long long>(v));
+      os << buf;
+    }
+    os << '\n';
+  }
+  return os.str();
+}
+
+Result train(const Config& cfg) {
+  check_config(cfg);
+  if (cfg.threads > 0) set_num_threads(cfg.threads);
+
+  // ---- data --------------------------------------------------------------------------
+  const data::Dataset full = data::load_fashion_mnist(cfg.data_dir, true, cfg.limit);
+  const data::Dataset test_raw = data::load_fashion_mnist(cfg.data_dir, false);
+  const std::int64_t val_size = cfg.val_size >= 0 ? cfg.val_size : (cfg.limit > 0 ? full.size() / 10 : 5000);
+  Generator data_gen(cfg.seed);               // split, then one shuffle per epoch
+  Generator init_gen(cfg.seed + 0x5EED);      // weights
+  Generator drop_gen(cfg.seed + 2 * 0x5EED);  // dropout masks
+  const data::TrainValSplit split = data::train_val_split(full, val_size, data_gen);
+  const data::Standardizer standardizer = data::Standardizer::fit(split.train.X);
+  const data::Dataset train_ds = standardizer.transform(split.train);
+  const data::Dataset val_ds = standardizer.transform(split.val);
+  const data::Dataset test_ds = standardizer.transform(test_raw);
+  spdlog::info("data: {} train, {} validation, {} test images; standardised with training mean {:.4f}, std {:.4f}",
+               train_ds.size(), val_ds.size(), test_ds.size(), standardizer.mean()[0], standardizer.stddev()[0]);
+
+  // ---- model and optimizer -------------------------------------------------------------
+  auto model = build_model(cfg, data::kFashionMnistPixels, data::kFashionMnistClasses, init_gen, &drop_gen);
+  auto opt = make_optimizer(cfg, model->parameters());
+  data::DataLoader loader(train_ds, {cfg.batch_size, true, /*drop_last=*/true}, data_gen);
+  if (loader.num_batches() == 0)
+    throw std::invalid_argument("--batch-size " + std::to_string(cfg.batch_size) + " exceeds the " +
+                                std::to_string(train_ds.size()) + " training images");
+
+  Result result;
+  TrainingState st;
+  if (!cfg.resume.empty()) {
+    st = load_training_checkpoint(cfg.resume, cfg, *model, *opt, data_gen, drop_gen);
+    spdlog::info("resumed from {} after epoch {} (best validation accuracy {:.2f}% at epoch {})", cfg.resume,
+                 st.epoch, 100 * st.best_val_accuracy, st.best_epoch);
+  }
+  spdlog::info("model: {} | optimizer {} lr {} | {} batches of {} per epoch", model->repr(), opt->type_name(),
+               opt->lr(0), loader.num_batches(), cfg.batch_size);
+
+  int run_here = 0;
+  for (int epoch = st.epoch + 1; epoch <= cfg.epochs; ++epoch) {
+    if (cfg.stop_after && run_here >= *cfg.stop_after) break;
+    model->train();
+    const auto t0 = Clock::now();
+    Progress bar(cfg.progress, epoch, cfg.epochs, loader.num_batches());
+    double loss_sum = 0;
+    std::int64_t seen = 0, done = 0;
+    for (const data::Batch& b : loader) {
+      Tensor logits = (*model)(b.X);
+      Tensor loss = layers::cross_entropy(logits, b.y);
+      opt->zero_grad();
+      loss.backward();
+      opt->step();
+      const double l = loss.item();
+      if (!std::isfinite(l))
+        throw std::runtime_error("training diverged: loss " + std::to_string(l) + " at epoch " +
+                                 std::to_string(epoch) + ", batch " + std::to_string(done));
+      loss_sum += l * static_cast<double>(b.size());
+      seen += b.size();
+      bar.update(++done, loss_sum / static_cast<double>(seen), seen);
+    }
+    bar.finish();
+    const double secs = std::chrono::duration<double>(Clock::now() - t0).count();
+    EpochStats es;
+    es.epoch = epoch;
+    es.train_loss = loss_sum / static_cast<double>(seen);
+    es.seconds = secs;
+    es.samples_per_second = static_cast<double>(seen) / secs;
+    es.val_accuracy = evaluate(*model, val_ds);
+    result.history.push_back(es);
+    ++run_here;
+    st.epoch = epoch;
+    const bool improved = es.val_accuracy > st.best_val_accuracy;
+    if (improved) {
+      st.best_val_accuracy = es.val_accuracy;
+      st.best_epoch = epoch;
+    }
+    spdlog::info("epoch {:2d}/{}: train loss {:.4f}, validation accuracy {:.2f}%{}, {:.1f} s ({:.0f} samples/s)",
+                 epoch, cfg.epochs, es.train_loss, 100 * es.val_accuracy, improved ? " (best)" : "", secs,
+                 es.samples_per_second);
+    if (!cfg.checkpoint.empty()) {
+      if (improved) save_training_checkpoint(cfg.checkpoint, cfg, st, *model, *opt, data_gen, drop_gen);
+      save_training_checkpoint(cfg.checkpoint + ".last", cfg, st, *model, *opt, data_gen, drop_gen);
+    }
+  }
+  result.epochs_done = st.epoch;
+  result.best_epoch = st.best_epoch;
+  result.best_val_accuracy = st.best_val_accuracy;
+  result.final_state = copy_state(*model);
+
+  // ---- test ------------------------------------------------------------------------------
+  if (!cfg.checkpoint.empty() && st.best_epoch > 0) {
+    load_model_weights(cfg.checkpoint, *model);
+    spdlog::info("test evaluation with the best checkpoint (epoch {}, validation accuracy {:.2f}%)", st.best_epoch,
+                 100 * st.best_val_accuracy);
+  }
+  result.test_accuracy = evaluate(*model, test_ds, &result.confusion);
+  spdlog::info("test accuracy {:.2f}% ({} images)", 100 * result.test_accuracy, test_ds.size());
+  return result;
+}
+
+}  // namespace fmnist

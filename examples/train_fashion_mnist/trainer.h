@@ -1,0 +1,83 @@
+#pragma once
+// Fashion-MNIST MLP trainer: the loop behind the train_fashion_mnist binary, kept in a
+// library so the tests run the same code.
+//
+// Data: the training file's first `limit` images (all when 0); `val_size` of them held out
+// at random for validation (default 5,000, or a tenth with --limit); pixels /255 then
+// standardised with the mean and std of the remaining training images only. The test
+// split (10,000 images) is only used once, at the end, with the best checkpoint's weights
+// when a checkpoint path is given, else the last weights.
+// Model: 784 -> [Linear -> norm -> ReLU -> Dropout(p)] per hidden width -> Linear(10);
+// loss: cross-entropy on the logits.
+#include <cstdint>
+#include <functional>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "data/fashion_mnist.h"
+#include "layers/sequential.h"
+
+namespace fmnist {
+
+struct Config {
+  std::string data_dir = tapegrad::data::kFashionMnistDir;
+  int epochs = 15;
+  std::int64_t batch_size = 128;
+  std::optional<double> lr;      ///< default per optimizer: sgd 0.1, adam/adamw 1e-3
+  std::string optimizer = "adam";  ///< sgd (momentum 0.9) | adam | adamw (weight decay 1e-2)
+  std::string norm = "batch";      ///< none | batch | layer
+  double dropout = 0.2;
+  std::vector<std::int64_t> hidden = {256, 128};
+  std::uint64_t seed = 0;
+  std::string checkpoint;  ///< best weights to <checkpoint>, latest state to <checkpoint>.last
+  std::string resume;      ///< a checkpoint written by a previous run (best or .last)
+  int threads = 0;         ///< 0: leave the default (all cores)
+  std::int64_t limit = 0;  ///< use only the first N training images (0: all)
+  std::int64_t val_size = -1;  ///< -1: 5,000, or limit/10 when limit is set
+  /// Stop after this many epochs in this invocation (to simulate an interruption).
+  std::optional<int> stop_after;
+  bool progress = true;  ///< progress bar on a terminal (ignored when stderr is not a tty)
+};
+
+/// Parses "256,128" into {256, 128}; throws std::invalid_argument naming the bad item.
+std::vector<std::int64_t> parse_hidden(const std::string& text);
+
+struct EpochStats {
+  int epoch = 0;  ///< 1-based
+  double train_loss = 0;
+  double val_accuracy = 0;
+  double seconds = 0;
+  double samples_per_second = 0;
+};
+
+struct Result {
+  std::vector<EpochStats> history;  ///< epochs run by this invocation
+  int best_epoch = 0;
+  double best_val_accuracy = 0;
+  double test_accuracy = 0;
+  /// confusion[true][pred] over the test split.
+  std::vector<std::vector<std::int64_t>> confusion;
+  /// The final model's state_dict (copies), after the last epoch (not the best weights).
+  std::vector<std::pair<std::string, tapegrad::Tensor>> final_state;
+  int epochs_done = 0;  ///< counting restored epochs
+};
+
+/// Builds the MLP for `config` (weights from init, dropout masks from drop).
+std::shared_ptr<tapegrad::layers::Sequential> build_model(const Config& config, std::int64_t in_features,
+                                                          std::int64_t classes, tapegrad::Generator& init,
+                                                          tapegrad::Generator* drop);
+
+/// Accuracy and confusion matrix of `model` on (X, y): eval() and NoGradGuard, then the
+/// model's previous mode is restored.
+double evaluate(tapegrad::layers::Module& model, const tapegrad::data::Dataset& ds,
+                std::vector<std::vector<std::int64_t>>* confusion = nullptr, std::int64_t batch_size = 1000);
+
+/// Trains as the config says, logging through spdlog. Throws std::runtime_error for
+/// missing data (naming the Debian package), std::invalid_argument for bad options.
+Result train(const Config& config);
+
+/// The confusion matrix as aligned text with class names.
+std::string format_confusion(const std::vector<std::vector<std::int64_t>>& confusion);
+
+}  // namespace fmnist
