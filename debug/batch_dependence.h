@@ -43,6 +43,7 @@ struct BatchDependenceResult {
 /// Side effects: none. The forwards run under NoGradGuard and AuditPause, and every buffer
 /// (running_mean, running_var, num_batches_tracked) is saved before and restored after, so
 /// measuring in train mode does not corrupt the running statistics; the mode is not changed.
+/// (A Dropout in train mode still draws its masks from its generator.)
 /// Throws std::invalid_argument for N < 1, companions < 1, or a pool whose trailing shape differs
 /// (naming both shapes), and rethrows any error of model(x) itself.
 BatchDependenceResult batch_dependence(layers::Module& model, const Tensor& x, BatchDependenceOptions options = {});

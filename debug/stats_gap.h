@@ -38,7 +38,8 @@ struct StatsGapReport {
 /// 0.01), biased running variance at small batches, train() forgotten (frozen stats),
 /// checkpoints loaded without buffers (init values 0 / 1).
 /// Side effects: none. Modes of every module and every buffer are saved and restored; the
-/// forward runs under NoGradGuard and AuditPause. Needs N >= 2; rethrows model errors.
+/// forward runs under NoGradGuard and AuditPause (a Dropout is active in it, as in training,
+/// and draws from its generator). Needs N >= 2; rethrows model errors.
 StatsGapReport running_stats_gap(layers::Module& model, const Tensor& x);
 
 }  // namespace tapegrad::debug
