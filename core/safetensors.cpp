@@ -151,7 +151,7 @@ SafetensorsContent parse_safetensors(const std::uint8_t* data, std::size_t size)
   SafetensorsContent out;
   std::vector<Entry> entries;
   for (auto& [name, v] : header.items()) {
-    auto at = [&] { return where(name); };  // only computed on error
+    auto at = [&, &key = name] { return where(key); };  // only computed on error (clang 14 cannot capture a binding)
     if (name == "__metadata__") {
       if (!v.is_object()) fail("__metadata__ is not an object", at());
       for (auto& [k, s] : v.items()) {
