@@ -1,7 +1,92 @@
 #!/usr/bin/env bash
-# Install what is missing, build, and run every test (ctest).
+# The test entry point (the README's test command; CI runs it through .ci/run).
+# Installs what is missing, then runs three stages; any failure exits non-zero:
+#   asan     build-asan/: gcc, -O1 -g, AddressSanitizer + UndefinedBehaviorSanitizer
+#            (TAPEGRAD_SANITIZE=address,undefined, no recovery), the whole Catch2 suite
+#            with the leak checker on. Any sanitizer report fails.
+#   fuzz     build-fuzz/: clang, libFuzzer + ASan + UBSan; every fuzz/fuzz_<name> target
+#            runs for TAPEGRAD_FUZZ_SECONDS (default 60) from fuzz/corpus/<name>. Any
+#            crash, sanitizer report or leak fails; the input is kept in
+#            build-fuzz/artifacts/.
+#   release  build/: scripts/build.sh (Release) and ctest. Last, so the script's closing
+#            lines are ctest's "N tests passed/failed" summary.
+# TAPEGRAD_TEST_STAGES selects stages (default "asan fuzz release"), e.g.
+#   TAPEGRAD_TEST_STAGES=release bash scripts/test.sh
+# Build folders: BUILD_DIR (build), ASAN_BUILD_DIR (build-asan), FUZZ_BUILD_DIR (build-fuzz).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 scripts/setup.sh
-scripts/build.sh
-ctest --test-dir build --output-on-failure -j "$(nproc)"
+
+stages=" ${TAPEGRAD_TEST_STAGES:-asan fuzz release} "
+jobs="$(nproc)"
+fuzz_seconds="${TAPEGRAD_FUZZ_SECONDS:-60}"
+launcher=()
+command -v ccache > /dev/null && launcher=(-DCMAKE_CXX_COMPILER_LAUNCHER=ccache)
+started=$SECONDS
+asan_dir="${ASAN_BUILD_DIR:-build-asan}"
+fuzz_dir="${FUZZ_BUILD_DIR:-build-fuzz}"
+release_dir="${BUILD_DIR:-build}"
+
+configure() {  # configure <build-dir> <cmake args...>: quiet unless it fails
+  local dir="$1"
+  shift
+  cmake -S . -B "$dir" "${launcher[@]}" "$@" > "$dir.configure.log" 2>&1 || {
+    cat "$dir.configure.log"
+    exit 1
+  }
+}
+
+stage_done() { echo "== $1: passed in $((SECONDS - $2)) s"; }
+
+if [[ "$stages" == *" asan "* ]]; then
+  t0=$SECONDS
+  echo "== asan: AddressSanitizer + UndefinedBehaviorSanitizer build of the test suite"
+  configure "$asan_dir" -DCMAKE_BUILD_TYPE=Debug "-DCMAKE_CXX_FLAGS_DEBUG=-O1 -g" \
+    -DTAPEGRAD_SANITIZE=address,undefined \
+    -DTAPEGRAD_BUILD_EXAMPLES=OFF -DTAPEGRAD_BUILD_BENCH=OFF -DTAPEGRAD_FUZZ=OFF
+  cmake --build "$asan_dir" -j "$jobs" --target tapegrad_tests
+  echo "== asan: running every test case (leak checker on)"
+  # halt_on_error + -fno-sanitize-recover: the first report ends the run with a non-zero
+  # status. detect_leaks reports at exit whatever the whole suite leaked.
+  ASAN_OPTIONS=detect_leaks=1:halt_on_error=1:detect_stack_use_after_return=1:check_initialization_order=1 \
+    UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
+    OMP_NUM_THREADS="$jobs" \
+    "$asan_dir/tests/tapegrad_tests"
+  stage_done asan "$t0"
+fi
+
+if [[ "$stages" == *" fuzz "* ]]; then
+  t0=$SECONDS
+  echo "== fuzz: libFuzzer targets (clang, ASan + UBSan), ${fuzz_seconds} s each"
+  configure "$fuzz_dir" -DCMAKE_CXX_COMPILER=clang++ -DCMAKE_BUILD_TYPE=RelWithDebInfo -DTAPEGRAD_FUZZ=ON \
+    -DTAPEGRAD_BUILD_TESTS=OFF -DTAPEGRAD_BUILD_EXAMPLES=OFF -DTAPEGRAD_BUILD_BENCH=OFF
+  cmake --build "$fuzz_dir" -j "$jobs" --target tapegrad_fuzzers
+  mkdir -p "$fuzz_dir/artifacts"
+  for exe in "$fuzz_dir"/fuzz/fuzz_*; do
+    [[ -f "$exe" && -x "$exe" ]] || continue
+    name="${exe##*/fuzz_}"
+    seeds="fuzz/corpus/$name"
+    scratch="$fuzz_dir/corpus/$name"  # new inputs go here; the committed seeds stay as they are
+    mkdir -p "$scratch"
+    dict=()
+    [[ -f "fuzz/$name.dict" ]] && dict=("-dict=fuzz/$name.dict")
+    log="$fuzz_dir/fuzz_$name.log"
+    echo "-- fuzz_$name: seeds $seeds, log $log"
+    if ! "$exe" -max_total_time="$fuzz_seconds" -timeout=10 -rss_limit_mb=2048 -print_final_stats=1 \
+        -artifact_prefix="$fuzz_dir/artifacts/$name-" "${dict[@]}" "$scratch" "$seeds" > "$log" 2>&1; then
+      tail -n 60 "$log"
+      echo "== fuzz: fuzz_$name FAILED; reproduce with: $exe $fuzz_dir/artifacts/$name-*"
+      exit 1
+    fi
+    grep -E "^Done|stat::number_of_executed_units|stat::new_units_added" "$log" | tr '\n' ' '
+    echo
+  done
+  stage_done fuzz "$t0"
+fi
+
+if [[ "$stages" == *" release "* ]]; then
+  t0=$SECONDS
+  echo "== release: build and ctest (all stages so far took $((SECONDS - started)) s)"
+  BUILD_DIR="$release_dir" scripts/build.sh
+  ctest --test-dir "$release_dir" --output-on-failure -j "$jobs"
+fi

@@ -1,0 +1,81 @@
+// Bad input to LayerNorm, GroupNorm, InstanceNorm1d/2d and Dropout (docs/errors.md,
+// "Layers"): the documented exception type and a message naming expected and actual.
+#include <catch2/catch.hpp>
+
+#include <cmath>
+
+#include "core/tapegrad.h"
+#include "layers/dropout.h"
+#include "layers/group_norm.h"
+#include "layers/instance_norm.h"
+#include "layers/layer_norm.h"
+#include "test_errors_support.h"
+
+using namespace tapegrad;
+using namespace tapegrad::layers;
+using Catch::Matchers::Contains;
+using tapegrad::test::thrown;
+
+namespace {
+Tensor f32(const Shape& s, double v = 1.0) { return Tensor::full(s, v, Dtype::Float32); }
+}  // namespace
+
+TEST_CASE("errors: LayerNorm names normalized_shape and the input shape", "[errors]") {
+  LayerNorm ln({4});
+  CHECK_THAT(thrown<std::invalid_argument>([&] { ln(f32({2, 3})); }),
+             Contains("trailing dims [4]") && Contains("[2, 3]"));
+  LayerNorm ln2({3, 4});
+  CHECK_THAT(thrown<std::invalid_argument>([&] { ln2(f32({2, 4, 3})); }),
+             Contains("[3, 4]") && Contains("[2, 4, 3]"));
+  CHECK_THAT(thrown<std::invalid_argument>([&] { ln2(f32({4})); }), Contains("[3, 4]") && Contains("[4]"));
+  CHECK_THAT(thrown<std::invalid_argument>([&] { ln(Tensor::ones({2, 4}, Dtype::Float64)); }),
+             Contains("float64") && Contains("float32"));
+  CHECK_THAT(thrown<std::invalid_argument>([&] { LayerNorm(Shape{}); }), Contains("normalized_shape"));
+  CHECK_THAT(thrown<std::invalid_argument>([&] { LayerNorm(Shape{3, 0}); }), Contains("[3, 0]"));
+  CHECK_THAT(thrown<std::invalid_argument>([&] { LayerNorm(Shape{3}, -1.0); }), Contains("eps must be >= 0"));
+  // One sample is fine for LayerNorm (no batch statistics), and so is an empty batch.
+  CHECK(ln(f32({1, 4})).shape() == Shape{1, 4});
+  CHECK(ln(f32({0, 4})).shape() == Shape{0, 4});
+}
+
+TEST_CASE("errors: GroupNorm names channels, groups and the input shape", "[errors]") {
+  CHECK_THAT(thrown<std::invalid_argument>([&] { GroupNorm(4, 6); }),
+             Contains("num_channels (6)") && Contains("num_groups (4)"));
+  CHECK_THAT(thrown<std::invalid_argument>([&] { GroupNorm(0, 6); }), Contains("num_groups=0"));
+  GroupNorm gn(2, 6);
+  CHECK_THAT(thrown<std::invalid_argument>([&] { gn(f32({2, 4, 5})); }), Contains("(N, 6, *)") && Contains("[2, 4, 5]"));
+  CHECK_THAT(thrown<std::invalid_argument>([&] { gn(f32({6})); }), Contains("(N, 6, *)") && Contains("[6]"));
+  CHECK_THAT(thrown<std::invalid_argument>([&] { gn(Tensor::ones({2, 6}, Dtype::Float64)); }),
+             Contains("float64") && Contains("float32"));
+}
+
+TEST_CASE("errors: InstanceNorm names rank, channels and single-position inputs", "[errors]") {
+  InstanceNorm1d in1(3);
+  CHECK_THAT(thrown<std::invalid_argument>([&] { in1(f32({2, 3, 4, 4})); }),
+             Contains("InstanceNorm1d") && Contains("3D (N, C, L) or 2D (C, L)") && Contains("[2, 3, 4, 4]"));
+  CHECK_THAT(thrown<std::invalid_argument>([&] { in1(f32({2, 5, 4})); }),
+             Contains("expected 3 channels (dim 1)") && Contains("[2, 5, 4]"));
+  // A single position per instance would be normalised to 0 with its own statistics
+  // (PyTorch: "Expected more than 1 spatial element when training").
+  CHECK_THAT(thrown<std::invalid_argument>([&] { in1(f32({2, 3, 1})); }),
+             Contains("more than 1 spatial element") && Contains("[2, 3, 1]"));
+  InstanceNorm2d in2(3);
+  CHECK_THAT(thrown<std::invalid_argument>([&] { in2(f32({2, 3, 4})); }),
+             Contains("expected 3 channels (dim 0)") && Contains("[2, 3, 4]"));  // read as unbatched (C, H, W)
+  CHECK_THAT(thrown<std::invalid_argument>([&] { in2(f32({2, 3})); }),
+             Contains("4D (N, C, H, W) or 3D (C, H, W)") && Contains("[2, 3]"));
+  InstanceNormOptions o;
+  o.momentum = 2.0;
+  CHECK_THAT(thrown<std::invalid_argument>([&] { InstanceNorm1d(3, o); }), Contains("momentum") && Contains("2.0"));
+}
+
+TEST_CASE("errors: Dropout p outside [0, 1] is refused, naming p", "[errors]") {
+  CHECK_THAT(thrown<std::invalid_argument>([&] { Dropout(1.5); }), Contains("[0, 1]") && Contains("1.5"));
+  CHECK_THAT(thrown<std::invalid_argument>([&] { Dropout(-0.1); }), Contains("-0.1"));
+  CHECK_THAT(thrown<std::invalid_argument>([&] { Dropout(std::nan("")); }), Contains("nan"));
+  // The edges are valid: p = 0 keeps everything, p = 1 zeroes everything (PyTorch).
+  Generator gen(1);
+  Dropout keep(0.0, &gen), drop(1.0, &gen);
+  CHECK(keep(f32({4}, 2.0)).to_vector() == std::vector<double>{2, 2, 2, 2});
+  CHECK(drop(f32({4}, 2.0)).to_vector() == std::vector<double>{0, 0, 0, 0});
+}

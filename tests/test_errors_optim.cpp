@@ -1,0 +1,111 @@
+// Bad optimizer options and parameters, and the optional non-finite check at step()
+// (optim/finite_check.h): docs/errors.md, "Optimizers".
+#include <catch2/catch.hpp>
+
+#include <cmath>
+#include <limits>
+#include <memory>
+
+#include "core/tapegrad.h"
+#include "layers/linear.h"
+#include "layers/sequential.h"
+#include "optim/adam.h"
+#include "optim/finite_check.h"
+#include "optim/rmsprop.h"
+#include "optim/sgd.h"
+#include "test_errors_support.h"
+
+using namespace tapegrad;
+using Catch::Matchers::Contains;
+using tapegrad::test::thrown;
+
+namespace {
+Tensor param(const std::vector<double>& v) {
+  Tensor t = Tensor::from_vector(v, {static_cast<std::int64_t>(v.size())}, Dtype::Float32);
+  t.requires_grad_();
+  return t;
+}
+}  // namespace
+
+TEST_CASE("errors: optimizer options out of range name the option and the value", "[errors]") {
+  Tensor w = param({1, 2});
+  optim::AdamOptions a;
+  a.betas = {0.9, 1.0};
+  CHECK_THAT(thrown<std::invalid_argument>([&] { optim::Adam({w}, a); }),
+             Contains("beta at index 1") && Contains("[0, 1)"));
+  a.betas = {-0.1, 0.999};
+  CHECK_THAT(thrown<std::invalid_argument>([&] { optim::Adam({w}, a); }), Contains("beta at index 0"));
+  a = {};
+  a.lr = -1e-3;
+  CHECK_THAT(thrown<std::invalid_argument>([&] { optim::Adam({w}, a); }), Contains("learning rate") && Contains("expected >= 0"));
+  optim::RMSpropOptions r;
+  r.momentum = -0.9;
+  CHECK_THAT(thrown<std::invalid_argument>([&] { optim::RMSprop({w}, r); }), Contains("momentum") && Contains("-0.9"));
+  // set_lr validates like the constructor (schedulers go through it) and changes nothing on error.
+  optim::SGD sgd({w}, {});
+  CHECK_THAT(thrown<std::invalid_argument>([&] { sgd.set_lr(0, -0.5); }), Contains("learning rate") && Contains("-0.5"));
+  CHECK_THAT(thrown<std::invalid_argument>([&] { sgd.set_lr(0, std::nan("")); }), Contains("learning rate"));
+  CHECK(sgd.lr(0) == Approx(0.01));
+}
+
+TEST_CASE("errors: optimizers accept only float leaf parameters, once", "[errors]") {
+  Tensor w = param({1, 2});
+  Tensor nonleaf = mul(w, 2.0);
+  CHECK_THAT(thrown<std::invalid_argument>([&] { optim::SGD({nonleaf}, {}); }), Contains("parameter 0") && Contains("leaf"));
+  CHECK_THAT(thrown<std::invalid_argument>([&] { optim::SGD({w, w}, {}); }), Contains("parameter 1") && Contains("more than one"));
+  CHECK_THAT(thrown<std::invalid_argument>([&] { optim::SGD({Tensor::zeros({}, Dtype::Int64)}, {}); }),
+             Contains("int64") && Contains("buffers"));
+  // A gradient whose shape does not match its parameter is caught at step(), naming both.
+  optim::SGD sgd({w}, {});
+  w.impl()->autograd->grad = Tensor::ones({3}, Dtype::Float32);  // bypasses set_grad's own check
+  CHECK_THAT(thrown<std::invalid_argument>([&] { sgd.step(); }),
+             Contains("parameter 0") && Contains("[2] float32") && Contains("[3] float32"));
+}
+
+TEST_CASE("errors: check_finite names the parameter, the element and the value", "[errors]") {
+  Tensor w = param({1, 2, 3});
+  Tensor b = param({0});
+  optim::check_finite({w, b});  // all finite: no throw
+  w.set_grad(Tensor::from_vector({0, std::numeric_limits<double>::infinity(), std::nan("")}, {3}, Dtype::Float32));
+  CHECK_THAT(thrown<std::runtime_error>([&] { optim::check_finite({w, b}); }),
+             Contains("parameter 0 [3] float32") && Contains("non-finite gradient") && Contains("element 1 is inf") &&
+                 Contains("2 of 3"));
+  optim::check_finite({w, b}, /*check_grads=*/false);  // values are finite
+  {
+    NoGradGuard ng;
+    Tensor(b).fill_(std::nan(""));
+  }
+  CHECK_THAT(thrown<std::runtime_error>([&] { optim::check_finite({{"head.bias", b}}); }),
+             Contains("head.bias") && Contains("non-finite value") && Contains("element 0 is nan"));
+}
+
+TEST_CASE("errors: with FiniteCheckGuard a step with a NaN gradient throws and changes nothing", "[errors]") {
+  Generator gen(2);
+  auto net = std::make_shared<layers::Sequential>(std::initializer_list<layers::ModulePtr>{
+      std::make_shared<layers::Linear>(2, 2, true, Dtype::Float32, gen)});
+  optim::SGDOptions o;
+  o.lr = 0.1;
+  o.momentum = 0.9;
+  optim::SGD sgd(net->parameters(), o);
+  const Tensor x = Tensor::from_vector({1, 2}, {1, 2}, Dtype::Float32);
+  sum(square((*net)(x))).backward();
+  // Poison one gradient element, as a division by zero upstream would.
+  {
+    NoGradGuard ng;
+    net->named_parameters()[1].second.grad().data<float>()[1] = std::numeric_limits<float>::quiet_NaN();
+  }
+  const std::vector<double> w0 = net->named_parameters()[0].second.to_vector();
+  const std::vector<double> b0 = net->named_parameters()[1].second.to_vector();
+  {
+    optim::FiniteCheckGuard guard(net.get());
+    CHECK_THAT(thrown<std::runtime_error>([&] { sgd.step(); }),
+               Contains("'0.bias'") && Contains("non-finite gradient") && Contains("element 1 is nan") &&
+                   Contains("the step was not taken"));
+    CHECK(net->named_parameters()[0].second.to_vector() == w0);  // the weight, checked first, is untouched too
+    CHECK(net->named_parameters()[1].second.to_vector() == b0);
+    CHECK_FALSE(sgd.state_dict().contains("state.0.momentum_buffer"));  // no momentum state was started
+  }
+  // Without the guard the step goes through and the NaN lands in the parameter.
+  sgd.step();
+  CHECK(std::isnan(net->named_parameters()[1].second.to_vector()[1]));
+}
