@@ -25,7 +25,12 @@ std::string LeakyReLU::extra_repr() const {
   return os.str();
 }
 
-Tensor GELU::forward(const Tensor& x) { return gelu(x); }
+GELU::GELU(std::string approx) : approximate(std::move(approx)) {
+  if (approximate != "none" && approximate != "tanh")
+    throw std::invalid_argument("GELU: approximate must be \"none\" or \"tanh\", got \"" + approximate + "\"");
+}
+Tensor GELU::forward(const Tensor& x) { return gelu(x, approximate == "tanh"); }
+std::string GELU::extra_repr() const { return approximate == "none" ? "" : "approximate='" + approximate + "'"; }
 
 Flatten::Flatten(std::int64_t s, std::int64_t e) : start_dim(s), end_dim(e) {}
 

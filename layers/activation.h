@@ -38,11 +38,16 @@ class LeakyReLU : public Module {
   double negative_slope;
 };
 
-/// GELU, exact erf form: ½·x·(1 + erf(x/√2)) (Hendrycks & Gimpel 2016); any shape.
+/// GELU (Hendrycks & Gimpel 2016); any shape. approximate = "none" (default): the exact
+/// erf form ½·x·(1 + erf(x/√2)); "tanh": PyTorch's tanh approximation. Any other value
+/// throws std::invalid_argument naming it.
 class GELU : public Module {
  public:
+  explicit GELU(std::string approximate = "none");
   Tensor forward(const Tensor& x) override;
   std::string type_name() const override { return "GELU"; }
+  std::string extra_repr() const override;
+  std::string approximate;
 };
 
 /// Returns its input unchanged (the same tensor); a placeholder in Sequential.

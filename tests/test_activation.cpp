@@ -67,8 +67,23 @@ TEST_CASE("leaky_relu matches F.leaky_relu(x, 0.1), slope at 0", "[activation]")
 }
 
 TEST_CASE("gelu (erf form) matches F.gelu, values and gradient", "[activation]") {
-  check_against_torch(gelu, {-0.00404969409489031, -0.15426876936299344, 0.0, 0.5306254434438489, 2.4844758366855597},
+  check_against_torch([](const Tensor& t) { return gelu(t); },
+                      {-0.00404969409489031, -0.15426876936299344, 0.0, 0.5306254434438489, 2.4844758366855597},
                       {-0.01194564720418392, -0.26500975068767424, 0.25, 2.9298423034009797, -1.037611085908145});
+}
+
+TEST_CASE("gelu tanh approximation matches F.gelu(x, approximate='tanh')", "[activation]") {
+  Tensor x = leaf(kX, {5});
+  Tensor y = gelu(x, true);
+  require_close(y.to_vector(),
+                {-0.0036373920817729943, -0.15428599017485606, 0.0, 0.5305701347051167, 2.484915733910001});
+  y.backward(Tensor::from_vector(kG, {5}));
+  require_close(x.grad().to_vector(),
+                {-0.011584166630969648, -0.2652601929307153, 0.25, 2.929071655968312, -1.037951576212666});
+  layers::GELU m("tanh");
+  REQUIRE(m.forward(x.detach()).to_vector() == y.to_vector());
+  REQUIRE(m.extra_repr() == "approximate='tanh'");
+  REQUIRE_THROWS_WITH(layers::GELU("fast"), Catch::Contains("fast"));
 }
 
 TEST_CASE("gradcheck: sigmoid, tanh, leaky_relu, gelu", "[activation][gradcheck]") {
@@ -79,6 +94,7 @@ TEST_CASE("gradcheck: sigmoid, tanh, leaky_relu, gelu", "[activation][gradcheck]
   require_gradcheck([](const std::vector<Tensor>& v) { return tapegrad::tanh(v[0]); }, {x});
   require_gradcheck([](const std::vector<Tensor>& v) { return leaky_relu(v[0], 0.2); }, {x});
   require_gradcheck([](const std::vector<Tensor>& v) { return gelu(v[0]); }, {x});
+  require_gradcheck([](const std::vector<Tensor>& v) { return gelu(v[0], true); }, {x});
   // composed: the tape chains them
   require_gradcheck([](const std::vector<Tensor>& v) { return gelu(tapegrad::tanh(sigmoid(v[0]) * 3.0)); }, {x});
 }

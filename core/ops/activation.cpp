@@ -65,19 +65,34 @@ Tensor leaky_relu(const Tensor& x, double negative_slope) {
   return out;
 }
 
-Tensor gelu(const Tensor& x) {
+Tensor gelu(const Tensor& x, bool tanh_approximation) {
   kernels::check_floating(x, "gelu");
   constexpr double kInvSqrt2 = 0.70710678118654752440;
   constexpr double kInvSqrt2Pi = 0.39894228040143267794;
+  constexpr double kSqrt2OverPi = 0.79788456080286535588;
+  constexpr double kCubic = 0.044715;
   Tensor out = TAPEGRAD_DISPATCH_FLOAT(x.dtype(), "gelu", [&] {
+    if (tanh_approximation)
+      return kernels::map_unary<scalar_t>(x, [](scalar_t v) {
+        const double d = v;
+        return static_cast<scalar_t>(0.5 * d * (1.0 + std::tanh(kSqrt2OverPi * (d + kCubic * d * d * d))));
+      });
     return kernels::map_unary<scalar_t>(x, [](scalar_t v) {
       return static_cast<scalar_t>(0.5 * v * (1.0 + std::erf(v * kInvSqrt2)));
     });
   });
   if (autograd::needs_grad({&x}))
-    autograd::record("gelu", out, {x}, [x = x.detach()](const Tensor& g, GradSink& gs) {
-      // d/dx x·Φ(x) = Φ(x) + x·φ(x)
+    autograd::record("gelu", out, {x}, [x = x.detach(), tanh_approximation](const Tensor& g, GradSink& gs) {
       gs.add(0, TAPEGRAD_DISPATCH_FLOAT(g.dtype(), "gelu_backward", [&] {
+               if (tanh_approximation)
+                 // ½(1 + t) + ½·x·(1 - t²)·du/dx with t = tanh(u), u = √(2/π)(x + 0.044715x³)
+                 return kernels::map_binary_same<scalar_t>(g, x, [](scalar_t gv, scalar_t xv) {
+                   const double v = xv;
+                   const double t = std::tanh(kSqrt2OverPi * (v + kCubic * v * v * v));
+                   const double du = kSqrt2OverPi * (1.0 + 3.0 * kCubic * v * v);
+                   return static_cast<scalar_t>(gv * (0.5 * (1.0 + t) + 0.5 * v * (1.0 - t * t) * du));
+                 });
+               // d/dx x·Φ(x) = Φ(x) + x·φ(x)
                return kernels::map_binary_same<scalar_t>(g, x, [](scalar_t gv, scalar_t xv) {
                  const double v = xv;
                  const double cdf = 0.5 * (1.0 + std::erf(v * kInvSqrt2));

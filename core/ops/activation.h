@@ -14,8 +14,11 @@ Tensor tanh(const Tensor& x);
 /// x for x > 0, slope·x otherwise (PyTorch's negative_slope, default 0.01).
 /// d/dx = 1 for x > 0, slope for x <= 0 (PyTorch's convention at 0).
 Tensor leaky_relu(const Tensor& x, double negative_slope = 0.01);
-/// GELU, exact erf form (Hendrycks & Gimpel 2016): x·Φ(x) = ½·x·(1 + erf(x/√2)).
-/// d/dx = Φ(x) + x·φ(x), φ(x) = e^(-x²/2)/√(2π).
-Tensor gelu(const Tensor& x);
+/// GELU (Hendrycks & Gimpel 2016). Default, the exact erf form:
+///   x·Φ(x) = ½·x·(1 + erf(x/√2)),  d/dx = Φ(x) + x·φ(x),  φ(x) = e^(-x²/2)/√(2π).
+/// tanh_approximation = true is PyTorch's approximate='tanh':
+///   ½·x·(1 + tanh(u)), u = √(2/π)·(x + 0.044715·x³),
+///   d/dx = ½·(1 + tanh u) + ½·x·(1 - tanh² u)·√(2/π)·(1 + 3·0.044715·x²).
+Tensor gelu(const Tensor& x, bool tanh_approximation = false);
 
 }  // namespace tapegrad

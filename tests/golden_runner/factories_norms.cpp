@@ -70,7 +70,9 @@ const bool registered = [] {
   });
   add_module("Sigmoid", [](const json&, Dtype) -> layers::ModulePtr { return std::make_shared<layers::Sigmoid>(); });
   add_module("Tanh", [](const json&, Dtype) -> layers::ModulePtr { return std::make_shared<layers::Tanh>(); });
-  add_module("GELU", [](const json&, Dtype) -> layers::ModulePtr { return std::make_shared<layers::GELU>(); });
+  add_module("GELU", [](const json& a, Dtype) -> layers::ModulePtr {
+    return std::make_shared<layers::GELU>(a.value("approximate", std::string("none")));
+  });
   add_module("Identity", [](const json&, Dtype) -> layers::ModulePtr { return std::make_shared<layers::Identity>(); });
   add_module("LeakyReLU", [](const json& a, Dtype) -> layers::ModulePtr {
     return std::make_shared<layers::LeakyReLU>(a.value("negative_slope", 0.01));
