@@ -24,7 +24,7 @@ int main(int argc, char** argv) {
   CLI::App app{"The Batch Normalization chapter's experiments: convergence, learning rate, depth"};
   app.require_subcommand(1);
   StudyOptions o;
-  std::string out = "bn_results", norm = "batch", policy;
+  std::string out = "bn_results", norm = "batch", policy, save_dir;
   std::vector<double> lrs;
   double grad_clip = -1, act_clip = -1;
   int threads = 2;
@@ -58,6 +58,7 @@ int main(int argc, char** argv) {
         ->capture_default_str();
     sc->add_option("--threads", threads, "Runs trained at the same time (each single-threaded)")->capture_default_str();
     sc->add_option("--out", out, "Output directory (results.csv, summary.md, *.png)")->capture_default_str();
+    sc->add_option("--save", save_dir, "Save every trained net (safetensors, with BN buffers) into this directory");
     sc->add_flag("-q,--quiet", quiet, "Only warnings and the final table");
   }
   CLI11_PARSE(app, argc, argv);
@@ -89,6 +90,10 @@ int main(int argc, char** argv) {
     std::int64_t steps = 0;
     for (const auto& r : s.results) steps += r.steps;
     const auto pngs = write_outputs(s, out);
+    if (!save_dir.empty()) {
+      const auto saved = save_models(s, save_dir);
+      spdlog::info("saved {} nets into {}", saved.size(), save_dir);
+    }
     std::cout << summary_markdown(s) << "\n";
     spdlog::warn("{} runs, {} SGD steps in {:.1f} s; wrote {}/results.csv, {}/summary.md and {} figure(s)",
                  s.jobs.size(), steps, secs, out, out, pngs.size());

@@ -195,8 +195,9 @@ struct Plotter {
   fs::path dir, plots;
   std::vector<std::string> pngs;
 
-  // Band data of one (experiment, config, policy, split): epoch mean lo hi, "?" where empty.
-  std::string band_file(const Group& g, EvalPolicy pol, int split, double floor) {
+  // Band data of one (experiment, config, policy, split) over the runs that did not crash:
+  // epoch, geometric mean, and the ±1 std band of log10(loss); "?" where no run is left.
+  std::string band_file(const Group& g, EvalPolicy pol, int split) {
     std::vector<const std::vector<double>*> curves;
     std::vector<bool> crashed;
     for (auto i : g.jobs) {
@@ -205,37 +206,22 @@ struct Plotter {
       curves.push_back(&s.results[i].loss[p][split]);
       crashed.push_back(s.results[i].crashed);
     }
-    const Band b = band(curves, crashed, true);
+    const Band b = log10_band(curves, crashed, true);
     std::ostringstream d;
-    d << "# epoch mean lo hi n (" << g.experiment << " " << g.config << " " << policy_name(pol) << " "
-      << (split == 0 ? "train" : "test") << ")\n";
+    d << "# epoch geomean lo hi n (" << g.experiment << " " << g.config << " " << policy_name(pol) << " "
+      << (split == 0 ? "train" : "test") << "; band = 10^(mean ± std of log10 loss))\n";
     for (std::size_t e = 0; e < b.mean.size(); ++e) {
       if (b.count[e] == 0) {
         d << e + 1 << " ? ? ? 0\n";
         continue;
       }
-      const double lo = std::max(b.mean[e] - b.std[e], floor);
-      d << e + 1 << " " << fmt_loss(b.mean[e]) << " " << fmt_loss(lo) << " " << fmt_loss(b.mean[e] + b.std[e]) << " "
-        << b.count[e] << "\n";
+      d << e + 1 << " " << fmt_loss(std::pow(10.0, b.mean[e])) << " " << fmt_loss(std::pow(10.0, b.mean[e] - b.std[e]))
+        << " " << fmt_loss(std::pow(10.0, b.mean[e] + b.std[e])) << " " << b.count[e] << "\n";
     }
     const std::string name =
         g.experiment + "_" + g.config + "_" + policy_name(pol) + (split == 0 ? "_train" : "_test") + ".dat";
     write_file(plots / name, d.str());
     return (plots / name).string();
-  }
-
-  // Smallest positive mean loss over these groups, halved: the floor of a log-scale plot.
-  double floor_of(const std::vector<const Group*>& gs, EvalPolicy pol) {
-    double m = 1e300;
-    for (const auto* g : gs)
-      for (auto i : g->jobs) {
-        const int p = policy_index(s.jobs[i], pol);
-        if (p < 0 || s.results[i].crashed) continue;
-        for (int sp = 0; sp < 2; ++sp)
-          for (double v : s.results[i].loss[p][sp])
-            if (v > 0 && v < m) m = v;
-      }
-    return m < 1e300 ? m / 2 : 1e-3;
   }
 
   static std::string color(Norm n) {
@@ -256,10 +242,9 @@ struct Plotter {
 
   // One panel: train (solid) and test (dashed) curves with ±1 std bands for each group.
   std::string panel(const std::vector<const Group*>& gs, EvalPolicy pol, const std::string& title) {
-    const double floor = floor_of(gs, pol);
     std::ostringstream gp;
-    gp << "set title '" << title << "'\nset logscale y\nset yrange [" << fmt_loss(floor) << ":*]\n"
-       << "set xlabel 'epoch'\nset ylabel 'MSE loss'\nset key top right\nset grid\n";
+    gp << "set title '" << title << "'\nset logscale y\nset yrange [*:*]\nset format y '%.0e'\n"
+       << "set xlabel 'epoch'\nset ylabel 'MSE loss'\nset key below horizontal\nset grid\n";
     gp << "plot ";
     bool first = true;
     for (const auto* g : gs) {
@@ -271,7 +256,7 @@ struct Plotter {
                                             " crashed, not shown)"
                                       : "";
       for (int sp = 0; sp < 2; ++sp) {
-        const std::string f = band_file(*g, pol, sp, floor);
+        const std::string f = band_file(*g, pol, sp);
         if (!first) gp << ", \\\n     ";
         first = false;
         gp << "'" << f << "' using 1:3:4 with filledcurves fc rgb '" << c << "' fs transparent solid 0.18 noborder notitle"
@@ -316,7 +301,7 @@ struct Plotter {
        << "set output '" << png.string() << "'\n";
     if (lrs.size() > 1)
       gp << "set multiplot layout " << rows << "," << cols << " title '" << exp << " (" << s.resolved.preset
-         << " preset, " << policy_name(pol) << "-mode evaluation; mean ± 1 std over seeds)'\n";
+         << " preset, " << policy_name(pol) << "-mode evaluation; line: geometric mean over seeds, band: ±1 std of log10 loss)'\n";
     for (double lr : lrs) {
       std::vector<const Group*> sel;
       for (const auto* g : gs)
@@ -324,90 +309,96 @@ struct Plotter {
       std::string title = "lr " + fmt_num(lr);
       if (lrs.size() == 1)
         title = exp + ", lr " + fmt_num(lr) + " (" + s.resolved.preset + " preset, " + policy_name(pol) +
-                "-mode evaluation; mean ± 1 std over seeds)";
+                "-mode evaluation)\\nline: geometric mean over seeds, band: ±1 std of log10 loss";
       gp << panel(sel, pol, title);
     }
     if (lrs.size() > 1) gp << "unset multiplot\n";
     run_script(base, gp.str());
   }
 
+  // Final loss by depth (one panel per split): mean ± 1 std over the runs that did not
+  // crash, one dot per seed, and a × with "k/K crashed" above each config with crashes.
   void depth_figure(EvalPolicy pol, const std::vector<Group>& all) {
     std::vector<const Group*> gs;
     for (const auto& g : all)
       if (g.experiment == "depth") gs.push_back(&g);
     if (gs.empty()) return;
-    // Per arm: depth, mean, lo, hi of the final test loss, crashed count; plus every seed's point.
-    std::map<Norm, std::ostringstream> means, points, crashes;
-    double ymin = 1e300, ymax = 0;
-    for (const auto* g : gs) {
-      for (auto i : g->jobs) {
-        const int p = policy_index(s.jobs[i], pol);
-        if (p < 0 || s.results[i].crashed || s.results[i].loss[p][1].empty()) continue;
-        const double v = s.results[i].loss[p][1].back();
-        ymin = std::min(ymin, v);
-        ymax = std::max(ymax, v);
-      }
-    }
-    if (ymax <= 0) ymin = 0.1, ymax = 1;
-    const double top = ymax * 4, floor = ymin / 2;
-    for (const auto* g : gs) {
-      const Job& j = s.jobs[g->jobs.front()];
-      const double off = j.run.norm == Norm::None ? 0.25 : -0.25;
-      std::vector<double> v;
-      int crashed = 0;
-      for (auto i : g->jobs) {
-        const int p = policy_index(s.jobs[i], pol);
-        if (p < 0) continue;
-        if (s.results[i].crashed) {
-          ++crashed;
-          continue;
-        }
-        if (s.results[i].loss[p][1].empty()) continue;
-        v.push_back(s.results[i].loss[p][1].back());
-        points[j.run.norm] << j.run.depth() + off << " " << fmt_loss(v.back()) << "\n";
-      }
-      const MeanStd m = mean_std(v);
-      if (m.n > 0)
-        means[j.run.norm] << j.run.depth() + off << " " << fmt_loss(m.mean) << " "
-                          << fmt_loss(std::max(m.mean - m.std, floor)) << " " << fmt_loss(m.mean + m.std) << "\n";
-      if (crashed > 0)
-        crashes[j.run.norm] << j.run.depth() + off << " " << fmt_loss(top / 1.6) << " \"" << crashed << "/"
-                            << g->jobs.size() << " crashed\"\n";
-    }
     const std::string base = std::string("depth_") + policy_name(pol);
     const fs::path png = dir / (base + ".png");
     std::ostringstream gp;
-    gp << "set terminal pngcairo size 800,520 font 'sans,10'\nset output '" << png.string() << "'\n"
-       << "set title 'depth: final test loss (" << s.resolved.preset << " preset, " << policy_name(pol)
-       << "-mode evaluation; mean ± 1 std, dots = seeds, × = crashed runs)'\n"
-       << "set logscale y\nset yrange [" << fmt_loss(floor) << ":" << fmt_loss(top) << "]\n"
-       << "set xrange [3:17]\nset xtics (5, 10, 15)\nset xlabel 'Linear layers'\nset ylabel 'final test MSE'\n"
-       << "set grid\nset key top left\n";
-    gp << "plot ";
-    bool first = true;
-    for (auto norm : {Norm::Batch, Norm::Layer, Norm::Group, Norm::None}) {
-      if (!means.count(norm) && !crashes.count(norm)) continue;
-      const std::string name = norm == Norm::None ? "plain" : norm_name(norm) + " norm";
-      const std::string c = color(norm);
-      auto add = [&](const std::string& file, const std::string& text, const std::string& style) {
-        const std::string f = (plots / file).string();
-        write_file(f, text.empty() ? "? ? ? ?\n" : text);
-        if (!first) gp << ", \\\n     ";
-        first = false;
-        gp << "'" << f << "' " << style;
-      };
-      const std::string stem = "depth_" + norm_name(norm) + "_" + policy_name(pol);
-      add(stem + "_mean.dat", means[norm].str(),
-          "using 1:2:3:4 with yerrorlines lw 2 pt 7 ps 1.2 lc rgb '" + c + "' title '" + name + "'");
-      add(stem + "_seeds.dat", points[norm].str(), "using 1:2 with points pt 6 ps 0.8 lc rgb '" + c + "' notitle");
-      if (crashes.count(norm)) {
-        add(stem + "_crashed.dat", crashes[norm].str(),
-            "using 1:2 with points pt 2 ps 2.5 lw 2 lc rgb '" + c + "' title '" + name + " crashed'");
-        gp << ", \\\n     '" << (plots / (stem + "_crashed.dat")).string()
-           << "' using 1:2:3 with labels offset 0,1.2 tc rgb '" << c << "' notitle";
+    gp << "set terminal pngcairo size 1280,520 font 'sans,10'\nset output '" << png.string() << "'\n"
+       << "set multiplot layout 1,2 title 'depth, lr " << fmt_num(s.jobs[gs.front()->jobs.front()].run.lr) << " ("
+       << s.resolved.preset << " preset, " << policy_name(pol)
+       << "-mode evaluation): mean ± 1 std over seeds that did not crash, dots = seeds, × = crashed runs'\n";
+    for (int split = 0; split < 2; ++split) {
+      const std::string sp = split == 0 ? "train" : "test";
+      std::map<Norm, std::ostringstream> means, points, crashes;
+      double ymin = 1e300, ymax = 0;
+      for (const auto* g : gs)
+        for (auto i : g->jobs) {
+          const int p = policy_index(s.jobs[i], pol);
+          if (p < 0 || s.results[i].crashed || s.results[i].loss[p][split].empty()) continue;
+          const double v = s.results[i].loss[p][split].back();
+          if (v > 0) ymin = std::min(ymin, v);
+          ymax = std::max(ymax, v);
+        }
+      if (ymax <= 0 || ymin > ymax) ymin = 0.1, ymax = 1;
+      const double top = ymax * 8, floor = ymin / 2;
+      for (const auto* g : gs) {
+        const Job& j = s.jobs[g->jobs.front()];
+        const double off = j.run.norm == Norm::None ? 0.25 : -0.25;
+        std::vector<double> v;
+        int crashed = 0;
+        for (auto i : g->jobs) {
+          const int p = policy_index(s.jobs[i], pol);
+          if (p < 0) continue;
+          if (s.results[i].crashed) {
+            ++crashed;
+            continue;
+          }
+          if (s.results[i].loss[p][split].empty()) continue;
+          v.push_back(s.results[i].loss[p][split].back());
+          points[j.run.norm] << j.run.depth() + off << " " << fmt_loss(v.back()) << "\n";
+        }
+        const MeanStd m = mean_std(v);
+        if (m.n > 0)
+          means[j.run.norm] << j.run.depth() + off << " " << fmt_loss(m.mean) << " "
+                            << fmt_loss(std::max(m.mean - m.std, floor)) << " " << fmt_loss(m.mean + m.std) << "\n";
+        if (crashed > 0)
+          crashes[j.run.norm] << j.run.depth() + off << " " << fmt_loss(top / 2.5) << " \"" << crashed << "/"
+                              << g->jobs.size() << " crashed\"\n";
       }
+      gp << "set title 'final " << sp << " loss'\nset logscale y\nset yrange [" << fmt_loss(floor) << ":"
+         << fmt_loss(top) << "]\nset format y '%.0e'\n"
+         << "set xrange [3:17]\nset xtics (5, 10, 15)\nset xlabel 'Linear layers'\nset ylabel 'final " << sp
+         << " MSE'\nset grid\nset key top left\n";
+      gp << "plot ";
+      bool first = true;
+      for (auto norm : {Norm::Batch, Norm::Layer, Norm::Group, Norm::None}) {
+        if (!means.count(norm) && !crashes.count(norm)) continue;
+        const std::string name = norm == Norm::None ? "plain" : norm_name(norm) + " norm";
+        const std::string c = color(norm);
+        auto add = [&](const std::string& file, const std::string& text, const std::string& style) {
+          const std::string f = (plots / file).string();
+          write_file(f, text.empty() ? "? ? ? ?\n" : text);
+          if (!first) gp << ", \\\n     ";
+          first = false;
+          gp << "'" << f << "' " << style;
+        };
+        const std::string stem = "depth_" + norm_name(norm) + "_" + policy_name(pol) + "_" + sp;
+        add(stem + "_mean.dat", means[norm].str(),
+            "using 1:2:3:4 with yerrorlines lw 2 pt 7 ps 1.2 lc rgb '" + c + "' title '" + name + "'");
+        add(stem + "_seeds.dat", points[norm].str(), "using 1:2 with points pt 6 ps 0.8 lc rgb '" + c + "' notitle");
+        if (crashes.count(norm)) {
+          add(stem + "_crashed.dat", crashes[norm].str(),
+              "using 1:2 with points pt 2 ps 2.5 lw 2 lc rgb '" + c + "' title '" + name + " crashed'");
+          gp << ", \\\n     '" << (plots / (stem + "_crashed.dat")).string()
+             << "' using 1:2:3 with labels offset 0,1.2 tc rgb '" << c << "' notitle";
+        }
+      }
+      gp << "\n";
     }
-    gp << "\n";
+    gp << "unset multiplot\n";
     run_script(base, gp.str());
   }
 };

@@ -11,6 +11,7 @@
 #include "core/autograd.h"
 #include "core/ops.h"
 #include "layers/loss.h"
+#include "optim/clip_grad.h"
 #include "optim/sgd.h"
 
 namespace bnexp {
@@ -37,17 +38,12 @@ std::string RunConfig::key() const {
   return os.str();
 }
 
-void clip_grad_value(const std::vector<Tensor>& params, double clip) {
-  // Clamping is idempotent, so gradients that share storage are still clipped correctly.
-  for (const auto& p : params) {
-    Tensor g = p.grad();
-    if (!g.defined()) continue;
-    TAPEGRAD_DISPATCH_FLOAT(g.dtype(), "clip_grad_value", [&] {
-      scalar_t* q = g.data<scalar_t>();
-      const scalar_t c = static_cast<scalar_t>(clip);
-      for (std::int64_t i = 0, n = g.numel(); i < n; ++i) q[i] = std::clamp(q[i], -c, c);
-    });
-  }
+tapegrad::models::MLPOptions mlp_options(const RunConfig& cfg) {
+  tapegrad::models::MLPOptions mo;
+  mo.norm = cfg.norm;
+  mo.bn_momentum = cfg.bn_momentum;
+  mo.act_clip = cfg.act_clip;
+  return mo;
 }
 
 double evaluate(tapegrad::models::MLP& model, const Tensor& x, const Tensor& y, EvalPolicy policy) {
@@ -88,11 +84,7 @@ RunResult train_run(const RunConfig& cfg, const Dataset& data) {
   const auto t0 = std::chrono::steady_clock::now();
 
   tapegrad::Generator init_gen(derive_seed(cfg.seed, 1)), shuffle_gen(derive_seed(cfg.seed, 2));
-  tapegrad::models::MLPOptions mo;
-  mo.norm = cfg.norm;
-  mo.bn_momentum = cfg.bn_momentum;
-  mo.act_clip = cfg.act_clip;
-  auto model = std::make_shared<tapegrad::models::MLP>(cfg.sizes, mo, init_gen);
+  auto model = std::make_shared<tapegrad::models::MLP>(cfg.sizes, mlp_options(cfg), init_gen);
   model->train();
   const auto params = model->parameters();
   tapegrad::optim::SGD sgd(params, {.lr = cfg.lr});
@@ -133,7 +125,7 @@ RunResult train_run(const RunConfig& cfg, const Dataset& data) {
       }
       sgd.zero_grad();
       loss.backward();
-      if (cfg.grad_clip) clip_grad_value(params, *cfg.grad_clip);
+      if (cfg.grad_clip) tapegrad::optim::clip_grad_value_(params, *cfg.grad_clip);
       sgd.step();
       ++r.steps;
     }

@@ -71,7 +71,7 @@ RunResult train_run(const RunConfig& cfg, const Dataset& data);
 double evaluate(tapegrad::models::MLP& model, const tapegrad::Tensor& x, const tapegrad::Tensor& y,
                 EvalPolicy policy);
 
-/// torch.nn.utils.clip_grad_value_: clamps every gradient element to [-clip, clip] in place.
-void clip_grad_value(const std::vector<tapegrad::Tensor>& params, double clip);
+/// The MLP options a config trains with (to rebuild a saved net before loading it).
+tapegrad::models::MLPOptions mlp_options(const RunConfig& cfg);
 
 }  // namespace bnexp

@@ -1,5 +1,6 @@
 #include "stats.h"
 
+#include <algorithm>
 #include <cmath>
 #include <limits>
 
@@ -23,7 +24,9 @@ MeanStd mean_std(const std::vector<double>& v) {
   return m;
 }
 
-Band band(const std::vector<const std::vector<double>*>& curves, const std::vector<bool>& crashed, bool skip_crashed) {
+namespace {
+Band band_impl(const std::vector<const std::vector<double>*>& curves, const std::vector<bool>& crashed,
+               bool skip_crashed, bool log10_values) {
   std::size_t len = 0;
   for (auto* c : curves) len = std::max(len, c->size());
   Band b;
@@ -35,7 +38,9 @@ Band band(const std::vector<const std::vector<double>*>& curves, const std::vect
     vals.clear();
     for (std::size_t i = 0; i < curves.size(); ++i) {
       if (skip_crashed && i < crashed.size() && crashed[i]) continue;
-      if (e < curves[i]->size()) vals.push_back((*curves[i])[e]);
+      if (e >= curves[i]->size()) continue;
+      const double v = (*curves[i])[e];
+      vals.push_back(log10_values ? std::log10(v > 0 ? v : 1e-30) : v);
     }
     const MeanStd m = mean_std(vals);
     b.mean[e] = m.mean;
@@ -43,6 +48,17 @@ Band band(const std::vector<const std::vector<double>*>& curves, const std::vect
     b.count[e] = m.n;
   }
   return b;
+}
+
+}  // namespace
+
+Band band(const std::vector<const std::vector<double>*>& curves, const std::vector<bool>& crashed, bool skip_crashed) {
+  return band_impl(curves, crashed, skip_crashed, false);
+}
+
+Band log10_band(const std::vector<const std::vector<double>*>& curves, const std::vector<bool>& crashed,
+                bool skip_crashed) {
+  return band_impl(curves, crashed, skip_crashed, true);
 }
 
 int epochs_to_reach(const std::vector<double>& curve, double target) {

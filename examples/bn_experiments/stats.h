@@ -19,6 +19,10 @@ struct Band {
 };
 /// `skip_crashed`: leave out every curve whose flag in `crashed` is set.
 Band band(const std::vector<const std::vector<double>*>& curves, const std::vector<bool>& crashed, bool skip_crashed);
+/// The same over log10 of the losses (values <= 0 count as 1e-30): for log-scale plots,
+/// 10^mean is the geometric mean and 10^(mean ± std) the ±1 std band.
+Band log10_band(const std::vector<const std::vector<double>*>& curves, const std::vector<bool>& crashed,
+                bool skip_crashed);
 
 /// First 1-based epoch whose loss is <= target, 0 when never.
 int epochs_to_reach(const std::vector<double>& curve, double target);

@@ -4,6 +4,7 @@
 #include <atomic>
 #include <cstdio>
 #include <exception>
+#include <filesystem>
 #include <map>
 #include <mutex>
 #include <stdexcept>
@@ -12,6 +13,7 @@
 #include <spdlog/spdlog.h>
 
 #include "core/parallel.h"
+#include "layers/checkpoint.h"
 
 namespace bnexp {
 
@@ -164,10 +166,11 @@ StudyResult run_study(const std::vector<std::string>& experiments, const StudyOp
   std::mutex error_mu;
   const int threads = std::min<int>(options.threads, static_cast<int>(std::max<std::size_t>(order.size(), 1)));
   auto worker = [&] {
-    // OpenMP settings are per thread: without this a worker would start with every core,
-    // and OpenBLAS (the OpenMP build) would split each small product across threads that
-    // are busy with other runs.
-    if (threads > 1) tapegrad::set_num_threads(1);
+    // Every run is single-threaded, so its bits never depend on --threads (a threaded
+    // reduction sums in another order). OpenMP settings are per thread: without this a
+    // worker would start with every core, and OpenBLAS (the OpenMP build) would split
+    // each small product across threads that are busy with other runs.
+    tapegrad::set_num_threads(1);
     for (;;) {
       const std::size_t k = next.fetch_add(1);
       if (k >= order.size()) return;
@@ -189,6 +192,7 @@ StudyResult run_study(const std::vector<std::string>& experiments, const StudyOp
       }
     }
   };
+  const int before = tapegrad::get_num_threads();
   if (threads <= 1) {
     worker();
   } else {
@@ -196,10 +200,29 @@ StudyResult run_study(const std::vector<std::string>& experiments, const StudyOp
     for (int t = 0; t < threads; ++t) pool.emplace_back(worker);
     for (auto& t : pool) t.join();
   }
+  tapegrad::set_num_threads(before);
   if (error) std::rethrow_exception(error);
   s.results.resize(s.jobs.size());
   for (std::size_t i = 0; i < s.jobs.size(); ++i) s.results[i] = unique_results[unique_of[i]];
   return s;
+}
+
+std::string checkpoint_name(const Job& job) {
+  return job.experiment + "_" + job.config + "_seed" + std::to_string(job.run.seed) + ".safetensors";
+}
+
+std::vector<std::string> save_models(const StudyResult& s, const std::string& dir) {
+  std::error_code ec;
+  std::filesystem::create_directories(dir, ec);
+  if (ec) throw std::runtime_error("cannot create " + dir + ": " + ec.message());
+  std::vector<std::string> paths;
+  for (std::size_t i = 0; i < s.jobs.size(); ++i) {
+    if (!s.results[i].model) continue;
+    const std::string p = (std::filesystem::path(dir) / checkpoint_name(s.jobs[i])).string();
+    tapegrad::layers::save(*s.results[i].model, p);
+    paths.push_back(p);
+  }
+  return paths;
 }
 
 }  // namespace bnexp

@@ -67,8 +67,16 @@ struct StudyResult {
 };
 
 /// Trains every job (identical runs shared between experiments are trained once), on
-/// `options.threads` threads; each run logs one progress line at info level.
+/// `options.threads` threads, each run single-threaded inside (so the results are the same
+/// bits for any thread count); each run logs one progress line at info level.
 StudyResult run_study(const std::vector<std::string>& experiments, const StudyOptions& options);
+
+/// File name of a job's trained net: "<experiment>_<config>_seed<k>.safetensors".
+std::string checkpoint_name(const Job& job);
+/// Saves every trained net (parameters and BN buffers, layers/checkpoint.h) into `dir`
+/// (created if missing). Returns the paths. Throws std::runtime_error when a file cannot
+/// be written.
+std::vector<std::string> save_models(const StudyResult& s, const std::string& dir);
 
 /// "0.01" style number for labels and CSV (shortest round-trip form with %g precision 6).
 std::string fmt_num(double v);

@@ -10,8 +10,10 @@
 #include "core/autograd.h"
 #include "core/gradcheck.h"
 #include "core/ops.h"
+#include "core/parallel.h"
 #include "data.h"
 #include "layers/batch_norm.h"
+#include "layers/checkpoint.h"
 #include "models/clamp.h"
 #include "report.h"
 #include "run.h"
@@ -107,14 +109,7 @@ TEST_CASE("summary statistics match numpy", "[bn_experiments]") {
   CHECK(bd.count[2] == 1);
 }
 
-TEST_CASE("clip_grad_value and the Clamp module match PyTorch", "[bn_experiments]") {
-  // torch.nn.utils.clip_grad_value_([p], 5.) on grad [-7, -5, 0.5, 6] -> [-5, -5, 0.5, 5]
-  Tensor p = Tensor::zeros({4});
-  p.requires_grad_();
-  p.set_grad(Tensor::from_vector({-7, -5, 0.5, 6}, {4}, tapegrad::Dtype::Float32));
-  clip_grad_value({p}, 5.0);
-  CHECK(values(p.grad()) == std::vector<double>{-5, -5, 0.5, 5});
-
+TEST_CASE("the Clamp module matches torch.clamp", "[bn_experiments]") {
   // torch.clamp(x, -10, 10) for x = [-12, -10, 3, 10, 11]: y = [-10, -10, 3, 10, 10],
   // and y.backward(ones) gives x.grad = [0, 1, 1, 1, 0] (bounds inclusive).
   tapegrad::models::Clamp clip(-10, 10);
@@ -336,4 +331,45 @@ TEST_CASE("presets resolve to the chapter's and the clean settings", "[bn_experi
   o.preset = "textbook";
   CHECK_THROWS_WITH(resolve(o), Catch::Contains("expected chapter or clean"));
   CHECK_THROWS_WITH(make_jobs("width", small_options()), Catch::Contains("unknown experiment 'width'"));
+}
+
+TEST_CASE("a saved net reloads and reproduces its eval loss", "[bn_experiments]") {
+  StudyOptions o = small_options();
+  o.seeds = 1;
+  const StudyResult s = run_study({"convergence"}, o);
+  const fs::path dir = temp_dir("save");
+  const auto paths = save_models(s, dir.string());
+  REQUIRE(paths.size() == 2);
+  const Dataset d = make_chapter_data(s.jobs[0].run.seed);
+  // Runs are single-threaded (run_study); evaluate the same way to compare bits.
+  const int before = tapegrad::get_num_threads();
+  tapegrad::set_num_threads(1);
+  for (std::size_t i = 0; i < s.jobs.size(); ++i) {
+    const RunConfig& c = s.jobs[i].run;
+    CHECK(fs::path(paths[i]).filename().string() == "convergence_" + s.jobs[i].config + "_seed7.safetensors");
+    tapegrad::Generator other(12345);  // different initial weights: only the file restores the net
+    tapegrad::models::MLP fresh(c.sizes, mlp_options(c), other);
+    tapegrad::layers::load(fresh, paths[i]);
+    CHECK(evaluate(fresh, d.x_test, d.y_test, EvalPolicy::Eval) == s.results[i].loss[0][1].back());
+    CHECK(evaluate(fresh, d.x_train, d.y_train, EvalPolicy::Eval) == s.results[i].loss[0][0].back());
+  }
+  tapegrad::set_num_threads(before);
+}
+
+TEST_CASE("gradient and activation clipping act only when they bind", "[bn_experiments]") {
+  const Dataset d = make_chapter_data(4);
+  RunConfig c = bn_config({EvalPolicy::Eval});
+  const RunResult base = train_run(c, d);
+  RunConfig loose = c;
+  loose.grad_clip = 1e9;
+  loose.act_clip = 1e9;
+  const RunResult same = train_run(loose, d);
+  CHECK(same.loss[0][0] == base.loss[0][0]);
+  CHECK(same.loss[0][1] == base.loss[0][1]);
+  RunConfig tight_grad = c;
+  tight_grad.grad_clip = 1e-4;
+  CHECK(train_run(tight_grad, d).loss[0][0] != base.loss[0][0]);
+  RunConfig tight_act = c;
+  tight_act.act_clip = 0.05;
+  CHECK(train_run(tight_act, d).loss[0][0] != base.loss[0][0]);
 }
