@@ -394,3 +394,18 @@ TEST_CASE("ModeAudit: step_in_eval also fires for Adam (every optimizer calls th
   REQUIRE(audit.count(Issue::StepInEval) == 1);
   REQUIRE(audit.counts().steps == 1);
 }
+
+TEST_CASE("ModeAudit::refresh picks up modules added after the audit started", "[debug]") {
+  layers::Sequential net;
+  Generator g(13);
+  net.push_back(std::make_shared<layers::Linear>(3, 3, true, Dtype::Float32, g));
+  ModeAudit audit(net, quiet());
+  net.push_back(std::make_shared<BatchNorm1d>(3));
+  Tensor x = randn({4, 3}, Dtype::Float32, g);
+  NoGradGuard ng;
+  net(x);
+  REQUIRE(audit.clean());  // the BatchNorm is not known yet
+  audit.refresh();
+  net(x);
+  REQUIRE(audit.count(Issue::BnTrainNoGrad) == 1);
+}
