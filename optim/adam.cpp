@@ -22,14 +22,14 @@ AdamW::AdamW(std::vector<Group> groups) : Adam(true) {
 
 void Adam::validate(const AdamOptions& o) const {
   const std::string who = type_name() + ": invalid ";
-  if (!(o.lr >= 0)) throw std::invalid_argument(who + "learning rate " + num(o.lr) + " (expected >= 0)");
-  if (!(o.eps >= 0)) throw std::invalid_argument(who + "epsilon " + num(o.eps) + " (expected >= 0)");
+  if (!(o.lr >= 0)) throw std::invalid_argument(who + "learning rate " + detail::num(o.lr) + " (expected >= 0)");
+  if (!(o.eps >= 0)) throw std::invalid_argument(who + "epsilon " + detail::num(o.eps) + " (expected >= 0)");
   if (!(o.betas.first >= 0 && o.betas.first < 1))
-    throw std::invalid_argument(who + "beta at index 0: " + num(o.betas.first) + " (expected in [0, 1))");
+    throw std::invalid_argument(who + "beta at index 0: " + detail::num(o.betas.first) + " (expected in [0, 1))");
   if (!(o.betas.second >= 0 && o.betas.second < 1))
-    throw std::invalid_argument(who + "beta at index 1: " + num(o.betas.second) + " (expected in [0, 1))");
+    throw std::invalid_argument(who + "beta at index 1: " + detail::num(o.betas.second) + " (expected in [0, 1))");
   if (!(o.weight_decay >= 0))
-    throw std::invalid_argument(who + "weight_decay " + num(o.weight_decay) + " (expected >= 0)");
+    throw std::invalid_argument(who + "weight_decay " + detail::num(o.weight_decay) + " (expected >= 0)");
 }
 
 void Adam::step() {

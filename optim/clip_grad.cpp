@@ -55,9 +55,9 @@ double combine(const std::vector<double>& norms, double p) {
 }  // namespace
 
 double clip_grad_norm_(const std::vector<Tensor>& params, double max_norm, double norm_type, bool error_if_nonfinite) {
-  if (!(max_norm >= 0)) throw std::invalid_argument("clip_grad_norm_: expected max_norm >= 0, got " + num(max_norm));
+  if (!(max_norm >= 0)) throw std::invalid_argument("clip_grad_norm_: expected max_norm >= 0, got " + detail::num(max_norm));
   if (!(norm_type > 0))
-    throw std::invalid_argument("clip_grad_norm_: expected norm_type > 0 (or infinity), got " + num(norm_type));
+    throw std::invalid_argument("clip_grad_norm_: expected norm_type > 0 (or infinity), got " + detail::num(norm_type));
   std::vector<Tensor> grads;
   for (auto& p : params)
     if (p.defined() && p.grad().defined()) grads.push_back(p.grad());
@@ -66,8 +66,8 @@ double clip_grad_norm_(const std::vector<Tensor>& params, double max_norm, doubl
   for (auto& g : grads) norms.push_back(tensor_norm(g, norm_type));
   const double total = combine(norms, norm_type);
   if (error_if_nonfinite && !std::isfinite(total))
-    throw std::runtime_error("clip_grad_norm_: the total norm of order " + num(norm_type) +
-                             " of the gradients is " + num(total) +
+    throw std::runtime_error("clip_grad_norm_: the total norm of order " + detail::num(norm_type) +
+                             " of the gradients is " + detail::num(total) +
                              " (non-finite); gradients were left unchanged");
   const double coef = std::min(max_norm / (total + 1e-6), 1.0);
   for (auto& g : grads)
@@ -81,7 +81,7 @@ double clip_grad_norm_(const std::vector<Tensor>& params, double max_norm, doubl
 
 void clip_grad_value_(const std::vector<Tensor>& params, double clip_value) {
   if (!(clip_value >= 0))
-    throw std::invalid_argument("clip_grad_value_: expected clip_value >= 0, got " + num(clip_value));
+    throw std::invalid_argument("clip_grad_value_: expected clip_value >= 0, got " + detail::num(clip_value));
   for (auto& p : params) {
     if (!p.defined() || !p.grad().defined()) continue;
     Tensor g = p.grad();

@@ -116,9 +116,9 @@ double CosineAnnealingLR::next_lr(std::size_t g, double current) const {
 LinearWarmup::LinearWarmup(Optimizer& optimizer, double start_factor, double end_factor, std::int64_t total_iters)
     : LRScheduler(optimizer), start_(start_factor), end_(end_factor), total_(total_iters) {
   if (!(start_factor > 0 && start_factor <= 1))
-    throw std::invalid_argument("LinearWarmup: expected 0 < start_factor <= 1, got " + num(start_factor));
+    throw std::invalid_argument("LinearWarmup: expected 0 < start_factor <= 1, got " + detail::num(start_factor));
   if (!(end_factor >= 0 && end_factor <= 1))
-    throw std::invalid_argument("LinearWarmup: expected 0 <= end_factor <= 1, got " + num(end_factor));
+    throw std::invalid_argument("LinearWarmup: expected 0 <= end_factor <= 1, got " + detail::num(end_factor));
   if (total_iters < 1)
     throw std::invalid_argument("LinearWarmup: expected total_iters >= 1, got " + std::to_string(total_iters));
   initial_step();

@@ -29,7 +29,7 @@ std::string describe(const Tensor& t) {
 
 }  // namespace
 
-std::string num(double v) {
+std::string detail::num(double v) {
   char buf[64];
   auto r = std::to_chars(buf, buf + sizeof buf, v);
   return std::string(buf, r.ptr);

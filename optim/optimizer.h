@@ -22,8 +22,10 @@
 
 namespace tapegrad::optim {
 
+namespace detail {
 /// Shortest text that reads back as the same double ("0.1", "-2", "1e-08"), for messages.
 std::string num(double v);
+}  // namespace detail
 
 /// Optimizer and scheduler state as named tensors, ready to be saved with the model:
 ///   "state.<i>.<name>"        per-parameter state of the i-th parameter (counting over

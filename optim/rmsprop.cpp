@@ -17,7 +17,7 @@ RMSprop::RMSprop(std::vector<Group> groups) {
 void RMSprop::validate(const RMSpropOptions& o) const {
   auto check = [](double v, const char* what) {
     if (!(v >= 0))
-      throw std::invalid_argument(std::string("RMSprop: invalid ") + what + " " + num(v) + " (expected >= 0)");
+      throw std::invalid_argument(std::string("RMSprop: invalid ") + what + " " + detail::num(v) + " (expected >= 0)");
   };
   check(o.lr, "learning rate");
   check(o.eps, "epsilon");

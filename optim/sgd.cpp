@@ -15,15 +15,15 @@ SGD::SGD(std::vector<Group> groups) {
 }
 
 void SGD::validate(const SGDOptions& o) const {
-  if (!(o.lr >= 0)) throw std::invalid_argument("SGD: invalid learning rate " + num(o.lr) + " (expected >= 0)");
+  if (!(o.lr >= 0)) throw std::invalid_argument("SGD: invalid learning rate " + detail::num(o.lr) + " (expected >= 0)");
   if (!(o.momentum >= 0))
-    throw std::invalid_argument("SGD: invalid momentum " + num(o.momentum) + " (expected >= 0)");
+    throw std::invalid_argument("SGD: invalid momentum " + detail::num(o.momentum) + " (expected >= 0)");
   if (!(o.weight_decay >= 0))
-    throw std::invalid_argument("SGD: invalid weight_decay " + num(o.weight_decay) + " (expected >= 0)");
+    throw std::invalid_argument("SGD: invalid weight_decay " + detail::num(o.weight_decay) + " (expected >= 0)");
   if (!(o.dampening == o.dampening)) throw std::invalid_argument("SGD: invalid dampening nan");
   if (o.nesterov && (o.momentum <= 0 || o.dampening != 0))
     throw std::invalid_argument("SGD: nesterov momentum requires a momentum > 0 and zero dampening (got momentum " +
-                                num(o.momentum) + ", dampening " + num(o.dampening) + ")");
+                                detail::num(o.momentum) + ", dampening " + detail::num(o.dampening) + ")");
 }
 
 void SGD::step() {
