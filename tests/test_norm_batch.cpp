@@ -235,3 +235,18 @@ TEST_CASE("BatchRenorm refuses bad clipping and one value per channel", "[norms]
   REQUIRE(brn.type_name() == "BatchRenorm1d");
   REQUIRE(brn.extra_repr().find("rmax=3") != std::string::npos);
 }
+
+TEST_CASE("BatchRenorm clipping can be scheduled between steps (paper: rmax 1 -> 3, dmax 0 -> 5)", "[norms]") {
+  BatchRenorm1d brn(1, f64(0.0), 1.0, 0.0);
+  Tensor x = Tensor::from_vector({1, 2, 3, 6}, {4, 1});  // μ_B = 3, σ_B = sqrt(3.5)
+  for (int step = 0; step <= 4; ++step) {
+    const double rmax = 1.0 + 0.5 * step, dmax = 1.25 * step;
+    brn.set_clipping(rmax, dmax);
+    brn.running_mean.fill_(0.0);
+    brn.running_var.fill_(16.0);  // σ_run = 4: unclipped r = sqrt(3.5)/4 = 0.468, d = 0.75
+    brn.forward(x);
+    INFO("step " << step);
+    REQUIRE(brn.last_r.item() == Approx(std::max(std::sqrt(3.5) / 4, 1 / rmax)).epsilon(1e-14));
+    REQUIRE(brn.last_d.item() == Approx(std::min(0.75, dmax)).epsilon(1e-14));
+  }
+}
