@@ -25,6 +25,9 @@ int main(int argc, char** argv) {
   app.add_option("--norm", cfg.norm, "normalisation after each hidden Linear: none | batch | layer")
       ->capture_default_str()
       ->check(CLI::IsMember({"none", "batch", "layer"}));
+  app.add_option("--schedule", cfg.schedule, "learning-rate schedule over the epochs: none | cosine")
+      ->capture_default_str()
+      ->check(CLI::IsMember({"none", "cosine"}));
   app.add_option("--dropout", cfg.dropout, "dropout probability after each hidden ReLU")
       ->capture_default_str()
       ->check(CLI::Range(0.0, 0.99));

@@ -6,22 +6,25 @@
 #include <chrono>
 #include <cmath>
 #include <cstdio>
+#include <filesystem>
 #include <memory>
 #include <sstream>
 #include <stdexcept>
 
-#include "checkpoint_io.h"
 #include "core/autograd.h"
 #include "core/parallel.h"
 #include "data/dataloader.h"
 #include "layers/activation.h"
 #include "layers/batch_norm.h"
+#include "layers/checkpoint.h"
 #include "layers/dropout.h"
 #include "layers/layer_norm.h"
 #include "layers/linear.h"
 #include "layers/loss.h"
 #include "optim/adam.h"
+#include "optim/lr_scheduler.h"
 #include "optim/sgd.h"
+#include "optim/training_checkpoint.h"
 
 namespace fmnist {
 
@@ -94,6 +97,8 @@ void check_config(const Config& c) {
     throw std::invalid_argument("--batch-size: expected >= 2, got " + std::to_string(c.batch_size));
   if (!(c.dropout >= 0 && c.dropout < 1))
     throw std::invalid_argument("--dropout: expected 0 <= p < 1, got " + std::to_string(c.dropout));
+  if (c.schedule != "none" && c.schedule != "cosine")
+    throw std::invalid_argument("--schedule: expected none or cosine, got '" + c.schedule + "'");
   if (c.hidden.empty()) throw std::invalid_argument("--hidden: expected at least one hidden width");
   if (c.limit < 0) throw std::invalid_argument("--limit: expected >= 0, got " + std::to_string(c.limit));
   if (c.threads < 0) throw std::invalid_argument("--threads: expected >= 0, got " + std::to_string(c.threads));
@@ -138,6 +143,23 @@ std::vector<std::pair<std::string, Tensor>> copy_state(const layers::Module& m) 
   std::vector<std::pair<std::string, Tensor>> out;
   for (const auto& [k, v] : m.state_dict()) out.emplace_back(k, v.clone());
   return out;
+}
+
+// Progress of a run; the checkpoints carry the epoch, the best is re-measured on resume.
+struct TrainingState {
+  int epoch = 0;                    ///< epochs completed
+  int best_epoch = 0;               ///< 0: none yet
+  double best_val_accuracy = -1.0;  ///< -1: none yet
+};
+
+// The model part ("model.<key>") and the epoch of a training checkpoint file.
+std::pair<layers::StateDict, int> read_model_state(const std::string& path) {
+  const layers::StateDict all = layers::load_state_dict_file(path);
+  layers::StateDict model;
+  for (const auto& [k, v] : all)
+    if (k.rfind("model.", 0) == 0) model.insert(k.substr(6), v);
+  const Tensor* epoch = all.find("epoch");
+  return {model, epoch ? static_cast<int>(epoch->item()) : 0};
 }
 
 }  // namespace
@@ -203,10 +225,12 @@ Result train(const Config& cfg) {
   const data::Dataset full = data::load_fashion_mnist(cfg.data_dir, true, cfg.limit);
   const data::Dataset test_raw = data::load_fashion_mnist(cfg.data_dir, false);
   const std::int64_t val_size = cfg.val_size >= 0 ? cfg.val_size : (cfg.limit > 0 ? full.size() / 10 : 5000);
-  Generator data_gen(cfg.seed);               // split, then one shuffle per epoch
-  Generator init_gen(cfg.seed + 0x5EED);      // weights
-  Generator drop_gen(cfg.seed + 2 * 0x5EED);  // dropout masks
-  const data::TrainValSplit split = data::train_val_split(full, val_size, data_gen);
+  // One generator draws the split, each epoch's shuffle and the dropout masks, in that
+  // order; its state goes into every checkpoint, so a resumed run draws what the
+  // uninterrupted run would have. The weights come from a second one, used once.
+  Generator gen(cfg.seed);
+  Generator init_gen(cfg.seed + 0x5EED);
+  const data::TrainValSplit split = data::train_val_split(full, val_size, gen);
   const data::Standardizer standardizer = data::Standardizer::fit(split.train.X);
   const data::Dataset train_ds = standardizer.transform(split.train);
   const data::Dataset val_ds = standardizer.transform(split.val);
@@ -215,9 +239,11 @@ Result train(const Config& cfg) {
                train_ds.size(), val_ds.size(), test_ds.size(), standardizer.mean()[0], standardizer.stddev()[0]);
 
   // ---- model and optimizer -------------------------------------------------------------
-  auto model = build_model(cfg, data::kFashionMnistPixels, data::kFashionMnistClasses, init_gen, &drop_gen);
+  auto model = build_model(cfg, data::kFashionMnistPixels, data::kFashionMnistClasses, init_gen, &gen);
   auto opt = make_optimizer(cfg, model->parameters());
-  data::DataLoader loader(train_ds, {cfg.batch_size, true, /*drop_last=*/true}, data_gen);
+  std::unique_ptr<optim::LRScheduler> sched;
+  if (cfg.schedule == "cosine") sched = std::make_unique<optim::CosineAnnealingLR>(*opt, cfg.epochs);
+  data::DataLoader loader(train_ds, {cfg.batch_size, true, /*drop_last=*/true}, gen);
   if (loader.num_batches() == 0)
     throw std::invalid_argument("--batch-size " + std::to_string(cfg.batch_size) + " exceeds the " +
                                 std::to_string(train_ds.size()) + " training images");
@@ -225,12 +251,22 @@ Result train(const Config& cfg) {
   Result result;
   TrainingState st;
   if (!cfg.resume.empty()) {
-    st = load_training_checkpoint(cfg.resume, cfg, *model, *opt, data_gen, drop_gen);
-    spdlog::info("resumed from {} after epoch {} (best validation accuracy {:.2f}% at epoch {})", cfg.resume,
-                 st.epoch, 100 * st.best_val_accuracy, st.best_epoch);
+    st.epoch = static_cast<int>(optim::load_training_checkpoint(cfg.resume, *model, *opt, sched.get(), &gen));
+    // The best so far: the best checkpoint of this run, measured again on the same split.
+    if (!cfg.checkpoint.empty() && std::filesystem::exists(cfg.checkpoint)) {
+      Generator unused_init(0), unused_drop(0);
+      auto best = build_model(cfg, data::kFashionMnistPixels, data::kFashionMnistClasses, unused_init, &unused_drop);
+      auto [state, epoch] = read_model_state(cfg.checkpoint);
+      best->load_state_dict(state, true);
+      st.best_epoch = epoch;
+      st.best_val_accuracy = evaluate(*best, val_ds);
+    }
+    spdlog::info("resumed from {} after epoch {} (best validation accuracy so far {:.2f}% at epoch {})", cfg.resume,
+                 st.epoch, 100 * std::max(0.0, st.best_val_accuracy), st.best_epoch);
   }
-  spdlog::info("model: {} | optimizer {} lr {} | {} batches of {} per epoch", model->repr(), opt->type_name(),
-               opt->lr(0), loader.num_batches(), cfg.batch_size);
+  spdlog::info("model: {} | optimizer {} lr {}{} | {} batches of {} per epoch", model->repr(), opt->type_name(),
+               opt->lr(0), sched ? " (cosine schedule over " + std::to_string(cfg.epochs) + " epochs)" : "",
+               loader.num_batches(), cfg.batch_size);
 
   int run_here = 0;
   for (int epoch = st.epoch + 1; epoch <= cfg.epochs; ++epoch) {
@@ -264,6 +300,7 @@ Result train(const Config& cfg) {
     es.val_accuracy = evaluate(*model, val_ds);
     result.history.push_back(es);
     ++run_here;
+    if (sched) sched->step();
     st.epoch = epoch;
     const bool improved = es.val_accuracy > st.best_val_accuracy;
     if (improved) {
@@ -274,8 +311,8 @@ Result train(const Config& cfg) {
                  epoch, cfg.epochs, es.train_loss, 100 * es.val_accuracy, improved ? " (best)" : "", secs,
                  es.samples_per_second);
     if (!cfg.checkpoint.empty()) {
-      if (improved) save_training_checkpoint(cfg.checkpoint, cfg, st, *model, *opt, data_gen, drop_gen);
-      save_training_checkpoint(cfg.checkpoint + ".last", cfg, st, *model, *opt, data_gen, drop_gen);
+      if (improved) optim::save_training_checkpoint(cfg.checkpoint, *model, *opt, epoch, sched.get(), &gen);
+      optim::save_training_checkpoint(cfg.checkpoint + ".last", *model, *opt, epoch, sched.get(), &gen);
     }
   }
   result.epochs_done = st.epoch;
@@ -285,7 +322,7 @@ Result train(const Config& cfg) {
 
   // ---- test ------------------------------------------------------------------------------
   if (!cfg.checkpoint.empty() && st.best_epoch > 0) {
-    load_model_weights(cfg.checkpoint, *model);
+    model->load_state_dict(read_model_state(cfg.checkpoint).first, true);
     spdlog::info("test evaluation with the best checkpoint (epoch {}, validation accuracy {:.2f}%)", st.best_epoch,
                  100 * st.best_val_accuracy);
   }

@@ -27,11 +27,20 @@ struct Config {
   std::optional<double> lr;      ///< default per optimizer: sgd 0.1, adam/adamw 1e-3
   std::string optimizer = "adam";  ///< sgd (momentum 0.9) | adam | adamw (weight decay 1e-2)
   std::string norm = "batch";      ///< none | batch | layer
+  /// none | cosine: the lr follows CosineAnnealingLR(T_max = epochs), stepped per epoch.
+  std::string schedule = "cosine";
   double dropout = 0.2;
   std::vector<std::int64_t> hidden = {256, 128};
   std::uint64_t seed = 0;
-  std::string checkpoint;  ///< best weights to <checkpoint>, latest state to <checkpoint>.last
-  std::string resume;      ///< a checkpoint written by a previous run (best or .last)
+  /// Training checkpoints (optim/training_checkpoint.h: weights, buffers, optimizer state,
+  /// epoch, generator state): the best epoch by validation accuracy to <checkpoint>, the
+  /// latest to <checkpoint>.last, both rewritten atomically after each epoch.
+  std::string checkpoint;
+  /// Continue from a checkpoint (normally <checkpoint>.last) exactly as the uninterrupted
+  /// run would have: same batches, dropout masks and updates, bit for bit, with the same
+  /// options and thread count. A different architecture or optimizer throws (strict load);
+  /// with --checkpoint set, the best so far is re-measured from that file.
+  std::string resume;
   int threads = 0;         ///< 0: leave the default (all cores)
   std::int64_t limit = 0;  ///< use only the first N training images (0: all)
   std::int64_t val_size = -1;  ///< -1: 5,000, or limit/10 when limit is set

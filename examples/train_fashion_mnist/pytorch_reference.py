@@ -1,0 +1,91 @@
+"""One-off PyTorch reference for train_fashion_mnist: the same MLP, data pipeline and
+optimizer, to compare accuracy and epoch time on the same machine.
+
+    /usr/bin/python3 examples/train_fashion_mnist/pytorch_reference.py --norm batch --threads 2
+"""
+import argparse
+import gzip
+import time
+
+import numpy as np
+import torch
+import torch.nn as nn
+
+
+def read_idx(path):
+    with gzip.open(path, "rb") as f:
+        data = f.read()
+    ndim = data[3]
+    dims = [int.from_bytes(data[4 + 4 * i: 8 + 4 * i], "big") for i in range(ndim)]
+    return np.frombuffer(data, np.uint8, offset=4 + 4 * ndim).reshape(dims)
+
+
+def main():
+    p = argparse.ArgumentParser()
+    p.add_argument("--data", default="/usr/share/datasets/fashion-mnist")
+    p.add_argument("--epochs", type=int, default=15)
+    p.add_argument("--batch-size", type=int, default=128)
+    p.add_argument("--lr", type=float, default=1e-3)
+    p.add_argument("--norm", choices=["none", "batch", "layer"], default="batch")
+    p.add_argument("--dropout", type=float, default=0.2)
+    p.add_argument("--threads", type=int, default=2)
+    p.add_argument("--seed", type=int, default=0)
+    a = p.parse_args()
+    torch.set_num_threads(a.threads)
+    torch.manual_seed(a.seed)
+
+    X = read_idx(f"{a.data}/train-images-idx3-ubyte.gz").reshape(-1, 784).astype(np.float32) / 255
+    y = read_idx(f"{a.data}/train-labels-idx1-ubyte.gz").astype(np.int64)
+    Xt = read_idx(f"{a.data}/t10k-images-idx3-ubyte.gz").reshape(-1, 784).astype(np.float32) / 255
+    yt = read_idx(f"{a.data}/t10k-labels-idx1-ubyte.gz").astype(np.int64)
+    perm = np.random.default_rng(a.seed).permutation(len(X))
+    tr, va = np.sort(perm[:-5000]), np.sort(perm[-5000:])
+    mean, std = X[tr].mean(), X[tr].std()
+    f = lambda v: torch.from_numpy((v - mean) / std)
+    Xtr, ytr, Xva, yva, Xte, yte = f(X[tr]), torch.from_numpy(y[tr]), f(X[va]), torch.from_numpy(y[va]), f(Xt), torch.from_numpy(yt)
+
+    layers, width = [], 784
+    for h in (256, 128):
+        layers.append(nn.Linear(width, h))
+        if a.norm == "batch":
+            layers.append(nn.BatchNorm1d(h))
+        elif a.norm == "layer":
+            layers.append(nn.LayerNorm(h))
+        layers += [nn.ReLU(), nn.Dropout(a.dropout)]
+        width = h
+    model = nn.Sequential(*layers, nn.Linear(width, 10))
+    opt = torch.optim.Adam(model.parameters(), lr=a.lr)
+    loss_fn = nn.CrossEntropyLoss()
+
+    def accuracy(Xe, ye):
+        model.eval()
+        with torch.no_grad():
+            acc = (model(Xe).argmax(1) == ye).float().mean().item()
+        model.train()
+        return acc
+
+    best, best_state, times = -1, None, []
+    for epoch in range(1, a.epochs + 1):
+        t0 = time.perf_counter()
+        order = torch.randperm(len(Xtr))
+        total, seen = 0.0, 0
+        for i in range(len(Xtr) // a.batch_size):  # drop_last
+            idx = order[i * a.batch_size:(i + 1) * a.batch_size]
+            loss = loss_fn(model(Xtr[idx]), ytr[idx])
+            opt.zero_grad()
+            loss.backward()
+            opt.step()
+            total += loss.item() * len(idx)
+            seen += len(idx)
+        times.append(time.perf_counter() - t0)
+        va_acc = accuracy(Xva, yva)
+        if va_acc > best:
+            best, best_state = va_acc, {k: v.clone() for k, v in model.state_dict().items()}
+        print(f"epoch {epoch:2d}: train loss {total / seen:.4f}, validation accuracy {100 * va_acc:.2f}%, {times[-1]:.1f} s",
+              flush=True)
+    model.load_state_dict(best_state)
+    print(f"test accuracy {100 * accuracy(Xte, yte):.2f}%, mean epoch time {np.mean(times):.2f} s")
+
+
+if __name__ == "__main__":
+    main()
