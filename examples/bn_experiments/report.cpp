@@ -243,8 +243,8 @@ struct Plotter {
   // One panel: train (solid) and test (dashed) curves with ±1 std bands for each group.
   std::string panel(const std::vector<const Group*>& gs, EvalPolicy pol, const std::string& title) {
     std::ostringstream gp;
-    gp << "set title '" << title << "'\nset logscale y\nset yrange [*:*]\nset format y '%.0e'\n"
-       << "set xlabel 'epoch'\nset ylabel 'MSE loss'\nset key below horizontal\nset grid\n";
+    gp << "set title \"" << title << "\"\nset logscale y\nset yrange [*:*]\nset format y '%.0e'\n"
+       << "set xlabel 'epoch'\nset ylabel 'MSE loss'\nset key outside right top vertical\nset grid\n";
     gp << "plot ";
     bool first = true;
     for (const auto* g : gs) {
@@ -297,7 +297,7 @@ struct Plotter {
     const int cols = std::min<int>(static_cast<int>(lrs.size()), 2);
     const int rows = (static_cast<int>(lrs.size()) + cols - 1) / cols;
     std::ostringstream gp;
-    gp << "set terminal pngcairo size " << 640 * cols << "," << 460 * rows << " font 'sans,10'\n"
+    gp << "set terminal pngcairo size " << 720 * cols + 80 << "," << 440 * rows + 40 << " font 'sans,10'\n"
        << "set output '" << png.string() << "'\n";
     if (lrs.size() > 1)
       gp << "set multiplot layout " << rows << "," << cols << " title '" << exp << " (" << s.resolved.preset
