@@ -40,6 +40,7 @@ int main(int argc, char** argv) {
     sc->add_option("--epochs", o.epochs, "Epochs per run")->capture_default_str();
     sc->add_option("--batch", o.batch, "Minibatch size (remainder dropped)")->capture_default_str();
     sc->add_option("--lr", o.lr, "Learning rate of the convergence experiment")->capture_default_str();
+    sc->add_option("--depth-lr", o.depth_lr, "Learning rate of the depth experiment")->capture_default_str();
     sc->add_option("--lrs", lrs, "Learning rates of the learning-rate experiment (default: the preset's)");
     sc->add_option("--bn-momentum", o.bn_momentum,
                    "BN running-stat momentum, PyTorch convention (0.01 = Keras decay 0.99)")
