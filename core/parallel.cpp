@@ -25,7 +25,7 @@ void set_num_threads(int n) {
   if (n < 1) throw std::invalid_argument("set_num_threads: expected n >= 1, got " + std::to_string(n));
   g_threads = n;
   openblas_set_num_threads(n);
-  Eigen::setNbThreads(n);
+  Eigen::setNbThreads(1);  // Eigen runs only the products below the BLAS crossover (core/ops/matmul.cpp)
 #if defined(_OPENMP)
   omp_set_num_threads(n);
 #endif

@@ -5,7 +5,8 @@
 
 namespace tapegrad {
 
-/// Sets the threads used by tapegrad's loops, OpenBLAS and Eigen (default: all cores).
+/// Sets the threads used by tapegrad's loops and OpenBLAS (default: all cores). Eigen, which
+/// only runs the small products below the BLAS crossover, always stays on one thread.
 /// Throws std::invalid_argument for n < 1.
 void set_num_threads(int n);
 int get_num_threads();

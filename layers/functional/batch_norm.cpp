@@ -33,7 +33,7 @@ Dims dims_of(const Tensor& x) {
 }
 
 // Elements per statistics block: the block's second pass runs from L1/L2.
-constexpr std::int64_t kBlockElems = 8192;
+constexpr std::int64_t kBlockElems = 16384;
 // Outputs at least this large bypass the cache (streaming stores).
 constexpr std::size_t kStreamBytes = std::size_t(24) << 20;
 
@@ -113,31 +113,73 @@ void merge_block(Partial& p, std::int64_t c, std::int64_t nb, double bmean, doub
   p.m2[c] += bm2 + delta * delta * na * static_cast<double>(nb) / n;
 }
 
-// Statistics of rows [r0, r1) of a (N, C) tensor (S == 1), in blocks of rows.
+// Merges a block's per-channel (mean, M2) over nb values into p (count_before values so
+// far); the weights are the same for every channel, so the loop vectorises.
+void merge_blocks(Partial& p, std::int64_t C, std::int64_t nb, const double* bmean, const double* bm2) {
+  double* mean = p.mean.data();
+  double* m2 = p.m2.data();
+  if (p.count == 0) {
+    std::copy(bmean, bmean + C, mean);
+    std::copy(bm2, bm2 + C, m2);
+  } else {
+    const double na = static_cast<double>(p.count), n = na + static_cast<double>(nb);
+    const double f = static_cast<double>(nb) / n, w = na * static_cast<double>(nb) / n;
+    for (std::int64_t c = 0; c < C; ++c) {
+      const double delta = bmean[c] - mean[c];
+      mean[c] += delta * f;
+      m2[c] += bm2[c] + delta * delta * w;
+    }
+  }
+  p.count += nb;
+}
+
+// Statistics of rows [r0, r1) of a (N, C) tensor (S == 1), in blocks of rows, with
+// T-precision sums (full vector width) that stay exact where it matters:
+//   pass 1 (from memory): s = Σ (x - K), K = the block's first row, so a constant channel
+//          sums exact zeros and gets exactly mean K and variance 0;
+//   pass 2 (from cache):  around m = K + s/nb: r = Σ (x - m), q = Σ (x - m)², giving the
+//          block's mean m + r/nb and M2 = q - r²/nb (the corrected two-pass formula);
+// then the blocks are merged in double.
 template <class T>
 void moments_rows(const T* x, std::int64_t C, std::int64_t r0, std::int64_t r1, Partial& p) {
   const std::int64_t B = std::max<std::int64_t>(1, kBlockElems / std::max<std::int64_t>(C, 1));
-  std::vector<double> bmean(static_cast<std::size_t>(C)), bm2(static_cast<std::size_t>(C));
+  const std::size_t Cs = static_cast<std::size_t>(C);
+  std::vector<double> bmean(Cs), bm2(Cs);
+  std::vector<T> tbuf(4 * Cs);
+  T* K = tbuf.data();
+  T* s = K + C;
+  T* r = s + C;
+  T* q = r + C;
   for (std::int64_t b = r0; b < r1; b += B) {
     const std::int64_t e = std::min(b + B, r1), nb = e - b;
-    std::fill(bmean.begin(), bmean.end(), 0.0);
-    std::fill(bm2.begin(), bm2.end(), 0.0);
-    double* s = bmean.data();
-    double* q = bm2.data();
+    const double inv = 1.0 / static_cast<double>(nb);
+    std::copy(x + b * C, x + (b + 1) * C, K);
+    std::fill(s, s + 3 * C, T(0));
+    for (std::int64_t n = b + 1; n < e; ++n) {
+      const T* xr = x + n * C;
+      for (std::int64_t c = 0; c < C; ++c) s[c] += xr[c] - K[c];
+    }
+    for (std::int64_t c = 0; c < C; ++c) K[c] = static_cast<T>(K[c] + static_cast<double>(s[c]) / static_cast<double>(nb));
+    const std::int64_t next_end = std::min(e + B, r1);
     for (std::int64_t n = b; n < e; ++n) {
       const T* xr = x + n * C;
-      for (std::int64_t c = 0; c < C; ++c) s[c] += xr[c];
-    }
-    for (std::int64_t c = 0; c < C; ++c) s[c] /= static_cast<double>(nb);
-    for (std::int64_t n = b; n < e; ++n) {  // second pass around the block mean, from cache
-      const T* xr = x + n * C;
+      // fetch the next block while this one is summed from cache, keeping the memory busy
+      if (const std::int64_t pn = n - b + e; pn < next_end) {
+        const char* pr = reinterpret_cast<const char*>(x + pn * C);
+        for (std::size_t off = 0; off < Cs * sizeof(T); off += 64) __builtin_prefetch(pr + off);
+      }
       for (std::int64_t c = 0; c < C; ++c) {
-        const double v = xr[c] - s[c];
+        const T v = xr[c] - K[c];
+        r[c] += v;
         q[c] += v * v;
       }
     }
-    for (std::int64_t c = 0; c < C; ++c) merge_block(p, c, nb, s[c], q[c], p.count);
-    p.count += nb;
+    for (std::int64_t c = 0; c < C; ++c) {
+      const double rc = r[c];
+      bmean[c] = K[c] + rc * inv;
+      bm2[c] = std::max(0.0, q[c] - rc * rc * inv);
+    }
+    merge_blocks(p, C, nb, bmean.data(), bm2.data());
   }
 }
 
@@ -189,13 +231,8 @@ void moments(const T* x, Dims d, std::vector<double>& mean, std::vector<double>&
   const double m = static_cast<double>(d.N * d.S);
   if (d.S == 1) {  // row shares: merge the threads' statistics in order
     Partial all = std::move(parts[0]);
-    for (std::size_t t = 1; t < parts.size(); ++t) {
-      const Partial& p = parts[t];
-      if (p.count == 0) continue;
-      for (std::size_t c = 0; c < C; ++c)
-        merge_block(all, static_cast<std::int64_t>(c), p.count, p.mean[c], p.m2[c], all.count);
-      all.count += p.count;
-    }
+    for (std::size_t t = 1; t < parts.size(); ++t)
+      if (parts[t].count > 0) merge_blocks(all, d.C, parts[t].count, parts[t].mean.data(), parts[t].m2.data());
     for (std::size_t c = 0; c < C; ++c) {
       mean[c] = all.mean[c];
       var[c] = all.m2[c] / m;
@@ -218,13 +255,26 @@ void backward_sums(const T* x, const T* g, Dims d, const double* mu, double* s1,
   run_threads(nt, [&](int t, int n_t) {
     double* p1 = part.data() + 2 * C * t;
     double* p2 = p1 + C;
-    if (d.S == 1) {
-      for (std::int64_t n = d.N * t / n_t, e = d.N * (t + 1) / n_t; n < e; ++n) {
-        const T* xr = x + n * C;
-        const T* gr = g + n * C;
+    if (d.S == 1) {  // blocks of rows summed in T, the blocks in double
+      const std::int64_t B = std::max<std::int64_t>(1, kBlockElems / std::max<std::int64_t>(C, 1));
+      std::vector<T> buf(static_cast<std::size_t>(3 * C));
+      T* a1 = buf.data();
+      T* a2 = a1 + C;
+      T* m = a2 + C;
+      for (std::int64_t c = 0; c < C; ++c) m[c] = static_cast<T>(mu[c]);
+      for (std::int64_t b = d.N * t / n_t, end = d.N * (t + 1) / n_t; b < end; b += B) {
+        std::fill(a1, a1 + 2 * C, T(0));
+        for (std::int64_t n = b, e = std::min(b + B, end); n < e; ++n) {
+          const T* xr = x + n * C;
+          const T* gr = g + n * C;
+          for (std::int64_t c = 0; c < C; ++c) {
+            a1[c] += gr[c];
+            a2[c] += (xr[c] - m[c]) * gr[c];
+          }
+        }
         for (std::int64_t c = 0; c < C; ++c) {
-          p1[c] += gr[c];
-          p2[c] += (xr[c] - mu[c]) * static_cast<double>(gr[c]);
+          p1[c] += a1[c];
+          p2[c] += a2[c];
         }
       }
     } else {
