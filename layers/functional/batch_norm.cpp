@@ -39,6 +39,17 @@ constexpr std::size_t kStreamBytes = std::size_t(24) << 20;
 
 int threads_for(std::int64_t work) { return work >= kParallelGrain ? get_num_threads() : 1; }
 
+// Per-thread reusable buffers for the per-channel temporaries, so steady-state calls do no
+// heap allocation. Each use has its own slot; uninitialised contents.
+enum Slot { kBlockStats, kThreadStats, kSumParts, kSums, kBlockT, kChannelT, kSlots };
+template <class T>
+T* scratch(Slot slot, std::size_t n) {
+  thread_local std::vector<T> bufs[kSlots];
+  auto& b = bufs[slot];
+  if (b.size() < n) b.resize(n);
+  return b.data();
+}
+
 // Runs body(t, nt) on nt threads (no parallel region when nt == 1).
 template <class F>
 void run_threads(int nt, F&& body) {
@@ -98,7 +109,8 @@ void write_row(T* dst, std::int64_t len, bool stream, F&& f) {
 // block (Chan, Golub & LeVeque 1979): M2 = M2_a + M2_b + δ²·n_a·n_b/n, δ = mean_b - mean_a.
 struct Partial {
   std::int64_t count = 0;
-  std::vector<double> mean, m2;
+  double* mean = nullptr;  // (C)
+  double* m2 = nullptr;    // (C)
 };
 
 void merge_block(Partial& p, std::int64_t c, std::int64_t nb, double bmean, double bm2, std::int64_t count_before) {
@@ -116,8 +128,8 @@ void merge_block(Partial& p, std::int64_t c, std::int64_t nb, double bmean, doub
 // Merges a block's per-channel (mean, M2) over nb values into p (count_before values so
 // far); the weights are the same for every channel, so the loop vectorises.
 void merge_blocks(Partial& p, std::int64_t C, std::int64_t nb, const double* bmean, const double* bm2) {
-  double* mean = p.mean.data();
-  double* m2 = p.m2.data();
+  double* mean = p.mean;
+  double* m2 = p.m2;
   if (p.count == 0) {
     std::copy(bmean, bmean + C, mean);
     std::copy(bm2, bm2 + C, m2);
@@ -144,9 +156,9 @@ template <class T>
 void moments_rows(const T* x, std::int64_t C, std::int64_t r0, std::int64_t r1, Partial& p) {
   const std::int64_t B = std::max<std::int64_t>(1, kBlockElems / std::max<std::int64_t>(C, 1));
   const std::size_t Cs = static_cast<std::size_t>(C);
-  std::vector<double> bmean(Cs), bm2(Cs);
-  std::vector<T> tbuf(4 * Cs);
-  T* K = tbuf.data();
+  double* bmean = scratch<double>(kBlockStats, 2 * Cs);
+  double* bm2 = bmean + C;
+  T* K = scratch<T>(kBlockT, 4 * Cs);
   T* s = K + C;
   T* r = s + C;
   T* q = r + C;
@@ -179,7 +191,7 @@ void moments_rows(const T* x, std::int64_t C, std::int64_t r0, std::int64_t r1, 
       bmean[c] = K[c] + rc * inv;
       bm2[c] = std::max(0.0, q[c] - rc * rc * inv);
     }
-    merge_blocks(p, C, nb, bmean.data(), bm2.data());
+    merge_blocks(p, C, nb, bmean, bm2);
   }
 }
 
@@ -216,9 +228,11 @@ void moments(const T* x, Dims d, std::vector<double>& mean, std::vector<double>&
   const std::size_t C = static_cast<std::size_t>(d.C);
   const int nt = threads_for(d.N * d.C * d.S);
   std::vector<Partial> parts(static_cast<std::size_t>(nt));
-  for (auto& p : parts) {
-    p.mean.assign(C, 0.0);
-    p.m2.assign(C, 0.0);
+  double* stats = scratch<double>(kThreadStats, 2 * C * static_cast<std::size_t>(nt));
+  std::fill(stats, stats + 2 * C * static_cast<std::size_t>(nt), 0.0);
+  for (std::size_t t = 0; t < parts.size(); ++t) {
+    parts[t].mean = stats + 2 * C * t;
+    parts[t].m2 = parts[t].mean + C;
   }
   run_threads(nt, [&](int t, int n_t) {
     if (d.S == 1)
@@ -230,9 +244,9 @@ void moments(const T* x, Dims d, std::vector<double>& mean, std::vector<double>&
   var.assign(C, 0.0);
   const double m = static_cast<double>(d.N * d.S);
   if (d.S == 1) {  // row shares: merge the threads' statistics in order
-    Partial all = std::move(parts[0]);
+    Partial all = parts[0];
     for (std::size_t t = 1; t < parts.size(); ++t)
-      if (parts[t].count > 0) merge_blocks(all, d.C, parts[t].count, parts[t].mean.data(), parts[t].m2.data());
+      if (parts[t].count > 0) merge_blocks(all, d.C, parts[t].count, parts[t].mean, parts[t].m2);
     for (std::size_t c = 0; c < C; ++c) {
       mean[c] = all.mean[c];
       var[c] = all.m2[c] / m;
@@ -251,14 +265,14 @@ template <class T>
 void backward_sums(const T* x, const T* g, Dims d, const double* mu, double* s1, double* s2) {
   const std::int64_t C = d.C;
   const int nt = threads_for(d.N * d.C * d.S);
-  std::vector<double> part(static_cast<std::size_t>(2 * C * nt), 0.0);
+  double* part = scratch<double>(kSumParts, static_cast<std::size_t>(2 * C * nt));
+  std::fill(part, part + 2 * C * nt, 0.0);
   run_threads(nt, [&](int t, int n_t) {
-    double* p1 = part.data() + 2 * C * t;
+    double* p1 = part + 2 * C * t;
     double* p2 = p1 + C;
     if (d.S == 1) {  // blocks of rows summed in T, the blocks in double
       const std::int64_t B = std::max<std::int64_t>(1, kBlockElems / std::max<std::int64_t>(C, 1));
-      std::vector<T> buf(static_cast<std::size_t>(3 * C));
-      T* a1 = buf.data();
+      T* a1 = scratch<T>(kBlockT, static_cast<std::size_t>(3 * C));
       T* a2 = a1 + C;
       T* m = a2 + C;
       for (std::int64_t c = 0; c < C; ++c) m[c] = static_cast<T>(mu[c]);
@@ -321,8 +335,9 @@ Tensor forward_impl(const Tensor& x, Dims d, const std::vector<double>& mean, co
                     const Tensor& weight, const Tensor& bias) {
   Tensor out = Tensor::empty(x.shape(), x.dtype());
   // y = (x - μ)·(γ·rstd) + β: centring first keeps float32 exact for constant channels
-  std::vector<T> scale(static_cast<std::size_t>(d.C)), shift(static_cast<std::size_t>(d.C)),
-      mu(static_cast<std::size_t>(d.C));
+  T* scale = scratch<T>(kChannelT, static_cast<std::size_t>(3 * d.C));
+  T* shift = scale + d.C;
+  T* mu = shift + d.C;
   const T* w = weight.defined() ? weight.data<T>() : nullptr;
   const T* bb = bias.defined() ? bias.data<T>() : nullptr;
   for (std::int64_t c = 0; c < d.C; ++c) {
@@ -332,7 +347,7 @@ Tensor forward_impl(const Tensor& x, Dims d, const std::vector<double>& mean, co
     mu[c] = static_cast<T>(mean[c]);
   }
   const T* xp = x.data<T>();
-  const T *a = scale.data(), *b = shift.data(), *u = mu.data();
+  const T *a = scale, *b = shift, *u = mu;
   if (d.S == 1) {
     channel_pass<T>(d, out.data<T>(), [&](T* o, std::int64_t r, std::int64_t c0, std::int64_t n) {
       const T* xr = xp + r * d.C + c0;
@@ -362,13 +377,17 @@ void backward_impl(const Tensor& g, const Tensor& x, Dims d, const std::vector<d
   const T* gp = g.data<T>();
   const T* xp = x.data<T>();
   const bool need_sums = (train && gs.needs(0)) || gs.needs(1) || gs.needs(2);
-  std::vector<double> sum_dy(static_cast<std::size_t>(d.C), 0.0), sum_dy_xc(static_cast<std::size_t>(d.C), 0.0);
-  if (need_sums) backward_sums<T>(xp, gp, d, mean.data(), sum_dy.data(), sum_dy_xc.data());
+  double* sum_dy = scratch<double>(kSums, static_cast<std::size_t>(2 * d.C));
+  double* sum_dy_xc = sum_dy + d.C;
+  std::fill(sum_dy, sum_dy + 2 * d.C, 0.0);
+  if (need_sums) backward_sums<T>(xp, gp, d, mean.data(), sum_dy, sum_dy_xc);
   const T* w = weight.defined() ? weight.data<T>() : nullptr;
   const double m = static_cast<double>(d.N * d.S);
   if (gs.needs(0)) {
-    std::vector<T> k1(static_cast<std::size_t>(d.C)), k2(static_cast<std::size_t>(d.C)),
-        k3(static_cast<std::size_t>(d.C)), mu(static_cast<std::size_t>(d.C));
+    T* k1 = scratch<T>(kChannelT, static_cast<std::size_t>(4 * d.C));
+    T* k2 = k1 + d.C;
+    T* k3 = k2 + d.C;
+    T* mu = k3 + d.C;
     for (std::int64_t c = 0; c < d.C; ++c) {
       const double gamma = w ? static_cast<double>(w[c]) : 1.0;
       k1[c] = static_cast<T>(gamma * rstd[c]);
@@ -377,7 +396,7 @@ void backward_impl(const Tensor& g, const Tensor& x, Dims d, const std::vector<d
       mu[c] = static_cast<T>(mean[c]);
     }
     Tensor gx = Tensor::empty(x.shape(), x.dtype());
-    const T *a = k1.data(), *b = k2.data(), *k = k3.data(), *u = mu.data();
+    const T *a = k1, *b = k2, *k = k3, *u = mu;
     if (d.S == 1) {
       channel_pass<T>(d, gx.data<T>(), [&](T* o, std::int64_t r, std::int64_t c0, std::int64_t n) {
         const T* xr = xp + r * d.C + c0;
