@@ -1,8 +1,9 @@
 // Same workloads in tapegrad and libtorch, in one process, alternating, at the same
 // thread count; prints each median and the ratio libtorch/tapegrad (> 1: tapegrad faster).
-//   side_by_side [--threads N] [--reps R] [--only SUBSTRING]
+//   side_by_side [--threads N] [--reps R] [--only SUBSTRING] [--clock wall|cpu]
 //   side_by_side --peak tapegrad|libtorch     # peak RSS growth of two large-net steps
 #include <sys/resource.h>
+#include <time.h>
 #include <torch/torch.h>
 
 #include <algorithm>
@@ -29,7 +30,17 @@ namespace tg = tapegrad;
 
 namespace {
 
-double now() { return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count(); }
+// Wall time, or (--clock cpu) the process's CPU time: with one thread on a machine shared
+// with other jobs, CPU time leaves out the time the scheduler gave to someone else.
+bool g_cpu_clock = false;
+double now() {
+  if (g_cpu_clock) {
+    timespec t{};
+    clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &t);
+    return static_cast<double>(t.tv_sec) + 1e-9 * static_cast<double>(t.tv_nsec);
+  }
+  return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
+}
 
 double per_call(const std::function<void()>& f, int k) {
   const double t0 = now();
@@ -207,15 +218,17 @@ int main(int argc, char** argv) {
     else if (!std::strcmp(argv[i], "--reps")) reps = std::atoi(argv[i + 1]);
     else if (!std::strcmp(argv[i], "--only")) only = argv[i + 1];
     else if (!std::strcmp(argv[i], "--peak")) peak = argv[i + 1];
+    else if (!std::strcmp(argv[i], "--clock")) g_cpu_clock = !std::strcmp(argv[i + 1], "cpu");
     else {
-      std::fprintf(stderr, "usage: side_by_side [--threads N] [--reps R] [--only SUBSTRING] | --peak ENGINE\n");
+      std::fprintf(stderr, "usage: side_by_side [--threads N] [--reps R] [--only SUBSTRING] [--clock wall|cpu] | --peak ENGINE\n");
       return 2;
     }
   }
   tg::set_num_threads(threads);
   torch::set_num_threads(threads);
   if (!peak.empty()) return peak_mode(peak);
-  std::printf("threads %d, %d alternating rounds, medians\n", threads, reps);
+  std::printf("threads %d, %d alternating rounds, medians of %s time\n", threads, reps,
+              g_cpu_clock ? "process CPU" : "wall");
   std::printf("%-50s %12s %12s %8s\n", "workload", "tapegrad", "libtorch", "ratio");
   for (auto& c : make_cases()) {
     if (!only.empty() && c.name.find(only) == std::string::npos) continue;

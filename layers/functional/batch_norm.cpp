@@ -417,12 +417,14 @@ void backward_impl(const Tensor& g, const Tensor& x, Dims d, const std::vector<d
   }
   if (gs.needs(1)) {  // dγ = Σ dy·x̂
     Tensor gw = Tensor::empty({d.C}, x.dtype());
-    for (std::int64_t c = 0; c < d.C; ++c) gw.data<T>()[c] = static_cast<T>(rstd[c] * sum_dy_xc[c]);
+    T* o = gw.data<T>();
+    for (std::int64_t c = 0; c < d.C; ++c) o[c] = static_cast<T>(rstd[c] * sum_dy_xc[c]);
     gs.add(1, std::move(gw));
   }
   if (gs.needs(2)) {  // dβ = Σ dy
     Tensor gb = Tensor::empty({d.C}, x.dtype());
-    for (std::int64_t c = 0; c < d.C; ++c) gb.data<T>()[c] = static_cast<T>(sum_dy[c]);
+    T* o = gb.data<T>();
+    for (std::int64_t c = 0; c < d.C; ++c) o[c] = static_cast<T>(sum_dy[c]);
     gs.add(2, std::move(gb));
   }
 }
