@@ -28,6 +28,7 @@ def main():
     p.add_argument("--lr", type=float, default=1e-3)
     p.add_argument("--norm", choices=["none", "batch", "layer"], default="batch")
     p.add_argument("--dropout", type=float, default=0.2)
+    p.add_argument("--schedule", choices=["none", "cosine"], default="cosine")
     p.add_argument("--threads", type=int, default=2)
     p.add_argument("--seed", type=int, default=0)
     a = p.parse_args()
@@ -55,6 +56,7 @@ def main():
         width = h
     model = nn.Sequential(*layers, nn.Linear(width, 10))
     opt = torch.optim.Adam(model.parameters(), lr=a.lr)
+    sched = torch.optim.lr_scheduler.CosineAnnealingLR(opt, T_max=a.epochs) if a.schedule == "cosine" else None
     loss_fn = nn.CrossEntropyLoss()
 
     def accuracy(Xe, ye):
@@ -78,6 +80,8 @@ def main():
             total += loss.item() * len(idx)
             seen += len(idx)
         times.append(time.perf_counter() - t0)
+        if sched:
+            sched.step()
         va_acc = accuracy(Xva, yva)
         if va_acc > best:
             best, best_state = va_acc, {k: v.clone() for k, v in model.state_dict().items()}
