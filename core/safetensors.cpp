@@ -138,6 +138,8 @@ SafetensorsContent parse_safetensors(const std::uint8_t* data, std::size_t size)
     fail(std::string("header is not valid JSON: ") + e.what(), 8 + (e.byte > 0 ? e.byte - 1 : 0));
   } catch (const std::length_error&) {
     fail("header JSON is nested deeper than the format allows", 8);
+  } catch (const json::exception& e) {  // e.g. out_of_range 406: a number such as 1e309 overflows
+    fail(std::string("header is not valid JSON: ") + e.what(), 8);
   }
   if (!header.is_object()) fail("header is not a JSON object", 8);
   auto where = [&](const std::string& name) -> std::uint64_t {

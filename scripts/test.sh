@@ -58,7 +58,8 @@ fi
 if [[ "$stages" == *" fuzz "* ]]; then
   t0=$SECONDS
   echo "== fuzz: libFuzzer targets (clang, ASan + UBSan), ${fuzz_seconds} s each"
-  configure "$fuzz_dir" -DCMAKE_CXX_COMPILER=clang++ -DCMAKE_BUILD_TYPE=RelWithDebInfo -DTAPEGRAD_FUZZ=ON \
+  configure "$fuzz_dir" -DCMAKE_CXX_COMPILER=clang++ -DCMAKE_BUILD_TYPE=Debug "-DCMAKE_CXX_FLAGS_DEBUG=-O1 -g" \
+    -DTAPEGRAD_FUZZ=ON \
     -DTAPEGRAD_BUILD_TESTS=OFF -DTAPEGRAD_BUILD_EXAMPLES=OFF -DTAPEGRAD_BUILD_BENCH=OFF
   cmake --build "$fuzz_dir" -j "$jobs" --target tapegrad_fuzzers
   mkdir -p "$fuzz_dir/artifacts"

@@ -88,6 +88,9 @@ TEST_CASE("errors: a corrupt safetensors buffer names the problem and the byte o
   CHECK_THAT(parse_error(long_header), Contains("runs past the end of the file") && Contains("byte offset 0"));
   CHECK_THAT(parse_error(file_with_header("[1,2]   ")), Contains("does not start with '{'") && Contains("byte offset 8"));
   CHECK_THAT(parse_error(file_with_header(R"({"w":{"dtype":"F32",)")), Contains("not valid JSON"));
+  // Found by fuzz_safetensors: a number that overflows a double made the JSON library throw
+  // an exception that was not a std::runtime_error (it ended the program).
+  CHECK_THAT(parse_error(file_with_header(R"({"x":1e309})")), Contains("not valid JSON") && Contains("1e309"));
   CHECK_THAT(parse_error(file_with_header(R"({"w":{"dtype":"F16","shape":[2],"data_offsets":[0,4]}})", Bytes(4, 0))),
              Contains("unknown dtype 'F16'") && Contains("F32, F64 or I64"));
   CHECK_THAT(parse_error(file_with_header(f32x2, Bytes(4, 0))), Contains("'w'") && Contains("[0, 8]"));
