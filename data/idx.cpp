@@ -181,11 +181,19 @@ IdxArray read_idx(const std::string& path, std::uint64_t max_bytes) {
   }
   buf.resize(got);
   const IdxHeader h = parse_idx_header(buf.data(), buf.size(), path, max_bytes);
-  // Payload plus one byte, to detect trailing data.
-  const std::size_t want = static_cast<std::size_t>(h.payload_bytes) + 1;
-  buf.resize(h.header_bytes + want);
-  got = gz_read(f.get(), buf.data() + h.header_bytes, want, path, h.header_bytes);
-  buf.resize(h.header_bytes + got);
+  // Payload plus one byte (to detect trailing data), read in growing chunks: the buffer
+  // follows the data actually present, so a header that declares gigabytes over a short
+  // file costs no more memory than the file holds.
+  const std::size_t total = h.header_bytes + static_cast<std::size_t>(h.payload_bytes) + 1;
+  std::size_t have = h.header_bytes;
+  while (have < total) {
+    const std::size_t chunk = std::min(total - have, std::max<std::size_t>(have, std::size_t{1} << 20));
+    buf.resize(have + chunk);
+    const std::size_t n = gz_read(f.get(), buf.data() + have, chunk, path, have);
+    have += n;
+    if (n < chunk) break;
+  }
+  buf.resize(have);
   return parse_idx(buf.data(), buf.size(), path, max_bytes);
 }
 

@@ -4,8 +4,8 @@
 // row-major order, big-endian. Format: http://yann.lecun.com/exdb/mnist/ ("FILE FORMATS").
 //
 // parse_idx() is a pure parser over a byte buffer (what a fuzzer calls); read_idx() reads
-// a gzip or plain file through zlib without ever holding more than the header-declared
-// size (bounded by max_bytes) plus one byte.
+// a gzip or plain file through zlib, holding at most the header-declared size (bounded by
+// max_bytes) plus one byte, and never much more than the data the file really contains.
 #include <cstddef>
 #include <cstdint>
 #include <string>

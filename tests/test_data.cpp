@@ -92,7 +92,7 @@ TEST_CASE("IDX: encode/parse round trip and big-endian decoding", "[data]") {
   REQUIRE_THROWS_WITH(f.to_int64(), Catch::Contains("float32"));
 }
 
-TEST_CASE("IDX: parse errors name the source, the byte offset and the expected size", "[data]") {
+TEST_CASE("IDX: parse errors name the source and the byte offset and the expected size", "[data]") {
   const auto good = encode_idx(small_images());
   SECTION("empty buffer") {
     REQUIRE_THROWS_WITH(parse_idx(good.data(), 0, "x.idx"),
@@ -139,7 +139,7 @@ TEST_CASE("IDX: parse errors name the source, the byte offset and the expected s
   }
 }
 
-TEST_CASE("IDX files: gzip and plain read the same; truncated and bad files throw", "[data]") {
+TEST_CASE("IDX files: gzip and plain read the same and truncated or bad files throw", "[data]") {
   TempDir dir;
   const IdxArray a = small_images();
   write_idx(dir.file("a.idx.gz"), a, true);
@@ -198,7 +198,7 @@ TEST_CASE("IDX files: gzip and plain read the same; truncated and bad files thro
   }
 }
 
-TEST_CASE("Dataset: validation, take, slice", "[data]") {
+TEST_CASE("Dataset: validation and take and slice", "[data]") {
   Tensor X = Tensor::from_vector({0, 1, 10, 11, 20, 21, 30, 31}, {4, 2}, Dtype::Float32);
   Tensor y = Tensor::from_int64({0, 1, 2, 1}, {4});
   Dataset d = Dataset::make(X, y);
@@ -217,7 +217,7 @@ TEST_CASE("Dataset: validation, take, slice", "[data]") {
   REQUIRE_THROWS_WITH(Dataset::make(X, y.to(Dtype::Float32)), Catch::Contains("int64"));
 }
 
-TEST_CASE("DataLoader: batch counts, drop_last, seeded shuffle per epoch", "[data]") {
+TEST_CASE("DataLoader: batch counts and drop_last and a seeded shuffle per epoch", "[data]") {
   const std::int64_t n = 10;
   std::vector<double> xs;
   std::vector<std::int64_t> ys;
@@ -274,7 +274,7 @@ TEST_CASE("DataLoader: batch counts, drop_last, seeded shuffle per epoch", "[dat
   REQUIRE_THROWS_AS(plain.batch(3), std::out_of_range);
 }
 
-TEST_CASE("train_val_split holds out disjoint rows; standardisation uses training statistics", "[data]") {
+TEST_CASE("train_val_split holds out disjoint rows and standardisation uses training statistics", "[data]") {
   const std::int64_t n = 20;
   std::vector<double> xs;
   std::vector<std::int64_t> ys;

@@ -53,7 +53,7 @@ TEST_CASE("parse_hidden", "[fmnist]") {
   REQUIRE_THROWS_WITH(fmnist::parse_hidden("12a"), Catch::Contains("'12a'"));
 }
 
-TEST_CASE("model layout and evaluate(): eval mode, no tape, mode restored", "[fmnist]") {
+TEST_CASE("model layout and evaluate() in eval mode without tape and with the mode restored", "[fmnist]") {
   fmnist::Config c;
   c.hidden = {8, 4};
   Generator init(0), drop(1);
@@ -94,7 +94,7 @@ TEST_CASE("model layout and evaluate(): eval mode, no tape, mode restored", "[fm
   REQUIRE_FALSE(m->is_training());
 }
 
-TEST_CASE("2 epochs on 2,000 images reach > 70% test accuracy", "[fmnist]") {
+TEST_CASE("2 epochs on 2000 images reach over 70% test accuracy", "[fmnist]") {
   if (!have_data()) {
     WARN("dataset-fashion-mnist not installed; skipping");
     return;
