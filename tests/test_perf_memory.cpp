@@ -23,6 +23,13 @@ struct ThreadsGuard {
   int prev = get_num_threads();
   ~ThreadsGuard() { set_num_threads(prev); }
 };
+// Under AddressSanitizer the block cache is off (core/storage.cpp: freed blocks go back to
+// the system so use-after-free stays detectable), so the cache-reuse checks do not apply.
+#if defined(__SANITIZE_ADDRESS__)
+constexpr bool kBlockCacheOn = false;
+#else
+constexpr bool kBlockCacheOn = true;
+#endif
 }  // namespace
 
 TEST_CASE("10,000 training steps of the chapter's BN net neither grow memory nor the tape", "[perf]") {
@@ -54,7 +61,7 @@ TEST_CASE("10,000 training steps of the chapter's BN net neither grow memory nor
   CHECK(std::isfinite(last));
   CHECK(autograd::tape_size() == 0);
   CHECK(end.bytes_in_use == warm.bytes_in_use);  // same live tensors after every step
-  CHECK(end.system_allocations == warm.system_allocations);  // every block came from the cache
+  if (kBlockCacheOn) CHECK(end.system_allocations == warm.system_allocations);  // every block came from the cache
   CHECK(end.bytes_cached == warm.bytes_cached);
 }
 
@@ -64,11 +71,11 @@ TEST_CASE("the block cache reuses freed blocks of the same size class", "[perf]"
   const AllocatorStats mid = allocator_stats();
   CHECK(mid.bytes_in_use == before.bytes_in_use);
   { Tensor b = Tensor::empty({1001, 37}); }  // same class: no new system allocation
-  CHECK(allocator_stats().system_allocations == mid.system_allocations);
+  if (kBlockCacheOn) CHECK(allocator_stats().system_allocations == mid.system_allocations);
   { Tensor c = Tensor::empty({7}); }  // small blocks are recycled too
   const auto small = allocator_stats().system_allocations;
   { Tensor d = Tensor::empty({9}); }
-  CHECK(allocator_stats().system_allocations == small);
+  if (kBlockCacheOn) CHECK(allocator_stats().system_allocations == small);
 }
 
 TEST_CASE("blocked batch-norm statistics match a plain two-pass reference", "[perf]") {
