@@ -206,3 +206,18 @@ TEST_CASE("BatchNorm input errors name expected and actual shapes", "[batchnorm]
   REQUIRE_THROWS_WITH(bn2(Tensor::zeros({4, 3})), Catch::Contains("4D") && Catch::Contains("[4, 3]"));
   REQUIRE_THROWS_WITH(bn(Tensor::zeros({4, 3}, Dtype::Float64)), Catch::Contains("float64") && Catch::Contains("float32"));
 }
+
+TEST_CASE("eps = 0 and a constant channel: output beta and zero gradients, as PyTorch", "[batchnorm]") {
+  BatchNorm1d bn(2, f64(0.0));
+  set(bn.weight, {2, 0.5});
+  set(bn.bias, {0.3, -0.1});
+  Tensor x = t64({1, 2, 1, 4, 1, 7}, {3, 2}).requires_grad_();
+  Tensor y = bn(x);
+  y.backward(t64({1, 2, 3, -1, 0.5, 0.25}, {3, 2}));
+  // torch.nn.BatchNorm1d(2, eps=0.0) in float64 with the same weight, bias, input and grad_output
+  require_close(y, {0.3, -0.6677749739576688, 0.3, -0.1811107105653812, 0.3, 0.5488856845230502}, 1e-12);
+  require_close(x.grad(), {0, 0.22091996167149902, 0, -0.3681999361191649, 0, 0.14727997444766594}, 1e-12);
+  require_close(bn.weight.grad(), {0, -1.7844356324383874}, 1e-12);
+  require_close(bn.bias.grad(), {4.5, 1.25}, 1e-12);
+  require_close(bn.running_var, {0.9, 1.5333333333333332}, 1e-12);
+}

@@ -483,7 +483,9 @@ Tensor batch_norm(const Tensor& x, const Tensor& running_mean, const Tensor& run
     if (training) {
       std::vector<double> var;
       moments<scalar_t>(xp, d, mean, var);
-      for (std::int64_t c = 0; c < d.C; ++c) rstd[c] = 1.0 / std::sqrt(var[c] + eps);
+      // A constant channel with eps = 0 has σ² + eps = 0: like PyTorch, use rstd = 0 (output β,
+      // zero gradients) instead of dividing by zero.
+      for (std::int64_t c = 0; c < d.C; ++c) rstd[c] = var[c] + eps == 0.0 ? 0.0 : 1.0 / std::sqrt(var[c] + eps);
       if (running_mean.defined()) {
         scalar_t* rm = running_mean.data<scalar_t>();
         scalar_t* rv = running_var.data<scalar_t>();

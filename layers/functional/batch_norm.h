@@ -12,6 +12,8 @@ namespace tapegrad::layers::functional {
 ///   running_mean / running_var are defined, updates them in place:
 ///   run = (1 - momentum)·run + momentum·batch, with the unbiased variance σ²·m/(m-1).
 ///   Throws std::invalid_argument when m = 1 (one value per channel), before any change.
+///   A channel with σ² + eps = 0 (constant, eps = 0) gets rstd = 0: output β, zero gradient,
+///   as PyTorch.
 /// training = false: uses running_mean / running_var (both required).
 /// y = (x - μ)/sqrt(σ² + eps)·weight + bias; weight and bias (C) may be undefined (= 1, 0).
 ///
