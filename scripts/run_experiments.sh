@@ -5,4 +5,4 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 scripts/setup.sh
 scripts/build.sh
-./build/examples/bn_experiments/bn_experiments all --out results "$@"
+"${BUILD_DIR:-build}/examples/bn_experiments/bn_experiments" all --out results "$@"

@@ -5,6 +5,7 @@
 #include <malloc.h>
 
 #include <chrono>
+#include <filesystem>
 #include <iostream>
 
 #include <CLI/CLI.hpp>
@@ -62,7 +63,16 @@ int main(int argc, char** argv) {
     sc->add_option("--save", save_dir, "Save every trained net (safetensors, with BN buffers) into this directory");
     sc->add_flag("-q,--quiet", quiet, "Only warnings and the final table");
   }
-  CLI11_PARSE(app, argc, argv);
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::ParseError& e) {
+    if (!app.remaining().empty() && app.get_subcommands().empty()) {
+      std::cerr << "bn_experiments: unknown subcommand '" << app.remaining().front()
+                << "' (expected convergence | learning-rate | depth | all; see --help)\n";
+      return 106;
+    }
+    return app.exit(e);
+  }
 
   spdlog::set_pattern("[%H:%M:%S] %v");
   spdlog::set_level(quiet ? spdlog::level::warn : spdlog::level::info);
@@ -82,6 +92,14 @@ int main(int argc, char** argv) {
       exps = {conv->parsed() ? "convergence" : lr->parsed() ? "learning-rate" : "depth"};
     }
     if (!policy.empty()) o.policies = std::vector<EvalPolicy>{parse_policy(policy)};
+    // Fail on an unwritable output folder now, not after every run has trained.
+    for (const std::string& dir : {out, save_dir}) {
+      if (dir.empty()) continue;
+      std::error_code ec;
+      std::filesystem::create_directories(dir, ec);
+      if (ec || !std::filesystem::is_directory(dir))
+        throw std::runtime_error("cannot create the output folder '" + dir + "': " + ec.message());
+    }
     // The nets are small: one thread per run, several runs at a time.
     tapegrad::set_num_threads(1);
 
@@ -96,7 +114,7 @@ int main(int argc, char** argv) {
       spdlog::info("saved {} nets into {}", saved.size(), save_dir);
     }
     std::cout << summary_markdown(s) << "\n";
-    spdlog::warn("{} runs, {} SGD steps in {:.1f} s; wrote {}/results.csv, {}/summary.md and {} figure(s)",
+    spdlog::info("{} runs, {} SGD steps in {:.1f} s; wrote {}/results.csv, {}/summary.md and {} figure(s)",
                  s.jobs.size(), steps, secs, out, out, pngs.size());
   } catch (const std::exception& e) {
     spdlog::error("{}", e.what());

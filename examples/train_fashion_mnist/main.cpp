@@ -15,10 +15,10 @@ int main(int argc, char** argv) {
   double lr = 0;
   CLI::App app{"Train an MLP on Fashion-MNIST (Debian package dataset-fashion-mnist)"};
   app.add_option("--data", cfg.data_dir, "directory with the IDX files (.gz or plain)")->capture_default_str();
-  app.add_option("--epochs", cfg.epochs, "epochs")->capture_default_str()->check(CLI::PositiveNumber);
+  app.add_option("--epochs", cfg.epochs, "epochs")->capture_default_str()->check(CLI::Range(1, 100000).description("an integer in [1, 100000]"));
   app.add_option("--batch-size", cfg.batch_size, "mini-batch size")->capture_default_str()->check(CLI::Range(2, 1 << 20));
   auto* lr_opt = app.add_option("--lr", lr, "learning rate (default: sgd 0.1, adam/adamw 1e-3)")
-                     ->check(CLI::NonNegativeNumber);
+                     ->check(CLI::Range(0.0, 1e3).description("a number in [0, 1000]"));
   app.add_option("--optimizer", cfg.optimizer, "sgd (momentum 0.9) | adam | adamw")
       ->capture_default_str()
       ->check(CLI::IsMember({"sgd", "adam", "adamw"}));
@@ -36,10 +36,12 @@ int main(int argc, char** argv) {
   app.add_option("--checkpoint", cfg.checkpoint,
                  "save the best epoch to PATH and the latest to PATH.last (weights, buffers, optimizer)");
   app.add_option("--resume", cfg.resume, "continue exactly from a checkpoint (PATH.last or PATH)");
-  app.add_option("--threads", cfg.threads, "threads (0: all cores)")->capture_default_str()->check(CLI::NonNegativeNumber);
+  app.add_option("--threads", cfg.threads, "threads (0: all cores)")
+      ->capture_default_str()
+      ->check(CLI::Range(0, 1024).description("an integer in [0, 1024]"));
   app.add_option("--limit", cfg.limit, "use only the first N training images (for tests)")
       ->capture_default_str()
-      ->check(CLI::NonNegativeNumber);
+      ->check(CLI::Range(0, 1 << 30).description("an integer >= 0"));
   app.add_option("--stop-after", cfg.stop_after, "stop after this many epochs (simulates an interruption)");
   bool no_progress = false;
   app.add_flag("--no-progress", no_progress, "no progress bar, even on a terminal");
