@@ -12,15 +12,6 @@ namespace {
 
 using namespace tapegrad;
 
-layers::BatchNormOptions bn_options(const json& a, Dtype dtype) {
-  layers::BatchNormOptions o;
-  o.eps = a.value("eps", 1e-5);
-  o.momentum = a.contains("momentum") ? opt_double(a.at("momentum")) : std::optional<double>(0.1);
-  o.affine = a.value("affine", true);
-  o.track_running_stats = a.value("track_running_stats", true);
-  o.dtype = dtype;
-  return o;
-}
 
 const bool registered = [] {
   add_module("Linear", [](const json& a, Dtype dt) -> layers::ModulePtr {

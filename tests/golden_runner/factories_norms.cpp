@@ -25,15 +25,6 @@ layers::InstanceNormOptions in_options(const json& a, Dtype dtype) {
   return o;
 }
 
-layers::BatchNormOptions brn_options(const json& a, Dtype dtype) {
-  layers::BatchNormOptions o;
-  o.eps = a.value("eps", 1e-5);
-  o.momentum = a.contains("momentum") ? opt_double(a.at("momentum")) : std::optional<double>(0.1);
-  o.affine = a.value("affine", true);
-  o.track_running_stats = a.value("track_running_stats", true);
-  o.dtype = dtype;
-  return o;
-}
 
 const bool registered = [] {
   add_module("LayerNorm", [](const json& a, Dtype dt) -> layers::ModulePtr {
@@ -54,11 +45,11 @@ const bool registered = [] {
     return std::make_shared<layers::InstanceNorm2d>(a.at("num_features").get<std::int64_t>(), in_options(a, dt));
   });
   add_module("BatchRenorm1d", [](const json& a, Dtype dt) -> layers::ModulePtr {
-    return std::make_shared<layers::BatchRenorm1d>(a.at("num_features").get<std::int64_t>(), brn_options(a, dt),
+    return std::make_shared<layers::BatchRenorm1d>(a.at("num_features").get<std::int64_t>(), bn_options(a, dt),
                                                    a.value("rmax", 3.0), a.value("dmax", 5.0));
   });
   add_module("BatchRenorm2d", [](const json& a, Dtype dt) -> layers::ModulePtr {
-    return std::make_shared<layers::BatchRenorm2d>(a.at("num_features").get<std::int64_t>(), brn_options(a, dt),
+    return std::make_shared<layers::BatchRenorm2d>(a.at("num_features").get<std::int64_t>(), bn_options(a, dt),
                                                    a.value("rmax", 3.0), a.value("dmax", 5.0));
   });
   add_module("LocalResponseNorm", [](const json& a, Dtype) -> layers::ModulePtr {

@@ -124,4 +124,14 @@ std::optional<double> opt_double(const json& j) {
   return j.get<double>();
 }
 
+tapegrad::layers::BatchNormOptions bn_options(const json& a, Dtype dtype) {
+  tapegrad::layers::BatchNormOptions o;
+  o.eps = a.value("eps", 1e-5);
+  o.momentum = a.contains("momentum") ? opt_double(a.at("momentum")) : std::optional<double>(0.1);
+  o.affine = a.value("affine", true);
+  o.track_running_stats = a.value("track_running_stats", true);
+  o.dtype = dtype;
+  return o;
+}
+
 }  // namespace golden

@@ -12,6 +12,7 @@
 #include <nlohmann/json.hpp>
 
 #include "core/tensor.h"
+#include "layers/batch_norm.h"
 #include "layers/module.h"
 
 namespace golden {
@@ -67,5 +68,9 @@ std::string dir_from_env(const char* env, const char* fallback);
 
 /// Optional double from a JSON value that may be null.
 std::optional<double> opt_double(const json& j);
+
+/// BatchNorm-family options from PyTorch's constructor args (eps, momentum (null = cumulative
+/// average), affine, track_running_stats), PyTorch's defaults where a key is absent.
+tapegrad::layers::BatchNormOptions bn_options(const json& args, Dtype dtype);
 
 }  // namespace golden
