@@ -12,6 +12,7 @@
 
 #include "core/autograd.h"
 #include "core/ops.h"
+#include "golden_runner/outcome.h"
 #include "golden_runner/support.h"
 
 using namespace tapegrad;
@@ -19,10 +20,8 @@ using golden::json;
 
 namespace {
 
-struct Outcome {
-  std::vector<std::string> failures;
-  std::vector<std::string> skips;
-};
+using golden::Outcome;
+using golden::report;
 
 struct StepResult {
   Tensor output, grad_input;
@@ -290,15 +289,6 @@ Outcome run_all(bool float32) {
     }
   }
   return o;
-}
-
-void report(const Outcome& o) {
-  for (auto& s : o.skips) WARN(s);
-  for (auto& f : o.failures) FAIL_CHECK(f);
-  CHECK(o.failures.empty());
-  // Every type in the shared vectors is implemented: a skip now means a lost factory,
-  // unless TAPEGRAD_ALLOW_SKIPS is set (e.g. for a vector set with types tapegrad lacks).
-  if (!std::getenv("TAPEGRAD_ALLOW_SKIPS")) CHECK(o.skips.empty());
 }
 
 }  // namespace
