@@ -5,6 +5,8 @@
 // are merged with Chan et al.'s parallel-variance update) and once more to write y; the
 // backward reads x and dy once for its two reductions and once more to write dx. Outputs
 // too large for the cache are written with streaming stores, so they cost no extra read.
+// The (N, C) case (S = 1) runs the kernels of batch_norm_rows.cpp; this file keeps the
+// argument checks, the running statistics, the tape node and the S > 1 loops.
 #include "layers/functional/batch_norm.h"
 
 #include <immintrin.h>
@@ -18,6 +20,8 @@
 
 #include "core/autograd.h"
 #include "core/parallel.h"
+#include "layers/functional/batch_norm_rows.h"
+#include "layers/functional/norm_vec.h"
 
 namespace tapegrad::layers::functional {
 namespace {
@@ -41,7 +45,7 @@ int threads_for(std::int64_t work) { return work >= kParallelGrain ? get_num_thr
 
 // Per-thread reusable buffers for the per-channel temporaries, so steady-state calls do no
 // heap allocation. Each use has its own slot; uninitialised contents.
-enum Slot { kBlockStats, kThreadStats, kSumParts, kSums, kBlockT, kChannelT, kSlots };
+enum Slot { kThreadStats, kSumParts, kSums, kChannelT, kSlots };
 template <class T>
 T* scratch(Slot slot, std::size_t n) {
   thread_local std::vector<T> bufs[kSlots];
@@ -125,76 +129,6 @@ void merge_block(Partial& p, std::int64_t c, std::int64_t nb, double bmean, doub
   p.m2[c] += bm2 + delta * delta * na * static_cast<double>(nb) / n;
 }
 
-// Merges a block's per-channel (mean, M2) over nb values into p (count_before values so
-// far); the weights are the same for every channel, so the loop vectorises.
-void merge_blocks(Partial& p, std::int64_t C, std::int64_t nb, const double* bmean, const double* bm2) {
-  double* mean = p.mean;
-  double* m2 = p.m2;
-  if (p.count == 0) {
-    std::copy(bmean, bmean + C, mean);
-    std::copy(bm2, bm2 + C, m2);
-  } else {
-    const double na = static_cast<double>(p.count), n = na + static_cast<double>(nb);
-    const double f = static_cast<double>(nb) / n, w = na * static_cast<double>(nb) / n;
-    for (std::int64_t c = 0; c < C; ++c) {
-      const double delta = bmean[c] - mean[c];
-      mean[c] += delta * f;
-      m2[c] += bm2[c] + delta * delta * w;
-    }
-  }
-  p.count += nb;
-}
-
-// Statistics of rows [r0, r1) of a (N, C) tensor (S == 1), in blocks of rows, with
-// T-precision sums (full vector width) that stay exact where it matters:
-//   pass 1 (from memory): s = Σ (x - K), K = the block's first row, so a constant channel
-//          sums exact zeros and gets exactly mean K and variance 0;
-//   pass 2 (from cache):  around m = K + s/nb: r = Σ (x - m), q = Σ (x - m)², giving the
-//          block's mean m + r/nb and M2 = q - r²/nb (the corrected two-pass formula);
-// then the blocks are merged in double.
-template <class T>
-void moments_rows(const T* x, std::int64_t C, std::int64_t r0, std::int64_t r1, Partial& p) {
-  const std::int64_t B = std::max<std::int64_t>(1, kBlockElems / std::max<std::int64_t>(C, 1));
-  const std::size_t Cs = static_cast<std::size_t>(C);
-  double* bmean = scratch<double>(kBlockStats, 2 * Cs);
-  double* bm2 = bmean + C;
-  T* K = scratch<T>(kBlockT, 4 * Cs);
-  T* s = K + C;
-  T* r = s + C;
-  T* q = r + C;
-  for (std::int64_t b = r0; b < r1; b += B) {
-    const std::int64_t e = std::min(b + B, r1), nb = e - b;
-    const double inv = 1.0 / static_cast<double>(nb);
-    std::copy(x + b * C, x + (b + 1) * C, K);
-    std::fill(s, s + 3 * C, T(0));
-    for (std::int64_t n = b + 1; n < e; ++n) {
-      const T* xr = x + n * C;
-      for (std::int64_t c = 0; c < C; ++c) s[c] += xr[c] - K[c];
-    }
-    for (std::int64_t c = 0; c < C; ++c) K[c] = static_cast<T>(K[c] + static_cast<double>(s[c]) / static_cast<double>(nb));
-    const std::int64_t next_end = std::min(e + B, r1);
-    for (std::int64_t n = b; n < e; ++n) {
-      const T* xr = x + n * C;
-      // fetch the next block while this one is summed from cache, keeping the memory busy
-      if (const std::int64_t pn = n - b + e; pn < next_end) {
-        const char* pr = reinterpret_cast<const char*>(x + pn * C);
-        for (std::size_t off = 0; off < Cs * sizeof(T); off += 64) __builtin_prefetch(pr + off);
-      }
-      for (std::int64_t c = 0; c < C; ++c) {
-        const T v = xr[c] - K[c];
-        r[c] += v;
-        q[c] += v * v;
-      }
-    }
-    for (std::int64_t c = 0; c < C; ++c) {
-      const double rc = r[c];
-      bmean[c] = K[c] + rc * inv;
-      bm2[c] = std::max(0.0, q[c] - rc * rc * inv);
-    }
-    merge_blocks(p, C, nb, bmean, bm2);
-  }
-}
-
 // Statistics of channels [c0, c1) of a (N, C, S) tensor (S > 1), in blocks of rows of S.
 template <class T>
 void moments_channels(const T* x, Dims d, std::int64_t c0, std::int64_t c1, Partial& p) {
@@ -226,6 +160,13 @@ void moments_channels(const T* x, Dims d, std::int64_t c0, std::int64_t c1, Part
 template <class T>
 void moments(const T* x, Dims d, std::vector<double>& mean, std::vector<double>& var) {
   const std::size_t C = static_cast<std::size_t>(d.C);
+  mean.assign(C, 0.0);
+  var.assign(C, 0.0);
+  if (d.S == 1) {
+    detail::bn_rows_moments<T>(x, d.N, d.C, mean.data(), var.data());
+    return;
+  }
+  // channel shares: each channel lives in exactly one thread's result
   const int nt = threads_for(d.N * d.C * d.S);
   std::vector<Partial> parts(static_cast<std::size_t>(nt));
   double* stats = scratch<double>(kThreadStats, 2 * C * static_cast<std::size_t>(nt));
@@ -235,32 +176,17 @@ void moments(const T* x, Dims d, std::vector<double>& mean, std::vector<double>&
     parts[t].m2 = parts[t].mean + C;
   }
   run_threads(nt, [&](int t, int n_t) {
-    if (d.S == 1)
-      moments_rows<T>(x, d.C, d.N * t / n_t, d.N * (t + 1) / n_t, parts[static_cast<std::size_t>(t)]);
-    else
-      moments_channels<T>(x, d, d.C * t / n_t, d.C * (t + 1) / n_t, parts[static_cast<std::size_t>(t)]);
+    moments_channels<T>(x, d, d.C * t / n_t, d.C * (t + 1) / n_t, parts[static_cast<std::size_t>(t)]);
   });
-  mean.assign(C, 0.0);
-  var.assign(C, 0.0);
   const double m = static_cast<double>(d.N * d.S);
-  if (d.S == 1) {  // row shares: merge the threads' statistics in order
-    Partial all = parts[0];
-    for (std::size_t t = 1; t < parts.size(); ++t)
-      if (parts[t].count > 0) merge_blocks(all, d.C, parts[t].count, parts[t].mean, parts[t].m2);
-    for (std::size_t c = 0; c < C; ++c) {
-      mean[c] = all.mean[c];
-      var[c] = all.m2[c] / m;
+  for (int t = 0; t < nt; ++t)
+    for (std::int64_t c = d.C * t / nt; c < d.C * (t + 1) / nt; ++c) {
+      mean[c] = parts[static_cast<std::size_t>(t)].mean[c];
+      var[c] = parts[static_cast<std::size_t>(t)].m2[c] / m;
     }
-  } else {  // channel shares: each channel lives in exactly one thread's result
-    for (int t = 0; t < nt; ++t)
-      for (std::int64_t c = d.C * t / nt; c < d.C * (t + 1) / nt; ++c) {
-        mean[c] = parts[static_cast<std::size_t>(t)].mean[c];
-        var[c] = parts[static_cast<std::size_t>(t)].m2[c] / m;
-      }
-  }
 }
 
-// s1[c] = Σ dy, s2[c] = Σ dy·(x - μ_c) over (n, s), in double.
+// s1[c] = Σ dy, s2[c] = Σ dy·(x - μ_c) over (n, s), in double, for S > 1 (channel shares).
 template <class T>
 void backward_sums(const T* x, const T* g, Dims d, const double* mu, double* s1, double* s2) {
   const std::int64_t C = d.C;
@@ -270,42 +196,19 @@ void backward_sums(const T* x, const T* g, Dims d, const double* mu, double* s1,
   run_threads(nt, [&](int t, int n_t) {
     double* p1 = part + 2 * C * t;
     double* p2 = p1 + C;
-    if (d.S == 1) {  // blocks of rows summed in T, the blocks in double
-      const std::int64_t B = std::max<std::int64_t>(1, kBlockElems / std::max<std::int64_t>(C, 1));
-      T* a1 = scratch<T>(kBlockT, static_cast<std::size_t>(3 * C));
-      T* a2 = a1 + C;
-      T* m = a2 + C;
-      for (std::int64_t c = 0; c < C; ++c) m[c] = static_cast<T>(mu[c]);
-      for (std::int64_t b = d.N * t / n_t, end = d.N * (t + 1) / n_t; b < end; b += B) {
-        std::fill(a1, a1 + 2 * C, T(0));
-        for (std::int64_t n = b, e = std::min(b + B, end); n < e; ++n) {
-          const T* xr = x + n * C;
-          const T* gr = g + n * C;
-          for (std::int64_t c = 0; c < C; ++c) {
-            a1[c] += gr[c];
-            a2[c] += (xr[c] - m[c]) * gr[c];
-          }
-        }
-        for (std::int64_t c = 0; c < C; ++c) {
-          p1[c] += a1[c];
-          p2[c] += a2[c];
+    for (std::int64_t c = C * t / n_t, e = C * (t + 1) / n_t; c < e; ++c) {
+      double a1 = 0, a2 = 0;
+      const double m = mu[c];
+      for (std::int64_t n = 0; n < d.N; ++n) {
+        const T* xr = x + (n * C + c) * d.S;
+        const T* gr = g + (n * C + c) * d.S;
+        for (std::int64_t s = 0; s < d.S; ++s) {
+          a1 += gr[s];
+          a2 += (xr[s] - m) * static_cast<double>(gr[s]);
         }
       }
-    } else {
-      for (std::int64_t c = C * t / n_t, e = C * (t + 1) / n_t; c < e; ++c) {
-        double a1 = 0, a2 = 0;
-        const double m = mu[c];
-        for (std::int64_t n = 0; n < d.N; ++n) {
-          const T* xr = x + (n * C + c) * d.S;
-          const T* gr = g + (n * C + c) * d.S;
-          for (std::int64_t s = 0; s < d.S; ++s) {
-            a1 += gr[s];
-            a2 += (xr[s] - m) * static_cast<double>(gr[s]);
-          }
-        }
-        p1[c] = a1;
-        p2[c] = a2;
-      }
+      p1[c] = a1;
+      p2[c] = a2;
     }
   });
   for (std::int64_t c = 0; c < C; ++c) s1[c] = s2[c] = 0.0;
@@ -349,10 +252,7 @@ Tensor forward_impl(const Tensor& x, Dims d, const std::vector<double>& mean, co
   const T* xp = x.data<T>();
   const T *a = scale, *b = shift, *u = mu;
   if (d.S == 1) {
-    channel_pass<T>(d, out.data<T>(), [&](T* o, std::int64_t r, std::int64_t c0, std::int64_t n) {
-      const T* xr = xp + r * d.C + c0;
-      for (std::int64_t i = 0; i < n; ++i) o[i] = (xr[i] - u[c0 + i]) * a[c0 + i] + b[c0 + i];
-    });
+    detail::bn_rows_affine<T>(xp, out.data<T>(), d.N, d.C, u, a, b);
   } else {
     channel_pass<T>(d, out.data<T>(), [&](T* o, std::int64_t r, std::int64_t s0, std::int64_t n) {
       const std::int64_t c = r % d.C;
@@ -379,31 +279,31 @@ void backward_impl(const Tensor& g, const Tensor& x, Dims d, const std::vector<d
   const bool need_sums = (train && gs.needs(0)) || gs.needs(1) || gs.needs(2);
   double* sum_dy = scratch<double>(kSums, static_cast<std::size_t>(2 * d.C));
   double* sum_dy_xc = sum_dy + d.C;
+  T* k1 = scratch<T>(kChannelT, static_cast<std::size_t>(4 * d.C));
+  T* k2 = k1 + d.C;
+  T* k3 = k2 + d.C;
+  T* mu = k3 + d.C;
+  for (std::int64_t c = 0; c < d.C; ++c) mu[c] = static_cast<T>(mean[c]);
   std::fill(sum_dy, sum_dy + 2 * d.C, 0.0);
-  if (need_sums) backward_sums<T>(xp, gp, d, mean.data(), sum_dy, sum_dy_xc);
+  if (need_sums) {
+    if (d.S == 1)
+      detail::bn_rows_sums<T>(xp, gp, d.N, d.C, mu, sum_dy, sum_dy_xc);
+    else
+      backward_sums<T>(xp, gp, d, mean.data(), sum_dy, sum_dy_xc);
+  }
   const T* w = weight.defined() ? weight.data<T>() : nullptr;
   const double m = static_cast<double>(d.N * d.S);
   if (gs.needs(0)) {
-    T* k1 = scratch<T>(kChannelT, static_cast<std::size_t>(4 * d.C));
-    T* k2 = k1 + d.C;
-    T* k3 = k2 + d.C;
-    T* mu = k3 + d.C;
     for (std::int64_t c = 0; c < d.C; ++c) {
       const double gamma = w ? static_cast<double>(w[c]) : 1.0;
       k1[c] = static_cast<T>(gamma * rstd[c]);
       k2[c] = static_cast<T>(train ? sum_dy[c] / m : 0.0);
       k3[c] = static_cast<T>(train ? rstd[c] * rstd[c] * sum_dy_xc[c] / m : 0.0);
-      mu[c] = static_cast<T>(mean[c]);
     }
     Tensor gx = Tensor::empty(x.shape(), x.dtype());
     const T *a = k1, *b = k2, *k = k3, *u = mu;
     if (d.S == 1) {
-      channel_pass<T>(d, gx.data<T>(), [&](T* o, std::int64_t r, std::int64_t c0, std::int64_t n) {
-        const T* xr = xp + r * d.C + c0;
-        const T* gr = gp + r * d.C + c0;
-        for (std::int64_t i = 0; i < n; ++i)
-          o[i] = a[c0 + i] * (gr[i] - b[c0 + i] - (xr[i] - u[c0 + i]) * k[c0 + i]);
-      });
+      detail::bn_rows_dx<T>(xp, gp, gx.data<T>(), d.N, d.C, u, a, b, k);
     } else {
       channel_pass<T>(d, gx.data<T>(), [&](T* o, std::int64_t r, std::int64_t s0, std::int64_t n) {
         const std::int64_t c = r % d.C;
@@ -485,7 +385,7 @@ Tensor batch_norm(const Tensor& x, const Tensor& running_mean, const Tensor& run
       moments<scalar_t>(xp, d, mean, var);
       // A constant channel with eps = 0 has σ² + eps = 0: like PyTorch, use rstd = 0 (output β,
       // zero gradients) instead of dividing by zero.
-      for (std::int64_t c = 0; c < d.C; ++c) rstd[c] = var[c] + eps == 0.0 ? 0.0 : 1.0 / std::sqrt(var[c] + eps);
+      nv::inverse_std(var.data(), eps, rstd.data(), d.C);
       if (running_mean.defined()) {
         scalar_t* rm = running_mean.data<scalar_t>();
         scalar_t* rv = running_var.data<scalar_t>();

@@ -8,6 +8,7 @@
 
 #include "core/autograd.h"
 #include "core/parallel.h"
+#include "layers/functional/layer_norm_rows.h"
 
 namespace tapegrad::layers::functional {
 namespace detail {
@@ -162,32 +163,39 @@ void backward_impl(const Tensor& g, const Tensor& x, const Tensor& w, const Shap
   Tensor gx;
   if (gs.needs(0)) gx = Tensor::empty(x.shape(), x.dtype());
   T* gxp = gx.defined() ? gx.data<T>() : nullptr;
-  // Fixed row chunks per thread and an ordered merge: the result does not depend on timing.
-  const int nt = d.R * d.K >= kParallelGrain ? std::max(1, std::min<int>(get_num_threads(), static_cast<int>(d.R))) : 1;
-  std::vector<double> part(static_cast<std::size_t>(2 * d.C * nt), 0.0);
+  const bool need_w = gs.needs(1), need_b = gs.needs(2);
+  // sums[c] = Σ dy·x̂ (dγ), sums[C + c] = Σ dy (dβ), in double
+  thread_local std::vector<double> sums;
+  sums.assign(static_cast<std::size_t>(2 * d.C), 0.0);
+  if (d.S == 1) {  // LayerNorm (and GroupNorm on (N, C)): the per-row kernel
+    ln_rows_backward<T>(gp, xp, gxp, d.R, d.K, d.G, wp, mean.data(), rstd.data(), sums.data(), sums.data() + d.C);
+  } else {
+    // Fixed row chunks per thread and an ordered merge: the result does not depend on timing.
+    const int nt =
+        d.R * d.K >= kParallelGrain ? std::max(1, std::min<int>(get_num_threads(), static_cast<int>(d.R))) : 1;
+    std::vector<double> part(static_cast<std::size_t>(2 * d.C * nt), 0.0);
 #pragma omp parallel for num_threads(nt) schedule(static) if (nt > 1)
-  for (int t = 0; t < nt; ++t) {
-    const std::int64_t rb = d.R * t / nt, re = d.R * (t + 1) / nt;
-    double* pw = part.data() + 2 * d.C * t;
-    backward_rows<T>(gp, xp, gxp, wp, d, mean.data(), rstd.data(), rb, re, pw, pw + d.C);
+    for (int t = 0; t < nt; ++t) {
+      const std::int64_t rb = d.R * t / nt, re = d.R * (t + 1) / nt;
+      double* pw = part.data() + 2 * d.C * t;
+      backward_rows<T>(gp, xp, gxp, wp, d, mean.data(), rstd.data(), rb, re, pw, pw + d.C);
+    }
+    for (int t = 0; t < nt; ++t)
+      for (std::int64_t c = 0; c < 2 * d.C; ++c) sums[static_cast<std::size_t>(c)] += part[2 * d.C * t + c];
   }
   if (gx.defined()) gs.add(0, std::move(gx));
-  const bool need_w = gs.needs(1), need_b = gs.needs(2);
-  if (!need_w && !need_b) return;
-  Tensor gw = Tensor::empty(wshape, x.dtype()), gb = Tensor::empty(bshape, x.dtype());
-  T* gwp = need_w ? gw.data<T>() : nullptr;
-  T* gbp = need_b ? gb.data<T>() : nullptr;
-  for (std::int64_t c = 0; c < d.C; ++c) {
-    double sw = 0, sb = 0;
-    for (int t = 0; t < nt; ++t) {
-      sw += part[2 * d.C * t + c];
-      sb += part[2 * d.C * t + d.C + c];
-    }
-    if (gwp) gwp[c] = static_cast<T>(sw);  // dγ = Σ dy·x̂
-    if (gbp) gbp[c] = static_cast<T>(sb);  // dβ = Σ dy
+  if (need_w) {  // dγ = Σ dy·x̂
+    Tensor gw = Tensor::empty(wshape, x.dtype());
+    T* o = gw.data<T>();
+    for (std::int64_t c = 0; c < d.C; ++c) o[c] = static_cast<T>(sums[static_cast<std::size_t>(c)]);
+    gs.add(1, std::move(gw));
   }
-  if (need_w) gs.add(1, std::move(gw));
-  if (need_b) gs.add(2, std::move(gb));
+  if (need_b) {  // dβ = Σ dy
+    Tensor gb = Tensor::empty(bshape, x.dtype());
+    T* o = gb.data<T>();
+    for (std::int64_t c = 0; c < d.C; ++c) o[c] = static_cast<T>(sums[static_cast<std::size_t>(d.C + c)]);
+    gs.add(2, std::move(gb));
+  }
 }
 
 void check_affine(const Tensor& t, const char* what, const Tensor& x, std::int64_t C, const char* op) {
@@ -218,13 +226,18 @@ Tensor grouped_norm(const Tensor& x, std::int64_t C, std::int64_t S, std::int64_
   check_affine(weight, "weight", x, C, op);
   check_affine(bias, "bias", x, C, op);
   const Rows d{x.numel() / (C * S) * G, C * S / G, G, C / G, S, C};
-  std::vector<double> mean(static_cast<std::size_t>(d.R)), rstd(mean), var(mean);
+  std::vector<double> mean(static_cast<std::size_t>(d.R)), rstd(mean), var;
+  if (d.S != 1 || group_var) var.resize(static_cast<std::size_t>(d.R));
   Tensor out = Tensor::empty(x.shape(), x.dtype());
   TAPEGRAD_DISPATCH_FLOAT(x.dtype(), op, [&] {
-    forward_rows<scalar_t>(x.data<scalar_t>(), out.data<scalar_t>(),
-                           weight.defined() ? weight.data<scalar_t>() : nullptr,
-                           bias.defined() ? bias.data<scalar_t>() : nullptr, d, eps, mean.data(), rstd.data(),
-                           var.data());
+    const scalar_t* wp = weight.defined() ? weight.data<scalar_t>() : nullptr;
+    const scalar_t* bp = bias.defined() ? bias.data<scalar_t>() : nullptr;
+    if (d.S == 1)  // LayerNorm (and GroupNorm on (N, C)): the per-row kernel
+      ln_rows_forward<scalar_t>(x.data<scalar_t>(), out.data<scalar_t>(), d.R, d.K, d.G, wp, bp, eps, mean.data(),
+                                rstd.data(), group_var ? var.data() : nullptr);
+    else
+      forward_rows<scalar_t>(x.data<scalar_t>(), out.data<scalar_t>(), wp, bp, d, eps, mean.data(), rstd.data(),
+                             var.data());
   });
   if (group_mean) *group_mean = mean;
   if (group_var) *group_var = std::move(var);

@@ -1,0 +1,377 @@
+// The (N, C) kernels of batch norm; see batch_norm_rows.h for the layout and the passes.
+#include "layers/functional/batch_norm_rows.h"
+
+#include <algorithm>
+#include <type_traits>
+
+#include "layers/functional/norm_vec.h"
+
+namespace tapegrad::layers::functional::detail {
+namespace {
+
+using nv::kLanes;
+using nv::Vec;
+
+// Rows per block: the block (≤ 32 KB) stays in L1 for the statistics' second pass; the
+// T-precision sums run over at most this many values.
+constexpr std::int64_t kBlockElems = 8192;
+std::int64_t block_rows(std::int64_t C) {
+  return std::clamp<std::int64_t>(kBlockElems / std::max<std::int64_t>(C, 1), 1, 1024);
+}
+
+// V is a vector of T or T itself (the channels past the last whole vector).
+template <class V, class T>
+constexpr std::int64_t lanes_of() {
+  return static_cast<std::int64_t>(sizeof(V) / sizeof(T));
+}
+template <class V, class T>
+inline V ld(const T* p) {
+  if constexpr (std::is_same_v<V, T>)
+    return *p;
+  else
+    return nv::load(p);
+}
+template <class V, class T>
+inline void st(T* p, V v) {
+  if constexpr (std::is_same_v<V, T>)
+    *p = v;
+  else
+    nv::store(p, v);
+}
+
+// Calls f.template operator()<V, NV>(c0) over the channels: chunks of 4 vectors, one chunk
+// of the remaining 1-3 vectors, then each remaining channel as a scalar.
+template <class T, class F>
+void for_chunks(std::int64_t C, F&& f) {
+  constexpr std::int64_t L = kLanes<T>;
+  std::int64_t c0 = 0;
+  for (; c0 + 4 * L <= C; c0 += 4 * L) f.template operator()<Vec<T>, 4>(c0);
+  switch ((C - c0) / L) {
+    case 3: f.template operator()<Vec<T>, 3>(c0); break;
+    case 2: f.template operator()<Vec<T>, 2>(c0); break;
+    case 1: f.template operator()<Vec<T>, 1>(c0); break;
+    default: break;
+  }
+  c0 += (C - c0) / L * L;
+  for (; c0 < C; ++c0) f.template operator()<T, 1>(c0);
+}
+
+// Per-channel (count, mean, M2) of one thread's rows, merged block by block.
+struct Partial {
+  std::int64_t count = 0;
+  double* mean = nullptr;  // (C)
+  double* m2 = nullptr;    // (C)
+};
+
+// Chan et al.'s merge of a block's per-channel (mean, M2) over nb values into p; the weights
+// are the same for every channel, so the loop vectorises.
+void merge_blocks(Partial& p, std::int64_t C, std::int64_t nb, const double* __restrict bmean,
+                  const double* __restrict bm2) {
+  double* __restrict mean = p.mean;
+  double* __restrict m2 = p.m2;
+  if (p.count == 0) {
+    std::copy(bmean, bmean + C, mean);
+    std::copy(bm2, bm2 + C, m2);
+  } else {
+    const double na = static_cast<double>(p.count), n = na + static_cast<double>(nb);
+    const double f = static_cast<double>(nb) / n, w = na * static_cast<double>(nb) / n;
+    for (std::int64_t c = 0; c < C; ++c) {
+      const double delta = bmean[c] - mean[c];
+      mean[c] += delta * f;
+      m2[c] += bm2[c] + delta * delta * w;
+    }
+  }
+  p.count += nb;
+}
+
+// Up to this many bytes an operand is taken to be cache-resident (the sizes of MLP
+// training): a kernel then walks a chunk of channels, held in registers, down the rows.
+// Larger operands stream from memory row by row, the order the hardware prefetcher
+// follows best (a chunk at a time would read each row in four strided pieces).
+constexpr std::size_t kCachedBytes = std::size_t(512) << 10;
+template <class T>
+bool cached(std::int64_t N, std::int64_t C) {
+  return static_cast<std::size_t>(N * C) * sizeof(T) <= kCachedBytes;
+}
+
+// The statistics of rows [b, e) (see the header) into bmean, bm2; K, s, m are T scratch (C).
+template <class T>
+void block_moments(const T* __restrict x, std::int64_t C, std::int64_t b, std::int64_t e, bool by_chunk,
+                   T* __restrict K, T* __restrict s, T* __restrict m, double* __restrict bmean,
+                   double* __restrict bm2) {
+  const double inv = 1.0 / static_cast<double>(e - b);
+  const T* __restrict x0 = x + b * C;
+  // pass 1 (from memory): s = Σ (x - K), K = the block's first row
+  if (by_chunk) {
+    for_chunks<T>(C, [&]<class V, int NV>(std::int64_t c0) {
+      constexpr std::int64_t L = lanes_of<V, T>();
+      const T* __restrict xs = x + c0;
+      const std::int64_t Cl = C, be = b, ee = e;
+      V k[NV], a[NV];
+      for (int v = 0; v < NV; ++v) {
+        k[v] = ld<V>(xs + be * Cl + v * L);
+        a[v] = V{};
+      }
+      for (std::int64_t n = be + 1; n < ee; ++n)
+        for (int v = 0; v < NV; ++v) a[v] += ld<V>(xs + n * Cl + v * L) - k[v];
+      for (int v = 0; v < NV; ++v) {
+        st<V>(K + c0 + v * L, k[v]);
+        st<V>(s + c0 + v * L, a[v]);
+      }
+    });
+  } else {
+    for (std::int64_t c = 0; c < C; ++c) {
+      K[c] = x0[c];
+      s[c] = T(0);
+    }
+    for (std::int64_t n = b + 1; n < e; ++n) {
+      const T* __restrict xr = x + n * C;
+#pragma omp simd
+      for (std::int64_t c = 0; c < C; ++c) s[c] += xr[c] - K[c];
+    }
+  }
+  for (std::int64_t c = 0; c < C; ++c)
+    m[c] = static_cast<T>(static_cast<double>(K[c]) + static_cast<double>(s[c]) * inv);
+  // pass 2 (from cache, a chunk of channels at a time in registers), around m:
+  // r = Σ (x - m), q = Σ (x - m)²
+  for_chunks<T>(C, [&]<class V, int NV>(std::int64_t c0) {
+    constexpr std::int64_t L = lanes_of<V, T>(), W = NV * L;
+    const T* __restrict xs = x + c0;
+    const std::int64_t Cl = C, be = b, ee = e;
+    V mv[NV], r[NV], q[NV];
+    for (int v = 0; v < NV; ++v) {
+      mv[v] = ld<V>(m + c0 + v * L);
+      r[v] = V{};
+      q[v] = V{};
+    }
+    for (std::int64_t n = be; n < ee; ++n)
+      for (int v = 0; v < NV; ++v) {
+        const V d = ld<V>(xs + n * Cl + v * L) - mv[v];
+        r[v] += d;
+        q[v] += d * d;
+      }
+    alignas(64) T rt[W], qt[W];
+    for (int v = 0; v < NV; ++v) {
+      st<V>(rt + v * L, r[v]);
+      st<V>(qt + v * L, q[v]);
+    }
+    for (std::int64_t i = 0; i < W; ++i) {
+      const double rc = rt[i];
+      bmean[c0 + i] = static_cast<double>(m[c0 + i]) + rc * inv;
+      bm2[c0 + i] = std::max(0.0, static_cast<double>(qt[i]) - rc * rc * inv);
+    }
+  });
+}
+
+struct MomentsTag {};
+struct MomentsTTag {};
+struct SumsTag {};
+struct SumsTTag {};
+
+}  // namespace
+
+template <class T>
+void bn_rows_moments(const T* x, std::int64_t N, std::int64_t C, double* mean, double* var) {
+  const int nt = std::min(nv::threads_for(N * C), 64);
+  const std::size_t Cs = static_cast<std::size_t>(C);
+  const bool by_chunk = cached<T>(N, C);
+  // per thread: the partial's mean and M2, then the current block's mean and M2
+  double* all = nv::scratch<MomentsTag, double>(4 * Cs * static_cast<std::size_t>(nt));
+  std::int64_t counts[64] = {};
+  nv::run_threads(nt, [&](int t, int n_t) {
+    double* mine = all + 4 * Cs * static_cast<std::size_t>(t);
+    Partial p{0, mine, mine + C};
+    double* bmean = mine + 2 * C;
+    double* bm2 = mine + 3 * C;
+    T* K = nv::scratch<MomentsTTag, T>(3 * Cs);
+    const std::int64_t B = block_rows(C);
+    for (std::int64_t b = N * t / n_t, end = N * (t + 1) / n_t; b < end; b += B) {
+      const std::int64_t e = std::min(b + B, end);
+      block_moments<T>(x, C, b, e, by_chunk, K, K + C, K + 2 * C, bmean, bm2);
+      merge_blocks(p, C, e - b, bmean, bm2);
+    }
+    counts[t] = p.count;
+  });
+  // merge the threads' statistics in thread order
+  Partial total{0, mean, var};
+  for (int t = 0; t < nt; ++t) {
+    if (counts[t] == 0) continue;
+    const double* mine = all + 4 * Cs * static_cast<std::size_t>(t);
+    merge_blocks(total, C, counts[t], mine, mine + C);
+  }
+  for (std::int64_t c = 0; c < C; ++c) var[c] /= static_cast<double>(N);
+}
+
+template <class T>
+void bn_rows_affine(const T* x, T* y, std::int64_t N, std::int64_t C, const T* mu, const T* a, const T* b) {
+  const bool stream = nv::streamable(y, C, N), by_chunk = cached<T>(N, C);
+  nv::run_threads(nv::threads_for(N * C), [&](int t, int n_t) {
+    const std::int64_t r0 = N * t / n_t, r1 = N * (t + 1) / n_t;
+    if (by_chunk) {
+      for_chunks<T>(C, [&]<class V, int NV>(std::int64_t c0) {
+        constexpr std::int64_t L = lanes_of<V, T>();
+        // local restrict copies: the stores through y cannot move the pointers
+        const T* __restrict xs = x + c0;
+        T* __restrict ys = y + c0;
+        const std::int64_t Cl = C, e = r1;
+        V u[NV], sc[NV], sh[NV];
+        for (int v = 0; v < NV; ++v) {
+          u[v] = ld<V>(mu + c0 + v * L);
+          sc[v] = ld<V>(a + c0 + v * L);
+          sh[v] = ld<V>(b + c0 + v * L);
+        }
+        for (std::int64_t n = r0; n < e; ++n)
+          for (int v = 0; v < NV; ++v)
+            st<V>(ys + n * Cl + v * L, (ld<V>(xs + n * Cl + v * L) - u[v]) * sc[v] + sh[v]);
+      });
+      return;
+    }
+    const T* __restrict u = mu;
+    const T* __restrict sc = a;
+    const T* __restrict sh = b;
+    for (std::int64_t n = r0; n < r1; ++n) {
+      const T* __restrict xr = x + n * C;
+      T* __restrict yr = y + n * C;
+      if (stream) {
+        for (std::int64_t c = 0; c < C; c += kLanes<T>)
+          nv::stream(yr + c, (nv::load(xr + c) - nv::load(u + c)) * nv::load(sc + c) + nv::load(sh + c));
+      } else {
+#pragma omp simd
+        for (std::int64_t c = 0; c < C; ++c) yr[c] = (xr[c] - u[c]) * sc[c] + sh[c];
+      }
+    }
+    if (stream) nv::fence();
+  });
+}
+
+template <class T>
+void bn_rows_sums(const T* x, const T* dy, std::int64_t N, std::int64_t C, const T* mu, double* s1, double* s2) {
+  const int nt = nv::threads_for(N * C);
+  const std::size_t Cs = static_cast<std::size_t>(C);
+  const bool by_chunk = cached<T>(N, C);
+  double* part = nv::scratch<SumsTag, double>(2 * Cs * static_cast<std::size_t>(nt));
+  std::fill(part, part + 2 * Cs * static_cast<std::size_t>(nt), 0.0);
+  nv::run_threads(nt, [&](int t, int n_t) {
+    double* __restrict p1 = part + 2 * Cs * static_cast<std::size_t>(t);
+    double* __restrict p2 = p1 + C;
+    T* __restrict a1 = nv::scratch<SumsTTag, T>(2 * Cs);
+    T* __restrict a2 = a1 + C;
+    const T* __restrict u = mu;
+    const std::int64_t B = block_rows(C);
+    // blocks of rows summed in T, the blocks in double
+    for (std::int64_t b = N * t / n_t, end = N * (t + 1) / n_t; b < end; b += B) {
+      const std::int64_t e = std::min(b + B, end);
+      if (by_chunk) {
+        for_chunks<T>(C, [&]<class V, int NV>(std::int64_t c0) {
+          constexpr std::int64_t L = lanes_of<V, T>();
+          V uv[NV], g1[NV], g2[NV];
+          for (int v = 0; v < NV; ++v) {
+            uv[v] = ld<V>(u + c0 + v * L);
+            g1[v] = V{};
+            g2[v] = V{};
+          }
+          const T* __restrict xs = x + c0;
+          const T* __restrict gs = dy + c0;
+          const std::int64_t Cl = C, be = b, ee = e;
+          for (std::int64_t n = be; n < ee; ++n)
+            for (int v = 0; v < NV; ++v) {
+              const V g = ld<V>(gs + n * Cl + v * L);
+              g1[v] += g;
+              g2[v] += (ld<V>(xs + n * Cl + v * L) - uv[v]) * g;
+            }
+          for (int v = 0; v < NV; ++v) {
+            st<V>(a1 + c0 + v * L, g1[v]);
+            st<V>(a2 + c0 + v * L, g2[v]);
+          }
+        });
+      } else {
+        std::fill(a1, a1 + 2 * C, T(0));
+        for (std::int64_t n = b; n < e; ++n) {
+          const T* __restrict xr = x + n * C;
+          const T* __restrict gr = dy + n * C;
+#pragma omp simd
+          for (std::int64_t c = 0; c < C; ++c) {
+            a1[c] += gr[c];
+            a2[c] += (xr[c] - u[c]) * gr[c];
+          }
+        }
+      }
+      for (std::int64_t c = 0; c < C; ++c) {
+        p1[c] += static_cast<double>(a1[c]);
+        p2[c] += static_cast<double>(a2[c]);
+      }
+    }
+  });
+  if (nt == 1) {
+    std::copy(part, part + C, s1);
+    std::copy(part + C, part + 2 * C, s2);
+    return;
+  }
+  for (std::int64_t c = 0; c < C; ++c) s1[c] = s2[c] = 0.0;
+  for (int t = 0; t < nt; ++t)
+    for (std::int64_t c = 0; c < C; ++c) {
+      s1[c] += part[2 * Cs * static_cast<std::size_t>(t) + static_cast<std::size_t>(c)];
+      s2[c] += part[2 * Cs * static_cast<std::size_t>(t) + Cs + static_cast<std::size_t>(c)];
+    }
+}
+
+template <class T>
+void bn_rows_dx(const T* x, const T* dy, T* dx, std::int64_t N, std::int64_t C, const T* mu, const T* k1,
+                const T* k2, const T* k3) {
+  const bool stream = nv::streamable(dx, C, N), by_chunk = cached<T>(N, C);
+  nv::run_threads(nv::threads_for(N * C), [&](int t, int n_t) {
+    const std::int64_t r0 = N * t / n_t, r1 = N * (t + 1) / n_t;
+    if (by_chunk) {
+      for_chunks<T>(C, [&]<class V, int NV>(std::int64_t c0) {
+        constexpr std::int64_t L = lanes_of<V, T>();
+        V u[NV], a[NV], b[NV], k[NV];
+        for (int v = 0; v < NV; ++v) {
+          u[v] = ld<V>(mu + c0 + v * L);
+          a[v] = ld<V>(k1 + c0 + v * L);
+          b[v] = ld<V>(k2 + c0 + v * L);
+          k[v] = ld<V>(k3 + c0 + v * L);
+        }
+        const T* __restrict xs = x + c0;
+        const T* __restrict gs = dy + c0;
+        T* __restrict os = dx + c0;
+        const std::int64_t Cl = C, e = r1;
+        for (std::int64_t n = r0; n < e; ++n)
+          for (int v = 0; v < NV; ++v) {
+            const std::int64_t i = n * Cl + v * L;
+            st<V>(os + i, a[v] * (ld<V>(gs + i) - b[v] - (ld<V>(xs + i) - u[v]) * k[v]));
+          }
+      });
+      return;
+    }
+    const T* __restrict u = mu;
+    const T* __restrict a = k1;
+    const T* __restrict b = k2;
+    const T* __restrict k = k3;
+    for (std::int64_t n = r0; n < r1; ++n) {
+      const T* __restrict xr = x + n * C;
+      const T* __restrict gr = dy + n * C;
+      T* __restrict o = dx + n * C;
+      if (stream) {
+        for (std::int64_t c = 0; c < C; c += kLanes<T>)
+          nv::stream(o + c, nv::load(a + c) * (nv::load(gr + c) - nv::load(b + c) -
+                                               (nv::load(xr + c) - nv::load(u + c)) * nv::load(k + c)));
+      } else {
+#pragma omp simd
+        for (std::int64_t c = 0; c < C; ++c) o[c] = a[c] * (gr[c] - b[c] - (xr[c] - u[c]) * k[c]);
+      }
+    }
+    if (stream) nv::fence();
+  });
+}
+
+#define TAPEGRAD_BN_ROWS(T)                                                                                        \
+  template void bn_rows_moments<T>(const T*, std::int64_t, std::int64_t, double*, double*);                       \
+  template void bn_rows_affine<T>(const T*, T*, std::int64_t, std::int64_t, const T*, const T*, const T*);        \
+  template void bn_rows_sums<T>(const T*, const T*, std::int64_t, std::int64_t, const T*, double*, double*);      \
+  template void bn_rows_dx<T>(const T*, const T*, T*, std::int64_t, std::int64_t, const T*, const T*, const T*, \
+                              const T*);
+TAPEGRAD_BN_ROWS(float)
+TAPEGRAD_BN_ROWS(double)
+#undef TAPEGRAD_BN_ROWS
+
+}  // namespace tapegrad::layers::functional::detail

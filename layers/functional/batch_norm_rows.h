@@ -1,0 +1,44 @@
+#pragma once
+// Internal: the (N, C) kernels of batch norm (x viewed as N rows of C channels, S = 1),
+// the shape of BatchNorm1d on (N, C) and the case that dominates MLP training.
+// functional::batch_norm calls them; the (N, C, S) case with S > 1 stays in batch_norm.cpp.
+//
+// Layout of the work: rows are split into one contiguous share per thread; each share is
+// walked in blocks of rows, and each block channel-chunk by channel-chunk (up to 64 floats
+// or 32 doubles, held in registers across the block's rows). While one block is worked on,
+// the next one is prefetched into L2.
+//
+// Memory passes at (65536, 256): the statistics read x once (the block's second pass runs
+// from L1); the normalisation reads x again, last row first, so the rows the statistics
+// read last are still in the last-level cache; the backward sums read x and dy first row
+// first (the normalisation ended there), and dx reads them last row first again. Outputs
+// larger than the cache use streaming stores.
+#include <cstdint>
+
+namespace tapegrad::layers::functional::detail {
+
+/// Per-channel mean and biased variance σ² = Σ(x - μ)²/N (float64, C values each) of x (N, C).
+/// T-precision sums that stay exact where it matters, merged in double:
+///   per block, K = the block's first row: s = Σ(x - K) (a constant channel sums exact
+///   zeros), m = K + s/nb; then from L1 r = Σ(x - m), q = Σ(x - m)², so the block's mean is
+///   m + r/nb and its M2 = q - r²/nb (the corrected two-pass formula);
+///   blocks and threads merged with Chan, Golub & LeVeque's (1979) update
+///   M2 = M2_a + M2_b + δ²·n_a·n_b/n, δ = mean_b - mean_a.
+/// A constant channel gets exactly its value as mean and variance exactly 0. N >= 1.
+template <class T>
+void bn_rows_moments(const T* x, std::int64_t N, std::int64_t C, double* mean, double* var);
+
+/// y[n, c] = (x[n, c] - mu[c])·a[c] + b[c] for x, y (N, C).
+template <class T>
+void bn_rows_affine(const T* x, T* y, std::int64_t N, std::int64_t C, const T* mu, const T* a, const T* b);
+
+/// s1[c] = Σ_n dy[n, c] and s2[c] = Σ_n dy[n, c]·(x[n, c] - mu[c]) (float64) for x, dy (N, C).
+template <class T>
+void bn_rows_sums(const T* x, const T* dy, std::int64_t N, std::int64_t C, const T* mu, double* s1, double* s2);
+
+/// dx[n, c] = k1[c]·(dy[n, c] - k2[c] - (x[n, c] - mu[c])·k3[c]) for x, dy, dx (N, C).
+template <class T>
+void bn_rows_dx(const T* x, const T* dy, T* dx, std::int64_t N, std::int64_t C, const T* mu, const T* k1,
+                const T* k2, const T* k3);
+
+}  // namespace tapegrad::layers::functional::detail

@@ -1,0 +1,139 @@
+#pragma once
+// Internal building blocks of the fused norm kernels (not part of the public API):
+// 64-byte vectors, streaming stores and the kernels' thread split.
+//
+// The vectors are GCC/Clang vector extensions, so the same source becomes one zmm
+// register with AVX-512, two ymm with AVX2 and four xmm with SSE2; arithmetic on them is
+// element-wise IEEE, never reassociated, so every sum's order is fixed by the source.
+#include <immintrin.h>
+
+#include <cmath>
+#include <cstddef>
+#include <cstdint>
+#include <vector>
+
+#include "core/parallel.h"
+
+namespace tapegrad::layers::functional::nv {
+
+template <class T>
+struct VecOf;
+template <>
+struct VecOf<float> {
+  typedef float type __attribute__((vector_size(64)));
+  typedef float unaligned __attribute__((vector_size(64), aligned(4), may_alias));
+};
+template <>
+struct VecOf<double> {
+  typedef double type __attribute__((vector_size(64)));
+  typedef double unaligned __attribute__((vector_size(64), aligned(8), may_alias));
+};
+
+/// A 64-byte vector of T (16 floats or 8 doubles) and its lane count.
+template <class T>
+using Vec = typename VecOf<T>::type;
+template <class T>
+constexpr std::int64_t kLanes = 64 / static_cast<std::int64_t>(sizeof(T));
+
+/// Unaligned loads and stores; splat(s) has every lane equal to s.
+template <class T>
+inline Vec<T> load(const T* p) {
+  return *reinterpret_cast<const typename VecOf<T>::unaligned*>(p);
+}
+template <class T>
+inline void store(T* p, Vec<T> v) {
+  *reinterpret_cast<typename VecOf<T>::unaligned*>(p) = v;
+}
+template <class T>
+inline Vec<T> splat(T s) {
+  return Vec<T>{} + s;
+}
+
+/// Stores one vector to a 64-byte aligned p, bypassing the cache (a non-temporal store):
+/// an output larger than the cache then costs one write instead of a read and a write.
+/// Call fence() after a thread's last streaming store.
+inline void stream(float* p, Vec<float> v) {
+#if defined(__AVX512F__)
+  _mm512_stream_ps(p, v);
+#elif defined(__AVX__)
+  __m256 h[2];
+  __builtin_memcpy(h, &v, sizeof v);
+  _mm256_stream_ps(p, h[0]);
+  _mm256_stream_ps(p + 8, h[1]);
+#else
+  store(p, v);
+#endif
+}
+inline void stream(double* p, Vec<double> v) {
+#if defined(__AVX512F__)
+  _mm512_stream_pd(p, v);
+#elif defined(__AVX__)
+  __m256d h[2];
+  __builtin_memcpy(h, &v, sizeof v);
+  _mm256_stream_pd(p, h[0]);
+  _mm256_stream_pd(p + 4, h[1]);
+#else
+  store(p, v);
+#endif
+}
+inline void fence() { _mm_sfence(); }
+
+/// out[i] = 1/sqrt(v[i] + eps), or 0 where v[i] + eps == 0 (a constant channel with eps = 0:
+/// output β and zero gradients, as PyTorch), for v[i] >= 0. Vectorised: the same correctly
+/// rounded square root and division as the scalar expression.
+inline void inverse_std(const double* v, double eps, double* out, std::int64_t n) {
+  std::int64_t i = 0;
+#if defined(__AVX512F__)
+  for (; i + 8 <= n; i += 8) {
+    const Vec<double> s = load(v + i) + eps;
+    const Vec<double> r = 1.0 / _mm512_sqrt_pd(s);
+    store(out + i, s == 0.0 ? Vec<double>{} : r);
+  }
+#endif
+  for (; i < n; ++i) out[i] = v[i] + eps == 0.0 ? 0.0 : 1.0 / std::sqrt(v[i] + eps);
+}
+
+/// Outputs at least this large are streamed past the cache (they would not stay in it).
+constexpr std::size_t kStreamBytes = std::size_t(24) << 20;
+
+/// Whether every row of `len` values of an output at p can take streaming stores: p is
+/// 64-byte aligned and rows are whole vectors.
+template <class T>
+bool streamable(const T* p, std::int64_t len, std::int64_t rows) {
+  return static_cast<std::size_t>(len * rows) * sizeof(T) >= kStreamBytes &&
+         reinterpret_cast<std::uintptr_t>(p) % 64 == 0 && len % kLanes<T> == 0;
+}
+
+/// Prefetches n bytes from p into L2 (one request per cache line).
+inline void prefetch_l2(const void* p, std::size_t n) {
+  const char* c = static_cast<const char*>(p);
+  for (std::size_t off = 0; off < n; off += 64) __builtin_prefetch(c + off, 0, 2);
+}
+
+/// Threads for a kernel over `work` elements: all configured threads past the parallel
+/// grain, else one (a parallel region costs about a microsecond).
+inline int threads_for(std::int64_t work) { return work >= kParallelGrain ? get_num_threads() : 1; }
+
+/// Runs body(t, nt) on nt threads (no parallel region when nt == 1). Kernels split rows
+/// into nt fixed contiguous shares and merge per-thread results in thread order, so
+/// results do not depend on timing.
+template <class F>
+void run_threads(int nt, F&& body) {
+  if (nt <= 1) {
+    body(0, 1);
+    return;
+  }
+#pragma omp parallel num_threads(nt)
+  body(omp_get_thread_num_wrapper(), omp_get_num_threads_wrapper());
+}
+
+/// A per-thread reusable buffer of at least n values (contents unspecified), so
+/// steady-state calls do no heap allocation. Each caller passes its own Tag type.
+template <class Tag, class T>
+T* scratch(std::size_t n) {
+  thread_local std::vector<T> buf;
+  if (buf.size() < n) buf.resize(n);
+  return buf.data();
+}
+
+}  // namespace tapegrad::layers::functional::nv
