@@ -45,7 +45,7 @@ int threads_for(std::int64_t work) { return work >= kParallelGrain ? get_num_thr
 
 // Per-thread reusable buffers for the per-channel temporaries, so steady-state calls do no
 // heap allocation. Each use has its own slot; uninitialised contents.
-enum Slot { kThreadStats, kSumParts, kSums, kChannelT, kSlots };
+enum Slot { kThreadStats, kSumParts, kSums, kChannelT, kVar, kSlots };
 template <class T>
 T* scratch(Slot slot, std::size_t n) {
   thread_local std::vector<T> bufs[kSlots];
@@ -158,12 +158,10 @@ void moments_channels(const T* x, Dims d, std::int64_t c0, std::int64_t c1, Part
 
 // Per-channel mean and biased variance of x viewed as (N, C, S), in double.
 template <class T>
-void moments(const T* x, Dims d, std::vector<double>& mean, std::vector<double>& var) {
+void moments(const T* x, Dims d, double* mean, double* var) {
   const std::size_t C = static_cast<std::size_t>(d.C);
-  mean.assign(C, 0.0);
-  var.assign(C, 0.0);
   if (d.S == 1) {
-    detail::bn_rows_moments<T>(x, d.N, d.C, mean.data(), var.data());
+    detail::bn_rows_moments<T>(x, d.N, d.C, mean, var);
     return;
   }
   // channel shares: each channel lives in exactly one thread's result
@@ -234,7 +232,7 @@ void channel_pass(Dims d, T* out, F f) {
 }
 
 template <class T>
-Tensor forward_impl(const Tensor& x, Dims d, const std::vector<double>& mean, const std::vector<double>& rstd,
+Tensor forward_impl(const Tensor& x, Dims d, const double* mean, const double* rstd,
                     const Tensor& weight, const Tensor& bias) {
   Tensor out = Tensor::empty(x.shape(), x.dtype());
   // y = (x - μ)·(γ·rstd) + β: centring first keeps float32 exact for constant channels
@@ -272,8 +270,8 @@ Tensor forward_impl(const Tensor& x, Dims d, const std::vector<double>& mean, co
 // in train mode, and k2 = k3 = 0 in eval mode (the statistics are constants).
 //   dγ = Σ dy·x̂ = rstd·Σ dy·(x - μ),  dβ = Σ dy.
 template <class T>
-void backward_impl(const Tensor& g, const Tensor& x, Dims d, const std::vector<double>& mean,
-                   const std::vector<double>& rstd, const Tensor& weight, bool train, GradSink& gs) {
+void backward_impl(const Tensor& g, const Tensor& x, Dims d, const double* mean, const double* rstd,
+                   const Tensor& weight, bool train, GradSink& gs) {
   const T* gp = g.data<T>();
   const T* xp = x.data<T>();
   const bool need_sums = (train && gs.needs(0)) || gs.needs(1) || gs.needs(2);
@@ -289,7 +287,7 @@ void backward_impl(const Tensor& g, const Tensor& x, Dims d, const std::vector<d
     if (d.S == 1)
       detail::bn_rows_sums<T>(xp, gp, d.N, d.C, mu, sum_dy, sum_dy_xc);
     else
-      backward_sums<T>(xp, gp, d, mean.data(), sum_dy, sum_dy_xc);
+      backward_sums<T>(xp, gp, d, mean, sum_dy, sum_dy_xc);
   }
   const T* w = weight.defined() ? weight.data<T>() : nullptr;
   const double m = static_cast<double>(d.N * d.S);
@@ -331,7 +329,7 @@ void backward_impl(const Tensor& g, const Tensor& x, Dims d, const std::vector<d
 
 void check_channel_tensor(const Tensor& t, const char* what, const Tensor& x, std::int64_t C) {
   if (!t.defined()) return;
-  if (t.shape() != Shape{C})
+  if (t.dim() != 1 || t.size(0) != C)  // compared without building a Shape (no allocation per call)
     throw std::invalid_argument(std::string("batch_norm: expected ") + what + " of shape [" + std::to_string(C) +
                                 "] for input of shape " + shape_str(x.shape()) + ", got " + shape_str(t.shape()));
   if (t.dtype() != x.dtype())
@@ -349,7 +347,10 @@ void batch_moments(const Tensor& x, Tensor& mean_out, Tensor& var_out) {
     mean.assign(static_cast<std::size_t>(d.C), std::nan(""));
     var = mean;
   } else {
-    TAPEGRAD_DISPATCH_FLOAT(x.dtype(), "batch_moments", [&] { moments<scalar_t>(x.data<scalar_t>(), d, mean, var); });
+    mean.resize(static_cast<std::size_t>(d.C));
+    var.resize(static_cast<std::size_t>(d.C));
+    TAPEGRAD_DISPATCH_FLOAT(x.dtype(), "batch_moments",
+                            [&] { moments<scalar_t>(x.data<scalar_t>(), d, mean.data(), var.data()); });
   }
   mean_out = Tensor::from_vector(mean, {d.C}, Dtype::Float64);
   var_out = Tensor::from_vector(var, {d.C}, Dtype::Float64);
@@ -377,15 +378,18 @@ Tensor batch_norm(const Tensor& x, const Tensor& running_mean, const Tensor& run
     throw std::invalid_argument("batch_norm: expected more than 1 value per channel when training, got input of shape " +
                                 shape_str(x.shape()) + " (" + std::to_string(m) +
                                 " value per channel); use eval() for single-sample inference");
-  std::vector<double> mean(static_cast<std::size_t>(d.C)), rstd(static_cast<std::size_t>(d.C));
+  // mean (C values) then rstd (C values): what the backward keeps
+  std::vector<double> stats(static_cast<std::size_t>(2 * d.C));
+  double* mean = stats.data();
+  double* rstd = mean + d.C;
   Tensor out = TAPEGRAD_DISPATCH_FLOAT(x.dtype(), "batch_norm", [&] {
     const scalar_t* xp = x.data<scalar_t>();
     if (training) {
-      std::vector<double> var;
+      double* var = scratch<double>(kVar, static_cast<std::size_t>(d.C));
       moments<scalar_t>(xp, d, mean, var);
       // A constant channel with eps = 0 has σ² + eps = 0: like PyTorch, use rstd = 0 (output β,
       // zero gradients) instead of dividing by zero.
-      nv::inverse_std(var.data(), eps, rstd.data(), d.C);
+      nv::inverse_std(var, eps, rstd, d.C);
       if (running_mean.defined()) {
         scalar_t* rm = running_mean.data<scalar_t>();
         scalar_t* rv = running_var.data<scalar_t>();

@@ -110,37 +110,52 @@ void write_row(const T* __restrict x, T* __restrict y, std::int64_t K, const T* 
   }
 }
 
+// Rows per block: a block's statistics are taken for all its rows first (independent rows,
+// so their dependency chains - sums, square root, division - overlap), then its rows are
+// written while they are still in L1.
+constexpr std::int64_t kMaxRowBlock = 16;
+std::int64_t row_block(std::int64_t K) {
+  return std::clamp<std::int64_t>(8192 / std::max<std::int64_t>(K, 1), 1, kMaxRowBlock);
+}
+
 template <class T, bool HasW, bool HasB>
 void forward_share(const T* x, T* y, std::int64_t r0, std::int64_t r1, std::int64_t K, std::int64_t G, const T* w,
                    const T* b, double eps, double* mean, double* rstd, double* var, bool stream) {
   const double inv = 1.0 / static_cast<double>(K);
-  for (std::int64_t r = r0; r < r1; ++r) {
-    const T* xr = x + r * K;
-    const T k0 = xr[0];
-    const T m = static_cast<T>(static_cast<double>(k0) + sum_shifted(xr, K, k0) * inv);
-    double rd, qd;
-    deviation_sums(xr, K, m, rd, qd);
-    const double v2 = std::max(0.0, qd - rd * rd * inv) * inv;
-    const double rs = 1.0 / std::sqrt(v2 + eps);
-    const T mu = static_cast<T>(static_cast<double>(m) + rd * inv);
-    mean[r] = static_cast<double>(mu);
-    rstd[r] = rs;
-    if (var) var[r] = v2;
-    const std::int64_t c0 = (r % G) * K;
-    write_row<T, HasW, HasB>(xr, y + r * K, K, HasW ? w + c0 : nullptr, HasB ? b + c0 : nullptr, mu,
-                             static_cast<T>(rs), stream);
+  const std::int64_t RB = row_block(K);
+  double v2[kMaxRowBlock], rs[kMaxRowBlock];
+  T mu[kMaxRowBlock];
+  for (std::int64_t b0 = r0; b0 < r1; b0 += RB) {
+    const std::int64_t nb = std::min(b0 + RB, r1) - b0;
+    for (std::int64_t i = 0; i < nb; ++i) {
+      const T* xr = x + (b0 + i) * K;
+      const T k0 = xr[0];
+      const T m = static_cast<T>(static_cast<double>(k0) + sum_shifted(xr, K, k0) * inv);
+      double rd, qd;
+      deviation_sums(xr, K, m, rd, qd);
+      v2[i] = std::max(0.0, qd - rd * rd * inv) * inv;
+      mu[i] = static_cast<T>(static_cast<double>(m) + rd * inv);
+    }
+    for (std::int64_t i = 0; i < nb; ++i) rs[i] = 1.0 / std::sqrt(v2[i] + eps);
+    for (std::int64_t i = 0; i < nb; ++i) {
+      const std::int64_t r = b0 + i;
+      mean[r] = static_cast<double>(mu[i]);
+      rstd[r] = rs[i];
+      if (var) var[r] = v2[i];
+      const std::int64_t c0 = (r % G) * K;
+      write_row<T, HasW, HasB>(x + r * K, y + r * K, K, HasW ? w + c0 : nullptr, HasB ? b + c0 : nullptr, mu[i],
+                               static_cast<T>(rs[i]), stream);
+    }
   }
 }
 
-// One row's backward: returns nothing, adds dy·x̂ and dy into the T accumulators aw, ab
-// (the row's channels), and writes dx when gx is not null.
+// One row's backward, pass 1: adds dy·x̂ and dy into the T accumulators aw, ab (the row's
+// channels) and returns the sums A = Σ γ·dy (term 2's) and Bx = Σ γ·dy·(x - μ) (term 3's).
 template <class T, bool HasW>
-void backward_row(const T* __restrict g, const T* __restrict x, T* __restrict gx, std::int64_t K,
-                  const T* __restrict w, T* __restrict aw, T* __restrict ab, T mu, double rs, bool stream) {
+void row_sums(const T* __restrict g, const T* __restrict x, std::int64_t K, const T* __restrict w,
+              T* __restrict aw, T* __restrict ab, T mu, T rst, double& A, double& Bx) {
   constexpr std::int64_t L = kLanes<T>;
-  const T rst = static_cast<T>(rs);
   const Vec<T> mv = splat(mu), rv = splat(rst);
-  // pass 1: A = Σ γ·dy (term 2's sum), Bx = Σ γ·dy·(x - μ) (term 3's), and dγ, dβ
   Vec<T> A0{}, A1{}, B0{}, B1{};
   std::int64_t j = 0;
   for (; j + 2 * L <= K; j += 2 * L) {
@@ -178,15 +193,18 @@ void backward_row(const T* __restrict g, const T* __restrict x, T* __restrict gx
     aw[j] += g[j] * (d * rst);
     ab[j] += g[j];
   }
-  if (!gx) return;
-  const double A = hsum(A0 + A1) + static_cast<double>(At);
-  const double Bx = hsum(B0 + B1) + static_cast<double>(Bt);
-  // pass 2: dx = rstd·γ·dy (term 1, the direct path) - rstd·A/K (term 2, through μ)
-  //             - (x - μ)·rstd³·Bx/K (term 3, through σ²)
-  const T c1 = static_cast<T>(rs * A / static_cast<double>(K));
-  const T c3 = static_cast<T>(rs * rs * rs * Bx / static_cast<double>(K));
-  const Vec<T> c1v = splat(c1), c3v = splat(c3);
-  j = 0;
+  A = hsum(A0 + A1) + static_cast<double>(At);
+  Bx = hsum(B0 + B1) + static_cast<double>(Bt);
+}
+
+// Pass 2: dx = rstd·γ·dy (term 1, the direct path) - c1 (term 2, through μ: rstd·A/K)
+//              - (x - μ)·c3 (term 3, through σ²: rstd³·Bx/K).
+template <class T, bool HasW>
+void row_dx(const T* __restrict g, const T* __restrict x, T* __restrict gx, std::int64_t K, const T* __restrict w,
+            T mu, T rst, T c1, T c3, bool stream) {
+  constexpr std::int64_t L = kLanes<T>;
+  const Vec<T> mv = splat(mu), rv = splat(rst), c1v = splat(c1), c3v = splat(c3);
+  std::int64_t j = 0;
   for (; j + L <= K; j += L) {
     Vec<T> gd = load(g + j);
     if constexpr (HasW) gd = gd * load(w + j);
@@ -206,15 +224,30 @@ template <class T, bool HasW>
 void backward_share(const T* g, const T* x, T* gx, std::int64_t r0, std::int64_t r1, std::int64_t K, std::int64_t G,
                     const T* w, const double* mean, const double* rstd, double* dw, double* db, T* aw, T* ab,
                     bool stream) {
-  const std::int64_t C = G * K;
+  const std::int64_t C = G * K, RB = row_block(K);
+  const double invK = 1.0 / static_cast<double>(K);
+  T c1[kMaxRowBlock], c3[kMaxRowBlock];
   for (std::int64_t b = r0; b < r1; b += kGradBlockRows) {
     std::fill(aw, aw + C, T(0));
     std::fill(ab, ab + C, T(0));
     const std::int64_t e = std::min(b + kGradBlockRows, r1);
-    for (std::int64_t r = b; r < e; ++r) {
-      const std::int64_t c0 = (r % G) * K;
-      backward_row<T, HasW>(g + r * K, x + r * K, gx ? gx + r * K : nullptr, K, HasW ? w + c0 : nullptr, aw + c0,
-                            ab + c0, static_cast<T>(mean[r]), rstd[r], stream);
+    for (std::int64_t b0 = b; b0 < e; b0 += RB) {  // pass 1 over a block of rows, then their dx from L1
+      const std::int64_t e0 = std::min(b0 + RB, e);
+      for (std::int64_t r = b0; r < e0; ++r) {
+        const std::int64_t c0 = (r % G) * K;
+        const double rs = rstd[r];
+        double A, Bx;
+        row_sums<T, HasW>(g + r * K, x + r * K, K, HasW ? w + c0 : nullptr, aw + c0, ab + c0,
+                          static_cast<T>(mean[r]), static_cast<T>(rs), A, Bx);
+        c1[r - b0] = static_cast<T>(rs * A * invK);
+        c3[r - b0] = static_cast<T>(rs * rs * rs * Bx * invK);
+      }
+      if (!gx) continue;
+      for (std::int64_t r = b0; r < e0; ++r) {
+        const std::int64_t c0 = (r % G) * K;
+        row_dx<T, HasW>(g + r * K, x + r * K, gx + r * K, K, HasW ? w + c0 : nullptr, static_cast<T>(mean[r]),
+                        static_cast<T>(rstd[r]), c1[r - b0], c3[r - b0], stream);
+      }
     }
     for (std::int64_t c = 0; c < C; ++c) {
       dw[c] += static_cast<double>(aw[c]);
