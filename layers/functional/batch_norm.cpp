@@ -411,10 +411,10 @@ Tensor batch_norm(const Tensor& x, const Tensor& running_mean, const Tensor& run
   });
   if (autograd::needs_grad({&x, &weight, &bias})) {
     autograd::record("batch_norm", out, {x, weight, bias},
-                     [x = x.detach(), w = weight.defined() ? weight.detach() : Tensor(), d, mean = std::move(mean),
-                      rstd = std::move(rstd), training](const Tensor& g, GradSink& gs) {
+                     [x = x.detach(), w = weight.defined() ? weight.detach() : Tensor(), d, stats = std::move(stats),
+                      training](const Tensor& g, GradSink& gs) {
                        TAPEGRAD_DISPATCH_FLOAT(x.dtype(), "batch_norm_backward", [&] {
-                         backward_impl<scalar_t>(g, x, d, mean, rstd, w, training, gs);
+                         backward_impl<scalar_t>(g, x, d, stats.data(), stats.data() + d.C, w, training, gs);
                        });
                      });
   }
