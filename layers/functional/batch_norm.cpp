@@ -270,10 +270,9 @@ Tensor forward_impl(const Tensor& x, Dims d, const double* mean, const double* r
 // in train mode, and k2 = k3 = 0 in eval mode (the statistics are constants).
 //   dγ = Σ dy·x̂ = rstd·Σ dy·(x - μ),  dβ = Σ dy.
 template <class T>
-void backward_impl(const Tensor& g, const Tensor& x, Dims d, const double* mean, const double* rstd,
-                   const Tensor& weight, bool train, GradSink& gs) {
+void backward_impl(const Tensor& g, const T* xp, Dims d, const double* mean, const double* rstd, const T* w,
+                   bool train, GradSink& gs) {
   const T* gp = g.data<T>();
-  const T* xp = x.data<T>();
   const bool need_sums = (train && gs.needs(0)) || gs.needs(1) || gs.needs(2);
   double* sum_dy = scratch<double>(kSums, static_cast<std::size_t>(2 * d.C));
   double* sum_dy_xc = sum_dy + d.C;
@@ -289,7 +288,6 @@ void backward_impl(const Tensor& g, const Tensor& x, Dims d, const double* mean,
     else
       backward_sums<T>(xp, gp, d, mean, sum_dy, sum_dy_xc);
   }
-  const T* w = weight.defined() ? weight.data<T>() : nullptr;
   const double m = static_cast<double>(d.N * d.S);
   if (gs.needs(0)) {
     for (std::int64_t c = 0; c < d.C; ++c) {
@@ -298,7 +296,7 @@ void backward_impl(const Tensor& g, const Tensor& x, Dims d, const double* mean,
       k2[c] = static_cast<T>(train ? sum_dy[c] / m : 0.0);
       k3[c] = static_cast<T>(train ? rstd[c] * rstd[c] * sum_dy_xc[c] / m : 0.0);
     }
-    Tensor gx = Tensor::empty(x.shape(), x.dtype());
+    Tensor gx = Tensor::empty(g.shape(), g.dtype());  // dy has x's shape and dtype
     const T *a = k1, *b = k2, *k = k3, *u = mu;
     if (d.S == 1) {
       detail::bn_rows_dx<T>(xp, gp, gx.data<T>(), d.N, d.C, u, a, b, k);
@@ -314,13 +312,13 @@ void backward_impl(const Tensor& g, const Tensor& x, Dims d, const double* mean,
     gs.add(0, std::move(gx));
   }
   if (gs.needs(1)) {  // dγ = Σ dy·x̂
-    Tensor gw = Tensor::empty({d.C}, x.dtype());
+    Tensor gw = Tensor::empty({d.C}, g.dtype());
     T* o = gw.data<T>();
     for (std::int64_t c = 0; c < d.C; ++c) o[c] = static_cast<T>(rstd[c] * sum_dy_xc[c]);
     gs.add(1, std::move(gw));
   }
   if (gs.needs(2)) {  // dβ = Σ dy
-    Tensor gb = Tensor::empty({d.C}, x.dtype());
+    Tensor gb = Tensor::empty({d.C}, g.dtype());
     T* o = gb.data<T>();
     for (std::int64_t c = 0; c < d.C; ++c) o[c] = static_cast<T>(sum_dy[c]);
     gs.add(2, std::move(gb));
@@ -411,10 +409,11 @@ Tensor batch_norm(const Tensor& x, const Tensor& running_mean, const Tensor& run
   });
   if (autograd::needs_grad({&x, &weight, &bias})) {
     autograd::record("batch_norm", out, {x, weight, bias},
-                     [x = x.detach(), w = weight.defined() ? weight.detach() : Tensor(), d, stats = std::move(stats),
+                     [xs = nv::SavedData(x), ws = nv::SavedData(weight), d, stats = std::move(stats),
                       training](const Tensor& g, GradSink& gs) {
-                       TAPEGRAD_DISPATCH_FLOAT(x.dtype(), "batch_norm_backward", [&] {
-                         backward_impl<scalar_t>(g, x, d, stats.data(), stats.data() + d.C, w, training, gs);
+                       TAPEGRAD_DISPATCH_FLOAT(g.dtype(), "batch_norm_backward", [&] {
+                         backward_impl<scalar_t>(g, xs.data<scalar_t>(), d, stats.data(), stats.data() + d.C,
+                                                 ws.data<scalar_t>(), training, gs);
                        });
                      });
   }

@@ -9,6 +9,7 @@
 #include "core/autograd.h"
 #include "core/parallel.h"
 #include "layers/functional/layer_norm_rows.h"
+#include "layers/functional/norm_vec.h"
 
 namespace tapegrad::layers::functional {
 namespace detail {
@@ -155,20 +156,18 @@ void backward_rows(const T* g, const T* x, T* gx, const T* w, const Rows& d, con
 }
 
 template <class T>
-void backward_impl(const Tensor& g, const Tensor& x, const Tensor& w, const Shape& wshape, const Shape& bshape,
-                   const Rows& d, const std::vector<double>& mean, const std::vector<double>& rstd, GradSink& gs) {
+void backward_impl(const Tensor& g, const T* xp, const T* wp, const TensorImpl* wi, const TensorImpl* bi,
+                   const Rows& d, const double* mean, const double* rstd, GradSink& gs) {
   const T* gp = g.data<T>();
-  const T* xp = x.data<T>();
-  const T* wp = w.defined() ? w.data<T>() : nullptr;
   Tensor gx;
-  if (gs.needs(0)) gx = Tensor::empty(x.shape(), x.dtype());
+  if (gs.needs(0)) gx = Tensor::empty(g.shape(), g.dtype());  // dy has x's shape and dtype
   T* gxp = gx.defined() ? gx.data<T>() : nullptr;
   const bool need_w = gs.needs(1), need_b = gs.needs(2);
   // sums[c] = Σ dy·x̂ (dγ), sums[C + c] = Σ dy (dβ), in double
   thread_local std::vector<double> sums;
   sums.assign(static_cast<std::size_t>(2 * d.C), 0.0);
   if (d.S == 1) {  // LayerNorm (and GroupNorm on (N, C)): the per-row kernel
-    ln_rows_backward<T>(gp, xp, gxp, d.R, d.K, d.G, wp, mean.data(), rstd.data(), sums.data(), sums.data() + d.C);
+    ln_rows_backward<T>(gp, xp, gxp, d.R, d.K, d.G, wp, mean, rstd, sums.data(), sums.data() + d.C);
   } else {
     // Fixed row chunks per thread and an ordered merge: the result does not depend on timing.
     const int nt =
@@ -178,20 +177,20 @@ void backward_impl(const Tensor& g, const Tensor& x, const Tensor& w, const Shap
     for (int t = 0; t < nt; ++t) {
       const std::int64_t rb = d.R * t / nt, re = d.R * (t + 1) / nt;
       double* pw = part.data() + 2 * d.C * t;
-      backward_rows<T>(gp, xp, gxp, wp, d, mean.data(), rstd.data(), rb, re, pw, pw + d.C);
+      backward_rows<T>(gp, xp, gxp, wp, d, mean, rstd, rb, re, pw, pw + d.C);
     }
     for (int t = 0; t < nt; ++t)
       for (std::int64_t c = 0; c < 2 * d.C; ++c) sums[static_cast<std::size_t>(c)] += part[2 * d.C * t + c];
   }
   if (gx.defined()) gs.add(0, std::move(gx));
   if (need_w) {  // dγ = Σ dy·x̂
-    Tensor gw = Tensor::empty(wshape, x.dtype());
+    Tensor gw = Tensor::empty(wi->shape, g.dtype());
     T* o = gw.data<T>();
     for (std::int64_t c = 0; c < d.C; ++c) o[c] = static_cast<T>(sums[static_cast<std::size_t>(c)]);
     gs.add(1, std::move(gw));
   }
   if (need_b) {  // dβ = Σ dy
-    Tensor gb = Tensor::empty(bshape, x.dtype());
+    Tensor gb = Tensor::empty(bi->shape, g.dtype());
     T* o = gb.data<T>();
     for (std::int64_t c = 0; c < d.C; ++c) o[c] = static_cast<T>(sums[static_cast<std::size_t>(d.C + c)]);
     gs.add(2, std::move(gb));
@@ -226,28 +225,32 @@ Tensor grouped_norm(const Tensor& x, std::int64_t C, std::int64_t S, std::int64_
   check_affine(weight, "weight", x, C, op);
   check_affine(bias, "bias", x, C, op);
   const Rows d{x.numel() / (C * S) * G, C * S / G, G, C / G, S, C};
-  std::vector<double> mean(static_cast<std::size_t>(d.R)), rstd(mean), var;
+  // per row: mean (R values) then rstd (R values), what the backward keeps
+  std::vector<double> stats(static_cast<std::size_t>(2 * d.R)), var;
+  double* mean = stats.data();
+  double* rstd = mean + d.R;
   if (d.S != 1 || group_var) var.resize(static_cast<std::size_t>(d.R));
   Tensor out = Tensor::empty(x.shape(), x.dtype());
   TAPEGRAD_DISPATCH_FLOAT(x.dtype(), op, [&] {
     const scalar_t* wp = weight.defined() ? weight.data<scalar_t>() : nullptr;
     const scalar_t* bp = bias.defined() ? bias.data<scalar_t>() : nullptr;
     if (d.S == 1)  // LayerNorm (and GroupNorm on (N, C)): the per-row kernel
-      ln_rows_forward<scalar_t>(x.data<scalar_t>(), out.data<scalar_t>(), d.R, d.K, d.G, wp, bp, eps, mean.data(),
-                                rstd.data(), group_var ? var.data() : nullptr);
+      ln_rows_forward<scalar_t>(x.data<scalar_t>(), out.data<scalar_t>(), d.R, d.K, d.G, wp, bp, eps, mean, rstd,
+                                group_var ? var.data() : nullptr);
     else
-      forward_rows<scalar_t>(x.data<scalar_t>(), out.data<scalar_t>(), wp, bp, d, eps, mean.data(), rstd.data(),
-                             var.data());
+      forward_rows<scalar_t>(x.data<scalar_t>(), out.data<scalar_t>(), wp, bp, d, eps, mean, rstd, var.data());
   });
-  if (group_mean) *group_mean = mean;
+  if (group_mean) group_mean->assign(mean, mean + d.R);
   if (group_var) *group_var = std::move(var);
   if (autograd::needs_grad({&x, &weight, &bias})) {
     autograd::record(op, out, {x, weight, bias},
-                     [x = x.detach(), w = weight.defined() ? weight.detach() : Tensor(),
-                      ws = weight.defined() ? weight.shape() : Shape{}, bs = bias.defined() ? bias.shape() : Shape{},
-                      d, mean = std::move(mean), rstd = std::move(rstd), op](const Tensor& g, GradSink& gs) {
-                       TAPEGRAD_DISPATCH_FLOAT(x.dtype(), op, [&] {
-                         backward_impl<scalar_t>(g, x, w, ws, bs, d, mean, rstd, gs);
+                     // x's and γ's values without detach()'s shape copies; the parameters' metadata
+                     // for the shapes of dγ and dβ
+                     [xs = nv::SavedData(x), ws = nv::SavedData(weight), wi = weight.impl(), bi = bias.impl(), d,
+                      stats = std::move(stats), op](const Tensor& g, GradSink& gs) {
+                       TAPEGRAD_DISPATCH_FLOAT(g.dtype(), op, [&] {
+                         backward_impl<scalar_t>(g, xs.data<scalar_t>(), ws.data<scalar_t>(), wi.get(), bi.get(), d,
+                                                 stats.data(), stats.data() + d.R, gs);
                        });
                      });
   }

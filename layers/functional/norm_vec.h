@@ -10,9 +10,11 @@
 #include <cmath>
 #include <cstddef>
 #include <cstdint>
+#include <memory>
 #include <vector>
 
 #include "core/parallel.h"
+#include "core/tensor.h"
 
 namespace tapegrad::layers::functional::nv {
 
@@ -126,6 +128,26 @@ void run_threads(int nt, F&& body) {
 #pragma omp parallel num_threads(nt)
   body(omp_get_thread_num_wrapper(), omp_get_num_threads_wrapper());
 }
+
+/// A tensor's values kept alive for a backward closure: its storage and the offset of its
+/// first element. Cheaper than a detach()ed Tensor, which copies the shape (an allocation);
+/// the closure knows the shape already (the gradient of the output has it).
+struct SavedData {
+  std::shared_ptr<Storage> storage;
+  std::size_t offset = 0;
+  SavedData() = default;
+  explicit SavedData(const Tensor& t) {
+    if (t.defined()) {
+      storage = t.impl()->storage;
+      offset = t.impl()->offset;
+    }
+  }
+  /// The first element, or null for an undefined tensor.
+  template <class T>
+  const T* data() const {
+    return storage ? reinterpret_cast<const T*>(static_cast<const char*>(storage->data()) + offset) : nullptr;
+  }
+};
 
 /// A per-thread reusable buffer of at least n values (contents unspecified), so
 /// steady-state calls do no heap allocation. Each caller passes its own Tag type.
