@@ -12,8 +12,8 @@ namespace {
 using nv::kLanes;
 using nv::Vec;
 
-// Rows per block: the block (≤ 32 KB) stays in L1 for the statistics' second pass; the
-// T-precision sums run over at most this many values.
+// Rows per block: a block (8192 values, 32 KB of float32) stays in L1 for the statistics'
+// second pass; the T-precision sums run over one block's rows at a time.
 constexpr std::int64_t kBlockElems = 8192;
 std::int64_t block_rows(std::int64_t C) {
   return std::clamp<std::int64_t>(kBlockElems / std::max<std::int64_t>(C, 1), 1, 1024);

@@ -106,12 +106,6 @@ bool streamable(const T* p, std::int64_t len, std::int64_t rows) {
          reinterpret_cast<std::uintptr_t>(p) % 64 == 0 && len % kLanes<T> == 0;
 }
 
-/// Prefetches n bytes from p into L2 (one request per cache line).
-inline void prefetch_l2(const void* p, std::size_t n) {
-  const char* c = static_cast<const char*>(p);
-  for (std::size_t off = 0; off < n; off += 64) __builtin_prefetch(c + off, 0, 2);
-}
-
 /// Threads for a kernel over `work` elements: all configured threads past the parallel
 /// grain, else one (a parallel region costs about a microsecond).
 inline int threads_for(std::int64_t work) { return work >= kParallelGrain ? get_num_threads() : 1; }
