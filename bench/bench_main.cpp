@@ -70,6 +70,15 @@ void norm_fwd_bwd(benchmark::State& st, M& module, std::int64_t N, std::int64_t 
   x.requires_grad_();
   Tensor g = tg::randn({N, C});
   module.train();
+  {  // one untimed step, as training's steady state: the output and gradient blocks are then
+     // recycled by the allocator, so the timed steps pay no page faults on fresh buffers
+     // (tens of thousands of them at (65536, 256); without this the first, faulting step can be
+     // the only one Google Benchmark times)
+    Tensor y = module(x);
+    y.backward(g);
+    x.zero_grad();
+    module.zero_grad();
+  }
   for (auto _ : st) {
     x.zero_grad();
     module.zero_grad();
