@@ -341,3 +341,33 @@ TEST_CASE("gradcheck: (N, C) batch norm and per-row layer norm with vector chunk
   INFO(ln_plain.message);
   CHECK(ln_plain.ok);
 }
+
+TEST_CASE("BatchNorm and LayerNorm (N, C) results are the same bits on 1 and 2 threads", "[norm-kernels]") {
+  // (24576, 256) float32: 24 chunks of work taken by whichever thread is free; the sums keep
+  // one partial per chunk and merge them in chunk order, so the split cannot change a bit.
+  ThreadsGuard guard;
+  const Problem p = make_problem(24576, 256, 256, Dtype::Float32, 13);
+  std::vector<std::vector<double>> bn[2], ln[2];
+  for (int threads : {1, 2}) {
+    set_num_threads(threads);
+    Tensor m, v;
+    F::batch_moments(p.x, m, v);
+    bn[threads - 1] = run(p, [](const Tensor& x, const Tensor& w, const Tensor& b) {
+      return F::batch_norm(x, Tensor(), Tensor(), w, b, true, 0.1, 1e-5);
+    });
+    bn[threads - 1].push_back(m.to_vector());
+    bn[threads - 1].push_back(v.to_vector());
+    ln[threads - 1] = run(p, [](const Tensor& x, const Tensor& w, const Tensor& b) {
+      return F::layer_norm(x, {256}, w, b, 1e-5);
+    });
+  }
+  const char* bn_names[] = {"y", "dx", "dgamma", "dbeta", "mean", "var"};
+  for (std::size_t i = 0; i < bn[0].size(); ++i) {
+    INFO("BatchNorm " << bn_names[i]);
+    CHECK(bn[0][i] == bn[1][i]);
+  }
+  for (std::size_t i = 0; i < ln[0].size(); ++i) {
+    INFO("LayerNorm " << bn_names[i]);
+    CHECK(ln[0][i] == ln[1][i]);
+  }
+}

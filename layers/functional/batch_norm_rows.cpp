@@ -164,6 +164,7 @@ void block_moments(const T* __restrict x, std::int64_t C, std::int64_t b, std::i
 }
 
 struct MomentsTag {};
+struct BlockTag {};
 struct MomentsTTag {};
 struct SumsTag {};
 struct SumsTTag {};
@@ -172,32 +173,29 @@ struct SumsTTag {};
 
 template <class T>
 void bn_rows_moments(const T* x, std::int64_t N, std::int64_t C, double* mean, double* var) {
-  const int nt = std::min(nv::threads_for(N * C), 64);
   const std::size_t Cs = static_cast<std::size_t>(C);
   const bool by_chunk = cached<T>(N, C);
-  // per thread: the partial's mean and M2, then the current block's mean and M2
-  double* all = nv::scratch<MomentsTag, double>(4 * Cs * static_cast<std::size_t>(nt));
-  std::int64_t counts[64] = {};
-  nv::run_threads(nt, [&](int t, int n_t) {
-    double* mine = all + 4 * Cs * static_cast<std::size_t>(t);
+  const std::int64_t B = block_rows(C);
+  const std::int64_t rows = nv::chunk_rows(C * static_cast<std::int64_t>(sizeof(T)), B);
+  const std::size_t nc = static_cast<std::size_t>((N + rows - 1) / rows);
+  // per chunk: its mean and M2 (C each), merged below in chunk order
+  double* parts = nv::scratch<MomentsTag, double>(2 * Cs * nc);
+  nv::for_row_chunks(N, rows, nv::threads_for(N * C), [&](std::int64_t k, std::int64_t r0, std::int64_t r1) {
+    double* mine = parts + 2 * Cs * static_cast<std::size_t>(k);
     Partial p{0, mine, mine + C};
-    double* bmean = mine + 2 * C;
-    double* bm2 = mine + 3 * C;
+    double* bmean = nv::scratch<BlockTag, double>(2 * Cs);
+    double* bm2 = bmean + C;
     T* K = nv::scratch<MomentsTTag, T>(3 * Cs);
-    const std::int64_t B = block_rows(C);
-    for (std::int64_t b = N * t / n_t, end = N * (t + 1) / n_t; b < end; b += B) {
-      const std::int64_t e = std::min(b + B, end);
+    for (std::int64_t b = r0; b < r1; b += B) {
+      const std::int64_t e = std::min(b + B, r1);
       block_moments<T>(x, C, b, e, by_chunk, K, K + C, K + 2 * C, bmean, bm2);
       merge_blocks(p, C, e - b, bmean, bm2);
     }
-    counts[t] = p.count;
   });
-  // merge the threads' statistics in thread order
   Partial total{0, mean, var};
-  for (int t = 0; t < nt; ++t) {
-    if (counts[t] == 0) continue;
-    const double* mine = all + 4 * Cs * static_cast<std::size_t>(t);
-    merge_blocks(total, C, counts[t], mine, mine + C);
+  for (std::size_t k = 0; k < nc; ++k) {
+    const std::int64_t count = std::min(N, static_cast<std::int64_t>(k + 1) * rows) - static_cast<std::int64_t>(k) * rows;
+    merge_blocks(total, C, count, parts + 2 * Cs * k, parts + 2 * Cs * k + Cs);
   }
   for (std::int64_t c = 0; c < C; ++c) var[c] /= static_cast<double>(N);
 }
@@ -205,8 +203,8 @@ void bn_rows_moments(const T* x, std::int64_t N, std::int64_t C, double* mean, d
 template <class T>
 void bn_rows_affine(const T* x, T* y, std::int64_t N, std::int64_t C, const T* mu, const T* a, const T* b) {
   const bool stream = nv::streamable(y, C, N), by_chunk = cached<T>(N, C);
-  nv::run_threads(nv::threads_for(N * C), [&](int t, int n_t) {
-    const std::int64_t r0 = N * t / n_t, r1 = N * (t + 1) / n_t;
+  const std::int64_t rows = nv::chunk_rows(C * static_cast<std::int64_t>(sizeof(T)), 1);
+  nv::for_row_chunks(N, rows, nv::threads_for(N * C), [&](std::int64_t, std::int64_t r0, std::int64_t r1) {
     if (by_chunk) {
       for_chunks<T>(C, [&]<class V, int NV>(std::int64_t c0) {
         constexpr std::int64_t L = lanes_of<V, T>();
@@ -246,20 +244,22 @@ void bn_rows_affine(const T* x, T* y, std::int64_t N, std::int64_t C, const T* m
 
 template <class T>
 void bn_rows_sums(const T* x, const T* dy, std::int64_t N, std::int64_t C, const T* mu, double* s1, double* s2) {
-  const int nt = nv::threads_for(N * C);
   const std::size_t Cs = static_cast<std::size_t>(C);
   const bool by_chunk = cached<T>(N, C);
-  double* part = nv::scratch<SumsTag, double>(2 * Cs * static_cast<std::size_t>(nt));
-  std::fill(part, part + 2 * Cs * static_cast<std::size_t>(nt), 0.0);
-  nv::run_threads(nt, [&](int t, int n_t) {
-    double* __restrict p1 = part + 2 * Cs * static_cast<std::size_t>(t);
+  const std::int64_t B = block_rows(C);
+  const std::int64_t rows = nv::chunk_rows(2 * C * static_cast<std::int64_t>(sizeof(T)), B);
+  const std::size_t nc = static_cast<std::size_t>((N + rows - 1) / rows);
+  // per chunk: its Σdy and Σdy·(x - μ) (C each), added up below in chunk order
+  double* part = nv::scratch<SumsTag, double>(2 * Cs * nc);
+  std::fill(part, part + 2 * Cs * nc, 0.0);
+  nv::for_row_chunks(N, rows, nv::threads_for(N * C), [&](std::int64_t k, std::int64_t r0, std::int64_t r1) {
+    double* __restrict p1 = part + 2 * Cs * static_cast<std::size_t>(k);
     double* __restrict p2 = p1 + C;
     T* __restrict a1 = nv::scratch<SumsTTag, T>(2 * Cs);
     T* __restrict a2 = a1 + C;
     const T* __restrict u = mu;
-    const std::int64_t B = block_rows(C);
     // blocks of rows summed in T, the blocks in double
-    for (std::int64_t b = N * t / n_t, end = N * (t + 1) / n_t; b < end; b += B) {
+    for (std::int64_t b = r0, end = r1; b < end; b += B) {
       const std::int64_t e = std::min(b + B, end);
       if (by_chunk) {
         for_chunks<T>(C, [&]<class V, int NV>(std::int64_t c0) {
@@ -302,16 +302,12 @@ void bn_rows_sums(const T* x, const T* dy, std::int64_t N, std::int64_t C, const
       }
     }
   });
-  if (nt == 1) {
-    std::copy(part, part + C, s1);
-    std::copy(part + C, part + 2 * C, s2);
-    return;
-  }
-  for (std::int64_t c = 0; c < C; ++c) s1[c] = s2[c] = 0.0;
-  for (int t = 0; t < nt; ++t)
+  std::copy(part, part + C, s1);
+  std::copy(part + C, part + 2 * C, s2);
+  for (std::size_t k = 1; k < nc; ++k)
     for (std::int64_t c = 0; c < C; ++c) {
-      s1[c] += part[2 * Cs * static_cast<std::size_t>(t) + static_cast<std::size_t>(c)];
-      s2[c] += part[2 * Cs * static_cast<std::size_t>(t) + Cs + static_cast<std::size_t>(c)];
+      s1[c] += part[2 * Cs * k + static_cast<std::size_t>(c)];
+      s2[c] += part[2 * Cs * k + Cs + static_cast<std::size_t>(c)];
     }
 }
 
@@ -319,8 +315,8 @@ template <class T>
 void bn_rows_dx(const T* x, const T* dy, T* dx, std::int64_t N, std::int64_t C, const T* mu, const T* k1,
                 const T* k2, const T* k3) {
   const bool stream = nv::streamable(dx, C, N), by_chunk = cached<T>(N, C);
-  nv::run_threads(nv::threads_for(N * C), [&](int t, int n_t) {
-    const std::int64_t r0 = N * t / n_t, r1 = N * (t + 1) / n_t;
+  const std::int64_t rows = nv::chunk_rows(C * static_cast<std::int64_t>(sizeof(T)), 1);
+  nv::for_row_chunks(N, rows, nv::threads_for(N * C), [&](std::int64_t, std::int64_t r0, std::int64_t r1) {
     if (by_chunk) {
       for_chunks<T>(C, [&]<class V, int NV>(std::int64_t c0) {
         constexpr std::int64_t L = lanes_of<V, T>();

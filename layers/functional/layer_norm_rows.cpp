@@ -259,8 +259,8 @@ struct AccTag {};
 template <class T>
 void ln_rows_forward(const T* x, T* y, std::int64_t R, std::int64_t K, std::int64_t G, const T* w, const T* b,
                      double eps, double* mean, double* rstd, double* var) {
-  nv::run_threads(std::min<std::int64_t>(nv::threads_for(R * K), R), [&](int t, int nt) {
-    const std::int64_t r0 = R * t / nt, r1 = R * (t + 1) / nt;
+  const std::int64_t rows = nv::chunk_rows(K * static_cast<std::int64_t>(sizeof(T)), 1);
+  nv::for_row_chunks(R, rows, nv::threads_for(R * K), [&](std::int64_t, std::int64_t r0, std::int64_t r1) {
     if (w && b)
       forward_share<T, true, true>(x, y, r0, r1, K, G, w, b, eps, mean, rstd, var);
     else if (w)
@@ -278,13 +278,13 @@ void ln_rows_backward(const T* dy, const T* x, T* gx, std::int64_t R, std::int64
   const std::int64_t C = G * K;
   const std::size_t Cs = static_cast<std::size_t>(C);
   const bool stream = gx && nv::streamable(gx, K, R);
-  const int nt = static_cast<int>(std::min<std::int64_t>(nv::threads_for(R * K), R));
-  // per thread: its dγ and dβ totals (double), merged in thread order below
-  double* part = nv::scratch<PartTag, double>(2 * Cs * static_cast<std::size_t>(nt));
-  std::fill(part, part + 2 * Cs * static_cast<std::size_t>(nt), 0.0);
-  nv::run_threads(nt, [&](int t, int n_t) {
-    const std::int64_t r0 = R * t / n_t, r1 = R * (t + 1) / n_t;
-    double* pw = part + 2 * Cs * static_cast<std::size_t>(t);
+  const std::int64_t rows = nv::chunk_rows(2 * K * static_cast<std::int64_t>(sizeof(T)), kGradBlockRows);
+  const std::size_t nc = static_cast<std::size_t>((R + rows - 1) / rows);
+  // per chunk: its dγ and dβ (double, C each), added up below in chunk order
+  double* part = nv::scratch<PartTag, double>(2 * Cs * nc);
+  std::fill(part, part + 2 * Cs * nc, 0.0);
+  nv::for_row_chunks(R, rows, nv::threads_for(R * K), [&](std::int64_t k, std::int64_t r0, std::int64_t r1) {
+    double* pw = part + 2 * Cs * static_cast<std::size_t>(k);
     T* acc = nv::scratch<AccTag, T>(2 * Cs);
     if (w)
       backward_share<T, true>(dy, x, gx, r0, r1, K, G, w, mean, rstd, pw, pw + C, acc, acc + C, stream);
@@ -292,12 +292,12 @@ void ln_rows_backward(const T* dy, const T* x, T* gx, std::int64_t R, std::int64
       backward_share<T, false>(dy, x, gx, r0, r1, K, G, w, mean, rstd, pw, pw + C, acc, acc + C, stream);
     if (stream) nv::fence();
   });
-  std::fill(dw, dw + C, 0.0);
-  std::fill(db, db + C, 0.0);
-  for (int t = 0; t < nt; ++t)
+  std::copy(part, part + C, dw);
+  std::copy(part + C, part + 2 * C, db);
+  for (std::size_t k = 1; k < nc; ++k)
     for (std::int64_t c = 0; c < C; ++c) {
-      dw[c] += part[2 * Cs * static_cast<std::size_t>(t) + static_cast<std::size_t>(c)];
-      db[c] += part[2 * Cs * static_cast<std::size_t>(t) + Cs + static_cast<std::size_t>(c)];
+      dw[c] += part[2 * Cs * k + static_cast<std::size_t>(c)];
+      db[c] += part[2 * Cs * k + Cs + static_cast<std::size_t>(c)];
     }
 }
 

@@ -1,12 +1,13 @@
 #pragma once
 // Internal building blocks of the fused norm kernels (not part of the public API):
-// 64-byte vectors, streaming stores and the kernels' thread split.
+// 64-byte vectors, streaming stores, and the kernels' split of rows into work chunks.
 //
 // The vectors are GCC/Clang vector extensions, so the same source becomes one zmm
 // register with AVX-512, two ymm with AVX2 and four xmm with SSE2; arithmetic on them is
 // element-wise IEEE, never reassociated, so every sum's order is fixed by the source.
 #include <immintrin.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstddef>
 #include <cstdint>
@@ -110,17 +111,28 @@ bool streamable(const T* p, std::int64_t len, std::int64_t rows) {
 /// grain, else one (a parallel region costs about a microsecond).
 inline int threads_for(std::int64_t work) { return work >= kParallelGrain ? get_num_threads() : 1; }
 
-/// Runs body(t, nt) on nt threads (no parallel region when nt == 1). Kernels split rows
-/// into nt fixed contiguous shares and merge per-thread results in thread order, so
-/// results do not depend on timing.
+/// Rows per work chunk of a kernel: about 1 MB of the operand (`row_bytes` per row), a
+/// multiple of `unit` rows (the kernel's own blocking).
+inline std::int64_t chunk_rows(std::int64_t row_bytes, std::int64_t unit) {
+  const std::int64_t r = std::max<std::int64_t>(1, (std::int64_t(1) << 20) / std::max<std::int64_t>(row_bytes, 1));
+  return std::max(unit, r / unit * unit);
+}
+
+/// Runs body(k, r0, r1) for the chunks k = 0, 1, ... of rows [0, rows), `chunk` rows each (the
+/// last shorter), on up to nt threads that each take the next chunk when done with one: a
+/// thread slowed by another job on its core does fewer chunks instead of holding the others
+/// up at the end of the region. The chunks do not depend on nt, so a kernel that keeps one
+/// partial result per chunk and merges them in chunk order gets the same bits on any number
+/// of threads.
 template <class F>
-void run_threads(int nt, F&& body) {
-  if (nt <= 1) {
-    body(0, 1);
+void for_row_chunks(std::int64_t rows, std::int64_t chunk, int nt, F&& body) {
+  const std::int64_t n = (rows + chunk - 1) / chunk;
+  if (nt <= 1 || n <= 1) {
+    for (std::int64_t k = 0; k < n; ++k) body(k, k * chunk, std::min(rows, (k + 1) * chunk));
     return;
   }
-#pragma omp parallel num_threads(nt)
-  body(omp_get_thread_num_wrapper(), omp_get_num_threads_wrapper());
+#pragma omp parallel for num_threads(nt) schedule(dynamic, 1)
+  for (std::int64_t k = 0; k < n; ++k) body(k, k * chunk, std::min(rows, (k + 1) * chunk));
 }
 
 /// A tensor's values kept alive for a backward closure: its storage and the offset of its
