@@ -124,7 +124,13 @@ void block_moments(const T* __restrict x, std::int64_t C, std::int64_t b, std::i
       K[c] = x0[c];
       s[c] = T(0);
     }
-    for (std::int64_t n = b + 1; n < e; ++n) {
+    std::int64_t n = b + 1;
+    for (; n + 1 < e; n += 2) {  // two rows per visit of the sums in L1
+      const T* __restrict xr = x + n * C;
+#pragma omp simd
+      for (std::int64_t c = 0; c < C; ++c) s[c] += (xr[c] - K[c]) + (xr[C + c] - K[c]);
+    }
+    for (; n < e; ++n) {
       const T* __restrict xr = x + n * C;
 #pragma omp simd
       for (std::int64_t c = 0; c < C; ++c) s[c] += xr[c] - K[c];
@@ -286,7 +292,17 @@ void bn_rows_sums(const T* x, const T* dy, std::int64_t N, std::int64_t C, const
         });
       } else {
         std::fill(a1, a1 + 2 * C, T(0));
-        for (std::int64_t n = b; n < e; ++n) {
+        std::int64_t n = b;
+        for (; n + 1 < e; n += 2) {  // two rows per visit of the sums in L1
+          const T* __restrict xr = x + n * C;
+          const T* __restrict gr = dy + n * C;
+#pragma omp simd
+          for (std::int64_t c = 0; c < C; ++c) {
+            a1[c] += gr[c] + gr[C + c];
+            a2[c] += (xr[c] - u[c]) * gr[c] + (xr[C + c] - u[c]) * gr[C + c];
+          }
+        }
+        for (; n < e; ++n) {
           const T* __restrict xr = x + n * C;
           const T* __restrict gr = dy + n * C;
 #pragma omp simd
