@@ -79,21 +79,48 @@ RecordSiteGuard::~RecordSiteGuard() {
   if (g_anomaly) g_site = prev_;
 }
 
-bool GradSink::needs(std::size_t i) const { return i < node_->inputs.size() && node_->inputs[i] != nullptr; }
+Edge::Edge(const Tensor& t) {
+  if (!t.defined()) return;  // an absent input (no bias): no edge
+  if (t.requires_grad()) meta = t.impl()->autograd;
+  dtype = t.dtype();
+  const Shape& s = t.shape();
+  rank_ = s.size();
+  if (rank_ <= kInlineRank)
+    std::copy(s.begin(), s.end(), dims_);
+  else
+    big_ = s;
+}
+
+bool Edge::same_shape(const Shape& s) const {
+  if (s.size() != rank_) return false;
+  return rank_ <= kInlineRank ? std::equal(s.begin(), s.end(), dims_) : s == big_;
+}
+
+Shape Edge::shape() const { return rank_ <= kInlineRank ? Shape(dims_, dims_ + rank_) : big_; }
+
+void Node::set_inputs(const Tensor* inputs, std::size_t n) {
+  n_inputs_ = n;
+  if (n > kInlineInputs) more_.resize(n - kInlineInputs);
+  for (std::size_t i = 0; i < n; ++i) input(i) = Edge(inputs[i]);
+}
+
+bool GradSink::needs(std::size_t i) const {
+  return i < node_->num_inputs() && node_->input(i).meta != nullptr;
+}
 
 void GradSink::add(std::size_t i, Tensor g) {
   if (!needs(i)) return;
-  if (g.shape() != node_->input_shapes[i] || g.dtype() != node_->input_dtypes[i])
+  Edge& edge = node_->input(i);
+  if (!edge.same_shape(g.shape()) || g.dtype() != edge.dtype)
     throw std::logic_error(std::string("backward of '") + node_->name + "' produced a gradient of shape " +
                            shape_str(g.shape()) + " " + dtype_name(g.dtype()) + " for input " + std::to_string(i) +
-                           " of shape " + shape_str(node_->input_shapes[i]) + " " +
-                           dtype_name(node_->input_dtypes[i]));
+                           " of shape " + shape_str(edge.shape()) + " " + dtype_name(edge.dtype));
   if (g_anomaly && !all_finite(g))
     throw std::runtime_error(std::string("anomaly: the backward of '") + node_->name +
                              "' produced a non-finite (NaN or Inf) gradient for input " + std::to_string(i) + " (" +
                              shape_str(g.shape()) + " " + dtype_name(g.dtype()) + "); the op was recorded at: " +
                              (node_->where.empty() ? "<unknown: recorded while anomaly mode was off>" : node_->where));
-  AutogradMeta& meta = *node_->inputs[i];
+  AutogradMeta& meta = *edge.meta;
   if (meta.grad_fn && meta.grad_fn->freed)  // a new head on a graph an earlier backward freed
     throw std::logic_error(std::string("backward: trying to backward through the graph a second time (node '") +
                            meta.grad_fn->name + "', input " + std::to_string(i) + " of '" + node_->name +
@@ -120,26 +147,20 @@ bool needs_grad(const std::vector<Tensor>& inputs) {
   return false;
 }
 
-void record(const char* name, Tensor& out, const std::vector<Tensor>& inputs, BackwardFn backward) {
-  auto node = std::make_shared<Node>();
+namespace detail {
+void attach(const char* name, Tensor& out, const Tensor* inputs, std::size_t n, std::shared_ptr<Node> node) {
   node->name = name;
-  node->inputs.reserve(inputs.size());
-  node->input_shapes.reserve(inputs.size());
-  node->input_dtypes.reserve(inputs.size());
-  for (const Tensor& t : inputs) {  // undefined inputs (e.g. an absent bias) get no edge
-    node->inputs.push_back(t.requires_grad() ? t.impl()->autograd : nullptr);
-    node->input_shapes.push_back(t.defined() ? t.shape() : Shape{});
-    node->input_dtypes.push_back(t.defined() ? t.dtype() : Dtype::Float32);
-  }
-  node->backward = std::move(backward);
+  node->set_inputs(inputs, n);
   node->seq = g_tape.next_seq++;
   if (g_anomaly) node->where = (g_site.empty() ? std::string("top level (outside any module)") : g_site) + ": " + name;
-  auto meta = std::make_shared<AutogradMeta>();
-  meta->grad_fn = node;
-  out.impl()->autograd = std::move(meta);
+  node->out_meta.grad_fn = node.get();
   g_tape.entries.push_back({node->seq, node});
   if (g_tape.entries.size() >= g_tape.compact_at) g_tape.compact();
+  // the output's state lives in the node: holding it holds the node
+  AutogradMeta* meta = &node->out_meta;
+  out.impl()->autograd = std::shared_ptr<AutogradMeta>(std::move(node), meta);
 }
+}  // namespace detail
 
 std::size_t tape_size() {
   std::size_t n = 0;
@@ -171,7 +192,7 @@ void run_backward(const Tensor& root, const Tensor& gradient, bool retain_graph)
     accumulate(rmeta.grad, seed, true);
     return;
   }
-  std::shared_ptr<Node> rnode = rmeta.grad_fn;
+  std::shared_ptr<Node> rnode(root.impl()->autograd, rmeta.grad_fn);
   if (rnode->freed)
     throw std::logic_error(std::string("backward: trying to backward through the graph a second time (node '") +
                            rnode->name + "' was freed by an earlier backward); pass retain_graph=true to the first");
@@ -194,10 +215,10 @@ void run_backward(const Tensor& root, const Tensor& gradient, bool retain_graph)
     Tensor g = std::move(node->grad);
     node->grad = Tensor();
     GradSink sink(node.get());
-    node->backward(g, sink);
+    node->apply(g, sink);
     if (!retain_graph) {
       node->freed = true;
-      node->backward = nullptr;  // releases the saved tensors
+      node->release();  // drops the saved tensors
     }
   }
   if (!retain_graph) g_tape.compact();

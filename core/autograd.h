@@ -4,13 +4,14 @@
 // Every op whose inputs require grad (while grad mode is on) appends a Node to the
 // calling thread's tape: the input edges, the tensors its backward needs (captured by
 // the closure, nothing more) and the backward closure itself, written right below the
-// forward in the op's source. Tensor::backward() seeds the root node and walks the tape
+// forward in the op's source. A node is one allocation: edges (shapes inline), the
+// closure and the output's autograd state live in it. Tensor::backward() seeds the root node and walks the tape
 // in reverse recording order, which is a valid reverse topological order because a
 // node is always recorded after the nodes of its inputs. Gradients are accumulated.
 #include <cstdint>
-#include <functional>
 #include <initializer_list>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -18,13 +19,15 @@
 
 namespace tapegrad {
 
-struct Node;
+class Node;
 
-/// Per-tensor autograd state (only for tensors that require grad).
+/// Per-tensor autograd state (only for tensors that require grad). A leaf owns its own;
+/// an op's output uses the one inside its producing Node, so keeping the state keeps the
+/// node (and through its edges, the graph below it) alive.
 struct AutogradMeta {
   bool requires_grad = true;
-  Tensor grad;                    ///< leaf gradient (accumulated)
-  std::shared_ptr<Node> grad_fn;  ///< producing node; null for leaves
+  Tensor grad;              ///< leaf gradient (accumulated)
+  Node* grad_fn = nullptr;  ///< producing node (owns this state); null for leaves
 };
 
 /// Collects the gradients a node's backward produces for its inputs.
@@ -40,20 +43,57 @@ class GradSink {
   Node* node_;
 };
 
-/// Backward closure: receives d(root)/d(output) and adds d(root)/d(input_i).
-using BackwardFn = std::function<void(const Tensor& grad_output, GradSink& grads)>;
+/// One input of a recorded op: where its gradient goes, and the shape and dtype that
+/// gradient must have (kept inline up to rank 4, so recording allocates nothing for it).
+class Edge {
+ public:
+  Edge() = default;
+  /// An edge to `t` (no gradient is routed when t does not require grad).
+  explicit Edge(const Tensor& t);
+  std::shared_ptr<AutogradMeta> meta;  ///< null where no gradient is needed
+  Dtype dtype = Dtype::Float32;
+  bool same_shape(const Shape& s) const;
+  Shape shape() const;
 
-/// One recorded op.
-struct Node {
+ private:
+  static constexpr std::size_t kInlineRank = 4;
+  std::size_t rank_ = 0;
+  std::int64_t dims_[kInlineRank] = {};
+  Shape big_;  ///< the shape when rank > kInlineRank
+};
+
+/// One recorded op: its input edges, the gradient of its output (accumulated during
+/// backward), the output's autograd state, and (in the derived FnNode) the backward
+/// closure with the tensors it saved. One allocation per recorded op.
+class Node {
+ public:
+  Node() = default;
+  Node(const Node&) = delete;
+  Node& operator=(const Node&) = delete;
+  virtual ~Node() = default;
+
+  /// Runs the backward closure: d(root)/d(output) in, d(root)/d(input_i) into grads.
+  virtual void apply(const Tensor& grad_output, GradSink& grads) = 0;
+  /// Drops the closure and the tensors it saved (after a backward without retain_graph).
+  virtual void release() = 0;
+
+  std::size_t num_inputs() const { return n_inputs_; }
+  Edge& input(std::size_t i) { return i < kInlineInputs ? inline_[i] : more_[i - kInlineInputs]; }
+  /// Sets the edges (called once, by autograd::record).
+  void set_inputs(const Tensor* inputs, std::size_t n);
+
   const char* name = "";
-  std::vector<std::shared_ptr<AutogradMeta>> inputs;  ///< null where no grad is needed
-  std::vector<Shape> input_shapes;
-  std::vector<Dtype> input_dtypes;
-  BackwardFn backward;
-  Tensor grad;           ///< gradient of the output, accumulated during backward
+  Tensor grad;            ///< gradient of the output, accumulated during backward
+  AutogradMeta out_meta;  ///< the output tensor's autograd state (grad_fn == this)
   std::uint64_t seq = 0;  ///< recording order on the tape
   bool freed = false;
   std::string where;  ///< recording site, filled only in anomaly mode
+
+ private:
+  static constexpr std::size_t kInlineInputs = 3;
+  std::size_t n_inputs_ = 0;
+  Edge inline_[kInlineInputs];
+  std::vector<Edge> more_;  ///< inputs past the third (cat of many tensors)
 };
 
 /// Whether ops record on the tape (thread-local; on by default).
@@ -111,9 +151,34 @@ namespace autograd {
 bool needs_grad(std::initializer_list<const Tensor*> inputs);
 bool needs_grad(const std::vector<Tensor>& inputs);
 
-/// Records `out` as the result of op `name` on `inputs` with the given backward.
-/// Call only when needs_grad(...) is true.
-void record(const char* name, Tensor& out, const std::vector<Tensor>& inputs, BackwardFn backward);
+namespace detail {
+template <class F>
+class FnNode final : public Node {
+ public:
+  explicit FnNode(F&& fn) : fn_(std::move(fn)) {}
+  void apply(const Tensor& grad_output, GradSink& grads) override { (*fn_)(grad_output, grads); }
+  void release() override { fn_.reset(); }
+
+ private:
+  std::optional<F> fn_;
+};
+// Wires `node` to its inputs and output and appends it to the tape.
+void attach(const char* name, Tensor& out, const Tensor* inputs, std::size_t n, std::shared_ptr<Node> node);
+}  // namespace detail
+
+/// Records `out` as the result of op `name` on `inputs`, with `backward(grad_output,
+/// GradSink&)` as its backward closure (stored inline in the node). Undefined inputs (an
+/// absent bias) get no edge. Call only when needs_grad(...) is true.
+template <class F>
+void record(const char* name, Tensor& out, std::initializer_list<Tensor> inputs, F&& backward) {
+  detail::attach(name, out, inputs.begin(), inputs.size(),
+                 std::make_shared<detail::FnNode<std::decay_t<F>>>(std::decay_t<F>(std::forward<F>(backward))));
+}
+template <class F>
+void record(const char* name, Tensor& out, const std::vector<Tensor>& inputs, F&& backward) {
+  detail::attach(name, out, inputs.data(), inputs.size(),
+                 std::make_shared<detail::FnNode<std::decay_t<F>>>(std::decay_t<F>(std::forward<F>(backward))));
+}
 
 /// Number of live nodes on this thread's tape (for tests of memory behaviour).
 std::size_t tape_size();
