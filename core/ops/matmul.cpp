@@ -9,6 +9,7 @@
 #include "core/ops/kernels.h"
 #include "core/ops/reduce.h"
 #include "core/ops/shape_ops.h"
+#include "core/ops/small_gemm.h"
 
 namespace tapegrad {
 namespace detail {
@@ -17,7 +18,8 @@ namespace {
 // Below this many multiply-adds Eigen's kernel beats OpenBLAS 0.3.21 on one thread
 // (measured with AVX-512 on a 2-core EPYC: 32x50x128 128 vs 91 GFLOP/s, 200x128x64 136
 // vs 90, 100x300x100 125 vs 93); above it Eigen's blocking has slow cases (256^3: 25 vs
-// 94) and OpenBLAS also spreads the work over the threads.
+// 94) and OpenBLAS also spreads the work over the threads. On AVX-512, float32 products
+// below it with at least 32 columns take small_sgemm (no packing), faster still.
 constexpr std::int64_t kEigenMaxFlops = std::int64_t(1) << 22;
 
 template <class T>
@@ -54,7 +56,9 @@ void gemm(bool ta, bool tb, const Tensor& a, const Tensor& b, Tensor& c, bool ac
   const bool small = M * N * K <= kEigenMaxFlops;
   const auto TA = ta ? CblasTrans : CblasNoTrans, TB = tb ? CblasTrans : CblasNoTrans;
   if (a.dtype() == Dtype::Float32) {
-    if (small)
+    if (small && small_sgemm_suits(M, N, K))
+      small_sgemm(ta, tb, a.data<float>(), b.data<float>(), c.data<float>(), M, N, K, accumulate);
+    else if (small)
       eigen_gemm<float>(ta, tb, a.data<float>(), b.data<float>(), c.data<float>(), M, N, K, ar, ac, br, bc, accumulate);
     else
       cblas_sgemm(CblasRowMajor, TA, TB, static_cast<int>(M), static_cast<int>(N), static_cast<int>(K), 1.0f,
