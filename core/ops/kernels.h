@@ -18,10 +18,11 @@ void check_floating(const Tensor& t, const char* op);
 template <class T, class F>
 Tensor map_unary(const Tensor& x, F f) {
   Tensor out = Tensor::empty(x.shape(), x.dtype());
-  const T* p = x.data<T>();
-  T* q = out.data<T>();
+  const T* __restrict p = x.data<T>();
+  T* __restrict q = out.data<T>();
   parallel_for(x.numel(), kParallelGrain, [&](std::int64_t b, std::int64_t e) {
-    for (std::int64_t i = b; i < e; ++i) q[i] = f(p[i]);
+    const F fl = f;  // captures in registers, not reloaded after every store: the loop vectorises
+    for (std::int64_t i = b; i < e; ++i) q[i] = fl(p[i]);
   });
   return out;
 }
@@ -30,11 +31,12 @@ Tensor map_unary(const Tensor& x, F f) {
 template <class T, class F>
 Tensor map_binary_same(const Tensor& x, const Tensor& y, F f) {
   Tensor out = Tensor::empty(x.shape(), x.dtype());
-  const T* p = x.data<T>();
-  const T* r = y.data<T>();
-  T* q = out.data<T>();
+  const T* __restrict p = x.data<T>();
+  const T* __restrict r = y.data<T>();
+  T* __restrict q = out.data<T>();
   parallel_for(x.numel(), kParallelGrain, [&](std::int64_t b, std::int64_t e) {
-    for (std::int64_t i = b; i < e; ++i) q[i] = f(p[i], r[i]);
+    const F fl = f;  // as in map_unary
+    for (std::int64_t i = b; i < e; ++i) q[i] = fl(p[i], r[i]);
   });
   return out;
 }

@@ -105,9 +105,11 @@ Tensor clamp(const Tensor& x, std::optional<double> min, std::optional<double> m
   if (autograd::needs_grad({&x}))
     // d/dx = 1 inside [min, max] (inclusive), 0 outside
     autograd::record("clamp", out, {x}, [x = x.detach(), lo, hi](const Tensor& g, GradSink& gs) {
-      gs.add(0, grad_map(g, x, "clamp_backward", [lo, hi](auto gv, auto xv) {
-               using T = decltype(xv);
-               return (xv >= T(lo) && xv <= T(hi)) ? gv : T(0);
+      gs.add(0, TAPEGRAD_DISPATCH_FLOAT(g.dtype(), "clamp_backward", [&] {
+               const scalar_t l = static_cast<scalar_t>(lo), h = static_cast<scalar_t>(hi);
+               // both comparisons always evaluated (no branch), so the loop vectorises
+               return kernels::map_binary_same<scalar_t>(
+                   g, x, [l, h](scalar_t gv, scalar_t xv) { return ((xv >= l) & (xv <= h)) ? gv : scalar_t(0); });
              }));
     });
   return out;
