@@ -9,6 +9,11 @@
 #include <map>
 #include <sstream>
 #include <stdexcept>
+#include <utility>
+
+#include <spawn.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
 #include <spdlog/spdlog.h>
 
@@ -268,17 +273,50 @@ struct Plotter {
     return gp.str();
   }
 
+  std::vector<std::string> queued;  // figure names whose scripts are written, not yet drawn
+
   void run_script(const std::string& base, const std::string& body) {
-    const fs::path gpf = plots / (base + ".gp");
-    const fs::path png = dir / (base + ".png");
-    write_file(gpf, "set datafile missing '?'\n" + body);
-    const std::string cmd = "gnuplot '" + gpf.string() + "' >/dev/null 2>'" + (plots / (base + ".log")).string() + "'";
-    if (std::system(cmd.c_str()) != 0) {
-      spdlog::warn("gnuplot failed on {} (see {}); the CSV is unaffected", gpf.string(),
-                   (plots / (base + ".log")).string());
-      return;
+    write_file(plots / (base + ".gp"), "set datafile missing '?'\n" + body);
+    queued.push_back(base);
+  }
+
+  // Draws the queued figures with two gnuplot processes at the same time (figures dealt
+  // alternately; a process's start-up is most of a figure's cost, and gnuplot is
+  // single-threaded), and keeps the PNGs that were written.
+  void draw_all() {
+    constexpr std::size_t kProcesses = 2;
+    std::vector<std::pair<pid_t, std::vector<std::string>>> running;
+    for (std::size_t w = 0; w < std::min(kProcesses, queued.size()); ++w) {
+      std::vector<std::string> bases;
+      std::string cmd = "gnuplot";
+      for (std::size_t i = w; i < queued.size(); i += kProcesses) {
+        bases.push_back(queued[i]);
+        std::error_code ec;
+        fs::remove(dir / (queued[i] + ".png"), ec);  // a stale figure must not pass for a new one
+        cmd += " '" + (plots / (queued[i] + ".gp")).string() + "'";
+      }
+      cmd += " >/dev/null 2>'" + (plots / ("gnuplot" + std::to_string(w) + ".log")).string() + "'";
+      const char* argv[] = {"sh", "-c", cmd.c_str(), nullptr};
+      pid_t pid = 0;
+      if (posix_spawn(&pid, "/bin/sh", nullptr, nullptr, const_cast<char**>(argv), environ) != 0) {
+        spdlog::warn("cannot start gnuplot; the CSV is unaffected");
+        continue;
+      }
+      running.emplace_back(pid, std::move(bases));
     }
-    pngs.push_back(png.string());
+    for (std::size_t w = 0; w < running.size(); ++w) {
+      int status = 0;
+      waitpid(running[w].first, &status, 0);
+      for (const auto& base : running[w].second) {
+        if (!fs::exists(dir / (base + ".png"))) {
+          spdlog::warn("gnuplot failed on {} (see {}); the CSV is unaffected", (plots / (base + ".gp")).string(),
+                       (plots / ("gnuplot" + std::to_string(w) + ".log")).string());
+          continue;
+        }
+        pngs.push_back((dir / (base + ".png")).string());
+      }
+    }
+    queued.clear();
   }
 
   void curves_figure(const std::string& exp, EvalPolicy pol, const std::vector<Group>& all) {
@@ -418,7 +456,7 @@ std::vector<std::string> write_outputs(const StudyResult& s, const std::string& 
     warned = true;
     return {};
   }
-  Plotter p{s, dir, dir / "plots", {}};
+  Plotter p{s, dir, dir / "plots", {}, {}};
   fs::create_directories(p.plots, ec);
   if (ec) throw std::runtime_error("cannot create " + p.plots.string() + ": " + ec.message());
   const auto gs = groups_of(s);
@@ -427,6 +465,7 @@ std::vector<std::string> write_outputs(const StudyResult& s, const std::string& 
     p.curves_figure("learning-rate", pol, gs);
     p.depth_figure(pol, gs);
   }
+  p.draw_all();
   return p.pngs;
 }
 
