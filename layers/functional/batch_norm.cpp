@@ -282,19 +282,14 @@ void backward_impl(const Tensor& g, const T* xp, Dims d, const double* mean, con
   T* mu = k3 + d.C;
   for (std::int64_t c = 0; c < d.C; ++c) mu[c] = static_cast<T>(mean[c]);
   std::fill(sum_dy, sum_dy + 2 * d.C, 0.0);
-  if (d.S == 1 && gs.needs(0) && detail::bn_rows_cached<T>(d.N, d.C)) {
-    // cache-resident (N, C): sums, coefficients and dx in one walk over channel chunks
-    Tensor gx = Tensor::empty(g.shape(), g.dtype());  // dy has x's shape and dtype
-    detail::bn_rows_backward_cached<T>(xp, gp, gx.data<T>(), d.N, d.C, mu, w, rstd, train, sum_dy, sum_dy_xc);
-    gs.add(0, std::move(gx));
-  } else if (need_sums) {
+  if (need_sums) {
     if (d.S == 1)
       detail::bn_rows_sums<T>(xp, gp, d.N, d.C, mu, sum_dy, sum_dy_xc);
     else
       backward_sums<T>(xp, gp, d, mean, sum_dy, sum_dy_xc);
   }
   const double m = static_cast<double>(d.N * d.S);
-  if (gs.needs(0) && !(d.S == 1 && detail::bn_rows_cached<T>(d.N, d.C))) {
+  if (gs.needs(0)) {
     for (std::int64_t c = 0; c < d.C; ++c) {
       const double gamma = w ? static_cast<double>(w[c]) : 1.0;
       k1[c] = static_cast<T>(gamma * rstd[c]);

@@ -376,80 +376,12 @@ void bn_rows_dx(const T* x, const T* dy, T* dx, std::int64_t N, std::int64_t C, 
   });
 }
 
-template <class T>
-bool bn_rows_cached(std::int64_t N, std::int64_t C) {
-  return cached<T>(N, C);
-}
-
-template <class T>
-void bn_rows_backward_cached(const T* x, const T* dy, T* dx, std::int64_t N, std::int64_t C, const T* mu,
-                             const T* gamma, const double* rstd, bool train, double* s1, double* s2) {
-  const std::int64_t B = block_rows(C);
-  const double m = static_cast<double>(N);
-  for_chunks<T>(C, [&]<class V, int NV>(std::int64_t c0) {
-    constexpr std::int64_t L = lanes_of<V, T>(), W = NV * L;
-    const T* __restrict xs = x + c0;
-    const T* __restrict gs = dy + c0;
-    T* __restrict os = dx + c0;
-    const std::int64_t Cl = C, Nl = N;
-    V uv[NV];
-    for (int v = 0; v < NV; ++v) uv[v] = ld<V>(mu + c0 + v * L);
-    // the chunk's sums: blocks of rows in T, the blocks in double (as bn_rows_sums)
-    double d1[W] = {}, d2[W] = {};
-    for (std::int64_t b = 0; b < Nl; b += B) {
-      const std::int64_t e = std::min(b + B, Nl);
-      V g1[NV] = {}, g2[NV] = {};
-      for (std::int64_t n = b; n < e; ++n)
-        for (int v = 0; v < NV; ++v) {
-          const V g = ld<V>(gs + n * Cl + v * L);
-          g1[v] += g;
-          g2[v] += (ld<V>(xs + n * Cl + v * L) - uv[v]) * g;
-        }
-      alignas(64) T t1[W], t2[W];
-      for (int v = 0; v < NV; ++v) {
-        st<V>(t1 + v * L, g1[v]);
-        st<V>(t2 + v * L, g2[v]);
-      }
-      for (std::int64_t i = 0; i < W; ++i) {
-        d1[i] += static_cast<double>(t1[i]);
-        d2[i] += static_cast<double>(t2[i]);
-      }
-    }
-    // its coefficients (as functional::batch_norm's backward computes them)
-    alignas(64) T k1[W], k2[W], k3[W];
-    for (std::int64_t i = 0; i < W; ++i) {
-      const std::int64_t c = c0 + i;
-      const double g = gamma ? static_cast<double>(gamma[c]) : 1.0;
-      k1[i] = static_cast<T>(g * rstd[c]);
-      k2[i] = static_cast<T>(train ? d1[i] / m : 0.0);
-      k3[i] = static_cast<T>(train ? rstd[c] * rstd[c] * d2[i] / m : 0.0);
-      s1[c] = d1[i];
-      s2[c] = d2[i];
-    }
-    // and its dx = k1·(dy - k2 - (x - μ)·k3), from L1
-    V a[NV], bq[NV], k[NV];
-    for (int v = 0; v < NV; ++v) {
-      a[v] = ld<V>(k1 + v * L);
-      bq[v] = ld<V>(k2 + v * L);
-      k[v] = ld<V>(k3 + v * L);
-    }
-    for (std::int64_t n = 0; n < Nl; ++n)
-      for (int v = 0; v < NV; ++v) {
-        const std::int64_t i = n * Cl + v * L;
-        st<V>(os + i, a[v] * (ld<V>(gs + i) - bq[v] - (ld<V>(xs + i) - uv[v]) * k[v]));
-      }
-  });
-}
-
 #define TAPEGRAD_BN_ROWS(T)                                                                                        \
   template void bn_rows_moments<T>(const T*, std::int64_t, std::int64_t, double*, double*);                       \
   template void bn_rows_affine<T>(const T*, T*, std::int64_t, std::int64_t, const T*, const T*, const T*);        \
   template void bn_rows_sums<T>(const T*, const T*, std::int64_t, std::int64_t, const T*, double*, double*);      \
   template void bn_rows_dx<T>(const T*, const T*, T*, std::int64_t, std::int64_t, const T*, const T*, const T*, \
-                              const T*);                                                                  \
-  template bool bn_rows_cached<T>(std::int64_t, std::int64_t);                                                   \
-  template void bn_rows_backward_cached<T>(const T*, const T*, T*, std::int64_t, std::int64_t, const T*,         \
-                                           const T*, const double*, bool, double*, double*);
+                              const T*);
 TAPEGRAD_BN_ROWS(float)
 TAPEGRAD_BN_ROWS(double)
 #undef TAPEGRAD_BN_ROWS

@@ -44,16 +44,4 @@ template <class T>
 void bn_rows_dx(const T* x, const T* dy, T* dx, std::int64_t N, std::int64_t C, const T* mu, const T* k1,
                 const T* k2, const T* k3);
 
-/// Whether (N, C) of T is cache-resident for these kernels (at most 512 KB).
-template <class T>
-bool bn_rows_cached(std::int64_t N, std::int64_t C);
-
-/// The backward of a cache-resident (N, C) batch norm in one walk over channel chunks: a
-/// chunk's sums (s1, s2 as bn_rows_sums), then its k1 = γ·rstd, k2 = Σdy/N, k3 = rstd²·Σdy(x-μ)/N
-/// (k2 = k3 = 0 when !train) and its dx (as bn_rows_dx) while its x and dy are in L1.
-/// The same bits as those two calls; gamma may be null (γ = 1); rstd is float64.
-template <class T>
-void bn_rows_backward_cached(const T* x, const T* dy, T* dx, std::int64_t N, std::int64_t C, const T* mu,
-                             const T* gamma, const double* rstd, bool train, double* s1, double* s2);
-
 }  // namespace tapegrad::layers::functional::detail
