@@ -45,6 +45,14 @@ void SGD::step() {
         T* buf = o.momentum != 0 ? st["momentum_buffer"].data<T>() : nullptr;
         const T wd = static_cast<T>(o.weight_decay), m = static_cast<T>(o.momentum);
         const T damp = static_cast<T>(1.0 - o.dampening), neg_lr = static_cast<T>(-o.lr);
+        if (!buf && o.weight_decay == 0 && !o.maximize) {  // plain SGD: w -= lr·g, a vectorised loop
+          T* __restrict wr = w;
+          const T* __restrict gr = g;
+          parallel_for(p.numel(), kParallelGrain, [&](std::int64_t b, std::int64_t e) {
+            for (std::int64_t i = b; i < e; ++i) wr[i] = wr[i] + neg_lr * gr[i];
+          });
+          return;
+        }
         parallel_for(p.numel(), kParallelGrain, [&](std::int64_t b, std::int64_t e) {
           for (std::int64_t i = b; i < e; ++i) {
             T d = o.maximize ? -g[i] : g[i];
