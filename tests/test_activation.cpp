@@ -3,27 +3,15 @@
 
 #include "core/tapegrad.h"
 #include "layers/activation.h"
+#include "test_ops_support.h"
+#include "test_support.h"
 
 using namespace tapegrad;
+using ops_test::leaf;
+using ops_test::require_gradcheck;
+using tapegrad::test::require_close;
 
 namespace {
-Tensor leaf(const std::vector<double>& v, const Shape& s) {
-  Tensor t = Tensor::from_vector(v, s, Dtype::Float64);
-  t.requires_grad_();
-  return t;
-}
-void require_close(const std::vector<double>& got, const std::vector<double>& want, double tol = 1e-12) {
-  REQUIRE(got.size() == want.size());
-  for (std::size_t i = 0; i < got.size(); ++i) {
-    INFO("element " << i << ": got " << got[i] << ", want " << want[i]);
-    REQUIRE(std::abs(got[i] - want[i]) <= tol * std::max(1.0, std::abs(want[i])));
-  }
-}
-void require_gradcheck(const std::function<Tensor(const std::vector<Tensor>&)>& f, const std::vector<Tensor>& in) {
-  auto r = gradcheck(f, in);
-  INFO(r.message);
-  REQUIRE(r.ok);
-}
 // x and grad_output of the PyTorch reference below
 const std::vector<double> kX{-3.0, -0.5, 0.0, 0.7, 2.5};
 const std::vector<double> kG{1.0, -2.0, 0.5, 3.0, -1.0};

@@ -2,27 +2,11 @@
 #include <catch2/catch.hpp>
 
 #include "core/tapegrad.h"
+#include "test_ops_support.h"
 
 using namespace tapegrad;
-
-namespace {
-Tensor leaf(const std::vector<double>& v, const Shape& s) {
-  Tensor t = Tensor::from_vector(v, s, Dtype::Float64);
-  t.requires_grad_();
-  return t;
-}
-Tensor rand64(const Shape& s, std::uint64_t seed, double lo = -1.0, double hi = 1.0) {
-  Generator g(seed);
-  Tensor t = uniform(s, lo, hi, Dtype::Float64, g);
-  t.requires_grad_();
-  return t;
-}
-void require_gradcheck(const std::function<Tensor(const std::vector<Tensor>&)>& f, const std::vector<Tensor>& in) {
-  auto r = gradcheck(f, in);
-  INFO(r.message);
-  REQUIRE(r.ok);
-}
-}  // namespace
+using ops_test::leaf;
+using ops_test::require_gradcheck;
 
 TEST_CASE("tensor basics: shape, dtype, views share storage", "[core]") {
   Tensor t = Tensor::from_vector({1, 2, 3, 4, 5, 6}, {2, 3});
@@ -98,7 +82,7 @@ TEST_CASE("NoGradGuard records nothing; detach cuts the graph", "[core][autograd
 }
 
 TEST_CASE("gradcheck: binary ops with broadcasting", "[core][gradcheck]") {
-  Tensor a = rand64({3, 4}, 1), b = rand64({4}, 2), c = rand64({3, 1}, 3, 0.5, 2.0);
+  Tensor a = ops_test::rand_leaf({3, 4}, 1), b = ops_test::rand_leaf({4}, 2), c = ops_test::rand_leaf({3, 1}, 3, 0.5, 2.0);
   require_gradcheck([](const std::vector<Tensor>& v) { return add(v[0], v[1]); }, {a, b});
   require_gradcheck([](const std::vector<Tensor>& v) { return sub(v[0], v[1]); }, {a, c});
   require_gradcheck([](const std::vector<Tensor>& v) { return mul(v[0], v[1]); }, {a, b});
@@ -106,8 +90,8 @@ TEST_CASE("gradcheck: binary ops with broadcasting", "[core][gradcheck]") {
 }
 
 TEST_CASE("gradcheck: unary ops, reductions, shape ops", "[core][gradcheck]") {
-  Tensor a = rand64({2, 3, 4}, 4);
-  Tensor p = rand64({5}, 5, 0.5, 2.0);
+  Tensor a = ops_test::rand_leaf({2, 3, 4}, 4);
+  Tensor p = ops_test::rand_leaf({5}, 5, 0.5, 2.0);
   require_gradcheck([](const std::vector<Tensor>& v) { return neg(v[0]); }, {a});
   require_gradcheck([](const std::vector<Tensor>& v) { return square(v[0]); }, {a});
   require_gradcheck([](const std::vector<Tensor>& v) { return pow(v[0], 1.5); }, {p});
@@ -123,13 +107,13 @@ TEST_CASE("gradcheck: unary ops, reductions, shape ops", "[core][gradcheck]") {
 }
 
 TEST_CASE("gradcheck: matmul and linear (rank 2 and 3, with and without bias)", "[core][gradcheck]") {
-  Tensor a = rand64({3, 4}, 6), b = rand64({4, 2}, 7);
+  Tensor a = ops_test::rand_leaf({3, 4}, 6), b = ops_test::rand_leaf({4, 2}, 7);
   require_gradcheck([](const std::vector<Tensor>& v) { return matmul(v[0], v[1]); }, {a, b});
-  Tensor x = rand64({2, 3, 4}, 8), w = rand64({5, 4}, 9), bias = rand64({5}, 10);
+  Tensor x = ops_test::rand_leaf({2, 3, 4}, 8), w = ops_test::rand_leaf({5, 4}, 9), bias = ops_test::rand_leaf({5}, 10);
   require_gradcheck([](const std::vector<Tensor>& v) { return linear(v[0], v[1], v[2]); }, {x, w, bias});
   require_gradcheck([](const std::vector<Tensor>& v) { return linear(v[0], v[1]); }, {x, w});
   // large enough to take the BLAS path
-  Tensor xl = rand64({64, 96}, 11), wl = rand64({128, 96}, 12);
+  Tensor xl = ops_test::rand_leaf({64, 96}, 11), wl = ops_test::rand_leaf({128, 96}, 12);
   Tensor y1 = linear(xl, wl);
   Tensor y2 = matmul(xl, transpose(wl, 0, 1));
   auto v1 = y1.to_vector(), v2 = y2.to_vector();

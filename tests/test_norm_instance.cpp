@@ -5,23 +5,14 @@
 #include "core/tapegrad.h"
 #include "layers/functional/instance_norm.h"
 #include "layers/instance_norm.h"
+#include "test_support.h"
 
 using namespace tapegrad;
 using namespace tapegrad::layers;
+using tapegrad::test::rand64;
+using tapegrad::test::require_close;
 
 namespace {
-Tensor rand64(const Shape& s, std::uint64_t seed, double lo = -1.0, double hi = 1.0) {
-  Generator g(seed);
-  return uniform(s, lo, hi, Dtype::Float64, g);
-}
-void require_close(const Tensor& got, const Tensor& want, double tol = 1e-12) {
-  REQUIRE(got.shape() == want.shape());
-  auto g = got.to_vector(), w = want.to_vector();
-  for (std::size_t i = 0; i < g.size(); ++i) {
-    INFO("element " << i << ": got " << g[i] << ", want " << w[i]);
-    REQUIRE(std::abs(g[i] - w[i]) <= tol * std::max(1.0, std::abs(w[i])));
-  }
-}
 InstanceNormOptions opts(bool affine, bool track, double momentum = 0.1) {
   InstanceNormOptions o;
   o.affine = affine;

@@ -8,25 +8,14 @@
 #include "layers/group_norm.h"
 #include "layers/instance_norm.h"
 #include "layers/layer_norm.h"
+#include "test_support.h"
 
 using namespace tapegrad;
 using namespace tapegrad::layers;
+using tapegrad::test::rand64;
+using tapegrad::test::require_close;
 
 namespace {
-Tensor rand64(const Shape& s, std::uint64_t seed, double lo = -1.0, double hi = 1.0) {
-  Generator g(seed);
-  return uniform(s, lo, hi, Dtype::Float64, g);
-}
-// |got - want| <= tol·max(1, |want|) everywhere; reports the first offending element.
-void require_close(const Tensor& got, const Tensor& want, double tol = 1e-12) {
-  REQUIRE(got.shape() == want.shape());
-  auto g = got.to_vector(), w = want.to_vector();
-  std::size_t bad = g.size();
-  for (std::size_t i = 0; i < g.size() && bad == g.size(); ++i)
-    if (!(std::abs(g[i] - w[i]) <= tol * std::max(1.0, std::abs(w[i])))) bad = i;
-  INFO("element " << bad << ": got " << (bad < g.size() ? g[bad] : 0) << ", want " << (bad < g.size() ? w[bad] : 0));
-  REQUIRE(bad == g.size());
-}
 // gradcheck of m.forward w.r.t. the input and every parameter, in train and eval mode.
 void gradcheck_module(Module& m, Tensor x) {
   x.requires_grad_();

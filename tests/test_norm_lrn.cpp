@@ -5,8 +5,10 @@
 
 #include "core/tapegrad.h"
 #include "layers/local_response_norm.h"
+#include "test_support.h"
 
 using namespace tapegrad;
+using tapegrad::test::require_close;
 using namespace tapegrad::layers;
 
 namespace {
@@ -15,13 +17,6 @@ Tensor pattern(const Shape& s, double a, double scale) {
   std::vector<double> v(static_cast<std::size_t>(numel_of(s)));
   for (std::size_t i = 0; i < v.size(); ++i) v[i] = scale * (scale == 2 ? std::sin(a * i) : std::cos(a * i));
   return Tensor::from_vector(v, s);
-}
-void require_close(const std::vector<double>& got, const std::vector<double>& want, double tol) {
-  REQUIRE(got.size() == want.size());
-  for (std::size_t i = 0; i < got.size(); ++i) {
-    INFO("element " << i << ": got " << got[i] << ", want " << want[i]);
-    REQUIRE(std::abs(got[i] - want[i]) <= tol * std::max(1.0, std::abs(want[i])));
-  }
 }
 }  // namespace
 

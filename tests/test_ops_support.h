@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "core/tapegrad.h"
+#include "test_support.h"
 
 namespace ops_test {
 
@@ -20,8 +21,7 @@ inline Tensor leaf(const std::vector<double>& v, const Shape& s) {
 
 /// Uniform(lo, hi) float64 leaf requiring grad.
 inline Tensor rand_leaf(const Shape& s, std::uint64_t seed, double lo = -1.0, double hi = 1.0) {
-  Generator g(seed);
-  Tensor t = uniform(s, lo, hi, Dtype::Float64, g);
+  Tensor t = tapegrad::test::rand64(s, seed, lo, hi);
   t.requires_grad_();
   return t;
 }

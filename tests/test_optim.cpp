@@ -14,8 +14,10 @@
 #include "layers/loss.h"
 #include "models/mlp.h"
 #include "optim/optim.h"
+#include "test_support.h"
 
 using namespace tapegrad;
+using tapegrad::test::require_close;
 
 namespace {
 
@@ -39,14 +41,6 @@ std::pair<Tensor, std::shared_ptr<Opt>> five_steps(Options o, Dtype dtype = Dtyp
     opt->step();
   }
   return {p, opt};
-}
-
-void require_close(const Tensor& got, const std::vector<double>& want, double rel = 1e-12) {
-  REQUIRE(got.numel() == static_cast<std::int64_t>(want.size()));
-  for (std::size_t i = 0; i < want.size(); ++i) {
-    INFO("element " << i << ": got " << got.at(static_cast<std::int64_t>(i)) << ", want " << want[i]);
-    REQUIRE(std::abs(got.at(static_cast<std::int64_t>(i)) - want[i]) <= rel * std::max(1.0, std::abs(want[i])));
-  }
 }
 
 bool bitwise_equal(const Tensor& a, const Tensor& b) {
