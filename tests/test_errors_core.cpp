@@ -11,10 +11,10 @@
 
 using namespace tapegrad;
 using Catch::Matchers::Contains;
+using tapegrad::test::f64;
 using tapegrad::test::thrown;
 
 namespace {
-Tensor f64(const Shape& s, double v = 1.0) { return Tensor::full(s, v, Dtype::Float64); }
 Tensor leaf64(const Shape& s, double v = 1.0) {
   Tensor t = f64(s, v);
   t.requires_grad_();

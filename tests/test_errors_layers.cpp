@@ -15,11 +15,10 @@
 using namespace tapegrad;
 using namespace tapegrad::layers;
 using Catch::Matchers::Contains;
+using tapegrad::test::f32;
 using tapegrad::test::thrown;
 
 namespace {
-Tensor f32(const Shape& s, double v = 1.0) { return Tensor::full(s, v, Dtype::Float32); }
-
 // Linear(2, 3) -> BatchNorm1d(3), seeded.
 std::shared_ptr<Sequential> small_net() {
   Generator gen(7);

@@ -14,11 +14,8 @@
 using namespace tapegrad;
 using namespace tapegrad::layers;
 using Catch::Matchers::Contains;
+using tapegrad::test::f32;
 using tapegrad::test::thrown;
-
-namespace {
-Tensor f32(const Shape& s, double v = 1.0) { return Tensor::full(s, v, Dtype::Float32); }
-}  // namespace
 
 TEST_CASE("errors: LayerNorm names normalized_shape and the input shape", "[errors]") {
   LayerNorm ln({4});

@@ -6,6 +6,8 @@
 #include <string>
 #include <typeinfo>
 
+#include "core/tensor.h"
+
 namespace tapegrad::test {
 
 /// The message of the E (exactly that type, not a subclass) thrown by f(); "NO EXCEPTION" or "WRONG TYPE <name>: <msg>" otherwise
@@ -20,5 +22,9 @@ std::string thrown(F&& f) {
   }
   return "NO EXCEPTION";
 }
+
+/// A float32 / float64 tensor of shape s filled with v: the inputs of the error cases.
+inline Tensor f32(const Shape& s, double v = 1.0) { return Tensor::full(s, v, Dtype::Float32); }
+inline Tensor f64(const Shape& s, double v = 1.0) { return Tensor::full(s, v, Dtype::Float64); }
 
 }  // namespace tapegrad::test
