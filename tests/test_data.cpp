@@ -59,6 +59,16 @@ IdxArray small_images() {
   return a;
 }
 
+// n rows: X (n, 1) float32 with X[i] = i and labels y[i] = i, so a batch shows which rows it holds.
+Dataset counting_dataset(std::int64_t n) {
+  std::vector<double> xs;
+  std::vector<std::int64_t> ys;
+  for (std::int64_t i = 0; i < n; ++i) {
+    xs.push_back(static_cast<double>(i));
+    ys.push_back(i);
+  }
+  return Dataset::make(Tensor::from_vector(xs, {n, 1}, Dtype::Float32), Tensor::from_int64(ys, {n}));
+}
 }  // namespace
 
 TEST_CASE("IDX: encode/parse round trip and big-endian decoding", "[data]") {
@@ -219,13 +229,7 @@ TEST_CASE("Dataset: validation and take and slice", "[data]") {
 
 TEST_CASE("DataLoader: batch counts and drop_last and a seeded shuffle per epoch", "[data]") {
   const std::int64_t n = 10;
-  std::vector<double> xs;
-  std::vector<std::int64_t> ys;
-  for (std::int64_t i = 0; i < n; ++i) {
-    xs.push_back(static_cast<double>(i));
-    ys.push_back(i);
-  }
-  Dataset d = Dataset::make(Tensor::from_vector(xs, {n, 1}, Dtype::Float32), Tensor::from_int64(ys, {n}));
+  Dataset d = counting_dataset(n);
 
   Generator g0(0);
   DataLoader plain(d, {4, false, false}, g0);
@@ -276,13 +280,7 @@ TEST_CASE("DataLoader: batch counts and drop_last and a seeded shuffle per epoch
 
 TEST_CASE("train_val_split holds out disjoint rows and standardisation uses training statistics", "[data]") {
   const std::int64_t n = 20;
-  std::vector<double> xs;
-  std::vector<std::int64_t> ys;
-  for (std::int64_t i = 0; i < n; ++i) {
-    xs.push_back(static_cast<double>(i));
-    ys.push_back(i);
-  }
-  Dataset d = Dataset::make(Tensor::from_vector(xs, {n, 1}, Dtype::Float32), Tensor::from_int64(ys, {n}));
+  Dataset d = counting_dataset(n);
   Generator g(7);
   TrainValSplit s = train_val_split(d, 5, g);
   REQUIRE(s.train.size() == 15);
