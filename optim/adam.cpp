@@ -5,7 +5,6 @@
 #include <string>
 
 #include "core/parallel.h"
-#include "layers/hooks.h"
 
 namespace tapegrad::optim {
 
@@ -62,50 +61,41 @@ void Adam::validate(const AdamOptions& o) const {
 }
 
 void Adam::step() {
-  layers::hooks::run_step_hooks(parameters());
-  std::size_t index = 0;
-  for (auto& group : groups_) {
-    const AdamOptions o = group.options;
-    for (const Tensor& p : group.params) {
-      auto& st = state(index++);
-      const Tensor grad = p.grad();
-      if (!grad.defined()) continue;
-      check_grad(p, grad, index - 1);
-      if (!st.count("step")) {
-        st["step"] = Tensor::from_int64({0}, {});
-        st["exp_avg"] = Tensor::zeros(p.shape(), p.dtype());
-        st["exp_avg_sq"] = Tensor::zeros(p.shape(), p.dtype());
-      }
-      if (o.amsgrad && !st.count("max_exp_avg_sq")) st["max_exp_avg_sq"] = Tensor::zeros(p.shape(), p.dtype());
-      const std::int64_t t = ++st["step"].data<std::int64_t>()[0];
-      // Scalars in double, as PyTorch computes them in Python floats.
-      const double b1 = o.betas.first, b2 = o.betas.second;
-      const double step_size = o.lr / (1 - std::pow(b1, static_cast<double>(t)));
-      const double bc2_sqrt = std::sqrt(1 - std::pow(b2, static_cast<double>(t)));
-      TAPEGRAD_DISPATCH_FLOAT(p.dtype(), "Adam::step", [&] {
-        using T = scalar_t;
-        AdamScalars<T> s;
-        s.decay = static_cast<T>(decoupled_ && o.weight_decay != 0 ? 1 - o.lr * o.weight_decay : 1.0);
-        s.wd = static_cast<T>(o.weight_decay);
-        s.sign = static_cast<T>(o.maximize ? -1.0 : 1.0);
-        s.b1 = static_cast<T>(b1), s.b2 = static_cast<T>(b2);
-        s.one_b1 = static_cast<T>(1 - b1), s.one_b2 = static_cast<T>(1 - b2);
-        s.neg_step = static_cast<T>(-step_size), s.bc2 = static_cast<T>(bc2_sqrt), s.eps = static_cast<T>(o.eps);
-        T* w = p.data<T>();
-        const T* g = grad.data<T>();
-        T* m = st["exp_avg"].data<T>();
-        T* v = st["exp_avg_sq"].data<T>();
-        T* vmax = o.amsgrad ? st["max_exp_avg_sq"].data<T>() : nullptr;
-        const bool l2 = !decoupled_ && o.weight_decay != 0;
-        parallel_for(p.numel(), kParallelGrain, [&](std::int64_t b, std::int64_t e) {
-          if (l2)
-            vmax ? adam_kernel<T, true, true>(w, g, m, v, vmax, b, e, s) : adam_kernel<T, true, false>(w, g, m, v, vmax, b, e, s);
-          else
-            vmax ? adam_kernel<T, false, true>(w, g, m, v, vmax, b, e, s) : adam_kernel<T, false, false>(w, g, m, v, vmax, b, e, s);
-        });
-      });
+  for_each_param_with_grad([&](const Tensor& p, const Tensor& grad, ParamState& st, const AdamOptions& o) {
+    if (!st.count("step")) {
+      st["step"] = Tensor::from_int64({0}, {});
+      st["exp_avg"] = Tensor::zeros(p.shape(), p.dtype());
+      st["exp_avg_sq"] = Tensor::zeros(p.shape(), p.dtype());
     }
-  }
+    if (o.amsgrad && !st.count("max_exp_avg_sq")) st["max_exp_avg_sq"] = Tensor::zeros(p.shape(), p.dtype());
+    const std::int64_t t = ++st["step"].data<std::int64_t>()[0];
+    // Scalars in double, as PyTorch computes them in Python floats.
+    const double b1 = o.betas.first, b2 = o.betas.second;
+    const double step_size = o.lr / (1 - std::pow(b1, static_cast<double>(t)));
+    const double bc2_sqrt = std::sqrt(1 - std::pow(b2, static_cast<double>(t)));
+    TAPEGRAD_DISPATCH_FLOAT(p.dtype(), "Adam::step", [&] {
+      using T = scalar_t;
+      AdamScalars<T> s;
+      s.decay = static_cast<T>(decoupled_ && o.weight_decay != 0 ? 1 - o.lr * o.weight_decay : 1.0);
+      s.wd = static_cast<T>(o.weight_decay);
+      s.sign = static_cast<T>(o.maximize ? -1.0 : 1.0);
+      s.b1 = static_cast<T>(b1), s.b2 = static_cast<T>(b2);
+      s.one_b1 = static_cast<T>(1 - b1), s.one_b2 = static_cast<T>(1 - b2);
+      s.neg_step = static_cast<T>(-step_size), s.bc2 = static_cast<T>(bc2_sqrt), s.eps = static_cast<T>(o.eps);
+      T* w = p.data<T>();
+      const T* g = grad.data<T>();
+      T* m = st["exp_avg"].data<T>();
+      T* v = st["exp_avg_sq"].data<T>();
+      T* vmax = o.amsgrad ? st["max_exp_avg_sq"].data<T>() : nullptr;
+      const bool l2 = !decoupled_ && o.weight_decay != 0;
+      parallel_for(p.numel(), kParallelGrain, [&](std::int64_t b, std::int64_t e) {
+        if (l2)
+          vmax ? adam_kernel<T, true, true>(w, g, m, v, vmax, b, e, s) : adam_kernel<T, true, false>(w, g, m, v, vmax, b, e, s);
+        else
+          vmax ? adam_kernel<T, false, true>(w, g, m, v, vmax, b, e, s) : adam_kernel<T, false, false>(w, g, m, v, vmax, b, e, s);
+      });
+    });
+  });
 }
 
 }  // namespace tapegrad::optim

@@ -5,6 +5,8 @@
 #include <optional>
 #include <set>
 
+#include "layers/hooks.h"
+
 namespace tapegrad::optim {
 
 namespace {
@@ -62,6 +64,8 @@ void Optimizer::check_params(const std::vector<Tensor>& params) const {
       throw std::invalid_argument(which + " appears in more than one parameter group (or twice in one)");
   }
 }
+
+void Optimizer::run_step_hooks() const { layers::hooks::run_step_hooks(parameters()); }
 
 void Optimizer::check_grad(const Tensor& p, const Tensor& g, std::size_t i) const {
   if (g.shape() != p.shape() || g.dtype() != p.dtype())

@@ -82,10 +82,14 @@ class Optimizer {
   virtual void set_group_options(std::size_t group, const std::map<std::string, double>& values) = 0;
   /// Throws unless every parameter is a float leaf that appears in only one group.
   void check_params(const std::vector<Tensor>& params) const;
+  /// layers::hooks::run_step_hooks(parameters()): the first thing every step() does.
+  void run_step_hooks() const;
   /// Throws std::invalid_argument unless grad has p's shape and dtype (i: parameter index).
   void check_grad(const Tensor& p, const Tensor& grad, std::size_t i) const;
+  /// One parameter's state by name ("momentum_buffer", "step", ...).
+  using ParamState = std::map<std::string, Tensor>;
   /// State of the i-th parameter (over all groups), created on demand.
-  std::map<std::string, Tensor>& state(std::size_t i);
+  ParamState& state(std::size_t i);
   /// Called when a group is added: keeps state_ one entry per parameter.
   void grow_state(std::size_t n) { state_.resize(state_.size() + n); }
 
@@ -129,6 +133,26 @@ class OptimizerWithOptions : public Optimizer {
  protected:
   /// Throws std::invalid_argument naming the offending value (PyTorch's checks).
   virtual void validate(const Options& o) const = 0;
+
+  /// The loop every step() shares: runs the step hooks, then, group by group and in order,
+  /// calls f(p, grad, state, options) for each parameter p that has a gradient, after
+  /// check_grad(p, grad). Parameters without a gradient are skipped and keep their state.
+  template <class F>
+  void for_each_param_with_grad(F&& f) {
+    run_step_hooks();
+    std::size_t index = 0;
+    for (auto& group : groups_) {
+      const Options o = group.options;
+      for (const Tensor& p : group.params) {
+        const std::size_t i = index++;
+        auto& st = state(i);
+        const Tensor grad = p.grad();
+        if (!grad.defined()) continue;
+        check_grad(p, grad, i);
+        f(p, grad, st, o);
+      }
+    }
+  }
 
   std::vector<std::pair<std::string, double>> group_options(std::size_t g) const override {
     std::vector<std::pair<std::string, double>> out;

@@ -5,7 +5,6 @@
 #include <string>
 
 #include "core/parallel.h"
-#include "layers/hooks.h"
 
 namespace tapegrad::optim {
 
@@ -27,55 +26,46 @@ void RMSprop::validate(const RMSpropOptions& o) const {
 }
 
 void RMSprop::step() {
-  layers::hooks::run_step_hooks(parameters());
-  std::size_t index = 0;
-  for (auto& group : groups_) {
-    const RMSpropOptions o = group.options;
-    for (const Tensor& p : group.params) {
-      auto& st = state(index++);
-      const Tensor grad = p.grad();
-      if (!grad.defined()) continue;
-      check_grad(p, grad, index - 1);
-      if (!st.count("step")) {
-        st["step"] = Tensor::from_int64({0}, {});
-        st["square_avg"] = Tensor::zeros(p.shape(), p.dtype());
-      }
-      if (o.momentum > 0 && !st.count("momentum_buffer")) st["momentum_buffer"] = Tensor::zeros(p.shape(), p.dtype());
-      if (o.centered && !st.count("grad_avg")) st["grad_avg"] = Tensor::zeros(p.shape(), p.dtype());
-      ++st["step"].data<std::int64_t>()[0];
-      TAPEGRAD_DISPATCH_FLOAT(p.dtype(), "RMSprop::step", [&] {
-        using T = scalar_t;
-        T* w = p.data<T>();
-        const T* g = grad.data<T>();
-        T* s = st["square_avg"].data<T>();
-        T* a = o.centered ? st["grad_avg"].data<T>() : nullptr;
-        T* buf = o.momentum > 0 ? st["momentum_buffer"].data<T>() : nullptr;
-        const T alpha = static_cast<T>(o.alpha), one_alpha = static_cast<T>(1 - o.alpha);
-        const T wd = static_cast<T>(o.weight_decay), eps = static_cast<T>(o.eps);
-        const T mom = static_cast<T>(o.momentum), neg_lr = static_cast<T>(-o.lr);
-        parallel_for(p.numel(), kParallelGrain, [&](std::int64_t b, std::int64_t e) {
-          for (std::int64_t i = b; i < e; ++i) {
-            T gi = o.maximize ? -g[i] : g[i];
-            if (o.weight_decay != 0) gi = gi + wd * w[i];
-            s[i] = s[i] * alpha + one_alpha * gi * gi;
-            T avg;
-            if (a) {
-              a[i] = a[i] * alpha + one_alpha * gi;
-              avg = std::sqrt(s[i] + T(-1) * a[i] * a[i]) + eps;
-            } else {
-              avg = std::sqrt(s[i]) + eps;
-            }
-            if (buf) {
-              buf[i] = buf[i] * mom + gi / avg;
-              w[i] = w[i] + neg_lr * buf[i];
-            } else {
-              w[i] = w[i] + neg_lr * gi / avg;
-            }
-          }
-        });
-      });
+  for_each_param_with_grad([&](const Tensor& p, const Tensor& grad, ParamState& st, const RMSpropOptions& o) {
+    if (!st.count("step")) {
+      st["step"] = Tensor::from_int64({0}, {});
+      st["square_avg"] = Tensor::zeros(p.shape(), p.dtype());
     }
-  }
+    if (o.momentum > 0 && !st.count("momentum_buffer")) st["momentum_buffer"] = Tensor::zeros(p.shape(), p.dtype());
+    if (o.centered && !st.count("grad_avg")) st["grad_avg"] = Tensor::zeros(p.shape(), p.dtype());
+    ++st["step"].data<std::int64_t>()[0];
+    TAPEGRAD_DISPATCH_FLOAT(p.dtype(), "RMSprop::step", [&] {
+      using T = scalar_t;
+      T* w = p.data<T>();
+      const T* g = grad.data<T>();
+      T* s = st["square_avg"].data<T>();
+      T* a = o.centered ? st["grad_avg"].data<T>() : nullptr;
+      T* buf = o.momentum > 0 ? st["momentum_buffer"].data<T>() : nullptr;
+      const T alpha = static_cast<T>(o.alpha), one_alpha = static_cast<T>(1 - o.alpha);
+      const T wd = static_cast<T>(o.weight_decay), eps = static_cast<T>(o.eps);
+      const T mom = static_cast<T>(o.momentum), neg_lr = static_cast<T>(-o.lr);
+      parallel_for(p.numel(), kParallelGrain, [&](std::int64_t b, std::int64_t e) {
+        for (std::int64_t i = b; i < e; ++i) {
+          T gi = o.maximize ? -g[i] : g[i];
+          if (o.weight_decay != 0) gi = gi + wd * w[i];
+          s[i] = s[i] * alpha + one_alpha * gi * gi;
+          T avg;
+          if (a) {
+            a[i] = a[i] * alpha + one_alpha * gi;
+            avg = std::sqrt(s[i] + T(-1) * a[i] * a[i]) + eps;
+          } else {
+            avg = std::sqrt(s[i]) + eps;
+          }
+          if (buf) {
+            buf[i] = buf[i] * mom + gi / avg;
+            w[i] = w[i] + neg_lr * buf[i];
+          } else {
+            w[i] = w[i] + neg_lr * gi / avg;
+          }
+        }
+      });
+    });
+  });
 }
 
 }  // namespace tapegrad::optim

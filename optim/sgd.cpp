@@ -4,7 +4,6 @@
 #include <string>
 
 #include "core/parallel.h"
-#include "layers/hooks.h"
 
 namespace tapegrad::optim {
 
@@ -27,46 +26,37 @@ void SGD::validate(const SGDOptions& o) const {
 }
 
 void SGD::step() {
-  layers::hooks::run_step_hooks(parameters());
-  std::size_t index = 0;
-  for (auto& group : groups_) {
-    const SGDOptions o = group.options;
-    for (const Tensor& p : group.params) {
-      auto& st = state(index++);
-      const Tensor grad = p.grad();
-      if (!grad.defined()) continue;
-      check_grad(p, grad, index - 1);
-      const bool first = o.momentum != 0 && !st.count("momentum_buffer");
-      if (first) st["momentum_buffer"] = Tensor::empty(p.shape(), p.dtype());
-      TAPEGRAD_DISPATCH_FLOAT(p.dtype(), "SGD::step", [&] {
-        using T = scalar_t;
-        T* w = p.data<T>();
-        const T* g = grad.data<T>();
-        T* buf = o.momentum != 0 ? st["momentum_buffer"].data<T>() : nullptr;
-        const T wd = static_cast<T>(o.weight_decay), m = static_cast<T>(o.momentum);
-        const T damp = static_cast<T>(1.0 - o.dampening), neg_lr = static_cast<T>(-o.lr);
-        if (!buf && o.weight_decay == 0 && !o.maximize) {  // plain SGD: w -= lr·g, a vectorised loop
-          T* __restrict wr = w;
-          const T* __restrict gr = g;
-          parallel_for(p.numel(), kParallelGrain, [&](std::int64_t b, std::int64_t e) {
-            for (std::int64_t i = b; i < e; ++i) wr[i] = wr[i] + neg_lr * gr[i];
-          });
-          return;
-        }
+  for_each_param_with_grad([&](const Tensor& p, const Tensor& grad, ParamState& st, const SGDOptions& o) {
+    const bool first = o.momentum != 0 && !st.count("momentum_buffer");
+    if (first) st["momentum_buffer"] = Tensor::empty(p.shape(), p.dtype());
+    TAPEGRAD_DISPATCH_FLOAT(p.dtype(), "SGD::step", [&] {
+      using T = scalar_t;
+      T* w = p.data<T>();
+      const T* g = grad.data<T>();
+      T* buf = o.momentum != 0 ? st["momentum_buffer"].data<T>() : nullptr;
+      const T wd = static_cast<T>(o.weight_decay), m = static_cast<T>(o.momentum);
+      const T damp = static_cast<T>(1.0 - o.dampening), neg_lr = static_cast<T>(-o.lr);
+      if (!buf && o.weight_decay == 0 && !o.maximize) {  // plain SGD: w -= lr·g, a vectorised loop
+        T* __restrict wr = w;
+        const T* __restrict gr = g;
         parallel_for(p.numel(), kParallelGrain, [&](std::int64_t b, std::int64_t e) {
-          for (std::int64_t i = b; i < e; ++i) {
-            T d = o.maximize ? -g[i] : g[i];
-            if (o.weight_decay != 0) d = d + wd * w[i];
-            if (buf) {
-              buf[i] = first ? d : buf[i] * m + damp * d;
-              d = o.nesterov ? d + m * buf[i] : buf[i];
-            }
-            w[i] = w[i] + neg_lr * d;
-          }
+          for (std::int64_t i = b; i < e; ++i) wr[i] = wr[i] + neg_lr * gr[i];
         });
+        return;
+      }
+      parallel_for(p.numel(), kParallelGrain, [&](std::int64_t b, std::int64_t e) {
+        for (std::int64_t i = b; i < e; ++i) {
+          T d = o.maximize ? -g[i] : g[i];
+          if (o.weight_decay != 0) d = d + wd * w[i];
+          if (buf) {
+            buf[i] = first ? d : buf[i] * m + damp * d;
+            d = o.nesterov ? d + m * buf[i] : buf[i];
+          }
+          w[i] = w[i] + neg_lr * d;
+        }
       });
-    }
-  }
+    });
+  });
 }
 
 }  // namespace tapegrad::optim
