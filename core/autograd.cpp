@@ -108,6 +108,8 @@ bool GradSink::needs(std::size_t i) const {
   return i < node_->num_inputs() && node_->input(i).meta != nullptr;
 }
 
+Shape GradSink::input_shape(std::size_t i) const { return node_->input(i).shape(); }
+
 void GradSink::add(std::size_t i, Tensor g) {
   if (!needs(i)) return;
   Edge& edge = node_->input(i);

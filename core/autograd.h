@@ -37,6 +37,8 @@ class GradSink {
   bool needs(std::size_t i) const;
   /// Accumulates g into input i's gradient. g must have the input's shape and dtype.
   void add(std::size_t i, Tensor g);
+  /// Shape of input i as recorded (what add(i, g) expects of g).
+  Shape input_shape(std::size_t i) const;
   explicit GradSink(Node* node) : node_(node) {}
 
  private:

@@ -152,11 +152,11 @@ Tensor relu(const Tensor& a) {
     return kernels::map_unary<scalar_t>(a, [](scalar_t x) { return x > scalar_t(0) ? x : scalar_t(0); });
   });
   if (autograd::needs_grad({&a}))
-    // The output is enough for the mask: out > 0 exactly where a > 0.
-    autograd::record("relu", out, {a}, [y = out.detach()](const Tensor& g, GradSink& gs) {
+    // The mask is a > 0; holding the input (not the output) makes no cycle and no copy.
+    autograd::record("relu", out, {a}, [a](const Tensor& g, GradSink& gs) {
       Tensor gi = TAPEGRAD_DISPATCH_FLOAT(g.dtype(), "relu_backward", [&] {
         return kernels::map_binary_same<scalar_t>(
-            g, y, [](scalar_t gv, scalar_t yv) { return yv > scalar_t(0) ? gv : scalar_t(0); });
+            g, a, [](scalar_t gv, scalar_t av) { return av > scalar_t(0) ? gv : scalar_t(0); });
       });
       gs.add(0, std::move(gi));
     });

@@ -122,7 +122,8 @@ Tensor linear(const Tensor& x, const Tensor& weight, const Tensor& bias) {
                                   shape_str(bias.shape()));
   }
   const std::int64_t rows = in_f == 0 ? 0 : x.numel() / in_f;
-  Tensor x2 = alias_with_shape(x, {rows, in_f});
+  const bool flat = x.dim() == 2;  // (N, in): no reshaping views needed
+  Tensor x2 = flat ? x : alias_with_shape(x, {rows, in_f});
   Tensor y2 = Tensor::empty({rows, out_f}, x.dtype());
   if (bias.defined()) {
     TAPEGRAD_DISPATCH_FLOAT(x.dtype(), "linear", [&] {
@@ -132,18 +133,23 @@ Tensor linear(const Tensor& x, const Tensor& weight, const Tensor& bias) {
     });
   }
   detail::gemm(false, true, x2, weight, y2, bias.defined());
-  Shape os = x.shape();
-  os.back() = out_f;
-  Tensor out = alias_with_shape(y2, os);
-  std::vector<Tensor> inputs{x, weight};
-  if (bias.defined()) inputs.push_back(bias);
-  if (autograd::needs_grad(inputs)) {
-    autograd::record("linear", out, inputs,
-                     [x2 = x2, w = weight.detach(), xs = x.shape(), rows, out_f](const Tensor& g, GradSink& gs) {
-                       Tensor g2 = alias_with_shape(g, {rows, out_f});
-                       if (gs.needs(0)) gs.add(0, alias_with_shape(gemm_new(false, false, g2, w), xs));  // dy·W
-                       if (gs.needs(1)) gs.add(1, gemm_new(true, false, g2, x2));                        // dyᵀ·x
-                       if (gs.needs(2)) gs.add(2, sum(g2, {0}));                                         // Σ dy
+  Tensor out = y2;
+  if (!flat) {
+    Shape os = x.shape();
+    os.back() = out_f;
+    out = alias_with_shape(y2, os);
+  }
+  if (autograd::needs_grad({&x, &weight, &bias})) {
+    // x2 and weight are (views of) this node's inputs: holding them makes no cycle
+    autograd::record("linear", out, {x, weight, bias},
+                     [x2, w = weight, rows, out_f, flat](const Tensor& g, GradSink& gs) {
+                       const Tensor g2 = flat ? g : alias_with_shape(g, {rows, out_f});
+                       if (gs.needs(0)) {  // dy·W
+                         Tensor gx = gemm_new(false, false, g2, w);
+                         gs.add(0, flat ? gx : alias_with_shape(gx, gs.input_shape(0)));
+                       }
+                       if (gs.needs(1)) gs.add(1, gemm_new(true, false, g2, x2));  // dyᵀ·x
+                       if (gs.needs(2)) gs.add(2, sum(g2, {0}));                    // Σ dy
                      });
   }
   return out;
