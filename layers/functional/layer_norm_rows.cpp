@@ -192,6 +192,51 @@ void row_sums(const T* __restrict g, const T* __restrict x, std::int64_t K, cons
   Bx = hsum(B0 + B1) + static_cast<double>(Bt);
 }
 
+// Pass 1 for two rows with the same channels (G = 1): one visit of γ and of the dγ, dβ
+// accumulators serves both rows. Used for cache-resident sizes only: measured at (32, 128)
+// the backward's kernels take 850 instead of 1110 ns, while at (65536, 256), from memory,
+// the longer dependency chains made it slower.
+template <class T, bool HasW>
+void row_sums2(const T* __restrict g0, const T* __restrict x0, const T* __restrict g1, const T* __restrict x1,
+               std::int64_t K, const T* __restrict w, T* __restrict aw, T* __restrict ab, T mu0, T rst0, T mu1,
+               T rst1, double& A0, double& Bx0, double& A1, double& Bx1) {
+  constexpr std::int64_t L = kLanes<T>;
+  const Vec<T> m0 = splat(mu0), r0 = splat(rst0), m1 = splat(mu1), r1 = splat(rst1);
+  Vec<T> a0{}, a1{}, b0{}, b1{};
+  std::int64_t j = 0;
+  for (; j + L <= K; j += L) {
+    const Vec<T> gv0 = load(g0 + j), gv1 = load(g1 + j);
+    const Vec<T> d0 = load(x0 + j) - m0, d1 = load(x1 + j) - m1;
+    Vec<T> gd0 = gv0, gd1 = gv1;
+    if constexpr (HasW) {
+      const Vec<T> wv = load(w + j);
+      gd0 = gd0 * wv;
+      gd1 = gd1 * wv;
+    }
+    a0 += gd0;
+    a1 += gd1;
+    b0 += gd0 * d0;
+    b1 += gd1 * d1;
+    nv::store(aw + j, load(aw + j) + (gv0 * (d0 * r0) + gv1 * (d1 * r1)));
+    nv::store(ab + j, load(ab + j) + (gv0 + gv1));
+  }
+  T at0 = 0, bt0 = 0, at1 = 0, bt1 = 0;
+  for (; j < K; ++j) {
+    const T d0 = x0[j] - mu0, d1 = x1[j] - mu1;
+    const T gd0 = HasW ? g0[j] * w[j] : g0[j], gd1 = HasW ? g1[j] * w[j] : g1[j];
+    at0 += gd0;
+    bt0 += gd0 * d0;
+    at1 += gd1;
+    bt1 += gd1 * d1;
+    aw[j] += g0[j] * (d0 * rst0) + g1[j] * (d1 * rst1);
+    ab[j] += g0[j] + g1[j];
+  }
+  A0 = hsum(a0) + static_cast<double>(at0);
+  Bx0 = hsum(b0) + static_cast<double>(bt0);
+  A1 = hsum(a1) + static_cast<double>(at1);
+  Bx1 = hsum(b1) + static_cast<double>(bt1);
+}
+
 // Pass 2: dx = rstd·γ·dy (term 1, the direct path) - c1 (term 2, through μ: rstd·A/K)
 //              - (x - μ)·c3 (term 3, through σ²: rstd³·Bx/K).
 template <class T, bool HasW>
@@ -216,11 +261,12 @@ void row_dx(const T* __restrict g, const T* __restrict x, T* __restrict gx, std:
 }
 
 template <class T, bool HasW>
-void backward_share(const T* g, const T* x, T* gx, std::int64_t r0, std::int64_t r1, std::int64_t K, std::int64_t G,
-                    const T* w, const double* mean, const double* rstd, double* dw, double* db, T* aw, T* ab,
-                    bool stream) {
+void backward_share(const T* g, const T* x, T* gx, std::int64_t R, std::int64_t r0, std::int64_t r1, std::int64_t K,
+                    std::int64_t G, const T* w, const double* mean, const double* rstd, double* dw, double* db, T* aw,
+                    T* ab, bool stream) {
   const std::int64_t C = G * K, RB = row_block(K);
   const double invK = 1.0 / static_cast<double>(K);
+  const bool paired = G == 1 && static_cast<std::size_t>(R * K) * sizeof(T) <= (std::size_t(512) << 10);
   T c1[kMaxRowBlock], c3[kMaxRowBlock];
   for (std::int64_t b = r0; b < r1; b += kGradBlockRows) {
     std::fill(aw, aw + C, T(0));
@@ -228,7 +274,20 @@ void backward_share(const T* g, const T* x, T* gx, std::int64_t r0, std::int64_t
     const std::int64_t e = std::min(b + kGradBlockRows, r1);
     for (std::int64_t b0 = b; b0 < e; b0 += RB) {  // pass 1 over a block of rows, then their dx from L1
       const std::int64_t e0 = std::min(b0 + RB, e);
-      for (std::int64_t r = b0; r < e0; ++r) {
+      std::int64_t r = b0;
+      if (paired)  // pairs of rows share one visit of γ and the accumulators
+        for (; r + 1 < e0; r += 2) {
+          const double rs0 = rstd[r], rs1 = rstd[r + 1];
+          double A0, Bx0, A1, Bx1;
+          row_sums2<T, HasW>(g + r * K, x + r * K, g + (r + 1) * K, x + (r + 1) * K, K, w, aw, ab,
+                             static_cast<T>(mean[r]), static_cast<T>(rs0), static_cast<T>(mean[r + 1]),
+                             static_cast<T>(rs1), A0, Bx0, A1, Bx1);
+          c1[r - b0] = static_cast<T>(rs0 * A0 * invK);
+          c3[r - b0] = static_cast<T>(rs0 * rs0 * rs0 * Bx0 * invK);
+          c1[r + 1 - b0] = static_cast<T>(rs1 * A1 * invK);
+          c3[r + 1 - b0] = static_cast<T>(rs1 * rs1 * rs1 * Bx1 * invK);
+        }
+      for (; r < e0; ++r) {
         const std::int64_t c0 = (r % G) * K;
         const double rs = rstd[r];
         double A, Bx;
@@ -287,9 +346,9 @@ void ln_rows_backward(const T* dy, const T* x, T* gx, std::int64_t R, std::int64
     double* pw = part + 2 * Cs * static_cast<std::size_t>(k);
     T* acc = nv::scratch<AccTag, T>(2 * Cs);
     if (w)
-      backward_share<T, true>(dy, x, gx, r0, r1, K, G, w, mean, rstd, pw, pw + C, acc, acc + C, stream);
+      backward_share<T, true>(dy, x, gx, R, r0, r1, K, G, w, mean, rstd, pw, pw + C, acc, acc + C, stream);
     else
-      backward_share<T, false>(dy, x, gx, r0, r1, K, G, w, mean, rstd, pw, pw + C, acc, acc + C, stream);
+      backward_share<T, false>(dy, x, gx, R, r0, r1, K, G, w, mean, rstd, pw, pw + C, acc, acc + C, stream);
     if (stream) nv::fence();
   });
   std::copy(part, part + C, dw);
