@@ -27,22 +27,7 @@ BatchNormBase::BatchNormBase(std::int64_t c, BatchNormOptions opts) : num_featur
     throw std::invalid_argument("BatchNorm: momentum must be in [0, 1] (PyTorch convention; a Keras decay of 0.99 is "
                                 "momentum 0.01, see momentum_from_decay), got " +
                                 std::to_string(*opts.momentum));
-  if (opts.affine) {
-    weight = register_parameter("weight", Tensor::ones({c}, opts.dtype));
-    bias = register_parameter("bias", Tensor::zeros({c}, opts.dtype));
-  }
-  if (opts.track_running_stats) {
-    running_mean = register_buffer("running_mean", Tensor::zeros({c}, opts.dtype));
-    running_var = register_buffer("running_var", Tensor::ones({c}, opts.dtype));
-    num_batches_tracked = register_buffer("num_batches_tracked", Tensor::zeros({}, Dtype::Int64));
-  }
-}
-
-void BatchNormBase::reset_running_stats() {
-  if (!options.track_running_stats) return;
-  running_mean.fill_(0.0);
-  running_var.fill_(1.0);
-  num_batches_tracked.fill_(0.0);
+  register_norm_state(c, opts.dtype, opts.affine, opts.track_running_stats);
 }
 
 std::int64_t BatchNormBase::batches_tracked() const {

@@ -2,7 +2,7 @@
 // Batch normalisation modules (Ioffe & Szegedy 2015), PyTorch semantics.
 #include <optional>
 
-#include "layers/module.h"
+#include "layers/channel_norm.h"
 
 namespace tapegrad::layers {
 
@@ -32,20 +32,18 @@ struct BatchNormOptions {
 /// depend on the other samples of its batch. With track_running_stats = false there are
 /// no buffers and batch statistics are used in both modes.
 /// Buffers are never touched by an optimizer: only this forward updates them.
-class BatchNormBase : public Module {
+class BatchNormBase : public ChannelNormBase {
  public:
   BatchNormBase(std::int64_t num_features, BatchNormOptions options);
   Tensor forward(const Tensor& x) override;
   std::string extra_repr() const override;
-  /// Sets running_mean 0, running_var 1, num_batches_tracked 0.
-  void reset_running_stats();
   /// How many train-mode batches have updated the running statistics.
   std::int64_t batches_tracked() const;
 
   std::int64_t num_features;
   BatchNormOptions options;
-  Tensor weight, bias;                                    ///< (C); undefined unless affine
-  Tensor running_mean, running_var, num_batches_tracked;  ///< undefined unless tracked
+  // weight, bias, running_mean, running_var, num_batches_tracked, reset_running_stats():
+  // ChannelNormBase.
 
  protected:
   /// Throws std::invalid_argument naming the expected and actual shape.

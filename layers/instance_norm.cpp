@@ -14,22 +14,7 @@ InstanceNormBase::InstanceNormBase(std::int64_t c, InstanceNormOptions opts) : n
   if (!(opts.momentum >= 0.0 && opts.momentum <= 1.0))
     throw std::invalid_argument("InstanceNorm: momentum must be in [0, 1] (PyTorch convention), got " +
                                 std::to_string(opts.momentum));
-  if (opts.affine) {
-    weight = register_parameter("weight", Tensor::ones({c}, opts.dtype));
-    bias = register_parameter("bias", Tensor::zeros({c}, opts.dtype));
-  }
-  if (opts.track_running_stats) {
-    running_mean = register_buffer("running_mean", Tensor::zeros({c}, opts.dtype));
-    running_var = register_buffer("running_var", Tensor::ones({c}, opts.dtype));
-    num_batches_tracked = register_buffer("num_batches_tracked", Tensor::zeros({}, Dtype::Int64));
-  }
-}
-
-void InstanceNormBase::reset_running_stats() {
-  if (!options.track_running_stats) return;
-  running_mean.fill_(0.0);
-  running_var.fill_(1.0);
-  num_batches_tracked.fill_(0.0);
+  register_norm_state(c, opts.dtype, opts.affine, opts.track_running_stats);
 }
 
 Tensor InstanceNormBase::forward(const Tensor& x) {

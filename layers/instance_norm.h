@@ -1,7 +1,7 @@
 #pragma once
 // Instance normalisation (Ulyanov, Vedaldi & Lempitsky 2016, "Instance Normalization:
 // The Missing Ingredient for Fast Stylization"), PyTorch's nn.InstanceNorm1d/2d.
-#include "layers/module.h"
+#include "layers/channel_norm.h"
 
 namespace tapegrad::layers {
 
@@ -27,18 +27,16 @@ struct InstanceNormOptions {
 /// Throws std::invalid_argument naming the shape when the channels do not match, and
 /// when a single position per instance (L = 1, H·W = 1) would be normalised with its
 /// own statistics.
-class InstanceNormBase : public Module {
+class InstanceNormBase : public ChannelNormBase {
  public:
   InstanceNormBase(std::int64_t num_features, InstanceNormOptions options);
   Tensor forward(const Tensor& x) override;
   std::string extra_repr() const override;
-  /// Sets running_mean 0, running_var 1, num_batches_tracked 0.
-  void reset_running_stats();
 
   std::int64_t num_features;
   InstanceNormOptions options;
-  Tensor weight, bias;                                    ///< (C); undefined unless affine
-  Tensor running_mean, running_var, num_batches_tracked;  ///< undefined unless tracked
+  // weight, bias, running_mean, running_var, num_batches_tracked, reset_running_stats():
+  // ChannelNormBase.
 
  protected:
   /// Rank of a batched input (3 for 1d, 4 for 2d); rank - 1 is accepted as unbatched.

@@ -1,0 +1,30 @@
+#pragma once
+// The state BatchNorm and InstanceNorm share: PyTorch's per-channel affine parameters and
+// running-statistics buffers.
+#include <cstdint>
+
+#include "layers/module.h"
+
+namespace tapegrad::layers {
+
+/// Base of the per-channel norm modules (BatchNormBase, InstanceNormBase): over C
+/// channels, the parameters weight γ and bias β and the buffers running_mean,
+/// running_var and num_batches_tracked, under PyTorch's names and in PyTorch's
+/// registration (and so state_dict) order.
+class ChannelNormBase : public Module {
+ public:
+  Tensor weight, bias;                                    ///< (C); undefined unless affine
+  Tensor running_mean, running_var, num_batches_tracked;  ///< undefined unless tracked
+
+  /// Sets running_mean 0, running_var 1, num_batches_tracked 0; does nothing without
+  /// running statistics.
+  void reset_running_stats();
+
+ protected:
+  /// Registers weight = ones (C) and bias = zeros (C) when `affine`, and running_mean =
+  /// zeros (C), running_var = ones (C) (both of `dtype`) and num_batches_tracked = int64
+  /// scalar 0 when `track_running_stats`.
+  void register_norm_state(std::int64_t c, Dtype dtype, bool affine, bool track_running_stats);
+};
+
+}  // namespace tapegrad::layers
