@@ -65,38 +65,30 @@ std::string renorm_repr(const std::string& base, double rmax, double dmax) {
 }
 }  // namespace
 
-BatchRenorm1d::BatchRenorm1d(std::int64_t c, BatchNormOptions o, double rmax, double dmax)
-    : BatchNorm1d(c, o), rmax_(rmax), dmax_(dmax) {
+template <class BN>
+BatchRenorm<BN>::BatchRenorm(std::int64_t c, BatchNormOptions o, double rmax, double dmax)
+    : BN(c, o), rmax_(rmax), dmax_(dmax) {
   functional::check_renorm_clipping(rmax, dmax);
 }
-void BatchRenorm1d::set_clipping(double rmax, double dmax) {
+template <class BN>
+void BatchRenorm<BN>::set_clipping(double rmax, double dmax) {
   functional::check_renorm_clipping(rmax, dmax);
   rmax_ = rmax;
   dmax_ = dmax;
 }
-Tensor BatchRenorm1d::forward(const Tensor& x) {
-  if (!is_training() || !options.track_running_stats) return BatchNorm1d::forward(x);
-  if (!x.defined()) throw std::invalid_argument("BatchRenorm1d: the input is undefined");
-  check_input(x);
+template <class BN>
+Tensor BatchRenorm<BN>::forward(const Tensor& x) {
+  if (!this->is_training() || !this->options.track_running_stats) return BN::forward(x);
+  if (!x.defined()) throw std::invalid_argument(this->type_name() + ": the input is undefined");
+  this->check_input(x);
   return functional::batch_renorm_train(*this, x, rmax_, dmax_, last_r, last_d);
 }
-std::string BatchRenorm1d::extra_repr() const { return renorm_repr(BatchNorm1d::extra_repr(), rmax_, dmax_); }
+template <class BN>
+std::string BatchRenorm<BN>::extra_repr() const {
+  return renorm_repr(BN::extra_repr(), rmax_, dmax_);
+}
 
-BatchRenorm2d::BatchRenorm2d(std::int64_t c, BatchNormOptions o, double rmax, double dmax)
-    : BatchNorm2d(c, o), rmax_(rmax), dmax_(dmax) {
-  functional::check_renorm_clipping(rmax, dmax);
-}
-void BatchRenorm2d::set_clipping(double rmax, double dmax) {
-  functional::check_renorm_clipping(rmax, dmax);
-  rmax_ = rmax;
-  dmax_ = dmax;
-}
-Tensor BatchRenorm2d::forward(const Tensor& x) {
-  if (!is_training() || !options.track_running_stats) return BatchNorm2d::forward(x);
-  if (!x.defined()) throw std::invalid_argument("BatchRenorm2d: the input is undefined");
-  check_input(x);
-  return functional::batch_renorm_train(*this, x, rmax_, dmax_, last_r, last_d);
-}
-std::string BatchRenorm2d::extra_repr() const { return renorm_repr(BatchNorm2d::extra_repr(), rmax_, dmax_); }
+template class BatchRenorm<BatchNorm1d>;
+template class BatchRenorm<BatchNorm2d>;
 
 }  // namespace tapegrad::layers

@@ -27,12 +27,14 @@ namespace tapegrad::layers {
 /// BatchNorm. Defaults: BatchNormOptions' (eps 1e-5, momentum 0.1, affine, tracked),
 /// rmax 3, dmax 5. Throws std::invalid_argument for rmax < 1 or dmax < 0 (naming the
 /// value), and as BatchNorm does for bad shapes or one value per channel in training.
-class BatchRenorm1d : public BatchNorm1d {
+/// BN is BatchNorm1d or BatchNorm2d (the two instantiations in batch_renorm.cpp); use
+/// BatchRenorm1d / BatchRenorm2d.
+template <class BN>
+class BatchRenorm : public BN {
  public:
-  explicit BatchRenorm1d(std::int64_t num_features, BatchNormOptions options = {}, double rmax = 3.0,
-                         double dmax = 5.0);
+  explicit BatchRenorm(std::int64_t num_features, BatchNormOptions options = {}, double rmax = 3.0,
+                       double dmax = 5.0);
   Tensor forward(const Tensor& x) override;
-  std::string type_name() const override { return "BatchRenorm1d"; }
   std::string extra_repr() const override;
   /// Sets the clipping bounds (schedulable from the training loop).
   void set_clipping(double rmax, double dmax);
@@ -45,21 +47,18 @@ class BatchRenorm1d : public BatchNorm1d {
   double rmax_, dmax_;
 };
 
-/// BatchRenorm over (N, C, H, W): statistics per channel over N, H and W. See BatchRenorm1d.
-class BatchRenorm2d : public BatchNorm2d {
+/// BatchRenorm over (N, C) or (N, C, L): statistics per feature over N (and L).
+class BatchRenorm1d : public BatchRenorm<BatchNorm1d> {
  public:
-  explicit BatchRenorm2d(std::int64_t num_features, BatchNormOptions options = {}, double rmax = 3.0,
-                         double dmax = 5.0);
-  Tensor forward(const Tensor& x) override;
-  std::string type_name() const override { return "BatchRenorm2d"; }
-  std::string extra_repr() const override;
-  void set_clipping(double rmax, double dmax);
-  double rmax() const { return rmax_; }
-  double dmax() const { return dmax_; }
-  Tensor last_r, last_d;
+  using BatchRenorm::BatchRenorm;
+  std::string type_name() const override { return "BatchRenorm1d"; }
+};
 
- private:
-  double rmax_, dmax_;
+/// BatchRenorm over (N, C, H, W): statistics per channel over N, H and W.
+class BatchRenorm2d : public BatchRenorm<BatchNorm2d> {
+ public:
+  using BatchRenorm::BatchRenorm;
+  std::string type_name() const override { return "BatchRenorm2d"; }
 };
 
 namespace functional {
