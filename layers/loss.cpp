@@ -103,14 +103,38 @@ Tensor mse_loss(const Tensor& input, const Tensor& target, Reduction reduction) 
   if (input.shape() != target.shape())
     throw std::invalid_argument("mse_loss: input shape " + shape_str(input.shape()) + " and target shape " +
                                 shape_str(target.shape()) + " differ");
-  Tensor sq = square(sub(input, target));
-  switch (reduction) {
-    case Reduction::None: return sq;
-    case Reduction::Sum: return sum(sq);
-    case Reduction::Mean: break;
-  }
-  if (input.numel() == 0) throw std::invalid_argument("mse_loss: mean over an empty input");
-  return mean(sq);
+  if (reduction == Reduction::None) return square(sub(input, target));
+  kernels::check_floating(input, "mse_loss");
+  kernels::check_same_dtype(input, target, "mse_loss");
+  const std::int64_t n = input.numel();
+  if (reduction == Reduction::Mean && n == 0) throw std::invalid_argument("mse_loss: mean over an empty input");
+  // One fused op: L = k·Σ (x - t)² with k = 1/n (mean) or 1 (sum), summed in double;
+  // dL/dx = 2k·(x - t)·g and dL/dt = -dL/dx, recomputed from the saved inputs.
+  const double k = reduction == Reduction::Mean ? 1.0 / static_cast<double>(n) : 1.0;
+  double s = 0;
+  TAPEGRAD_DISPATCH_FLOAT(input.dtype(), "mse_loss", [&] {
+    const scalar_t* x = input.data<scalar_t>();
+    const scalar_t* t = target.data<scalar_t>();
+    for (std::int64_t i = 0; i < n; ++i) {
+      const double d = static_cast<double>(x[i] - t[i]);
+      s += d * d;
+    }
+  });
+  Tensor out = Tensor::scalar(s * k, input.dtype());
+  if (autograd::needs_grad({&input, &target}))
+    autograd::record("mse_loss", out, {input, target}, [input, target, k, n](const Tensor& g, GradSink& gs) {
+      TAPEGRAD_DISPATCH_FLOAT(g.dtype(), "mse_loss_backward", [&] {
+        const scalar_t c = static_cast<scalar_t>(2.0 * k * static_cast<double>(g.data<scalar_t>()[0]));
+        const scalar_t* x = input.data<scalar_t>();
+        const scalar_t* t = target.data<scalar_t>();
+        Tensor gx = Tensor::empty(input.shape(), input.dtype());
+        scalar_t* o = gx.data<scalar_t>();
+        for (std::int64_t i = 0; i < n; ++i) o[i] = c * (x[i] - t[i]);
+        if (gs.needs(1)) gs.add(1, mul(gx, -1.0));
+        gs.add(0, std::move(gx));
+      });
+    });
+  return out;
 }
 
 Tensor cross_entropy(const Tensor& logits, const Tensor& target, Reduction reduction, std::int64_t ignore_index) {

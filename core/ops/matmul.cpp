@@ -149,7 +149,7 @@ Tensor linear(const Tensor& x, const Tensor& weight, const Tensor& bias) {
                          gs.add(0, flat ? gx : alias_with_shape(gx, gs.input_shape(0)));
                        }
                        if (gs.needs(1)) gs.add(1, gemm_new(true, false, g2, x2));  // dyᵀ·x
-                       if (gs.needs(2)) gs.add(2, sum(g2, {0}));                    // Σ dy
+                       if (gs.needs(2)) gs.add(2, detail::sum_rows_values(g2));    // Σ dy
                      });
   }
   return out;

@@ -87,6 +87,17 @@ Shape drop_axes(const Shape& s, const std::vector<std::int64_t>& axes) {
 
 }  // namespace
 
+Tensor detail::sum_rows_values(const Tensor& x) {
+  const std::int64_t R = x.size(0), C = x.size(1);
+  Tensor out = Tensor::empty({C}, x.dtype());
+  if (R == 0) {
+    out.zero_();
+    return out;
+  }
+  TAPEGRAD_DISPATCH_FLOAT(x.dtype(), "sum", [&] { reduce_block<scalar_t>(x.data<scalar_t>(), out.data<scalar_t>(), 1, R, C); });
+  return out;
+}
+
 Tensor sum(const Tensor& x, const std::vector<std::int64_t>& axes_in, bool keepdim) {
   kernels::check_floating(x, "sum");
   const auto axes = normalize_axes(axes_in, x.dim());

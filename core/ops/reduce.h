@@ -20,4 +20,10 @@ Tensor sum_to(const Tensor& x, const Shape& shape);
 /// Repeats x along broadcast dimensions to `shape` (a copy; backward is sum_to).
 Tensor broadcast_to(const Tensor& x, const Shape& shape);
 
+namespace detail {
+/// Column sums of a 2-D (R, C) float tensor as a (C) tensor, never recorded; the same
+/// values, bit for bit, as sum(x, {0}) (rows added in order). Used by backwards.
+Tensor sum_rows_values(const Tensor& x);
+}  // namespace detail
+
 }  // namespace tapegrad
