@@ -9,6 +9,8 @@
 
 using namespace tapegrad;
 using namespace tapegrad::layers;
+using tapegrad::test::gradcheck_module;
+using tapegrad::test::keep_running_stats;
 using tapegrad::test::rand64;
 using tapegrad::test::require_close;
 
@@ -26,29 +28,10 @@ BatchNormOptions f64(double eps = 1e-5, bool affine = true) {
 // there the forward's true derivative is the stop-gradient backward of the paper. (Inside
 // the bounds r and d move with the batch and the paper's backward deliberately ignores
 // that; the hand-computed test checks that backward.)
-void gradcheck_module(BatchNormBase& m, Tensor x, double far_mean) {
-  x.requires_grad_();
-  std::vector<Tensor> in{x};
-  for (auto& p : m.parameters()) {
-    NoGradGuard ng;
-    p.copy_(rand64(p.shape(), 5, 0.5, 1.5));
-    in.push_back(p);
-  }
+void gradcheck_renorm(BatchNormBase& m, Tensor x, double far_mean) {
   m.running_mean.fill_(far_mean);
   m.running_var.fill_(400.0);
-  const Tensor rm = m.running_mean.clone(), rv = m.running_var.clone();
-  for (bool train : {true, false}) {
-    m.train(train);
-    auto r = gradcheck(
-        [&](const std::vector<Tensor>& v) {
-          m.running_mean.copy_(rm);
-          m.running_var.copy_(rv);
-          return m.forward(v[0]);
-        },
-        in);
-    INFO((train ? "train: " : "eval: ") << r.message);
-    REQUIRE(r.ok);
-  }
+  gradcheck_module(m, x, 5, keep_running_stats(m));
 }
 }  // namespace
 
@@ -201,15 +184,15 @@ TEST_CASE("BatchRenorm values against a hand computation", "[norms]") {
 TEST_CASE("BatchRenorm gradcheck in train and eval mode, 1d and 2d", "[norms][gradcheck]") {
   SECTION("1d (N, C), r and d on tight bounds") {
     BatchRenorm1d brn(3, f64(), 1.1, 0.05);
-    gradcheck_module(brn, rand64({5, 3}, 100, -2, 2), 100.0);
+    gradcheck_renorm(brn, rand64({5, 3}, 100, -2, 2), 100.0);
   }
   SECTION("1d (N, C, L), a constant feature and a batch of two") {
     BatchRenorm1d brn(2, f64(), 3.0, 5.0);
-    gradcheck_module(brn, Tensor::from_vector({0.7, 0.7, 0.3, -1.0, 0.7, 0.7, 2.0, 0.5}, {2, 2, 2}), -200.0);
+    gradcheck_renorm(brn, Tensor::from_vector({0.7, 0.7, 0.3, -1.0, 0.7, 0.7, 2.0, 0.5}, {2, 2, 2}), -200.0);
   }
   SECTION("2d (N, C, H, W), no affine") {
     BatchRenorm2d brn(2, f64(1e-5, false), 2.0, 1.0);
-    gradcheck_module(brn, rand64({2, 2, 2, 2}, 101), 50.0);
+    gradcheck_renorm(brn, rand64({2, 2, 2, 2}, 101), 50.0);
   }
 }
 

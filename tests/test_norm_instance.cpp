@@ -9,6 +9,8 @@
 
 using namespace tapegrad;
 using namespace tapegrad::layers;
+using tapegrad::test::gradcheck_module;
+using tapegrad::test::keep_running_stats;
 using tapegrad::test::rand64;
 using tapegrad::test::require_close;
 
@@ -23,34 +25,12 @@ InstanceNormOptions opts(bool affine, bool track, double momentum = 0.1) {
 }
 // gradcheck in train and eval mode; buffers are restored before every forward so the
 // function stays the same while gradcheck perturbs its inputs.
-void gradcheck_module(InstanceNormBase& m, Tensor x) {
-  x.requires_grad_();
-  std::vector<Tensor> in{x};
-  for (auto& p : m.parameters()) {
-    NoGradGuard ng;
-    p.copy_(rand64(p.shape(), 5, 0.5, 1.5));
-    in.push_back(p);
-  }
+void gradcheck_instance(InstanceNormBase& m, Tensor x) {
   if (m.running_mean.defined()) {
     m.running_mean.copy_(rand64({m.num_features}, 6));
     m.running_var.copy_(rand64({m.num_features}, 7, 0.5, 2.0));
   }
-  const Tensor rm = m.running_mean.defined() ? m.running_mean.clone() : Tensor();
-  const Tensor rv = m.running_var.defined() ? m.running_var.clone() : Tensor();
-  for (bool train : {true, false}) {
-    m.train(train);
-    auto r = gradcheck(
-        [&](const std::vector<Tensor>& v) {
-          if (rm.defined()) {
-            m.running_mean.copy_(rm);
-            m.running_var.copy_(rv);
-          }
-          return m.forward(v[0]);
-        },
-        in);
-    INFO((train ? "train: " : "eval: ") << r.message);
-    REQUIRE(r.ok);
-  }
+  gradcheck_module(m, x, 5, keep_running_stats(m));
 }
 }  // namespace
 
@@ -59,13 +39,13 @@ TEST_CASE("InstanceNorm gradcheck: every affine/track combination, 1d and 2d", "
     for (bool track : {false, true}) {
       INFO("affine " << affine << " track " << track);
       InstanceNorm1d in1(3, opts(affine, track));
-      gradcheck_module(in1, rand64({2, 3, 4}, 40));
+      gradcheck_instance(in1, rand64({2, 3, 4}, 40));
       InstanceNorm2d in2(2, opts(affine, track));
-      gradcheck_module(in2, rand64({2, 2, 2, 3}, 41));
+      gradcheck_instance(in2, rand64({2, 2, 2, 3}, 41));
     }
   SECTION("a constant instance (zero variance), a batch of two") {
     InstanceNorm1d in(2, opts(true, true));
-    gradcheck_module(in, Tensor::from_vector({1, 1, 1, 0.5, -2, 4, 0.3, 0.2, 0.1, 7, 7, 7}, {2, 2, 3}));
+    gradcheck_instance(in, Tensor::from_vector({1, 1, 1, 0.5, -2, 4, 0.3, 0.2, 0.1, 7, 7, 7}, {2, 2, 3}));
   }
 }
 

@@ -1,14 +1,17 @@
 #pragma once
-// Helpers shared by the tests: seeded float64 random tensors and the relative-or-absolute
-// closeness check most value tests use.
+// Helpers shared by the tests: seeded float64 random tensors, the relative-or-absolute
+// closeness check most value tests use, and the train/eval gradcheck of a module.
 #include <catch2/catch.hpp>
 
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
+#include <functional>
 #include <vector>
 
 #include "core/tapegrad.h"
+#include "layers/channel_norm.h"
+#include "layers/module.h"
 
 namespace tapegrad::test {
 
@@ -40,6 +43,43 @@ inline void require_close(const Tensor& got, const std::vector<double>& want, do
 inline void require_close(const Tensor& got, const Tensor& want, double tol = 1e-12) {
   REQUIRE(got.shape() == want.shape());
   require_close(got.to_vector(), want.to_vector(), tol);
+}
+
+/// gradcheck of m.forward(x) w.r.t. x and every parameter of m, in train mode and then in
+/// eval mode. The parameters are first set to Uniform(0.5, 1.5) from Generator(param_seed)
+/// (non-trivial affine values); `before` runs before every forward.
+inline void gradcheck_module(layers::Module& m, Tensor x, std::uint64_t param_seed,
+                             const std::function<void()>& before = {}) {
+  x.requires_grad_();
+  std::vector<Tensor> in{x};
+  for (auto& p : m.parameters()) {
+    NoGradGuard ng;
+    p.copy_(rand64(p.shape(), param_seed, 0.5, 1.5));
+    in.push_back(p);
+  }
+  for (bool train : {true, false}) {
+    m.train(train);
+    auto r = gradcheck(
+        [&](const std::vector<Tensor>& v) {
+          if (before) before();
+          return m.forward(v[0]);
+        },
+        in);
+    INFO((train ? "train: " : "eval: ") << r.message);
+    REQUIRE(r.ok);
+  }
+}
+
+/// A `before` for gradcheck_module that puts m's current running statistics back before
+/// every forward, so the function stays the same while gradcheck perturbs its inputs
+/// (a train-mode forward updates them). Empty when m has none.
+inline std::function<void()> keep_running_stats(layers::ChannelNormBase& m) {
+  if (!m.running_mean.defined()) return {};
+  const Tensor rm = m.running_mean.clone(), rv = m.running_var.clone();
+  return [&m, rm, rv] {
+    m.running_mean.copy_(rm);
+    m.running_var.copy_(rv);
+  };
 }
 
 }  // namespace tapegrad::test
