@@ -103,6 +103,13 @@ std::shared_ptr<layers::Sequential> trained_net(const RegressionData& d, int epo
   return net;
 }
 
+// An audit that only counts (no log lines): the measurements read its counts.
+ModeAuditOptions silent_audit() {
+  ModeAuditOptions o;
+  o.log_limit = 0;
+  return o;
+}
+
 }  // namespace
 
 RegressionData make_regression_data(std::uint64_t seed, std::int64_t n_train, std::int64_t n_test,
@@ -222,9 +229,7 @@ TrainModeInference measure_train_mode_inference(std::uint64_t seed) {
   r.batch_of_one_error = tr.alone_error;
   const auto saved = snapshot_buffers(*net);
   {
-    ModeAuditOptions ao;
-    ao.log_limit = 0;
-    ModeAudit audit(*net, ao);
+    ModeAudit audit(*net, silent_audit());
     NoGradGuard ng;
     (*net)(d.x_test);  // a "prediction" with the model left in train mode
     r.audit_bn_train_no_grad = audit.count(Issue::BnTrainNoGrad);
@@ -236,8 +241,7 @@ TrainModeInference measure_train_mode_inference(std::uint64_t seed) {
 ForgottenTrain measure_forgotten_train(int epochs, std::uint64_t seed) {
   const RegressionData d = make_regression_data(seed);
   ForgottenTrain r;
-  ModeAuditOptions ao;
-  ao.log_limit = 0;
+  const ModeAuditOptions ao = silent_audit();
   for (int buggy = 0; buggy < 2; ++buggy) {
     auto net = make_net();
     ModeAudit audit(*net, ao);
@@ -272,8 +276,7 @@ TestLeak measure_test_leak(std::uint64_t seed) {
   const RegressionData d = make_regression_data(seed);
   auto net = trained_net(d, 40);
   TestLeak r;
-  ModeAuditOptions ao;
-  ao.log_limit = 0;
+  const ModeAuditOptions ao = silent_audit();
   {  // the correct evaluation, for contrast
     const auto before = snapshot_buffers(*net);
     ModeAudit audit(*net, ao);
@@ -421,8 +424,7 @@ FrozenFinetune measure_frozen_finetune(int pre_epochs, int ft_epochs, std::uint6
     for (int allowed = 0; allowed < (frozen ? 2 : 1); ++allowed) {
       auto net = make_net();
       net->load_state_dict(pre_state);
-      ModeAuditOptions ao;
-      ao.log_limit = 0;
+      ModeAuditOptions ao = silent_audit();
       if (allowed) ao.allow_eval = batch_norm_paths(*net);
       ModeAudit audit(*net, ao);
       TrainConfig tc;
