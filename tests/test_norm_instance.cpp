@@ -9,10 +9,7 @@
 
 using namespace tapegrad;
 using namespace tapegrad::layers;
-using tapegrad::test::gradcheck_module;
-using tapegrad::test::keep_running_stats;
-using tapegrad::test::rand64;
-using tapegrad::test::require_close;
+using namespace tapegrad::test;
 
 namespace {
 InstanceNormOptions opts(bool affine, bool track, double momentum = 0.1) {

@@ -12,9 +12,7 @@
 
 using namespace tapegrad;
 using namespace tapegrad::layers;
-using tapegrad::test::gradcheck_module;
-using tapegrad::test::rand64;
-using tapegrad::test::require_close;
+using namespace tapegrad::test;
 
 TEST_CASE("LayerNorm gradcheck: one and two trailing dims, affine on/off, train and eval", "[norms][gradcheck]") {
   SECTION("normalized_shape (5), input (3, 5)") {

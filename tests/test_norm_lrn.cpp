@@ -8,8 +8,8 @@
 #include "test_support.h"
 
 using namespace tapegrad;
-using tapegrad::test::require_close;
 using namespace tapegrad::layers;
+using tapegrad::test::require_close;
 
 namespace {
 // x[i] = 2·sin(0.7·i), grad_output[i] = cos(1.3·i), row-major, float64.
