@@ -11,6 +11,19 @@ namespace {
 // x = [[1.2,-0.3,2.5,0.1],[-1.0,0.4,0.0,3.3],[0.7,0.7,-2.2,1.1]], t = [2,3,0]
 const std::vector<double> kLogits = {1.2, -0.3, 2.5, 0.1, -1.0, 0.4, 0.0, 3.3, 0.7, 0.7, -2.2, 1.1};
 Tensor targets() { return Tensor::from_int64({2, 3, 0}, {3}); }
+
+// l = loss(x) for x = leaf(kLogits, (3, 4)): checks l against want_l, then x.grad() after
+// l.backward(grad_output) (undefined: a scalar loss's backward())
+// against want_grad (rtol 1e-12, atol 1e-15). Returns l for further checks.
+Tensor check_logits_loss(const std::function<Tensor(const Tensor&)>& loss, const std::vector<double>& want_l,
+                         const std::vector<double>& want_grad, const Tensor& grad_output = Tensor()) {
+  Tensor x = leaf(kLogits, {3, 4});
+  Tensor l = loss(x);
+  require_close(l, want_l);
+  l.backward(grad_output);
+  require_close(x.grad(), want_grad, 1e-12, 1e-15);
+  return l;
+}
 }  // namespace
 
 TEST_CASE("mse_loss none/sum/mean match torch, both inputs differentiable", "[losses]") {
@@ -48,55 +61,31 @@ TEST_CASE("mse_loss none/sum/mean match torch, both inputs differentiable", "[lo
 }
 
 TEST_CASE("cross_entropy none/sum/mean match torch (values and fused gradient)", "[losses]") {
-  {
-    // F.cross_entropy(x, t, reduction='none'); l.backward(tensor([1., 2., -1.]))
-    Tensor x = leaf(kLogits, {3, 4});
-    Tensor l = L::cross_entropy(x, targets(), Reduction::None);
-    REQUIRE(l.shape() == Shape{3});
-    require_close(l, {0.35351181277396254, 0.10027505843517802, 1.266059298553599});
-    l.backward(Tensor::from_vector({1, 2, -1}, {3}));
-    require_close(x.grad(),
-                  {0.191376648172676, 0.04270190215543891, -0.2977823025998595, 0.06370375227174475,
-                   0.024547926763116405, 0.09954675179589517, 0.06672818324652283, -0.19082286180553432,
-                   0.7180595212412947, -0.2819404787587053, -0.015513273005549043, -0.42060576947704054},
-                  1e-12, 1e-15);
-  }
-  {
-    // F.cross_entropy(x, t, reduction='sum')
-    Tensor x = leaf(kLogits, {3, 4});
-    Tensor l = L::cross_entropy(x, targets(), Reduction::Sum);
-    require_close(l, {1.7198461697627394});
-    l.backward();
-    require_close(x.grad(),
-                  {0.191376648172676, 0.04270190215543891, -0.2977823025998595, 0.06370375227174475,
-                   0.012273963381558202, 0.049773375897947586, 0.03336409162326141, -0.09541143090276716,
-                   -0.7180595212412947, 0.2819404787587053, 0.015513273005549043, 0.42060576947704054},
-                  1e-12, 1e-15);
-  }
-  {
-    // F.cross_entropy(x, t): mean
-    Tensor x = leaf(kLogits, {3, 4});
-    Tensor l = L::CrossEntropyLoss{}(x, targets());
-    require_close(l, {0.5732820565875798});
-    l.backward();
-    require_close(x.grad(),
-                  {0.06379221605755866, 0.014233967385146304, -0.0992607675332865, 0.021234584090581585,
-                   0.004091321127186067, 0.016591125299315862, 0.01112136387442047, -0.031803810300922386,
-                   -0.23935317374709822, 0.0939801595862351, 0.005171091001849681, 0.1402019231590135},
-                  1e-12, 1e-15);
-    REQUIRE(l.grad_fn_name() == "cross_entropy");
-  }
-  {
-    // F.cross_entropy(x, tensor([2, -100, 0])): the ignored row gets no loss and no gradient
-    Tensor x = leaf(kLogits, {3, 4});
-    Tensor l = L::cross_entropy(x, Tensor::from_int64({2, -100, 0}, {3}));
-    require_close(l, {0.8097855556637807});
-    l.backward();
-    require_close(x.grad(),
-                  {0.095688324086338, 0.021350951077719456, -0.14889115129992975, 0.03185187613587238, 0, 0, 0, 0,
-                   -0.35902976062064734, 0.14097023937935266, 0.007756636502774522, 0.21030288473852027},
-                  1e-12, 1e-15);
-  }
+  // F.cross_entropy(x, t, reduction='none'); l.backward(tensor([1., 2., -1.]))
+  Tensor l = check_logits_loss([](const Tensor& x) { return L::cross_entropy(x, targets(), Reduction::None); },
+                               {0.35351181277396254, 0.10027505843517802, 1.266059298553599},
+                               {0.191376648172676, 0.04270190215543891, -0.2977823025998595, 0.06370375227174475,
+                                0.024547926763116405, 0.09954675179589517, 0.06672818324652283, -0.19082286180553432,
+                                0.7180595212412947, -0.2819404787587053, -0.015513273005549043, -0.42060576947704054},
+                               Tensor::from_vector({1, 2, -1}, {3}));
+  REQUIRE(l.shape() == Shape{3});
+  // F.cross_entropy(x, t, reduction='sum')
+  check_logits_loss([](const Tensor& x) { return L::cross_entropy(x, targets(), Reduction::Sum); },
+                    {1.7198461697627394},
+                    {0.191376648172676, 0.04270190215543891, -0.2977823025998595, 0.06370375227174475,
+                     0.012273963381558202, 0.049773375897947586, 0.03336409162326141, -0.09541143090276716,
+                     -0.7180595212412947, 0.2819404787587053, 0.015513273005549043, 0.42060576947704054});
+  // F.cross_entropy(x, t): mean
+  l = check_logits_loss([](const Tensor& x) { return L::CrossEntropyLoss{}(x, targets()); }, {0.5732820565875798},
+                        {0.06379221605755866, 0.014233967385146304, -0.0992607675332865, 0.021234584090581585,
+                         0.004091321127186067, 0.016591125299315862, 0.01112136387442047, -0.031803810300922386,
+                         -0.23935317374709822, 0.0939801595862351, 0.005171091001849681, 0.1402019231590135});
+  REQUIRE(l.grad_fn_name() == "cross_entropy");
+  // F.cross_entropy(x, tensor([2, -100, 0])): the ignored row gets no loss and no gradient
+  check_logits_loss([](const Tensor& x) { return L::cross_entropy(x, Tensor::from_int64({2, -100, 0}, {3})); },
+                    {0.8097855556637807},
+                    {0.095688324086338, 0.021350951077719456, -0.14889115129992975, 0.03185187613587238, 0, 0, 0, 0,
+                     -0.35902976062064734, 0.14097023937935266, 0.007756636502774522, 0.21030288473852027});
   // unbatched: (C) logits and a scalar target give row 0's loss
   require_close(L::cross_entropy(Tensor::from_vector({1.2, -0.3, 2.5, 0.1}, {4}), Tensor::from_int64({2}, {}),
                                  Reduction::None),
