@@ -7,6 +7,7 @@
 #include <cmath>
 #include <cstdint>
 #include <functional>
+#include <iomanip>
 #include <vector>
 
 #include "core/tapegrad.h"
@@ -29,7 +30,7 @@ inline void require_close(const std::vector<double>& got, const std::vector<doub
   std::size_t bad = got.size();
   for (std::size_t i = 0; i < got.size() && bad == got.size(); ++i)
     if (!(std::abs(got[i] - want[i]) <= tol * std::max(1.0, std::abs(want[i])))) bad = i;
-  INFO("element " << bad << ": got " << (bad < got.size() ? got[bad] : 0) << ", want "
+  INFO("element " << bad << ": got " << std::setprecision(17) << (bad < got.size() ? got[bad] : 0) << ", want "
                   << (bad < got.size() ? want[bad] : 0));
   REQUIRE(bad == got.size());
 }
