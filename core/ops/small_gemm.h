@@ -3,7 +3,7 @@
 // hundred), without packing: C (M, N) (+)= op(A) · op(B), all row-major. A register block
 // of 8 rows × 32 columns accumulates over k, broadcasting op(A)'s elements and loading
 // op(B)'s rows straight from memory (a transposed or wide B goes through a per-thread (K, 32)
-// panel first). On AVX-512 this runs 1.4-1.8× Eigen's packed kernel at these shapes; without
+// panel first). On AVX-512 this runs 1.3-1.8× Eigen's packed kernel at these shapes; without
 // AVX-512 it is not built and the callers use Eigen.
 #include <cstdint>
 
