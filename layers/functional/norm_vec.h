@@ -55,26 +55,17 @@ inline Vec<T> splat(T s) {
 /// Stores one vector to a 64-byte aligned p, bypassing the cache (a non-temporal store):
 /// an output larger than the cache then costs one write instead of a read and a write.
 /// Call fence() after a thread's last streaming store.
-inline void stream(float* p, Vec<float> v) {
+template <class T>
+inline void stream(T* p, Vec<T> v) {  // the same 64 bytes whatever T: integer streaming stores
 #if defined(__AVX512F__)
-  _mm512_stream_ps(p, v);
+  __m512i w;
+  __builtin_memcpy(&w, &v, sizeof v);
+  _mm512_stream_si512(reinterpret_cast<__m512i*>(p), w);
 #elif defined(__AVX__)
-  __m256 h[2];
+  __m256i h[2];
   __builtin_memcpy(h, &v, sizeof v);
-  _mm256_stream_ps(p, h[0]);
-  _mm256_stream_ps(p + 8, h[1]);
-#else
-  store(p, v);
-#endif
-}
-inline void stream(double* p, Vec<double> v) {
-#if defined(__AVX512F__)
-  _mm512_stream_pd(p, v);
-#elif defined(__AVX__)
-  __m256d h[2];
-  __builtin_memcpy(h, &v, sizeof v);
-  _mm256_stream_pd(p, h[0]);
-  _mm256_stream_pd(p + 4, h[1]);
+  _mm256_stream_si256(reinterpret_cast<__m256i*>(p), h[0]);
+  _mm256_stream_si256(reinterpret_cast<__m256i*>(p) + 1, h[1]);
 #else
   store(p, v);
 #endif
