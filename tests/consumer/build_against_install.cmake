@@ -1,0 +1,23 @@
+# cmake -P script behind the ctest test consumer_project: install the build tree into a fresh
+# prefix, configure and build tests/consumer against it (find_package(tapegrad CONFIG)), run it.
+# Variables: TAPEGRAD_BUILD_DIR, CONSUMER_SOURCE_DIR, WORK_DIR, CXX_COMPILER, LAUNCHER, BUILD_TYPE.
+function(run)
+  execute_process(COMMAND ${ARGN} RESULT_VARIABLE rc OUTPUT_VARIABLE out ERROR_VARIABLE out)
+  if(NOT rc EQUAL 0)
+    string(REPLACE ";" " " cmd "${ARGN}")
+    message(FATAL_ERROR "consumer_project: `${cmd}` failed (${rc}):\n${out}")
+  endif()
+  message("${out}")
+endfunction()
+
+file(REMOVE_RECURSE ${WORK_DIR})
+run(${CMAKE_COMMAND} --build ${TAPEGRAD_BUILD_DIR} --target tapegrad_libraries)
+run(${CMAKE_COMMAND} --install ${TAPEGRAD_BUILD_DIR} --prefix ${WORK_DIR}/prefix)
+set(launcher "")
+if(LAUNCHER)
+  set(launcher -DCMAKE_CXX_COMPILER_LAUNCHER=${LAUNCHER})
+endif()
+run(${CMAKE_COMMAND} -S ${CONSUMER_SOURCE_DIR} -B ${WORK_DIR}/build -DCMAKE_PREFIX_PATH=${WORK_DIR}/prefix
+    -DCMAKE_CXX_COMPILER=${CXX_COMPILER} -DCMAKE_BUILD_TYPE=${BUILD_TYPE} ${launcher})
+run(${CMAKE_COMMAND} --build ${WORK_DIR}/build)
+run(${WORK_DIR}/build/app)
