@@ -27,26 +27,6 @@
 namespace tapegrad::debug::bugs {
 namespace {
 
-// BatchNorm1d whose running_var takes the biased batch variance (Σ(x-μ)²/m), as some other
-// frameworks and many hand-written layers do. Training outputs are unchanged.
-class BiasedVarBatchNorm1d : public layers::BatchNorm1d {
- public:
-  using layers::BatchNorm1d::BatchNorm1d;
-  Tensor forward(const Tensor& x) override {
-    if (!is_training() || !options.track_running_stats) return layers::BatchNorm1d::forward(x);
-    const double m = static_cast<double>(x.numel() / x.size(1));
-    const double f = options.momentum ? *options.momentum : 1.0 / static_cast<double>(batches_tracked() + 1);
-    Tensor out = layers::BatchNorm1d::forward(x);  // throws for m = 1 before any change
-    Tensor mu, var;
-    layers::functional::batch_moments(x, mu, var);
-    // the base added f·var·m/(m-1); keep f·var: subtract f·var/(m-1)
-    NoGradGuard ng;
-    Tensor corr = var.to(running_var.dtype()).detach();
-    running_var.add_(corr, -f / (m - 1.0));
-    return out;
-  }
-};
-
 Tensor affine_rows(const Tensor& x, const std::vector<double>& a, const std::vector<double>& b) {
   auto v = x.to_vector();
   const std::int64_t D = x.size(1);
@@ -148,10 +128,8 @@ std::shared_ptr<layers::Sequential> make_net(const NetOptions& o) {
     if (i + 2 == o.sizes.size()) break;
     layers::BatchNormOptions bo;
     bo.momentum = o.momentum;
-    if (o.biased_running_var)
-      net->push_back(std::make_shared<BiasedVarBatchNorm1d>(o.sizes[i + 1], bo));
-    else
-      net->push_back(std::make_shared<layers::BatchNorm1d>(o.sizes[i + 1], bo));
+    bo.unbiased_running_var = !o.biased_running_var;
+    net->push_back(std::make_shared<layers::BatchNorm1d>(o.sizes[i + 1], bo));
     net->push_back(std::make_shared<layers::ReLU>());
   }
   return net;

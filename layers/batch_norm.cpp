@@ -57,24 +57,34 @@ void BatchNorm2d::check_input(const Tensor& x) const {
 Tensor BatchNormBase::forward(const Tensor& x) {
   if (!x.defined()) throw std::invalid_argument(type_name() + ": the input is undefined");
   check_input(x);
-  if (x.dtype() != options.dtype && (weight.defined() || running_mean.defined()))
-    throw std::invalid_argument(type_name() + ": input dtype " + dtype_name(x.dtype()) + " does not match the module's " +
-                                dtype_name(options.dtype) + " (convert with .to() or Module::to())");
-  const bool use_batch_stats = is_training() || !options.track_running_stats;
-  double factor = 0.0;
-  if (is_training() && options.track_running_stats) {
-    const std::int64_t m = x.numel() / x.size(1);
-    if (m <= 1)  // refuse before touching num_batches_tracked: a rejected batch changes nothing
-      throw std::invalid_argument(type_name() + ": expected more than 1 value per channel when training, got input "
-                                  "of shape " + shape_str(x.shape()) +
-                                  "; call eval() to run a single sample through running statistics");
-    std::int64_t& nbt = num_batches_tracked.data<std::int64_t>()[0];
-    factor = options.momentum ? *options.momentum : 1.0 / static_cast<double>(nbt + 1);
-    Tensor out = functional::batch_norm(x, running_mean, running_var, weight, bias, true, factor, options.eps);
-    ++nbt;
-    return out;
+  check_dtype(x);
+  if (!options.track_running_stats) {  // batch statistics in both modes
+    check_batch_statistics(x);
+    return functional::batch_norm(x, {}, {}, weight, bias, true, 0.0, options.eps);
   }
-  return functional::batch_norm(x, running_mean, running_var, weight, bias, use_batch_stats, factor, options.eps);
+  if (!is_training()) return functional::batch_norm(x, running_mean, running_var, weight, bias, false, 0.0, options.eps);
+  return tracked_train_step(x, [&](double factor) {
+    return functional::batch_norm(x, running_mean, running_var, weight, bias, true, factor, options.eps,
+                                  options.unbiased_running_var);
+  });
+}
+
+void BatchNormBase::check_dtype(const Tensor& x) const {
+  const Tensor& state = running_mean.defined() ? running_mean : weight;  // follows Module::to
+  if (state.defined() && x.dtype() != state.dtype())
+    throw std::invalid_argument(type_name() + ": input dtype " + dtype_name(x.dtype()) + " does not match the module's " +
+                                dtype_name(state.dtype()) + " (convert with .to() or Module::to())");
+}
+
+void BatchNormBase::check_batch_statistics(const Tensor& x) const {
+  if (x.numel() / x.size(1) > 1) return;
+  const std::string got = "got input of shape " + shape_str(x.shape());
+  if (options.track_running_stats)
+    throw std::invalid_argument(type_name() + ": expected more than 1 value per channel when training, " + got +
+                                "; call eval() to run a single sample through running statistics");
+  throw std::invalid_argument(type_name() + ": expected more than 1 value per channel, " + got +
+                              "; this module has no running statistics (track_running_stats=false), so eval() "
+                              "normalises with batch statistics too and cannot take one value per channel");
 }
 
 std::string BatchNormBase::extra_repr() const {

@@ -18,6 +18,10 @@ struct BatchNormOptions {
   std::optional<double> momentum = 0.1;  ///< PyTorch convention; nullopt = cumulative average
   bool affine = true;                    ///< learnable weight γ (init 1) and bias β (init 0)
   bool track_running_stats = true;       ///< keep running_mean (0), running_var (1), num_batches_tracked (0)
+  /// running_var takes the unbiased batch variance Σ(x-μ)²/(m-1) (PyTorch); false: the
+  /// biased Σ(x-μ)²/m, as some frameworks and many hand-written layers do. The forward
+  /// always normalises with the biased variance.
+  bool unbiased_running_var = true;
   Dtype dtype = Dtype::Float32;
 };
 
@@ -30,7 +34,8 @@ struct BatchNormOptions {
 /// std::invalid_argument and leaves every buffer unchanged.
 /// Eval mode: normalises with running_mean / running_var, so a sample's output does not
 /// depend on the other samples of its batch. With track_running_stats = false there are
-/// no buffers and batch statistics are used in both modes.
+/// no buffers and batch statistics are used in both modes (so a batch with one value per
+/// channel throws in eval mode too, saying the module has no running statistics).
 /// Buffers are never touched by an optimizer: only this forward updates them.
 class BatchNormBase : public ChannelNormBase {
  public:
@@ -49,6 +54,28 @@ class BatchNormBase : public ChannelNormBase {
   /// Throws std::invalid_argument naming the expected and actual shape.
   virtual void check_input(const Tensor& x) const = 0;
   void check_features(const Tensor& x) const;
+  /// Throws std::invalid_argument unless x has the dtype of the module's parameters and
+  /// buffers (which Module::to changes).
+  void check_dtype(const Tensor& x) const;
+  /// Throws std::invalid_argument when x has one value per channel (batch statistics of one
+  /// value are undefined): in training, pointing to eval(); without running statistics,
+  /// saying that eval() normalises with batch statistics too.
+  void check_batch_statistics(const Tensor& x) const;
+
+  /// The train-mode step with running statistics, written once for the family (BatchNorm,
+  /// BatchRenorm): refuses a batch with one value per channel before any buffer changes,
+  /// takes the factor f = momentum, or 1/(num_batches_tracked + 1) for the cumulative
+  /// average (momentum nullopt), runs normalise(f), which normalises x and updates
+  /// running_mean / running_var with f, then increments num_batches_tracked.
+  template <class F>
+  Tensor tracked_train_step(const Tensor& x, F&& normalise) {
+    check_batch_statistics(x);
+    std::int64_t& tracked = num_batches_tracked.data<std::int64_t>()[0];
+    const double factor = options.momentum ? *options.momentum : 1.0 / static_cast<double>(tracked + 1);
+    Tensor out = normalise(factor);
+    ++tracked;
+    return out;
+  }
 };
 
 /// BatchNorm over (N, C) or (N, C, L): statistics per feature over N (and L).

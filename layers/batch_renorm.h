@@ -2,6 +2,7 @@
 // Batch renormalisation (Ioffe 2017, "Batch Renormalization: Towards Reducing
 // Minibatch Dependence in Batch-Normalized Models", Algorithm 1).
 #include "layers/batch_norm.h"
+#include "layers/functional/batch_renorm.h"
 
 namespace tapegrad::layers {
 
@@ -60,15 +61,5 @@ class BatchRenorm2d : public BatchRenorm<BatchNorm2d> {
   using BatchRenorm::BatchRenorm;
   std::string type_name() const override { return "BatchRenorm2d"; }
 };
-
-namespace functional {
-/// The renormalised train-mode forward on a BatchNorm module's parameters and buffers
-/// (see BatchRenorm1d); updates running_mean, running_var and num_batches_tracked of
-/// `bn` and stores r and d in r_out, d_out. The caller has checked the input's shape.
-Tensor batch_renorm_train(BatchNormBase& bn, const Tensor& x, double rmax, double dmax, Tensor& r_out,
-                          Tensor& d_out);
-/// Throws std::invalid_argument unless rmax >= 1 and dmax >= 0.
-void check_renorm_clipping(double rmax, double dmax);
-}  // namespace functional
 
 }  // namespace tapegrad::layers

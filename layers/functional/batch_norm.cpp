@@ -355,7 +355,7 @@ void batch_moments(const Tensor& x, Tensor& mean_out, Tensor& var_out) {
 }
 
 Tensor batch_norm(const Tensor& x, const Tensor& running_mean, const Tensor& running_var, const Tensor& weight,
-                  const Tensor& bias, bool training, double momentum, double eps) {
+                  const Tensor& bias, bool training, double momentum, double eps, bool unbiased_running_var) {
   if (!x.defined() || x.dim() < 2)
     throw std::invalid_argument("batch_norm: expected input of shape (N, C, *), got " +
                                 (x.defined() ? shape_str(x.shape()) : std::string("an undefined tensor")));
@@ -391,7 +391,7 @@ Tensor batch_norm(const Tensor& x, const Tensor& running_mean, const Tensor& run
       if (running_mean.defined()) {
         scalar_t* rm = running_mean.data<scalar_t>();
         scalar_t* rv = running_var.data<scalar_t>();
-        const double unbias = static_cast<double>(m) / static_cast<double>(m - 1);
+        const double unbias = unbiased_running_var ? static_cast<double>(m) / static_cast<double>(m - 1) : 1.0;
         for (std::int64_t c = 0; c < d.C; ++c) {
           rm[c] = static_cast<scalar_t>((1.0 - momentum) * rm[c] + momentum * mean[c]);
           rv[c] = static_cast<scalar_t>((1.0 - momentum) * rv[c] + momentum * var[c] * unbias);
@@ -409,7 +409,7 @@ Tensor batch_norm(const Tensor& x, const Tensor& running_mean, const Tensor& run
   });
   if (autograd::needs_grad({&x, &weight, &bias})) {
     autograd::record("batch_norm", out, {x, weight, bias},
-                     [xs = nv::SavedData(x), ws = nv::SavedData(weight), d, stats = std::move(stats),
+                     [xs = SavedData(x), ws = SavedData(weight), d, stats = std::move(stats),
                       training](const Tensor& g, GradSink& gs) {
                        TAPEGRAD_DISPATCH_FLOAT(g.dtype(), "batch_norm_backward", [&] {
                          backward_impl<scalar_t>(g, xs.data<scalar_t>(), d, stats.data(), stats.data() + d.C,

@@ -10,7 +10,9 @@ namespace tapegrad::layers::functional {
 ///
 /// training = true: uses the batch mean μ and biased variance σ² = Σ(x-μ)²/m, and, when
 ///   running_mean / running_var are defined, updates them in place:
-///   run = (1 - momentum)·run + momentum·batch, with the unbiased variance σ²·m/(m-1).
+///   run = (1 - momentum)·run + momentum·batch, with the unbiased variance σ²·m/(m-1)
+///   (unbiased_running_var = false: the biased σ², as some frameworks and many hand-written
+///   layers do).
 ///   Throws std::invalid_argument when m = 1 (one value per channel), before any change.
 ///   A channel with σ² + eps = 0 (constant, eps = 0) gets rstd = 0: output β, zero gradient,
 ///   as PyTorch.
@@ -23,7 +25,8 @@ namespace tapegrad::layers::functional {
 ///             dγ = Σ dy·x̂,  dβ = Σ dy.
 /// Throws std::invalid_argument naming the shapes when C or a dtype does not match.
 Tensor batch_norm(const Tensor& x, const Tensor& running_mean, const Tensor& running_var, const Tensor& weight,
-                  const Tensor& bias, bool training, double momentum = 0.1, double eps = 1e-5);
+                  const Tensor& bias, bool training, double momentum = 0.1, double eps = 1e-5,
+                  bool unbiased_running_var = true);
 
 /// Per-channel batch statistics of x viewed as (N, C, S): mean and biased variance
 /// (float64, shape (C)). Used by BatchRenorm and the diagnostics.
