@@ -12,6 +12,7 @@
 #include "layers/batch_norm.h"
 #include "layers/dropout.h"
 #include "layers/hooks.h"
+#include "optim/step_hooks.h"
 
 namespace tapegrad::debug {
 namespace {
@@ -203,7 +204,7 @@ ModeAudit::ModeAudit(layers::Module& model, ModeAuditOptions options) : state_(s
     }
     if (!err.empty()) throw std::logic_error(err);
   });
-  step_id_ = layers::hooks::add_step_hook([weak](const std::vector<Tensor>& params) {
+  step_id_ = optim::hooks::add_step_hook([weak](const std::vector<Tensor>& params) {
     if (AuditPause::active()) return;
     auto s = weak.lock();
     if (!s) return;
@@ -218,7 +219,7 @@ ModeAudit::ModeAudit(layers::Module& model, ModeAuditOptions options) : state_(s
 
 ModeAudit::~ModeAudit() {
   layers::hooks::remove_hook(forward_id_);
-  layers::hooks::remove_hook(step_id_);
+  optim::hooks::remove_step_hook(step_id_);
 }
 
 ModeAuditCounts ModeAudit::counts() const {

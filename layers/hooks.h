@@ -1,9 +1,12 @@
 #pragma once
 // Process-wide observation points for diagnostics (the mode audit in debug/ uses them).
 // Hooks observe; they must not change tensors. With no hook installed the cost is one
-// branch per call.
+// branch per call. The optimizers' step hooks live in optim/step_hooks.h.
+#include <atomic>
 #include <cstdint>
 #include <functional>
+#include <mutex>
+#include <utility>
 #include <vector>
 
 #include "core/tensor.h"
@@ -14,19 +17,58 @@ class Module;
 
 namespace hooks {
 
+/// A thread-safe list of hooks, each with an id for removal (ids start at 1).
+template <class Hook>
+class HookList {
+ public:
+  std::uint64_t add(Hook hook) {
+    std::lock_guard<std::mutex> lock(mu_);
+    items_.emplace_back(next_, std::move(hook));
+    count_.fetch_add(1, std::memory_order_relaxed);
+    return next_++;
+  }
+  /// Removes the hook with this id; false when there is none.
+  bool remove(std::uint64_t id) {
+    std::lock_guard<std::mutex> lock(mu_);
+    for (auto it = items_.begin(); it != items_.end(); ++it)
+      if (it->first == id) {
+        items_.erase(it);
+        count_.fetch_sub(1, std::memory_order_relaxed);
+        return true;
+      }
+    return false;
+  }
+  bool empty() const { return count_.load(std::memory_order_relaxed) == 0; }
+  /// Calls every hook with args, in the order added, on a copy of the list (so a hook may
+  /// add or remove hooks).
+  template <class... Args>
+  void run(const Args&... args) const {
+    if (empty()) return;
+    std::vector<Hook> copy;
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      for (const auto& item : items_) copy.push_back(item.second);
+    }
+    for (auto& hook : copy) hook(args...);
+  }
+
+ private:
+  mutable std::mutex mu_;
+  std::uint64_t next_ = 1;
+  std::vector<std::pair<std::uint64_t, Hook>> items_;
+  std::atomic<int> count_{0};
+};
+
 /// Called after every Module::operator() with the module, its input and its output.
 using ForwardHook = std::function<void(Module& module, const Tensor& input, const Tensor& output)>;
-/// Called at the start of every optimizer step() with the parameters it will update.
-using StepHook = std::function<void(const std::vector<Tensor>& params)>;
 
-/// Installs a hook; returns an id for removal.
+/// Installs a forward hook; returns an id for remove_hook.
 std::uint64_t add_forward_hook(ForwardHook hook);
-std::uint64_t add_step_hook(StepHook hook);
+/// Removes the forward hook with this id (nothing when there is none).
 void remove_hook(std::uint64_t id);
 
-/// Invoked by Module::operator() and by optimizers.
+/// Invoked by Module::operator().
 void run_forward_hooks(Module& module, const Tensor& input, const Tensor& output);
-void run_step_hooks(const std::vector<Tensor>& params);
 bool any_forward_hooks();
 
 }  // namespace hooks

@@ -5,7 +5,7 @@
 #include <stdexcept>
 #include <unordered_map>
 
-#include "layers/hooks.h"
+#include "optim/step_hooks.h"
 #include "layers/module.h"
 
 namespace tapegrad::optim {
@@ -66,7 +66,7 @@ void check_finite(const std::vector<Tensor>& params, bool check_grads) {
 }
 
 FiniteCheckGuard::FiniteCheckGuard(const layers::Module* names, bool check_grads) {
-  hook_id_ = layers::hooks::add_step_hook([names, check_grads](const std::vector<Tensor>& params) {
+  hook_id_ = hooks::add_step_hook([names, check_grads](const std::vector<Tensor>& params) {
     std::unordered_map<const void*, std::string> by_impl;
     if (names)
       for (auto& [n, t] : names->named_parameters()) by_impl.emplace(t.impl().get(), "'" + n + "'");
@@ -80,6 +80,6 @@ FiniteCheckGuard::FiniteCheckGuard(const layers::Module* names, bool check_grads
   });
 }
 
-FiniteCheckGuard::~FiniteCheckGuard() { layers::hooks::remove_hook(hook_id_); }
+FiniteCheckGuard::~FiniteCheckGuard() { hooks::remove_step_hook(hook_id_); }
 
 }  // namespace tapegrad::optim

@@ -27,7 +27,7 @@ void check_finite(const std::vector<std::pair<std::string, Tensor>>& named_param
 /// As above with parameters named "parameter <i>" by position.
 void check_finite(const std::vector<Tensor>& params, bool check_grads = true);
 
-/// RAII: while alive, every optimizer step() (through layers/hooks.h's step hook, which
+/// RAII: while alive, every optimizer step() (through optim/step_hooks.h's step hook, which
 /// runs before the update) calls check_finite on the parameters it is about to update,
 /// so a step with a NaN gradient throws and leaves every parameter unchanged.
 /// With `names`, parameters are reported by their dotted names in that module

@@ -5,7 +5,7 @@
 #include <optional>
 #include <set>
 
-#include "layers/hooks.h"
+#include "optim/step_hooks.h"
 
 namespace tapegrad::optim {
 
@@ -65,7 +65,7 @@ void Optimizer::check_params(const std::vector<Tensor>& params) const {
   }
 }
 
-void Optimizer::run_step_hooks() const { layers::hooks::run_step_hooks(parameters()); }
+void Optimizer::run_step_hooks() const { hooks::run_step_hooks(parameters()); }
 
 void Optimizer::check_grad(const Tensor& p, const Tensor& g, std::size_t i) const {
   if (g.shape() != p.shape() || g.dtype() != p.dtype())

@@ -43,7 +43,7 @@ class Optimizer {
   Optimizer& operator=(const Optimizer&) = delete;
 
   /// Applies one update to every parameter that has a gradient. Calls
-  /// layers::hooks::run_step_hooks(parameters()) first.
+  /// hooks::run_step_hooks(parameters()) first.
   virtual void step() = 0;
   /// Clears (set_to_none, the default as in PyTorch 2) or zeroes every parameter's grad.
   void zero_grad(bool set_to_none = true);
@@ -82,7 +82,7 @@ class Optimizer {
   virtual void set_group_options(std::size_t group, const std::map<std::string, double>& values) = 0;
   /// Throws unless every parameter is a float leaf that appears in only one group.
   void check_params(const std::vector<Tensor>& params) const;
-  /// layers::hooks::run_step_hooks(parameters()): the first thing every step() does.
+  /// hooks::run_step_hooks(parameters()): the first thing every step() does.
   void run_step_hooks() const;
   /// Throws std::invalid_argument unless grad has p's shape and dtype (i: parameter index).
   void check_grad(const Tensor& p, const Tensor& grad, std::size_t i) const;

@@ -10,7 +10,7 @@
 
 #include "core/autograd.h"
 #include "core/random.h"
-#include "layers/hooks.h"
+#include "optim/step_hooks.h"
 #include "layers/loss.h"
 #include "models/mlp.h"
 #include "optim/optim.h"
@@ -216,7 +216,7 @@ TEST_CASE("every step() runs the step hooks first with its parameters", "[optim]
   Tensor a = param({1.0}), b = param({2.0, 3.0});
   std::vector<std::size_t> seen;
   double a_at_hook = 0;
-  const auto id = layers::hooks::add_step_hook([&](const std::vector<Tensor>& ps) {
+  const auto id = optim::hooks::add_step_hook([&](const std::vector<Tensor>& ps) {
     seen.push_back(ps.size());
     a_at_hook = ps[0].item();
   });
@@ -228,7 +228,7 @@ TEST_CASE("every step() runs the step hooks first with its parameters", "[optim]
   optim::Adam({a, b}, {}).step();
   optim::AdamW({a, b}, {}).step();
   optim::RMSprop({a, b}, {}).step();
-  layers::hooks::remove_hook(id);
+  optim::hooks::remove_step_hook(id);
   REQUIRE(seen == std::vector<std::size_t>{2, 2, 2, 2});
   REQUIRE(a_at_hook != 1.0);  // the last hook saw parameters already moved by earlier steps
   optim::SGD(std::vector<Tensor>{a}, so).step();
@@ -238,7 +238,7 @@ TEST_CASE("every step() runs the step hooks first with its parameters", "[optim]
 TEST_CASE("buffers are never parameters: step() leaves BN running stats unchanged", "[optim]") {
   Generator gen(7);
   models::MLPOptions mo;
-  mo.use_batchnorm = true;
+  mo.norm = models::Norm::Batch;
   mo.dtype = Dtype::Float64;
   models::MLP model({3, 5, 2}, mo, gen);
   const auto params = model.parameters();
