@@ -246,7 +246,7 @@ Tensor grouped_norm(const Tensor& x, std::int64_t C, std::int64_t S, std::int64_
     autograd::record(op, out, {x, weight, bias},
                      // x's and γ's values without detach()'s shape copies; the parameters' metadata
                      // for the shapes of dγ and dβ
-                     [xs = nv::SavedData(x), ws = nv::SavedData(weight), wi = weight.impl(), bi = bias.impl(), d,
+                     [xs = SavedData(x), ws = SavedData(weight), wi = weight.impl(), bi = bias.impl(), d,
                       stats = std::move(stats), op](const Tensor& g, GradSink& gs) {
                        TAPEGRAD_DISPATCH_FLOAT(g.dtype(), op, [&] {
                          backward_impl<scalar_t>(g, xs.data<scalar_t>(), ws.data<scalar_t>(), wi.get(), bi.get(), d,

@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "core/parallel.h"
+#include "core/saved_data.h"
 #include "core/tensor.h"
 
 namespace tapegrad::layers::functional::nv {
@@ -125,26 +126,6 @@ void for_row_chunks(std::int64_t rows, std::int64_t chunk, int nt, F&& body) {
 #pragma omp parallel for num_threads(nt) schedule(dynamic, 1)
   for (std::int64_t k = 0; k < n; ++k) body(k, k * chunk, std::min(rows, (k + 1) * chunk));
 }
-
-/// A tensor's values kept alive for a backward closure: its storage and the offset of its
-/// first element. Cheaper than a detach()ed Tensor, which copies the shape (an allocation);
-/// the closure knows the shape already (the gradient of the output has it).
-struct SavedData {
-  std::shared_ptr<Storage> storage;
-  std::size_t offset = 0;
-  SavedData() = default;
-  explicit SavedData(const Tensor& t) {
-    if (t.defined()) {
-      storage = t.impl()->storage;
-      offset = t.impl()->offset;
-    }
-  }
-  /// The first element, or null for an undefined tensor.
-  template <class T>
-  const T* data() const {
-    return storage ? reinterpret_cast<const T*>(static_cast<const char*>(storage->data()) + offset) : nullptr;
-  }
-};
 
 /// A per-thread reusable buffer of at least n values (contents unspecified), so
 /// steady-state calls do no heap allocation. Each caller passes its own Tag type.
