@@ -30,24 +30,22 @@ Norm parse_norm(const std::string& s) {
   throw std::invalid_argument("unknown norm '" + s + "': expected none, batch, layer or group");
 }
 
-bool norm_available(Norm) { return true; }
-
 namespace {
 layers::ModulePtr make_norm(Norm norm, std::int64_t width, const MLPOptions& o) {
   switch (norm) {
     case Norm::Batch: {
       layers::BatchNormOptions bo;
       bo.momentum = o.bn_momentum;
-      bo.eps = o.bn_eps;
+      bo.eps = o.norm_eps;
       bo.dtype = o.dtype;
       return std::make_shared<layers::BatchNorm1d>(width, bo);
     }
-    case Norm::Layer: return std::make_shared<layers::LayerNorm>(Shape{width}, o.bn_eps, true, true, o.dtype);
+    case Norm::Layer: return std::make_shared<layers::LayerNorm>(Shape{width}, o.norm_eps, true, true, o.dtype);
     case Norm::Group:
       if (width % o.groups != 0)
         throw std::invalid_argument("MLP: GroupNorm needs the width " + std::to_string(width) +
                                     " to be divisible by groups=" + std::to_string(o.groups));
-      return std::make_shared<layers::GroupNorm>(o.groups, width, o.bn_eps, true, o.dtype);
+      return std::make_shared<layers::GroupNorm>(o.groups, width, o.norm_eps, true, o.dtype);
     case Norm::None: break;
   }
   return nullptr;
@@ -59,11 +57,10 @@ MLP::MLP(const std::vector<std::int64_t>& sizes, MLPOptions opts, Generator& gen
     throw std::invalid_argument("MLP: expected at least 2 layer sizes (in, out), got " + std::to_string(sizes.size()));
   if (opts.act_clip && !(*opts.act_clip > 0))
     throw std::invalid_argument("MLP: act_clip must be > 0, got " + std::to_string(*opts.act_clip));
-  const Norm norm = opts.use_batchnorm ? Norm::Batch : opts.norm;
   for (std::size_t i = 0; i + 1 < sizes.size(); ++i) {
     push_back(std::make_shared<layers::Linear>(sizes[i], sizes[i + 1], true, opts.dtype, gen));
     if (i + 2 == sizes.size()) break;
-    if (auto n = make_norm(norm, sizes[i + 1], opts)) push_back(n);
+    if (auto n = make_norm(opts.norm, sizes[i + 1], opts)) push_back(n);
     push_back(std::make_shared<layers::ReLU>());
     if (opts.act_clip) push_back(std::make_shared<Clamp>(-*opts.act_clip, *opts.act_clip));
   }

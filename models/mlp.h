@@ -15,14 +15,11 @@ enum class Norm { None, Batch, Layer, Group };
 std::string norm_name(Norm n);
 /// Inverse of norm_name; throws std::invalid_argument naming the accepted values.
 Norm parse_norm(const std::string& s);
-/// Whether this build has the layer (LayerNorm / GroupNorm headers present).
-bool norm_available(Norm n);
 
 struct MLPOptions {
-  bool use_batchnorm = false;               ///< legacy switch: true means norm = Norm::Batch
-  Norm norm = Norm::None;                   ///< used when use_batchnorm is false
-  std::optional<double> bn_momentum = 0.1;  ///< PyTorch convention (decay 0.99 = momentum 0.01)
-  double bn_eps = 1e-5;                     ///< eps of every norm layer
+  Norm norm = Norm::None;                   ///< normalisation after each hidden Linear
+  std::optional<double> bn_momentum = 0.1;  ///< BatchNorm's momentum, PyTorch convention (decay 0.99 = momentum 0.01)
+  double norm_eps = 1e-5;                   ///< eps of the norm layers (BatchNorm, LayerNorm, GroupNorm)
   std::int64_t groups = 4;                  ///< GroupNorm groups (must divide each hidden width)
   std::optional<double> act_clip;           ///< clamp each hidden activation to [-c, c] after the ReLU
   Dtype dtype = Dtype::Float32;
@@ -32,7 +29,7 @@ struct MLPOptions {
 /// -> [Clamp(-c, c)], then a plain Linear. Input (N, in) -> output (N, out). Weights are
 /// drawn from `gen` in layer order (so nets that differ only in norm/clip get the same
 /// Linear weights from the same seed). Throws std::invalid_argument for fewer than 2 sizes,
-/// a non-positive act_clip, or a norm this build does not have.
+/// a non-positive act_clip, or a GroupNorm whose groups do not divide a hidden width.
 class MLP : public layers::Sequential {
  public:
   MLP(const std::vector<std::int64_t>& layer_sizes, MLPOptions options = {}, Generator& gen = default_generator());

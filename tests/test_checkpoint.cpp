@@ -448,7 +448,7 @@ Run make_run(bool adam, std::uint64_t init_seed) {
   Run r;
   Generator init(init_seed);
   models::MLPOptions mo;
-  mo.use_batchnorm = true;
+  mo.norm = models::Norm::Batch;
   r.model = std::make_shared<models::MLP>(std::vector<std::int64_t>{5, 16, 16, 3}, mo, init);
   if (adam) {
     optim::AdamOptions o;

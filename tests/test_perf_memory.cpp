@@ -35,7 +35,7 @@ constexpr bool kBlockCacheOn = true;
 TEST_CASE("10,000 training steps of the chapter's BN net neither grow memory nor the tape", "[perf]") {
   Generator gen(7);
   models::MLPOptions mo;
-  mo.use_batchnorm = true;
+  mo.norm = models::Norm::Batch;
   models::MLP net({50, 128, 64, 32, 1}, mo, gen);
   net.train();
   optim::SGD sgd(net.parameters(), {.lr = 0.01});

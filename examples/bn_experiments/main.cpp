@@ -78,8 +78,6 @@ int main(int argc, char** argv) {
   spdlog::set_level(quiet ? spdlog::level::warn : spdlog::level::info);
   try {
     o.norm = tapegrad::models::parse_norm(norm);
-    if (!tapegrad::models::norm_available(o.norm))
-      throw std::invalid_argument("--norm " + norm + " is not available in this build");
     if (!lrs.empty()) o.lrs = lrs;
     if (grad_clip >= 0) o.grad_clip = grad_clip;
     if (act_clip >= 0) o.act_clip = act_clip;

@@ -141,10 +141,6 @@ TEST_CASE("MLP options: norm choice, activation clip, shared Linear init", "[bn_
   // The same seed gives both nets the same Linear weights: only the norm differs.
   CHECK(values(a.state_dict().at("0.weight")) == values(b.state_dict().at("0.weight")));
   CHECK(values(a.state_dict().at("4.weight")) == values(b.state_dict().at("2.weight")));
-  MLPOptions legacy;
-  legacy.use_batchnorm = true;
-  MLP c({4, 8, 1}, legacy);
-  CHECK(types(c) == "Linear BatchNorm1d ReLU Linear ");
   MLPOptions ln;
   ln.norm = Norm::Layer;
   MLP d({4, 8, 1}, ln);
