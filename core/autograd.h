@@ -188,8 +188,5 @@ std::size_t tape_size();
 /// Runs backward from `root` (see Tensor::backward).
 void run_backward(const Tensor& root, const Tensor& gradient, bool retain_graph);
 
-/// Gradients of `outputs`... w.r.t. `inputs` without touching .grad of other leaves is
-/// not offered; use backward and read .grad().
-
 }  // namespace autograd
 }  // namespace tapegrad

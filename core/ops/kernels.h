@@ -1,6 +1,10 @@
 #pragma once
-// Internal building blocks for op implementations: typed element loops with
-// broadcasting. Not part of the public API.
+// Building blocks for writing an op: typed element loops (unary, binary with
+// broadcasting) and the dtype checks every op starts with. Used by the generic ops in
+// core/ops/ and by the op families in layers/functional/ (dropout, losses); a new op
+// written elsewhere may use them too. Installed with the other headers; an internal
+// interface, so its names may change between versions (the ops' own headers are the
+// stable API).
 #include <stdexcept>
 #include <string>
 
