@@ -77,17 +77,26 @@ void run_case(Outcome& o, const std::string& id, const json& c, Dtype dtype) {
     }
     m = it->second(mc, dtype);
   }
-  const json& init = mc.contains("init") ? mc["init"] : c.contains("init") ? c["init"] : json::object();
+  // `init` overrides tensors before step 1: the module's own (names as in its state_dict), the
+  // case's top-level one, and, inside a Sequential, each layer config's (names relative to that
+  // layer, applied to child "i").
+  std::vector<std::pair<std::string, const json*>> inits;  // (name prefix, {name: value})
+  if (mc.contains("init")) inits.emplace_back("", &mc["init"]);
+  else if (c.contains("init")) inits.emplace_back("", &c["init"]);
+  if (type == "Sequential")
+    for (std::size_t i = 0; i < mc["layers"].size(); ++i)
+      if (mc["layers"][i].contains("init")) inits.emplace_back(std::to_string(i) + ".", &mc["layers"][i]["init"]);
   {
     NoGradGuard ng;
-    for (auto& [k, v] : init.items()) {
-      Tensor t = find_named(*m, k);
-      if (!t.defined()) {
-        o.failures.push_back(id + ": init names unknown tensor '" + k + "'");
-        return;
+    for (const auto& [prefix, init] : inits)
+      for (auto& [k, v] : init->items()) {
+        Tensor t = find_named(*m, prefix + k);
+        if (!t.defined()) {
+          o.failures.push_back(id + ": init names unknown tensor '" + prefix + k + "'");
+          return;
+        }
+        t.copy_(value_tensor(v, dtype));
       }
-      t.copy_(value_tensor(v, dtype));
-    }
   }
   auto fail = [&](std::size_t i, const std::string& msg) {
     if (!msg.empty()) o.failures.push_back(id + " step " + std::to_string(i) + ": " + msg);
