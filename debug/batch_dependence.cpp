@@ -11,7 +11,7 @@
 #include "core/random.h"
 #include "debug/buffers.h"
 #include "debug/mode_audit.h"
-#include "debug/rows.h"
+#include "debug/row_selection.h"
 
 namespace tapegrad::debug {
 namespace {

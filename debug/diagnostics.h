@@ -6,5 +6,5 @@
 #include "debug/buffers.h"
 #include "debug/mode_audit.h"
 #include "debug/mode_report.h"
-#include "debug/rows.h"
+#include "debug/row_selection.h"
 #include "debug/stats_gap.h"

@@ -1,4 +1,4 @@
-#include "debug/rows.h"
+#include "debug/row_selection.h"
 
 #include <algorithm>
 #include <cmath>

@@ -1,4 +1,4 @@
-#include "models/clamp.h"
+#include "layers/clamp.h"
 
 #include <cmath>
 #include <sstream>
@@ -6,7 +6,7 @@
 
 #include "core/ops/unary.h"
 
-namespace tapegrad::models {
+namespace tapegrad::layers {
 
 Clamp::Clamp(double lo_, double hi_) : lo(lo_), hi(hi_) {
   if (std::isnan(lo) || std::isnan(hi) || lo > hi) {
@@ -24,4 +24,4 @@ std::string Clamp::extra_repr() const {
   return os.str();
 }
 
-}  // namespace tapegrad::models
+}  // namespace tapegrad::layers

@@ -2,12 +2,12 @@
 // Activation clipping as a module: the chapter clips every hidden activation to [-10, 10].
 #include "layers/module.h"
 
-namespace tapegrad::models {
+namespace tapegrad::layers {
 
 /// y = clamp(x, lo, hi) element-wise (core/ops/unary.h); any shape, float32/float64; same in
 /// train and eval. Backward as torch.clamp: dy passes where lo <= x <= hi, 0 elsewhere.
 /// Throws std::invalid_argument when lo > hi or a bound is NaN.
-class Clamp : public layers::Module {
+class Clamp : public Module {
  public:
   Clamp(double lo, double hi);
   Tensor forward(const Tensor& x) override;
@@ -17,4 +17,4 @@ class Clamp : public layers::Module {
   double lo, hi;
 };
 
-}  // namespace tapegrad::models
+}  // namespace tapegrad::layers

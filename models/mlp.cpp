@@ -5,10 +5,11 @@
 
 #include "layers/activation.h"
 #include "layers/batch_norm.h"
+#include "layers/clamp.h"
+#include "layers/dropout.h"
 #include "layers/group_norm.h"
 #include "layers/layer_norm.h"
 #include "layers/linear.h"
-#include "models/clamp.h"
 
 namespace tapegrad::models {
 
@@ -37,6 +38,7 @@ layers::ModulePtr make_norm(Norm norm, std::int64_t width, const MLPOptions& o) 
       layers::BatchNormOptions bo;
       bo.momentum = o.bn_momentum;
       bo.eps = o.norm_eps;
+      bo.unbiased_running_var = o.bn_unbiased_running_var;
       bo.dtype = o.dtype;
       return std::make_shared<layers::BatchNorm1d>(width, bo);
     }
@@ -57,12 +59,15 @@ MLP::MLP(const std::vector<std::int64_t>& sizes, MLPOptions opts, Generator& gen
     throw std::invalid_argument("MLP: expected at least 2 layer sizes (in, out), got " + std::to_string(sizes.size()));
   if (opts.act_clip && !(*opts.act_clip > 0))
     throw std::invalid_argument("MLP: act_clip must be > 0, got " + std::to_string(*opts.act_clip));
+  if (!(opts.dropout >= 0.0 && opts.dropout < 1.0))
+    throw std::invalid_argument("MLP: dropout must be in [0, 1), got " + std::to_string(opts.dropout));
   for (std::size_t i = 0; i + 1 < sizes.size(); ++i) {
     push_back(std::make_shared<layers::Linear>(sizes[i], sizes[i + 1], true, opts.dtype, gen));
     if (i + 2 == sizes.size()) break;
     if (auto n = make_norm(opts.norm, sizes[i + 1], opts)) push_back(n);
     push_back(std::make_shared<layers::ReLU>());
-    if (opts.act_clip) push_back(std::make_shared<Clamp>(-*opts.act_clip, *opts.act_clip));
+    if (opts.act_clip) push_back(std::make_shared<layers::Clamp>(-*opts.act_clip, *opts.act_clip));
+    if (opts.dropout > 0) push_back(std::make_shared<layers::Dropout>(opts.dropout, opts.dropout_gen));
   }
 }
 

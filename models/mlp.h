@@ -20,16 +20,19 @@ struct MLPOptions {
   Norm norm = Norm::None;                   ///< normalisation after each hidden Linear
   std::optional<double> bn_momentum = 0.1;  ///< BatchNorm's momentum, PyTorch convention (decay 0.99 = momentum 0.01)
   double norm_eps = 1e-5;                   ///< eps of the norm layers (BatchNorm, LayerNorm, GroupNorm)
+  bool bn_unbiased_running_var = true;      ///< BatchNormOptions::unbiased_running_var
+  double dropout = 0.0;                     ///< Dropout(p) after each hidden activation when p > 0
+  Generator* dropout_gen = nullptr;         ///< the dropout masks' generator (nullptr: the default one)
   std::int64_t groups = 4;                  ///< GroupNorm groups (must divide each hidden width)
   std::optional<double> act_clip;           ///< clamp each hidden activation to [-c, c] after the ReLU
   Dtype dtype = Dtype::Float32;
 };
 
 /// MLP over layer_sizes = {in, h1, ..., out}: for each hidden layer Linear -> [norm] -> ReLU
-/// -> [Clamp(-c, c)], then a plain Linear. Input (N, in) -> output (N, out). Weights are
+/// -> [Clamp(-c, c)] -> [Dropout(p)], then a plain Linear. Input (N, in) -> output (N, out). Weights are
 /// drawn from `gen` in layer order (so nets that differ only in norm/clip get the same
 /// Linear weights from the same seed). Throws std::invalid_argument for fewer than 2 sizes,
-/// a non-positive act_clip, or a GroupNorm whose groups do not divide a hidden width.
+/// a non-positive act_clip, a dropout outside [0, 1), or a GroupNorm whose groups do not divide a hidden width.
 class MLP : public layers::Sequential {
  public:
   MLP(const std::vector<std::int64_t>& layer_sizes, MLPOptions options = {}, Generator& gen = default_generator());

@@ -5,23 +5,22 @@
 // are merged with Chan et al.'s parallel-variance update) and once more to write y; the
 // backward reads x and dy once for its two reductions and once more to write dx. Outputs
 // too large for the cache are written with streaming stores, so they cost no extra read.
-// The (N, C) case (S = 1) runs the kernels of batch_norm_rows.cpp; this file keeps the
+// The (N, C) case (S = 1) runs the kernels of kernels/batch_norm_nc.cpp; this file keeps the
 // argument checks, the running statistics, the tape node and the S > 1 loops.
 #include "layers/functional/batch_norm.h"
 
-#include <immintrin.h>
 
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
-#include <cstring>
 #include <stdexcept>
 #include <vector>
 
 #include "core/autograd.h"
 #include "core/parallel.h"
-#include "layers/functional/batch_norm_rows.h"
-#include "layers/functional/norm_vec.h"
+#include "layers/functional/kernels/batch_norm_nc.h"
+#include "layers/functional/kernels/moments.h"
+#include "layers/functional/kernels/simd.h"
 
 namespace tapegrad::layers::functional {
 namespace {
@@ -38,21 +37,12 @@ Dims dims_of(const Tensor& x) {
 
 // Elements per statistics block: the block's second pass runs from L1/L2.
 constexpr std::int64_t kBlockElems = 16384;
-// Outputs at least this large bypass the cache (streaming stores).
-constexpr std::size_t kStreamBytes = std::size_t(24) << 20;
-
-int threads_for(std::int64_t work) { return work >= kParallelGrain ? get_num_threads() : 1; }
-
-// Per-thread reusable buffers for the per-channel temporaries, so steady-state calls do no
-// heap allocation. Each use has its own slot; uninitialised contents.
-enum Slot { kThreadStats, kSumParts, kSums, kChannelT, kVar, kSlots };
-template <class T>
-T* scratch(Slot slot, std::size_t n) {
-  thread_local std::vector<T> bufs[kSlots];
-  auto& b = bufs[slot];
-  if (b.size() < n) b.resize(n);
-  return b.data();
-}
+// Per-thread reusable buffers for the per-channel temporaries (nv::scratch), one tag a use.
+struct ThreadStatsTag {};
+struct SumPartsTag {};
+struct SumsTag {};
+struct ChannelTTag {};
+struct VarTag {};
 
 // Runs body(t, nt) on nt threads (no parallel region when nt == 1).
 template <class F>
@@ -65,37 +55,10 @@ void run_threads(int nt, F&& body) {
   body(omp_get_thread_num_wrapper(), omp_get_num_threads_wrapper());
 }
 
-// dst = src (bytes) with non-temporal stores where dst is 64-byte aligned.
-void stream_copy(void* dst_v, const void* src_v, std::size_t bytes) {
-  char* dst = static_cast<char*>(dst_v);
-  const char* src = static_cast<const char*>(src_v);
-  const std::size_t head = std::min(bytes, (64 - reinterpret_cast<std::uintptr_t>(dst) % 64) % 64);
-  std::memcpy(dst, src, head);
-  dst += head;
-  src += head;
-  bytes -= head;
-  std::size_t i = 0;
-  for (; i + 64 <= bytes; i += 64) {
-#if defined(__AVX512F__)
-    _mm512_stream_si512(reinterpret_cast<__m512i*>(dst + i), _mm512_loadu_si512(src + i));
-#elif defined(__AVX__)
-    _mm256_stream_si256(reinterpret_cast<__m256i*>(dst + i),
-                        _mm256_loadu_si256(reinterpret_cast<const __m256i*>(src + i)));
-    _mm256_stream_si256(reinterpret_cast<__m256i*>(dst + i + 32),
-                        _mm256_loadu_si256(reinterpret_cast<const __m256i*>(src + i + 32)));
-#else
-    for (int k = 0; k < 64; k += 16)
-      _mm_stream_si128(reinterpret_cast<__m128i*>(dst + i + k),
-                       _mm_loadu_si128(reinterpret_cast<const __m128i*>(src + i + k)));
-#endif
-  }
-  std::memcpy(dst + i, src + i, bytes - i);
-}
-
 // Writes a row computed by f(out, begin, len) into dst[0, len): directly, or through an
 // L1 buffer and streaming stores when `stream`.
 template <class T, class F>
-void write_row(T* dst, std::int64_t len, bool stream, F&& f) {
+void write_row_maybe_streamed(T* dst, std::int64_t len, bool stream, F&& f) {
   if (!stream) {
     f(dst, 0, len);
     return;
@@ -105,36 +68,16 @@ void write_row(T* dst, std::int64_t len, bool stream, F&& f) {
   for (std::int64_t b = 0; b < len; b += kChunk) {
     const std::int64_t n = std::min(kChunk, len - b);
     f(buf, b, n);
-    stream_copy(dst + b, buf, static_cast<std::size_t>(n) * sizeof(T));
+    nv::stream_copy(dst + b, buf, static_cast<std::size_t>(n) * sizeof(T));
   }
-}
-
-// Per-channel count, mean and M2 = Σ(x - mean)² of one thread's share, merged block by
-// block (Chan, Golub & LeVeque 1979): M2 = M2_a + M2_b + δ²·n_a·n_b/n, δ = mean_b - mean_a.
-struct Partial {
-  std::int64_t count = 0;
-  double* mean = nullptr;  // (C)
-  double* m2 = nullptr;    // (C)
-};
-
-void merge_block(Partial& p, std::int64_t c, std::int64_t nb, double bmean, double bm2, std::int64_t count_before) {
-  if (count_before == 0) {
-    p.mean[c] = bmean;
-    p.m2[c] = bm2;
-    return;
-  }
-  const double na = static_cast<double>(count_before), n = na + static_cast<double>(nb);
-  const double delta = bmean - p.mean[c];
-  p.mean[c] += delta * static_cast<double>(nb) / n;
-  p.m2[c] += bm2 + delta * delta * na * static_cast<double>(nb) / n;
 }
 
 // Statistics of channels [c0, c1) of a (N, C, S) tensor (S > 1), in blocks of rows of S.
 template <class T>
-void moments_channels(const T* x, Dims d, std::int64_t c0, std::int64_t c1, Partial& p) {
+void moments_channels(const T* x, Dims d, std::int64_t c0, std::int64_t c1, nv::PartialMoments& p) {
   const std::int64_t G = std::max<std::int64_t>(1, kBlockElems / d.S);
   for (std::int64_t c = c0; c < c1; ++c) {
-    std::int64_t count = 0;
+    nv::PartialMoments pc{0, p.mean + c, p.m2 + c};
     for (std::int64_t b = 0; b < d.N; b += G) {
       const std::int64_t e = std::min(b + G, d.N), nb = (e - b) * d.S;
       double s = 0, q = 0;
@@ -150,8 +93,7 @@ void moments_channels(const T* x, Dims d, std::int64_t c0, std::int64_t c1, Part
           q += v * v;
         }
       }
-      merge_block(p, c, nb, bmean, q, count);
-      count += nb;
+      nv::merge_moments(pc, 1, nb, &bmean, &q);
     }
   }
 }
@@ -165,9 +107,9 @@ void moments(const T* x, Dims d, double* mean, double* var) {
     return;
   }
   // channel shares: each channel lives in exactly one thread's result
-  const int nt = threads_for(d.N * d.C * d.S);
-  std::vector<Partial> parts(static_cast<std::size_t>(nt));
-  double* stats = scratch<double>(kThreadStats, 2 * C * static_cast<std::size_t>(nt));
+  const int nt = nv::threads_for(d.N * d.C * d.S);
+  std::vector<nv::PartialMoments> parts(static_cast<std::size_t>(nt));
+  double* stats = nv::scratch<ThreadStatsTag, double>(2 * C * static_cast<std::size_t>(nt));
   std::fill(stats, stats + 2 * C * static_cast<std::size_t>(nt), 0.0);
   for (std::size_t t = 0; t < parts.size(); ++t) {
     parts[t].mean = stats + 2 * C * t;
@@ -188,8 +130,8 @@ void moments(const T* x, Dims d, double* mean, double* var) {
 template <class T>
 void backward_sums(const T* x, const T* g, Dims d, const double* mu, double* s1, double* s2) {
   const std::int64_t C = d.C;
-  const int nt = threads_for(d.N * d.C * d.S);
-  double* part = scratch<double>(kSumParts, static_cast<std::size_t>(2 * C * nt));
+  const int nt = nv::threads_for(d.N * d.C * d.S);
+  double* part = nv::scratch<SumPartsTag, double>(static_cast<std::size_t>(2 * C * nt));
   std::fill(part, part + 2 * C * nt, 0.0);
   run_threads(nt, [&](int t, int n_t) {
     double* p1 = part + 2 * C * t;
@@ -221,13 +163,13 @@ void backward_sums(const T* x, const T* g, Dims d, const double* mu, double* s1,
 // the one element-wise pass, split over rows.
 template <class T, class F>
 void channel_pass(Dims d, T* out, F f) {
-  const bool stream = static_cast<std::size_t>(d.N * d.C * d.S) * sizeof(T) >= kStreamBytes;
+  const bool stream = static_cast<std::size_t>(d.N * d.C * d.S) * sizeof(T) >= nv::kStreamBytes;
   const std::int64_t rows = d.S == 1 ? d.N : d.N * d.C, len = d.S == 1 ? d.C : d.S;
-  const int nt = threads_for(rows * len);
+  const int nt = nv::threads_for(rows * len);
   run_threads(nt, [&](int t, int n_t) {
     for (std::int64_t r = rows * t / n_t, e = rows * (t + 1) / n_t; r < e; ++r)
-      write_row(out + r * len, len, stream, [&](T* o, std::int64_t b, std::int64_t n) { f(o, r, b, n); });
-    if (stream) _mm_sfence();
+      write_row_maybe_streamed(out + r * len, len, stream, [&](T* o, std::int64_t b, std::int64_t n) { f(o, r, b, n); });
+    if (stream) nv::fence();
   });
 }
 
@@ -236,7 +178,7 @@ Tensor forward_impl(const Tensor& x, Dims d, const double* mean, const double* r
                     const Tensor& weight, const Tensor& bias) {
   Tensor out = Tensor::empty(x.shape(), x.dtype());
   // y = (x - μ)·(γ·rstd) + β: centring first keeps float32 exact for constant channels
-  T* scale = scratch<T>(kChannelT, static_cast<std::size_t>(3 * d.C));
+  T* scale = nv::scratch<ChannelTTag, T>(static_cast<std::size_t>(3 * d.C));
   T* shift = scale + d.C;
   T* mu = shift + d.C;
   const T* w = weight.defined() ? weight.data<T>() : nullptr;
@@ -274,9 +216,9 @@ void backward_impl(const Tensor& g, const T* xp, Dims d, const double* mean, con
                    bool train, GradSink& gs) {
   const T* gp = g.data<T>();
   const bool need_sums = (train && gs.needs(0)) || gs.needs(1) || gs.needs(2);
-  double* sum_dy = scratch<double>(kSums, static_cast<std::size_t>(2 * d.C));
+  double* sum_dy = nv::scratch<SumsTag, double>(static_cast<std::size_t>(2 * d.C));
   double* sum_dy_xc = sum_dy + d.C;
-  T* k1 = scratch<T>(kChannelT, static_cast<std::size_t>(4 * d.C));
+  T* k1 = nv::scratch<ChannelTTag, T>(static_cast<std::size_t>(4 * d.C));
   T* k2 = k1 + d.C;
   T* k3 = k2 + d.C;
   T* mu = k3 + d.C;
@@ -383,7 +325,7 @@ Tensor batch_norm(const Tensor& x, const Tensor& running_mean, const Tensor& run
   Tensor out = TAPEGRAD_DISPATCH_FLOAT(x.dtype(), "batch_norm", [&] {
     const scalar_t* xp = x.data<scalar_t>();
     if (training) {
-      double* var = scratch<double>(kVar, static_cast<std::size_t>(d.C));
+      double* var = nv::scratch<VarTag, double>(static_cast<std::size_t>(d.C));
       moments<scalar_t>(xp, d, mean, var);
       // A constant channel with eps = 0 has σ² + eps = 0: like PyTorch, use rstd = 0 (output β,
       // zero gradients) instead of dividing by zero.

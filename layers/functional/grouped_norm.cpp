@@ -1,5 +1,7 @@
-// The fused per-group normalisation kernel (forward, then backward) and group_norm.
-#include "layers/functional/group_norm.h"
+// The fused per-group normalisation tape node (forward, then backward) that LayerNorm,
+// GroupNorm and InstanceNorm share; rows of one group with S = 1, G = 1 (LayerNorm) run the
+// vectorised kernels of kernels/layer_norm_rows.cpp.
+#include "layers/functional/grouped_norm.h"
 
 #include <algorithm>
 #include <cmath>
@@ -8,8 +10,8 @@
 
 #include "core/autograd.h"
 #include "core/parallel.h"
-#include "layers/functional/layer_norm_rows.h"
-#include "layers/functional/norm_vec.h"
+#include "layers/functional/kernels/layer_norm_rows.h"
+#include "layers/functional/kernels/simd.h"
 
 namespace tapegrad::layers::functional {
 namespace detail {
@@ -258,24 +260,4 @@ Tensor grouped_norm(const Tensor& x, std::int64_t C, std::int64_t S, std::int64_
 }
 
 }  // namespace detail
-
-Tensor group_norm(const Tensor& x, std::int64_t num_groups, const Tensor& weight, const Tensor& bias, double eps) {
-  if (!x.defined() || x.dim() < 2)
-    throw std::invalid_argument("group_norm: expected input of shape (N, C, *), got " +
-                                (x.defined() ? shape_str(x.shape()) : std::string("an undefined tensor")));
-  const std::int64_t C = x.size(1);
-  if (num_groups <= 0 || C % num_groups != 0)
-    throw std::invalid_argument("group_norm: expected num_channels (" + std::to_string(C) +
-                                ") to be divisible by num_groups (" + std::to_string(num_groups) +
-                                "), input of shape " + shape_str(x.shape()));
-  for (const auto* t : {&weight, &bias})
-    if (t->defined() && t->shape() != Shape{C})
-      throw std::invalid_argument(std::string("group_norm: expected ") + (t == &weight ? "weight" : "bias") +
-                                  " of shape [" + std::to_string(C) + "] for input of shape " + shape_str(x.shape()) +
-                                  ", got " + shape_str(t->shape()));
-  std::int64_t S = 1;
-  for (std::int64_t i = 2; i < x.dim(); ++i) S *= x.size(i);
-  return detail::grouped_norm(x, C, S, num_groups, weight, bias, eps, "group_norm");
-}
-
 }  // namespace tapegrad::layers::functional

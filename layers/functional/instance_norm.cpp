@@ -5,7 +5,7 @@
 #include <vector>
 
 #include "layers/functional/batch_norm.h"
-#include "layers/functional/group_norm.h"
+#include "layers/functional/grouped_norm.h"
 
 namespace tapegrad::layers::functional {
 

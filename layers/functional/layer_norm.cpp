@@ -3,7 +3,7 @@
 #include <stdexcept>
 #include <string>
 
-#include "layers/functional/group_norm.h"
+#include "layers/functional/grouped_norm.h"
 
 namespace tapegrad::layers::functional {
 

@@ -1,18 +1,16 @@
 // Local response normalisation: forward, then its backward closure.
-#include "layers/local_response_norm.h"
+#include "layers/functional/local_response_norm.h"
 
 #include <algorithm>
 #include <cmath>
 #include <memory>
-#include <sstream>
 #include <stdexcept>
 #include <vector>
 
 #include "core/autograd.h"
 #include "core/parallel.h"
 
-namespace tapegrad::layers {
-namespace functional {
+namespace tapegrad::layers::functional {
 namespace {
 
 struct LrnDims {
@@ -104,20 +102,4 @@ Tensor local_response_norm(const Tensor& x, std::int64_t size, double alpha, dou
   return out;
 }
 
-}  // namespace functional
-
-LocalResponseNorm::LocalResponseNorm(std::int64_t s, double a, double b, double kk) : size(s), alpha(a), beta(b), k(kk) {
-  if (s < 1) throw std::invalid_argument("LocalResponseNorm: size must be >= 1, got " + std::to_string(s));
-}
-
-Tensor LocalResponseNorm::forward(const Tensor& x) {
-  return functional::local_response_norm(x, size, alpha, beta, k);
-}
-
-std::string LocalResponseNorm::extra_repr() const {
-  std::ostringstream os;
-  os << size << ", alpha=" << alpha << ", beta=" << beta << ", k=" << k;
-  return os.str();
-}
-
-}  // namespace tapegrad::layers
+}  // namespace tapegrad::layers::functional

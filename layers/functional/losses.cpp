@@ -1,5 +1,5 @@
 // Losses: each fused forward is followed by its backward closure.
-#include "layers/loss.h"
+#include "layers/functional/losses.h"
 
 #include <cmath>
 #include <limits>
@@ -12,7 +12,7 @@
 #include "core/ops/kernels.h"
 #include "core/parallel.h"
 
-namespace tapegrad::layers {
+namespace tapegrad::layers::functional {
 namespace {
 
 // ---- class-index losses: shared checks ---------------------------------------------------
@@ -276,4 +276,4 @@ Tensor binary_cross_entropy_with_logits(const Tensor& logits, const Tensor& targ
   return out;
 }
 
-}  // namespace tapegrad::layers
+}  // namespace tapegrad::layers::functional

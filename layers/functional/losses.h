@@ -1,5 +1,6 @@
 #pragma once
-// Loss functions (PyTorch 1.13 semantics and names).
+// Loss functions with their tape nodes (PyTorch 1.13 semantics and names, F.mse_loss ...).
+// layers/loss.h has them under tapegrad::layers too, with the module-style wrappers.
 //
 // Shapes: N batch, C classes. Every loss returns a scalar (shape {}) for Mean and Sum,
 // and per-element/per-sample values for None. Mean over zero elements throws (PyTorch
@@ -10,7 +11,7 @@
 
 #include "core/tensor.h"
 
-namespace tapegrad::layers {
+namespace tapegrad::layers::functional {
 
 /// How a loss combines per-element values: "none" (same shape), "mean", "sum".
 enum class Reduction { None, Mean, Sum };
@@ -47,30 +48,4 @@ Tensor nll_loss(const Tensor& log_probs, const Tensor& target, Reduction reducti
 Tensor binary_cross_entropy_with_logits(const Tensor& logits, const Tensor& target,
                                         Reduction reduction = Reduction::Mean);
 
-/// Module-style wrappers: a loss object holding its options, called as loss(input, target).
-struct MSELoss {
-  Reduction reduction = Reduction::Mean;
-  Tensor operator()(const Tensor& input, const Tensor& target) const { return mse_loss(input, target, reduction); }
-};
-struct CrossEntropyLoss {
-  Reduction reduction = Reduction::Mean;
-  std::int64_t ignore_index = -100;
-  Tensor operator()(const Tensor& logits, const Tensor& target) const {
-    return cross_entropy(logits, target, reduction, ignore_index);
-  }
-};
-struct NLLLoss {
-  Reduction reduction = Reduction::Mean;
-  std::int64_t ignore_index = -100;
-  Tensor operator()(const Tensor& log_probs, const Tensor& target) const {
-    return nll_loss(log_probs, target, reduction, ignore_index);
-  }
-};
-struct BCEWithLogitsLoss {
-  Reduction reduction = Reduction::Mean;
-  Tensor operator()(const Tensor& logits, const Tensor& target) const {
-    return binary_cross_entropy_with_logits(logits, target, reduction);
-  }
-};
-
-}  // namespace tapegrad::layers
+}  // namespace tapegrad::layers::functional

@@ -11,10 +11,10 @@
 #include "core/gradcheck.h"
 #include "core/ops.h"
 #include "core/parallel.h"
-#include "data.h"
+#include "chapter/data.h"
 #include "layers/batch_norm.h"
 #include "layers/checkpoint.h"
-#include "models/clamp.h"
+#include "layers/clamp.h"
 #include "report.h"
 #include "run.h"
 #include "stats.h"
@@ -112,14 +112,14 @@ TEST_CASE("summary statistics match numpy", "[bn_experiments]") {
 TEST_CASE("the Clamp module matches torch.clamp", "[bn_experiments]") {
   // torch.clamp(x, -10, 10) for x = [-12, -10, 3, 10, 11]: y = [-10, -10, 3, 10, 10],
   // and y.backward(ones) gives x.grad = [0, 1, 1, 1, 0] (bounds inclusive).
-  tapegrad::models::Clamp clip(-10, 10);
+  tapegrad::layers::Clamp clip(-10, 10);
   Tensor x = Tensor::from_vector({-12, -10, 3, 10, 11}, {5});
   x.requires_grad_();
   Tensor y = clip(x);
   CHECK(values(y) == std::vector<double>{-10, -10, 3, 10, 10});
   tapegrad::sum(y).backward();
   CHECK(values(x.grad()) == std::vector<double>{0, 1, 1, 1, 0});
-  CHECK_THROWS_WITH(tapegrad::models::Clamp(1, -1), Catch::Contains("expected lo <= hi, got lo=1, hi=-1"));
+  CHECK_THROWS_WITH(tapegrad::layers::Clamp(1, -1), Catch::Contains("expected lo <= hi, got lo=1, hi=-1"));
 }
 
 TEST_CASE("MLP options: norm choice, activation clip, shared Linear init", "[bn_experiments]") {

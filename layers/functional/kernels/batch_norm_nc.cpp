@@ -1,16 +1,19 @@
-// The (N, C) kernels of batch norm; see batch_norm_rows.h for the layout and the passes.
-#include "layers/functional/batch_norm_rows.h"
+// The (N, C) kernels of batch norm; see batch_norm_nc.h for the layout and the passes.
+#include "layers/functional/kernels/batch_norm_nc.h"
 
 #include <algorithm>
 #include <type_traits>
 
-#include "layers/functional/norm_vec.h"
+#include "layers/functional/kernels/moments.h"
+#include "layers/functional/kernels/simd.h"
 
 namespace tapegrad::layers::functional::detail {
 namespace {
 
 using nv::kLanes;
+using nv::merge_moments;
 using nv::Vec;
+using Partial = nv::PartialMoments;
 
 // Rows per block: a block (8192 values, 32 KB of float32) stays in L1 for the statistics'
 // second pass; the T-precision sums run over one block's rows at a time.
@@ -54,34 +57,6 @@ void for_chunks(std::int64_t C, F&& f) {
   }
   c0 += (C - c0) / L * L;
   for (; c0 < C; ++c0) f.template operator()<T, 1>(c0);
-}
-
-// Per-channel (count, mean, M2) of one thread's rows, merged block by block.
-struct Partial {
-  std::int64_t count = 0;
-  double* mean = nullptr;  // (C)
-  double* m2 = nullptr;    // (C)
-};
-
-// Chan et al.'s merge of a block's per-channel (mean, M2) over nb values into p; the weights
-// are the same for every channel, so the loop vectorises.
-void merge_blocks(Partial& p, std::int64_t C, std::int64_t nb, const double* __restrict bmean,
-                  const double* __restrict bm2) {
-  double* __restrict mean = p.mean;
-  double* __restrict m2 = p.m2;
-  if (p.count == 0) {
-    std::copy(bmean, bmean + C, mean);
-    std::copy(bm2, bm2 + C, m2);
-  } else {
-    const double na = static_cast<double>(p.count), n = na + static_cast<double>(nb);
-    const double f = static_cast<double>(nb) / n, w = na * static_cast<double>(nb) / n;
-    for (std::int64_t c = 0; c < C; ++c) {
-      const double delta = bmean[c] - mean[c];
-      mean[c] += delta * f;
-      m2[c] += bm2[c] + delta * delta * w;
-    }
-  }
-  p.count += nb;
 }
 
 // Up to this many bytes an operand is taken to be cache-resident (the sizes of MLP
@@ -195,13 +170,13 @@ void bn_rows_moments(const T* x, std::int64_t N, std::int64_t C, double* mean, d
     for (std::int64_t b = r0; b < r1; b += B) {
       const std::int64_t e = std::min(b + B, r1);
       block_moments<T>(x, C, b, e, by_chunk, K, K + C, K + 2 * C, bmean, bm2);
-      merge_blocks(p, C, e - b, bmean, bm2);
+      merge_moments(p, C, e - b, bmean, bm2);
     }
   });
   Partial total{0, mean, var};
   for (std::size_t k = 0; k < nc; ++k) {
     const std::int64_t count = std::min(N, static_cast<std::int64_t>(k + 1) * rows) - static_cast<std::int64_t>(k) * rows;
-    merge_blocks(total, C, count, parts + 2 * Cs * k, parts + 2 * Cs * k + Cs);
+    merge_moments(total, C, count, parts + 2 * Cs * k, parts + 2 * Cs * k + Cs);
   }
   for (std::int64_t c = 0; c < C; ++c) var[c] /= static_cast<double>(N);
 }

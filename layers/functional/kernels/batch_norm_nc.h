@@ -4,7 +4,7 @@
 // functional::batch_norm calls them; the (N, C, S) case with S > 1 stays in batch_norm.cpp.
 //
 // Layout of the work: rows are split into chunks of about 1 MB that the threads take as
-// they finish one (nv::for_row_chunks); sums keep one partial per chunk, merged in chunk
+// they finish one (for_row_chunks in simd.h); sums keep one partial per chunk, merged in chunk
 // order, so results are the same bits on 1 or 2 threads and do not depend on timing. Operands up to 512 KB (the
 // sizes of MLP training) are walked a chunk of channels at a time (up to 64 floats or 32
 // doubles, held in registers) down the rows; larger ones row by row, the order the

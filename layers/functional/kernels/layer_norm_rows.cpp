@@ -1,14 +1,15 @@
 // The per-row LayerNorm kernels; see layer_norm_rows.h for the formulas and the passes.
-#include "layers/functional/layer_norm_rows.h"
+#include "layers/functional/kernels/layer_norm_rows.h"
 
 #include <algorithm>
 #include <cmath>
 
-#include "layers/functional/norm_vec.h"
+#include "layers/functional/kernels/simd.h"
 
 namespace tapegrad::layers::functional::detail {
 namespace {
 
+using nv::hsum;
 using nv::kLanes;
 using nv::load;
 using nv::splat;
@@ -16,24 +17,6 @@ using nv::Vec;
 
 // Rows whose dγ, dβ are summed in T before they are added to the double totals.
 constexpr std::int64_t kGradBlockRows = 64;
-
-// Σ of the lanes in double, as a pairwise tree of vector halves: a fixed order, a few
-// additions deep, and all in registers (spilling the vector to memory and reading the lanes
-// back would wait for the row's streaming stores to leave the store queue).
-typedef double D8 __attribute__((vector_size(64)));
-typedef double D4 __attribute__((vector_size(32)));
-typedef double D2 __attribute__((vector_size(16)));
-typedef float F8 __attribute__((vector_size(32)));
-inline double hsum(D8 v) {
-  const D4 a = __builtin_shufflevector(v, v, 0, 1, 2, 3) + __builtin_shufflevector(v, v, 4, 5, 6, 7);
-  const D2 b = __builtin_shufflevector(a, a, 0, 1) + __builtin_shufflevector(a, a, 2, 3);
-  return b[0] + b[1];
-}
-inline double hsum(Vec<float> v) {
-  const F8 lo = __builtin_shufflevector(v, v, 0, 1, 2, 3, 4, 5, 6, 7);
-  const F8 hi = __builtin_shufflevector(v, v, 8, 9, 10, 11, 12, 13, 14, 15);
-  return hsum(__builtin_convertvector(lo, D8) + __builtin_convertvector(hi, D8));
-}
 
 // Σ (x - k) over a row of K values.
 template <class T>

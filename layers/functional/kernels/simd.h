@@ -1,6 +1,8 @@
 #pragma once
-// Internal building blocks of the fused norm kernels (not part of the public API):
-// 64-byte vectors, streaming stores, and the kernels' split of rows into work chunks.
+// Shared building blocks of the vectorised norm kernels (layers/functional/kernels/ and the
+// norm families in layers/functional/; namespace nv = "norm vectors"): 64-byte vectors,
+// streaming stores and the 24 MiB streaming threshold, the split of rows into work chunks,
+// the thread count for a kernel, and per-thread scratch buffers.
 //
 // The vectors are GCC/Clang vector extensions, so the same source becomes one zmm
 // register with AVX-512, two ymm with AVX2 and four xmm with SSE2; arithmetic on them is
@@ -53,6 +55,24 @@ inline Vec<T> splat(T s) {
   return Vec<T>{} + s;
 }
 
+// Σ of the lanes in double, as a pairwise tree of vector halves: a fixed order, a few
+// additions deep, and all in registers (spilling the vector to memory and reading the lanes
+// back would wait for the row's streaming stores to leave the store queue).
+using D8 = Vec<double>;
+typedef double D4 __attribute__((vector_size(32)));
+typedef double D2 __attribute__((vector_size(16)));
+typedef float F8 __attribute__((vector_size(32)));
+inline double hsum(D8 v) {
+  const D4 a = __builtin_shufflevector(v, v, 0, 1, 2, 3) + __builtin_shufflevector(v, v, 4, 5, 6, 7);
+  const D2 b = __builtin_shufflevector(a, a, 0, 1) + __builtin_shufflevector(a, a, 2, 3);
+  return b[0] + b[1];
+}
+inline double hsum(Vec<float> v) {
+  const F8 lo = __builtin_shufflevector(v, v, 0, 1, 2, 3, 4, 5, 6, 7);
+  const F8 hi = __builtin_shufflevector(v, v, 8, 9, 10, 11, 12, 13, 14, 15);
+  return hsum(__builtin_convertvector(lo, D8) + __builtin_convertvector(hi, D8));
+}
+
 /// Stores one vector to a 64-byte aligned p, bypassing the cache (a non-temporal store):
 /// an output larger than the cache then costs one write instead of a read and a write.
 /// Call fence() after a thread's last streaming store.
@@ -72,6 +92,22 @@ inline void stream(T* p, Vec<T> v) {  // the same 64 bytes whatever T: integer s
 #endif
 }
 inline void fence() { _mm_sfence(); }
+
+/// dst = src (bytes), with streaming stores for the 64-byte aligned whole vectors of dst
+/// (the unaligned head and the tail are copied normally). Call fence() after the last one.
+inline void stream_copy(void* dst_v, const void* src_v, std::size_t bytes) {
+  char* dst = static_cast<char*>(dst_v);
+  const char* src = static_cast<const char*>(src_v);
+  const std::size_t head = std::min(bytes, (64 - reinterpret_cast<std::uintptr_t>(dst) % 64) % 64);
+  __builtin_memcpy(dst, src, head);
+  dst += head;
+  src += head;
+  bytes -= head;
+  std::size_t i = 0;
+  for (; i + 64 <= bytes; i += 64)
+    stream(reinterpret_cast<float*>(dst + i), load(reinterpret_cast<const float*>(src + i)));
+  __builtin_memcpy(dst + i, src + i, bytes - i);
+}
 
 /// out[i] = 1/sqrt(v[i] + eps), or 0 where v[i] + eps == 0 (a constant channel with eps = 0:
 /// output β and zero gradients, as PyTorch), for v[i] >= 0. Vectorised: the same correctly
