@@ -6,65 +6,24 @@
 #include <numeric>
 #include <stdexcept>
 
+#include "chapter/data.h"
 #include "core/autograd.h"
 #include "core/ops.h"
 #include "core/parallel.h"
-#include "layers/activation.h"
-#include "layers/batch_norm.h"
-#include "layers/linear.h"
 #include "layers/loss.h"
+#include "models/mlp.h"
 
 namespace tgbench {
 namespace tg = tapegrad;
 
-namespace {
-
-// Activation clipping for the chapter's nets (float32): y = clamp(x, lo, hi), gradient
-// passes where lo <= x <= hi.
-class ActClip : public tg::layers::Module {
- public:
-  ActClip(float lo, float hi) : lo_(lo), hi_(hi) {}
-  Tensor forward(const Tensor& x) override {
-    Tensor out = Tensor::empty(x.shape(), x.dtype());
-    const float* p = x.data<float>();
-    float* q = out.data<float>();
-    for (std::int64_t i = 0, n = x.numel(); i < n; ++i) q[i] = std::clamp(p[i], lo_, hi_);
-    if (tg::autograd::needs_grad({&x}))
-      tg::autograd::record("clamp", out, {x}, [x = x.detach(), lo = lo_, hi = hi_](const Tensor& g, tg::GradSink& gs) {
-        Tensor gi = Tensor::empty(g.shape(), g.dtype());
-        const float* xp = x.data<float>();
-        const float* gp = g.data<float>();
-        float* o = gi.data<float>();
-        for (std::int64_t i = 0, n = g.numel(); i < n; ++i) o[i] = (xp[i] >= lo && xp[i] <= hi) ? gp[i] : 0.0f;
-        gs.add(0, std::move(gi));
-      });
-    return out;
-  }
-  std::string type_name() const override { return "Clamp"; }
-
- private:
-  float lo_, hi_;
-};
-
-}  // namespace
-
 std::shared_ptr<tg::layers::Sequential> make_net(const std::vector<std::int64_t>& sizes, bool batchnorm,
                                                  double bn_momentum, std::optional<double> act_clip,
                                                  tg::Generator& gen) {
-  auto net = std::make_shared<tg::layers::Sequential>();
-  for (std::size_t i = 0; i + 1 < sizes.size(); ++i) {
-    net->push_back(std::make_shared<tg::layers::Linear>(sizes[i], sizes[i + 1], true, tg::Dtype::Float32, gen));
-    if (i + 2 == sizes.size()) break;
-    if (batchnorm) {
-      tg::layers::BatchNormOptions bo;
-      bo.momentum = bn_momentum;
-      net->push_back(std::make_shared<tg::layers::BatchNorm1d>(sizes[i + 1], bo));
-    }
-    net->push_back(std::make_shared<tg::layers::ReLU>());
-    if (act_clip)
-      net->push_back(std::make_shared<ActClip>(static_cast<float>(-*act_clip), static_cast<float>(*act_clip)));
-  }
-  return net;
+  tg::models::MLPOptions mo;
+  mo.norm = batchnorm ? tg::models::Norm::Batch : tg::models::Norm::None;
+  mo.bn_momentum = bn_momentum;
+  mo.act_clip = act_clip;
+  return std::make_shared<tg::models::MLP>(sizes, mo, gen);
 }
 
 TrainStep::TrainStep(const std::vector<std::int64_t>& sizes, bool batchnorm, std::int64_t batch, double lr,
@@ -92,17 +51,6 @@ namespace {
 struct Data {
   Tensor x_train, y_train, x_test, y_test;
 };
-
-void fill(tg::Generator& gen, std::int64_t n, std::int64_t f, Tensor& x, Tensor& y) {
-  x = Tensor::empty({n, f});
-  y = Tensor::empty({n, 1});
-  float* px = x.data<float>();
-  float* py = y.data<float>();
-  for (std::int64_t i = 0; i < n; ++i) {
-    for (std::int64_t j = 0; j < f; ++j) px[i * f + j] = static_cast<float>(gen.normal());
-    py[i] = static_cast<float>(std::sin(2.0 * px[i * f]) + std::cos(px[i * f + 1]) + 0.1 * gen.normal());
-  }
-}
 
 bool crashed(double loss) { return !std::isfinite(loss) || loss > 1e10; }
 
@@ -164,8 +112,8 @@ std::int64_t train_one(const Config& c, const Data& d, const ChapterOptions& o, 
 std::int64_t run_chapter(const ChapterOptions& o) {
   tg::Generator gen(o.seed);
   Data d;
-  fill(gen, 200, 50, d.x_train, d.y_train);
-  fill(gen, 100, 50, d.x_test, d.y_test);
+  chapter::fill_chapter_rows(gen, 200, 50, 0.1, d.x_train, d.y_train);
+  chapter::fill_chapter_rows(gen, 100, 50, 0.1, d.x_test, d.y_test);
   std::vector<Config> configs;
   const std::vector<std::int64_t> base{50, 128, 64, 32, 1};
   for (bool bn : {true, false}) configs.push_back({base, bn, 0.01, true});  // Experiment 1

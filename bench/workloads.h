@@ -15,8 +15,8 @@ namespace tgbench {
 
 using tapegrad::Tensor;
 
-/// The chapter's net: for each hidden width Linear -> [BatchNorm1d(momentum)] -> ReLU ->
-/// [clamp(-c, c)], then a plain Linear. Same layer order and init order as models::MLP.
+/// The chapter's net, models::MLP: for each hidden width Linear -> [BatchNorm1d(momentum)] ->
+/// ReLU -> [Clamp(-c, c)], then a plain Linear.
 std::shared_ptr<tapegrad::layers::Sequential> make_net(const std::vector<std::int64_t>& sizes, bool batchnorm,
                                                        double bn_momentum, std::optional<double> act_clip,
                                                        tapegrad::Generator& gen);

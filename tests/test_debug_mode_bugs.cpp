@@ -5,11 +5,12 @@
 #include <cmath>
 
 #include "debug/diagnostics.h"
-#include "debug/mode_bugs.h"
+#include "chapter/mode_bugs.h"
 #include "layers/batch_norm.h"
 
 using namespace tapegrad;
 using namespace tapegrad::debug;
+namespace bugs = chapter::bugs;
 
 TEST_CASE("the chapter's regression data and net", "[debug]") {
   const auto d = bugs::make_regression_data(0);

@@ -9,10 +9,14 @@
 #include <string>
 #include <vector>
 
-#include "data.h"
+#include "chapter/data.h"
 #include "models/mlp.h"
 
 namespace bnexp {
+
+using chapter::Dataset;
+using chapter::derive_seed;
+using chapter::make_chapter_data;
 
 /// How the net is evaluated after each epoch.
 ///  Eval:  model.eval() under NoGradGuard; BN uses its running statistics (PyTorch practice).

@@ -1,4 +1,4 @@
-#include "data.h"
+#include "chapter/data.h"
 
 #include <cmath>
 #include <stdexcept>
@@ -7,7 +7,7 @@
 
 #include "core/random.h"
 
-namespace bnexp {
+namespace chapter {
 
 using tapegrad::Tensor;
 
@@ -18,8 +18,7 @@ std::uint64_t derive_seed(std::uint64_t seed, std::uint64_t stream) {
   return z ^ (z >> 31);
 }
 
-namespace {
-void fill(tapegrad::Generator& gen, std::int64_t n, std::int64_t f, double noise, Tensor& x, Tensor& y) {
+void fill_chapter_rows(tapegrad::Generator& gen, std::int64_t n, std::int64_t f, double noise, Tensor& x, Tensor& y) {
   x = Tensor::empty({n, f}, tapegrad::Dtype::Float32);
   y = Tensor::empty({n, 1}, tapegrad::Dtype::Float32);
   float* px = x.data<float>();
@@ -30,7 +29,6 @@ void fill(tapegrad::Generator& gen, std::int64_t n, std::int64_t f, double noise
     py[i] = static_cast<float>(std::sin(2.0 * x0) + std::cos(x1) + noise * gen.normal());
   }
 }
-}  // namespace
 
 Dataset make_chapter_data(std::uint64_t seed, std::int64_t n_train, std::int64_t n_test, std::int64_t features,
                           double noise) {
@@ -40,9 +38,9 @@ Dataset make_chapter_data(std::uint64_t seed, std::int64_t n_train, std::int64_t
                                 std::to_string(n_train) + ", " + std::to_string(n_test));
   tapegrad::Generator gen(derive_seed(seed, 0));
   Dataset d;
-  fill(gen, n_train, features, noise, d.x_train, d.y_train);
-  fill(gen, n_test, features, noise, d.x_test, d.y_test);
+  fill_chapter_rows(gen, n_train, features, noise, d.x_train, d.y_train);
+  fill_chapter_rows(gen, n_test, features, noise, d.x_test, d.y_test);
   return d;
 }
 
-}  // namespace bnexp
+}  // namespace chapter

@@ -1,10 +1,11 @@
 #pragma once
-// The chapter's synthetic regression data.
+// The chapter's synthetic regression data: y = sin(2·x0) + cos(x1) + 0.1·ε.
 #include <cstdint>
 
+#include "core/random.h"
 #include "core/tensor.h"
 
-namespace bnexp {
+namespace chapter {
 
 /// Train and test split: x (N, F) float32, y (N, 1) float32.
 struct Dataset {
@@ -18,7 +19,13 @@ struct Dataset {
 Dataset make_chapter_data(std::uint64_t seed, std::int64_t n_train = 200, std::int64_t n_test = 100,
                           std::int64_t features = 50, double noise = 0.1);
 
+/// Fills x (n, features) and y (n, 1), float32, from gen, row by row: the features of a
+/// row (N(0, 1)), then its ε; y = sin(2·x0) + cos(x1) + noise·ε. The one generator of the
+/// chapter's data (make_chapter_data, the mode-bug measurements and the benchmarks use it).
+void fill_chapter_rows(tapegrad::Generator& gen, std::int64_t n, std::int64_t features, double noise,
+                       tapegrad::Tensor& x, tapegrad::Tensor& y);
+
 /// SplitMix64: derives independent stream seeds from one run seed (seed, stream).
 std::uint64_t derive_seed(std::uint64_t seed, std::uint64_t stream);
 
-}  // namespace bnexp
+}  // namespace chapter

@@ -1,4 +1,4 @@
-#include "debug/mode_bugs.h"
+#include "chapter/mode_bugs.h"
 
 #include <algorithm>
 #include <filesystem>
@@ -14,7 +14,7 @@
 #include "debug/buffers.h"
 #include "debug/mode_audit.h"
 #include "debug/mode_report.h"
-#include "debug/rows.h"
+#include "debug/row_selection.h"
 #include "debug/stats_gap.h"
 #include "layers/activation.h"
 #include "layers/batch_norm.h"
@@ -22,9 +22,10 @@
 #include "layers/functional/batch_norm.h"
 #include "layers/linear.h"
 #include "layers/loss.h"
+#include "models/mlp.h"
 #include "optim/sgd.h"
 
-namespace tapegrad::debug::bugs {
+namespace chapter::bugs {
 namespace {
 
 Tensor affine_rows(const Tensor& x, const std::vector<double>& a, const std::vector<double>& b) {
@@ -120,19 +121,12 @@ RegressionData make_shifted_data(std::uint64_t seed) {
 }
 
 std::shared_ptr<layers::Sequential> make_net(const NetOptions& o) {
-  if (o.sizes.size() < 2) throw std::invalid_argument("make_net: expected at least 2 sizes");
   Generator gen(o.seed);
-  auto net = std::make_shared<layers::Sequential>();
-  for (std::size_t i = 0; i + 1 < o.sizes.size(); ++i) {
-    net->push_back(std::make_shared<layers::Linear>(o.sizes[i], o.sizes[i + 1], true, Dtype::Float32, gen));
-    if (i + 2 == o.sizes.size()) break;
-    layers::BatchNormOptions bo;
-    bo.momentum = o.momentum;
-    bo.unbiased_running_var = !o.biased_running_var;
-    net->push_back(std::make_shared<layers::BatchNorm1d>(o.sizes[i + 1], bo));
-    net->push_back(std::make_shared<layers::ReLU>());
-  }
-  return net;
+  models::MLPOptions mo;
+  mo.norm = models::Norm::Batch;
+  mo.bn_momentum = o.momentum;
+  mo.bn_unbiased_running_var = !o.biased_running_var;
+  return std::make_shared<models::MLP>(o.sizes, mo, gen);
 }
 
 std::vector<std::string> batch_norm_paths(layers::Module& net) {
@@ -447,4 +441,4 @@ BnBackwardCheck measure_bn_backward_invariants(std::uint64_t seed) {
   return bn_backward_invariants(x, x.grad());
 }
 
-}  // namespace tapegrad::debug::bugs
+}  // namespace chapter::bugs

@@ -16,7 +16,10 @@
 #include "debug/bn_grad_check.h"
 #include "layers/sequential.h"
 
-namespace tapegrad::debug::bugs {
+namespace chapter::bugs {
+
+using namespace tapegrad;
+using namespace tapegrad::debug;
 
 struct RegressionData {
   Tensor x_train, y_train, x_test, y_test;  ///< (n, 50) and (n, 1), float32
@@ -159,4 +162,4 @@ FrozenFinetune measure_frozen_finetune(int pre_epochs = 40, int ft_epochs = 20, 
 /// a training batch of 32 of a trained net, in float64, with a random upstream gradient.
 BnBackwardCheck measure_bn_backward_invariants(std::uint64_t seed = 0);
 
-}  // namespace tapegrad::debug::bugs
+}  // namespace chapter::bugs

@@ -12,9 +12,9 @@
 #include <CLI/CLI.hpp>
 #endif
 
-#include "debug/mode_bugs.h"
+#include "chapter/mode_bugs.h"
 
-namespace bugs = tapegrad::debug::bugs;
+namespace bugs = chapter::bugs;
 
 namespace {
 

@@ -21,6 +21,7 @@
 #include "layers/layer_norm.h"
 #include "layers/linear.h"
 #include "layers/loss.h"
+#include "models/mlp.h"
 #include "optim/adam.h"
 #include "optim/lr_scheduler.h"
 #include "optim/sgd.h"
@@ -53,20 +54,16 @@ std::vector<std::int64_t> parse_hidden(const std::string& text) {
 
 std::shared_ptr<layers::Sequential> build_model(const Config& c, std::int64_t in_features, std::int64_t classes,
                                                 Generator& init, Generator* drop) {
-  auto model = std::make_shared<layers::Sequential>();
-  std::int64_t width = in_features;
-  for (std::int64_t h : c.hidden) {
-    model->push_back(std::make_shared<layers::Linear>(width, h, true, Dtype::Float32, init));
-    if (c.norm == "batch") model->push_back(std::make_shared<layers::BatchNorm1d>(h));
-    else if (c.norm == "layer") model->push_back(std::make_shared<layers::LayerNorm>(Shape{h}));
-    else if (c.norm != "none")
-      throw std::invalid_argument("--norm: expected none, batch or layer, got '" + c.norm + "'");
-    model->push_back(std::make_shared<layers::ReLU>());
-    if (c.dropout > 0) model->push_back(std::make_shared<layers::Dropout>(c.dropout, drop));
-    width = h;
-  }
-  model->push_back(std::make_shared<layers::Linear>(width, classes, true, Dtype::Float32, init));
-  return model;
+  if (c.norm != "none" && c.norm != "batch" && c.norm != "layer")
+    throw std::invalid_argument("--norm: expected none, batch or layer, got '" + c.norm + "'");
+  models::MLPOptions mo;
+  mo.norm = models::parse_norm(c.norm);
+  mo.dropout = c.dropout;
+  mo.dropout_gen = drop;
+  std::vector<std::int64_t> sizes{in_features};
+  sizes.insert(sizes.end(), c.hidden.begin(), c.hidden.end());
+  sizes.push_back(classes);
+  return std::make_shared<models::MLP>(sizes, mo, init);
 }
 
 namespace {
