@@ -42,7 +42,7 @@ class HookList {
   /// Calls every hook with args, in the order added, on a copy of the list (so a hook may
   /// add or remove hooks).
   template <class... Args>
-  void run(const Args&... args) const {
+  void run(Args&&... args) const {
     if (empty()) return;
     std::vector<Hook> copy;
     {

@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <cmath>
 #include <stdexcept>
+#include <string>
 #include <vector>
 
 #include "core/ops/elementwise.h"
@@ -27,7 +28,7 @@ Tensor batch_renorm(const Tensor& x, const Tensor& running_mean, const Tensor& r
   if (!running_mean.defined() || !running_var.defined())
     throw std::invalid_argument("batch_renorm: needs running_mean and running_var to renormalise against");
   if (x.dtype() != running_mean.dtype())  // the buffers' dtype follows Module::to
-    throw std::invalid_argument("batch_renorm: input dtype " + dtype_name(x.dtype()) + " does not match the " +
+    throw std::invalid_argument(std::string("batch_renorm: input dtype ") + dtype_name(x.dtype()) + " does not match the " +
                                 dtype_name(running_mean.dtype()) + " running statistics (convert with .to())");
   const std::int64_t C = x.size(1);
   Tensor mu_b, var_b;  // float64 (C), biased
