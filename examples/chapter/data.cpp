@@ -26,7 +26,7 @@ void fill_chapter_rows(tapegrad::Generator& gen, std::int64_t n, std::int64_t f,
   for (std::int64_t i = 0; i < n; ++i) {
     for (std::int64_t j = 0; j < f; ++j) px[i * f + j] = static_cast<float>(gen.normal());
     const double x0 = px[i * f], x1 = px[i * f + 1];
-    py[i] = static_cast<float>(std::sin(2.0 * x0) + std::cos(x1) + noise * gen.normal());
+    py[i] = static_cast<float>(chapter_target(x0, x1, gen.normal(), noise));
   }
 }
 

@@ -1,5 +1,6 @@
 #pragma once
 // The chapter's synthetic regression data: y = sin(2·x0) + cos(x1) + 0.1·ε.
+#include <cmath>
 #include <cstdint>
 
 #include "core/random.h"
@@ -18,6 +19,12 @@ struct Dataset {
 /// 50 features, noise 0.1. Throws std::invalid_argument for features < 2 or n_train < 1.
 Dataset make_chapter_data(std::uint64_t seed, std::int64_t n_train = 200, std::int64_t n_test = 100,
                           std::int64_t features = 50, double noise = 0.1);
+
+/// The chapter's target for a sample with features x0, x1 and noise draw ε:
+/// sin(2·x0) + cos(x1) + noise·ε.
+inline double chapter_target(double x0, double x1, double eps, double noise = 0.1) {
+  return std::sin(2.0 * x0) + std::cos(x1) + noise * eps;
+}
 
 /// Fills x (n, features) and y (n, 1), float32, from gen, row by row: the features of a
 /// row (N(0, 1)), then its ε; y = sin(2·x0) + cos(x1) + noise·ε. The one generator of the

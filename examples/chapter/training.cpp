@@ -1,5 +1,7 @@
 #include "chapter/training.h"
 
+#include "chapter/data.h"
+
 #include <algorithm>
 #include <cmath>
 #include <numeric>
@@ -32,7 +34,7 @@ Tensor targets(const Tensor& x, const Tensor& noise) {
   const auto vx = x.to_vector(), vn = noise.to_vector();
   const std::int64_t n = x.size(0), D = x.size(1);
   std::vector<double> y(static_cast<std::size_t>(n));
-  for (std::int64_t i = 0; i < n; ++i) y[i] = std::sin(2.0 * vx[i * D]) + std::cos(vx[i * D + 1]) + 0.1 * vn[i];
+  for (std::int64_t i = 0; i < n; ++i) y[i] = chapter_target(vx[i * D], vx[i * D + 1], vn[i]);
   return Tensor::from_vector(y, {n, 1}, Dtype::Float32);
 }
 

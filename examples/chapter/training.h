@@ -2,8 +2,10 @@
 // The chapter's regression task as the mode-bug measurements train it: the data, the net
 // (models::MLP), and the SGD loop with its validation variants (examples/chapter/mode_bugs.h).
 //
-// Task: X ~ N(0, 1) of shape (n, 50), y = sin(2·x0) + cos(x1) + 0.1·ε (n, 1), 200 train and
-// 100 test samples; net Linear-BN-ReLU [50, 128, 64, 32, 1]; SGD lr 0.01, batch 32.
+// Task: X ~ N(0, 1) of shape (n, 50), y = chapter_target(x0, x1, ε) = sin(2·x0) + cos(x1) +
+// 0.1·ε (n, 1), 200 train and 100 test samples (drawn as X, then ε, per split: the draws
+// the mode-bug tables were measured with; chapter::make_chapter_data draws row by row);
+// net Linear-BN-ReLU [50, 128, 64, 32, 1]; SGD lr 0.01, batch 32.
 #include <cstdint>
 #include <memory>
 #include <optional>
