@@ -8,9 +8,12 @@
 #include <string>
 #include <vector>
 
-#include "run.h"
+#include "chapter/run.h"
 
 namespace bnexp {
+
+// The chapter's data and training protocol (examples/chapter/).
+using namespace chapter;
 
 /// Settings of a study. apply_preset() fills what the user did not set.
 ///  chapter: gradients clipped elementwise at 5 (except the plain depth nets), hidden

@@ -1,4 +1,4 @@
-#include "run.h"
+#include "chapter/run.h"
 
 #include <algorithm>
 #include <chrono>
@@ -14,7 +14,7 @@
 #include "optim/clip_grad.h"
 #include "optim/sgd.h"
 
-namespace bnexp {
+namespace chapter {
 
 using tapegrad::Tensor;
 
@@ -166,4 +166,4 @@ RunResult train_run(const RunConfig& cfg, const Dataset& data) {
   return r;
 }
 
-}  // namespace bnexp
+}  // namespace chapter

@@ -12,11 +12,7 @@
 #include "chapter/data.h"
 #include "models/mlp.h"
 
-namespace bnexp {
-
-using chapter::Dataset;
-using chapter::derive_seed;
-using chapter::make_chapter_data;
+namespace chapter {
 
 /// How the net is evaluated after each epoch.
 ///  Eval:  model.eval() under NoGradGuard; BN uses its running statistics (PyTorch practice).
@@ -78,4 +74,4 @@ double evaluate(tapegrad::models::MLP& model, const tapegrad::Tensor& x, const t
 /// The MLP options a config trains with (to rebuild a saved net before loading it).
 tapegrad::models::MLPOptions mlp_options(const RunConfig& cfg);
 
-}  // namespace bnexp
+}  // namespace chapter

@@ -16,11 +16,12 @@
 #include "layers/checkpoint.h"
 #include "layers/clamp.h"
 #include "report.h"
-#include "run.h"
+#include "chapter/run.h"
 #include "stats.h"
 #include "study.h"
 
 using namespace bnexp;
+using namespace chapter;
 using tapegrad::Tensor;
 using tapegrad::models::Norm;
 namespace fs = std::filesystem;
