@@ -15,8 +15,8 @@ struct BatchSizeOptions {
   int replicas = 4;                  ///< R
   int seeds = 3;
   std::uint64_t seed = 0;            ///< first seed
-  int epochs = 2;                    ///< the same samples seen for every m and norm
-  std::int64_t train_size = 10000;   ///< random training subset (fixed across runs)
+  int epochs = 3;                    ///< the same samples seen for every m and norm
+  std::int64_t train_size = 20000;   ///< random training subset (fixed across runs)
   std::int64_t test_size = 0;        ///< 0: all 10,000
   double base_lr = 0.1;              ///< lr = base_lr · (R·m) / ref_batch (linear scaling)
   std::int64_t ref_batch = 256;

@@ -5,6 +5,8 @@
 
 #include <cmath>
 
+#include <spdlog/spdlog.h>
+
 #include "batch_size.h"
 #include "core/ops.h"
 #include "core/random.h"
@@ -151,6 +153,7 @@ TEST_CASE("GhostBatchNorm keeps replica 0's running statistics and refuses uneve
 }
 
 TEST_CASE("batch-size CSV is byte-identical for any --threads", "[norm_study][determinism]") {
+  spdlog::set_level(spdlog::level::warn);
   Generator g(9);
   StudyData d;
   const std::int64_t n = 256, D = 20;
