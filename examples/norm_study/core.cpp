@@ -261,6 +261,11 @@ std::string fmt9(double v) {
   std::snprintf(buf, sizeof buf, "%.9g", v);
   return buf;
 }
+std::string fixed(double v, int digits) {
+  char buf[64];
+  std::snprintf(buf, sizeof buf, "%.*f", digits, v);
+  return buf;
+}
 std::string fmt4(double v) {
   char buf[40];
   std::snprintf(buf, sizeof buf, "%.4g", v);

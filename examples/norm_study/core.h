@@ -93,5 +93,7 @@ void restore(const std::vector<tapegrad::Tensor>& ts, const std::vector<tapegrad
 std::string fmt9(double v);
 /// "%.4g".
 std::string fmt4(double v);
+/// Fixed-point with `digits` decimals.
+std::string fixed(double v, int digits = 2);
 
 }  // namespace normstudy

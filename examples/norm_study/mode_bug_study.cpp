@@ -185,12 +185,6 @@ Finetune finetune(const BugOptions& o, const StudyData& d, const data::Dataset& 
   return f;
 }
 
-std::string num(double v, int digits = 2) {
-  char buf[64];
-  std::snprintf(buf, sizeof buf, "%.*f", digits, v);
-  return buf;
-}
-
 }  // namespace
 
 BugResult run_mode_bugs(const BugOptions& o, const StudyData& d) {
@@ -263,8 +257,8 @@ BugResult run_mode_bugs(const BugOptions& o, const StudyData& d) {
       row.buggy_label = "train mode, batch " + std::to_string(b);
       row.correct_accuracy = correct.accuracy;
       row.buggy_accuracy = 100 * evaluate_train_mode(net, d.test, b).accuracy;
-      row.detector = "batch_dependence: a test output moves by " + num(dep.max_abs_diff, 3) + " (eval mode: " +
-                     num(dep_eval.max_abs_diff, 7) + "); ModeAudit bn_train_no_grad x" + std::to_string(audit_hits) +
+      row.detector = "batch_dependence: a test output moves by " + fixed(dep.max_abs_diff, 3) + " (eval mode: " +
+                     fixed(dep_eval.max_abs_diff, 7) + "); ModeAudit bn_train_no_grad x" + std::to_string(audit_hits) +
                      " for one prediction";
       row.fires = dep.depends() && audit_hits > 0;
       row.quiet_on_correct = !dep_eval.depends();
@@ -313,7 +307,7 @@ BugResult run_mode_bugs(const BugOptions& o, const StudyData& d) {
     BugRow row;
     row.bug = "test data through train-mode BN";
     row.correct_label = "correct loop";
-    row.buggy_label = "chapter's loop (eval-mode score; it prints " + num(t[2].reported) + "%)";
+    row.buggy_label = "chapter's loop (eval-mode score; it prints " + fixed(t[2].reported) + "%)";
     row.correct_accuracy = correct.accuracy;
     row.buggy_accuracy = t[2].accuracy;
     row.detector = "buffers_changed lists " + std::to_string(changed.size()) +
@@ -333,9 +327,9 @@ BugResult run_mode_bugs(const BugOptions& o, const StudyData& d) {
     row.buggy_label = "momentum 0.99";
     row.correct_accuracy = t[3].accuracy;
     row.buggy_accuracy = t[4].accuracy;
-    row.detector = "running_stats_gap: mean gap " + num(g_bad.worst_mean_gap(), 2) + " std, |ln var ratio| " +
-                   num(g_bad.worst_var_log_ratio(), 2) + " (0.01: " + num(g_ok.worst_mean_gap(), 2) + ", " +
-                   num(g_ok.worst_var_log_ratio(), 2) + ")";
+    row.detector = "running_stats_gap: mean gap " + fixed(g_bad.worst_mean_gap(), 2) + " std, |ln var ratio| " +
+                   fixed(g_bad.worst_var_log_ratio(), 2) + " (0.01: " + fixed(g_ok.worst_mean_gap(), 2) + ", " +
+                   fixed(g_ok.worst_var_log_ratio(), 2) + ")";
     row.fires = g_bad.stale();
     row.quiet_on_correct = !g_ok.stale();
     r.rows.push_back(row);
@@ -350,8 +344,8 @@ BugResult run_mode_bugs(const BugOptions& o, const StudyData& d) {
     row.buggy_label = "biased (m)";
     row.correct_accuracy = t[5].accuracy;
     row.buggy_accuracy = t[6].accuracy;
-    row.detector = "running_stats_gap |ln var ratio| " + num(g_bad.worst_var_log_ratio(), 2) + " (unbiased: " +
-                   num(g_ok.worst_var_log_ratio(), 2) + ")";
+    row.detector = "running_stats_gap |ln var ratio| " + fixed(g_bad.worst_var_log_ratio(), 2) + " (unbiased: " +
+                   fixed(g_ok.worst_var_log_ratio(), 2) + ")";
     row.fires = g_bad.stale();
     row.quiet_on_correct = !g_ok.stale();
     r.rows.push_back(row);
@@ -387,7 +381,7 @@ BugResult run_mode_bugs(const BugOptions& o, const StudyData& d) {
     row.buggy_accuracy = 100 * evaluate_eval_mode(*fresh.net, d.test).accuracy;
     row.detector = "strict load refuses (" + std::to_string(lr.missing_keys.size()) +
                    " missing keys); mode_report never_updated = " + std::to_string(report.never_updated().size()) +
-                   "; running_stats_gap " + num(gap.worst_mean_gap(), 2) + " std";
+                   "; running_stats_gap " + fixed(gap.worst_mean_gap(), 2) + " std";
     row.fires = strict_error != "strict load accepted" && !report.never_updated().empty() && gap.stale();
     row.quiet_on_correct = debug::mode_report(net).never_updated().empty() && !gap_ok.stale();
     r.rows.push_back(row);
@@ -402,7 +396,7 @@ BugResult run_mode_bugs(const BugOptions& o, const StudyData& d) {
       (k == 0 ? fz : tr) = finetune(o, d, sh_train, sh_test, pre, k == 0);
     });
     BugRow row;
-    row.bug = "frozen BN while fine-tuning on shifted inputs (" + num(before) + "% before)";
+    row.bug = "frozen BN while fine-tuning on shifted inputs (" + fixed(before) + "% before)";
     row.correct_label = "train-mode BN";
     row.buggy_label = "frozen (eval-mode) BN";
     row.correct_accuracy = tr.accuracy;
@@ -415,88 +409,6 @@ BugResult run_mode_bugs(const BugOptions& o, const StudyData& d) {
   }
   r.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   return r;
-}
-
-namespace {
-std::string csv_field(const std::string& s) {
-  std::string out = "\"";
-  for (char c : s) out += c == '"' ? std::string("\"\"") : std::string(1, c);
-  return out + "\"";
-}
-}  // namespace
-
-std::string mode_bugs_csv(const BugResult& r) {
-  std::string out = "bug,correct,buggy,correct_accuracy,buggy_accuracy,detector,fires,quiet_on_correct\n";
-  for (const auto& x : r.rows)
-    out += csv_field(x.bug) + "," + csv_field(x.correct_label) + "," + csv_field(x.buggy_label) + "," +
-           fmt9(x.correct_accuracy) + "," + fmt9(x.buggy_accuracy) + "," + csv_field(x.detector) + "," +
-           (x.fires ? "1" : "0") + "," + (x.quiet_on_correct ? "1" : "0") + "\n";
-  return out;
-}
-
-std::string mode_bugs_summary(const BugResult& r) {
-  const auto& o = r.options;
-  std::ostringstream md;
-  md << "# norm_study mode-bugs: summary\n\n";
-  md << "- BatchNorm MLP 784";
-  for (auto h : o.hidden) md << "-" << h;
-  md << "-10, Fashion-MNIST " << o.train_size << " training images, test set " << (o.test_size > 0 ? o.test_size : 10000)
-     << "; SGD momentum 0.9, lr " << fmt9(o.lr) << ", batch " << o.batch << ", " << o.epochs << " epochs, seed "
-     << o.seed << "\n";
-  md << "- correct loop (eval-mode test accuracy): " << num(r.baseline_accuracy) << "%; a constant predictor "
-        "scores 10%\n";
-  md << "- wall time " << fmt4(r.seconds) << " s with " << o.threads << " worker threads\n\n";
-  md << "| bug | correct: test acc (%) | buggy: test acc (%) | Δ (points) | detector | fires | quiet on the correct "
-        "variant |\n|---|---|---|---|---|---|---|\n";
-  for (const auto& x : r.rows) {
-    md << "| " << x.bug << " | " << x.correct_label << ": " << num(x.correct_accuracy) << " | " << x.buggy_label
-       << (std::isnan(x.buggy_accuracy) ? std::string() : ": " + num(x.buggy_accuracy)) << " | "
-       << (std::isnan(x.buggy_accuracy) ? std::string("—") : num(x.buggy_accuracy - x.correct_accuracy)) << " | "
-       << x.detector << " | " << (x.fires ? "yes" : "**no**") << " | " << (x.quiet_on_correct ? "yes" : "**no**")
-       << " |\n";
-  }
-  return md.str();
-}
-
-std::vector<std::string> write_mode_bugs(const BugResult& r, const std::string& dir_s) {
-  const fs::path dir(dir_s), plots = dir / "plots";
-  fs::create_directories(plots);
-  report_kit::write_file((dir / "results.csv").string(), mode_bugs_csv(r));
-  report_kit::write_file((dir / "summary.md").string(), mode_bugs_summary(r));
-  if (!report_kit::gnuplot_available()) {
-    spdlog::warn("gnuplot (pngcairo) not found: no figure; the CSV and summary are written");
-    return {};
-  }
-  std::ostringstream d;
-  for (std::size_t i = 0; i < r.rows.size(); ++i) {
-    std::string label = r.rows[i].bug;
-    if (label.size() > 42) label = label.substr(0, 40) + "…";
-    for (auto& c : label)
-      if (c == '"') c = '\'';
-    d << i << " \"" << label << "\" " << fmt9(r.rows[i].correct_accuracy) << " "
-      << (std::isnan(r.rows[i].buggy_accuracy) ? std::string("?") : fmt9(r.rows[i].buggy_accuracy)) << "\n";
-  }
-  const std::string f = (plots / "mode_bugs.dat").string();
-  report_kit::write_file(f, d.str());
-  const fs::path png = dir / "mode_bugs.png";
-  std::ostringstream gp;
-  gp << "set terminal pngcairo size 1100,560 font 'sans,10'\nset output " << report_kit::gnuplot_quote(png.string())
-     << "\nset datafile missing '?'\nset style data histograms\nset style histogram clustered gap 1\n"
-        "set style fill solid 0.8 border -1\nset boxwidth 0.9\nset xtics rotate by -30 left\nset grid y\n"
-        "set ylabel 'test accuracy (%)'\nset yrange [0:100]\nset key top right\nset bmargin 10\n"
-        "set title 'Mode bugs on Fashion-MNIST (BatchNorm MLP, seed "
-     << r.options.seed << "): correct vs buggy variant'\n"
-     << "plot " << report_kit::gnuplot_quote(f) << " using 3:xtic(2) title 'correct' lc rgb '#1f77b4', '' using 4 "
-        "title 'buggy' lc rgb '#d62728'\n";
-  const std::string script = (plots / "mode_bugs.gp").string();
-  report_kit::write_file(script, gp.str());
-  std::error_code ec;
-  fs::remove(png, ec);
-  if (report_kit::run_gnuplot({script}, (plots / "gnuplot.log").string()) != 0 || !fs::exists(png)) {
-    spdlog::warn("gnuplot failed on {}; the CSV is unaffected", script);
-    return {};
-  }
-  return {png.string()};
 }
 
 }  // namespace normstudy
