@@ -1,0 +1,63 @@
+#pragma once
+// `norm_study batch-size`: test accuracy against the per-replica batch m for every
+// normalisation, with R virtual replicas (global batch R·m).
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "core.h"
+
+namespace normstudy {
+
+struct BatchSizeOptions {
+  std::vector<std::int64_t> ms = {2, 4, 8, 16, 32, 64};  ///< per-replica batch sizes
+  std::vector<NormKind> kinds = all_kinds();
+  int replicas = 4;                  ///< R
+  int seeds = 3;
+  std::uint64_t seed = 0;            ///< first seed
+  int epochs = 3;                    ///< the same samples seen for every m and norm
+  std::int64_t train_size = 20000;   ///< random training subset (fixed across runs)
+  std::int64_t test_size = 0;        ///< 0: all 10,000
+  double base_lr = 0.1;              ///< lr = base_lr · (R·m) / ref_batch (linear scaling)
+  std::int64_t ref_batch = 256;
+  double sgd_momentum = 0.9;
+  double bn_momentum = 0.1;
+  std::vector<std::int64_t> hidden = {256, 128};
+  std::string model = "mlp";
+  std::string data_dir;
+  int threads = 2;
+};
+
+struct BatchSizeRun {
+  NormKind kind;
+  std::int64_t m = 0;
+  std::uint64_t seed = 0;
+  double lr = 0;
+  bool crashed = false;
+  double train_loss = 0;  ///< mean minibatch loss of the last epoch
+  double test_loss = 0, test_accuracy = 0;  ///< eval mode
+  double seconds = 0;     ///< wall time of the run (not in the CSV)
+};
+
+struct BatchSizeResult {
+  BatchSizeOptions options;
+  std::vector<BatchSizeRun> runs;  ///< kind-major, then m, then seed
+  double seconds = 0;
+};
+
+/// Linear scaling (Goyal et al. 2017): base_lr · R·m / ref_batch.
+double scaled_lr(const BatchSizeOptions& o, std::int64_t m);
+
+/// Trains every (kind, m, seed) on `threads` workers. Throws std::invalid_argument for bad
+/// options (naming them).
+BatchSizeResult run_batch_size(const BatchSizeOptions& o, const StudyData& data);
+
+/// Tidy CSV (no timings: the same options give byte-identical text for any --threads).
+std::string batch_size_csv(const BatchSizeResult& r);
+/// Markdown: settings, accuracy table (mean ± std, crashed), the chapter's claims as
+/// paired differences over seeds.
+std::string batch_size_summary(const BatchSizeResult& r);
+/// results.csv, summary.md and accuracy_vs_m.png (when gnuplot is there) in dir.
+std::vector<std::string> write_batch_size(const BatchSizeResult& r, const std::string& dir);
+
+}  // namespace normstudy
