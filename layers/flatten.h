@@ -1,23 +1,23 @@
 #pragma once
-// Flatten, PyTorch's nn.Flatten.
+// Flatten and Unflatten, PyTorch's nn.Flatten and nn.Unflatten (Flatten itself is declared
+// in layers/activation.h).
+#include "layers/activation.h"
 #include "layers/module.h"
 
 namespace tapegrad::layers {
 
-/// Merges dims start_dim..end_dim (defaults 1 and -1: everything but the batch) into one,
-/// as a view sharing the input's storage; the gradient is reshaped back.
-/// (N, C, H, W) -> (N, C·H·W). Throws std::invalid_argument (from flatten) when a dim is
-/// out of range or start_dim comes after end_dim.
-class Flatten : public Module {
+/// Unflatten, PyTorch's nn.Unflatten: splits dim `dim` into `unflattened_size` (its product
+/// must equal that dim's size), as a view. (N, 784) -> (N, 1, 28, 28) for Unflatten(1, {1, 28, 28}).
+/// forward throws std::invalid_argument naming both shapes when the sizes do not match.
+class Unflatten : public Module {
  public:
-  explicit Flatten(std::int64_t start_dim = 1, std::int64_t end_dim = -1) : start_dim(start_dim), end_dim(end_dim) {}
+  Unflatten(std::int64_t dim, Shape unflattened_size) : dim(dim), unflattened_size(std::move(unflattened_size)) {}
   Tensor forward(const Tensor& x) override;
-  std::string type_name() const override { return "Flatten"; }
-  std::string extra_repr() const override {
-    return "start_dim=" + std::to_string(start_dim) + ", end_dim=" + std::to_string(end_dim);
-  }
+  std::string type_name() const override { return "Unflatten"; }
+  std::string extra_repr() const override { return "dim=" + std::to_string(dim) + ", unflattened_size=" + shape_str(unflattened_size); }
 
-  std::int64_t start_dim, end_dim;
+  std::int64_t dim;
+  Shape unflattened_size;
 };
 
 }  // namespace tapegrad::layers

@@ -133,6 +133,12 @@ TEST_CASE("Flatten is a view with PyTorch's dims", "[pooling]") {
   REQUIRE(Flatten(0, 1).forward(x).shape() == Shape{6, 4, 5});
   REQUIRE(Flatten(1, 2).forward(x).shape() == Shape{2, 12, 5});
   REQUIRE(Flatten().forward(x).shares_storage_with(x));
+  Tensor flat = Tensor::zeros({2, 12});
+  REQUIRE(Unflatten(1, {3, 4}).forward(flat).shape() == Shape{2, 3, 4});
+  REQUIRE(Unflatten(-1, {1, 3, 4}).forward(flat).shape() == Shape{2, 1, 3, 4});
+  REQUIRE(Unflatten(1, {3, 4}).forward(flat).shares_storage_with(flat));
+  CHECK_THAT(test::thrown<std::invalid_argument>([&] { Unflatten(1, {5, 2}).forward(flat); }),
+             Catch::Contains("of size 10") && Catch::Contains("[2, 12]"));
 }
 
 TEST_CASE("pooling errors name the expected and actual values", "[pooling][errors]") {

@@ -53,6 +53,8 @@ std::vector<std::int64_t> parse_hidden(const std::string& text) {
 
 std::shared_ptr<layers::Sequential> build_model(const Config& c, std::int64_t in_features, std::int64_t classes,
                                                 Generator& init, Generator* drop) {
+  if (c.model == "cnn") return build_cnn(c.cnn, c.norm, in_features, classes, init);
+  if (c.model != "mlp") throw std::invalid_argument("--model: expected mlp or cnn, got '" + c.model + "'");
   auto model = std::make_shared<layers::Sequential>();
   std::int64_t width = in_features;
   for (std::int64_t h : c.hidden) {

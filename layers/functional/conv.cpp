@@ -1,7 +1,7 @@
 // 2-D convolution: im2col + GEMM forward and backward side by side.
 #include "layers/functional/conv.h"
 
-#include <mutex>
+#include <algorithm>
 #include <stdexcept>
 #include <vector>
 
@@ -107,7 +107,7 @@ Tensor forward_impl(const Tensor& x, const Tensor& w, const Tensor& b, const Con
       for (std::int64_t gi = 0; gi < pl.G; ++gi) {
         const std::int64_t xoff = (n * pl.G + gi) * pl.in_plane();
         Tensor a = pl.direct ? view2d(xd, xoff, K, L) : cols;
-        if (!pl.direct) kernels::im2col<T>(xd.data<T>() + xoff, cols.data<T>(), g);
+        if (!pl.direct) kernels::im2col<T>(xd.data<T>() + xoff, cols.data<T>(), g, L);
         Tensor out = view2d(y, (n * pl.Cout + gi * pl.Og) * L, pl.Og, L);
         tapegrad::detail::gemm(false, false, view2d(wd, gi * pl.Og * K, pl.Og, K), a, out, false);
         if (bp) {
@@ -131,8 +131,8 @@ void backward_impl(const Tensor& gy_in, const Tensor& x, const Tensor& w, bool h
   const Tensor gy = gy_in.detach();
   const Tensor xd = x.detach(), wd = w.detach();
   Tensor dx = need_x ? Tensor::zeros(x.shape(), x.dtype()) : Tensor();
-  Tensor dw;  // (Cout, K) partial sums per chunk, reduced below
-  std::mutex mu;
+  // (Cout, K) partial sums, one per thread, reduced in thread order (deterministic)
+  std::vector<Tensor> dw_parts(static_cast<std::size_t>(std::max(1, get_num_threads())));
   if (need_x || need_w)
     over_samples(pl.N, [&](std::int64_t n0, std::int64_t n1) {
       Tensor cols = pl.direct ? Tensor() : Tensor::empty({K, L}, x.dtype());
@@ -143,7 +143,7 @@ void backward_impl(const Tensor& gy_in, const Tensor& x, const Tensor& w, bool h
           const Tensor gy_ng = view2d(gy, (n * pl.Cout + gi * pl.Og) * L, pl.Og, L);
           if (need_w) {
             Tensor a = pl.direct ? view2d(xd, xoff, K, L) : cols;
-            if (!pl.direct) kernels::im2col<T>(xd.data<T>() + xoff, cols.data<T>(), g);
+            if (!pl.direct) kernels::im2col<T>(xd.data<T>() + xoff, cols.data<T>(), g, L);
             Tensor dwg = view2d(dw_part, gi * pl.Og * K, pl.Og, K);
             tapegrad::detail::gemm(false, true, gy_ng, a, dwg, true);  // dW_g += dY·colsᵀ
           }
@@ -154,16 +154,19 @@ void backward_impl(const Tensor& gy_in, const Tensor& x, const Tensor& w, bool h
               tapegrad::detail::gemm(true, false, wg, gy_ng, dxg, false);
             } else {
               tapegrad::detail::gemm(true, false, wg, gy_ng, cols, false);  // dcols = W_gᵀ·dY
-              kernels::col2im_add<T>(cols.data<T>(), dx.data<T>() + xoff, g);
+              kernels::col2im_add<T>(cols.data<T>(), dx.data<T>() + xoff, g, L);
             }
           }
         }
-      if (need_w) {
-        std::lock_guard<std::mutex> lock(mu);
-        if (!dw.defined()) dw = dw_part;
-        else dw.add_(dw_part);
-      }
+      if (need_w)
+        dw_parts[std::min(static_cast<std::size_t>(omp_get_thread_num_wrapper()), dw_parts.size() - 1)] = dw_part;
     });
+  Tensor dw;
+  for (const Tensor& part : dw_parts) {
+    if (!part.defined()) continue;
+    if (!dw.defined()) dw = part;
+    else dw.add_(part);
+  }
   if (need_x) gs.add(0, dx);
   if (need_w) gs.add(1, alias_with_shape(dw, w.shape()));
   if (need_b) {

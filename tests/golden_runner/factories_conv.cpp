@@ -1,9 +1,9 @@
-// Factories for the convolution, pooling and flatten layers (conv.json, train_cnn.json).
+// Factories for the convolution and pooling layers (conv.json, train_cnn.json; Flatten is
+// registered in factories_norms.cpp).
 #include <memory>
 
 #include "golden_runner/support.h"
 #include "layers/conv.h"
-#include "layers/flatten.h"
 #include "layers/pooling.h"
 
 namespace golden {
@@ -45,9 +45,6 @@ const bool registered = [] {
   });
   add_module("AdaptiveAvgPool2d", [](const json& a, Dtype) -> layers::ModulePtr {
     return std::make_shared<layers::AdaptiveAvgPool2d>(size2(a.at("output_size")));
-  });
-  add_module("Flatten", [](const json& a, Dtype) -> layers::ModulePtr {
-    return std::make_shared<layers::Flatten>(a.value("start_dim", 1), a.value("end_dim", -1));
   });
   return true;
 }();

@@ -28,13 +28,14 @@ struct ConvGeom {
   }
 };
 
-/// cols (rows × cols, row-major) = unfold(x), x one (C, H, W) image.
+/// cols (rows × cols) = unfold(x), x one (C, H, W) image; row r of the matrix starts at
+/// cols + r·ld (ld >= cols(): several images' matrices side by side in one buffer).
 template <class T>
-void im2col(const T* __restrict x, T* __restrict cols, const ConvGeom& g) {
+void im2col(const T* __restrict x, T* __restrict cols, const ConvGeom& g, std::int64_t ld) {
   for (std::int64_t c = 0; c < g.C; ++c)
     for (std::int64_t p = 0; p < g.kh; ++p)
       for (std::int64_t q = 0; q < g.kw; ++q) {
-        T* row = cols + ((c * g.kh + p) * g.kw + q) * g.OH * g.OW;
+        T* row = cols + ((c * g.kh + p) * g.kw + q) * ld;
         std::int64_t lo, hi;
         g.col_range(q, lo, hi);
         const std::int64_t woff = q * g.dw - g.pw;
@@ -56,13 +57,13 @@ void im2col(const T* __restrict x, T* __restrict cols, const ConvGeom& g) {
       }
 }
 
-/// dx (C, H, W) += fold(cols), the adjoint of im2col.
+/// dx (C, H, W) += fold(cols), the adjoint of im2col (same layout and ld).
 template <class T>
-void col2im_add(const T* __restrict cols, T* __restrict dx, const ConvGeom& g) {
+void col2im_add(const T* __restrict cols, T* __restrict dx, const ConvGeom& g, std::int64_t ld) {
   for (std::int64_t c = 0; c < g.C; ++c)
     for (std::int64_t p = 0; p < g.kh; ++p)
       for (std::int64_t q = 0; q < g.kw; ++q) {
-        const T* row = cols + ((c * g.kh + p) * g.kw + q) * g.OH * g.OW;
+        const T* row = cols + ((c * g.kh + p) * g.kw + q) * ld;
         std::int64_t lo, hi;
         g.col_range(q, lo, hi);
         const std::int64_t woff = q * g.dw - g.pw;
