@@ -73,6 +73,44 @@ TEST_CASE("max_pool2d propagates NaN like PyTorch and handles all -inf windows",
   test::require_close(m.grad(), {1, 0, 0, 0}, 0);
 }
 
+TEST_CASE("max_pool2d 2x2 fast path follows the window rule (ties, NaN, -inf)", "[pooling]") {
+  const double nan = std::numeric_limits<double>::quiet_NaN(), inf = std::numeric_limits<double>::infinity();
+  Generator gen(4);
+  Tensor x = uniform({2, 3, 6, 8}, -1, 1, Dtype::Float64, gen);
+  std::vector<double> v = x.to_vector();
+  v[0] = v[1] = 5;  // a tie: the first wins
+  v[10] = nan;
+  v[20] = v[21] = v[28] = v[29] = -inf;
+  v[40] = nan;
+  v[49] = nan;  // two NaN in one window: the last one takes the gradient
+  x = Tensor::from_vector(v, {2, 3, 6, 8}).requires_grad_();
+  Tensor fast = max_pool2d(x, 2);
+  sum(fast).backward();
+  const auto g_fast = x.grad().to_vector();
+  // the rule, written out: scan each window row-major from -inf; a greater value or a NaN replaces
+  std::vector<double> want, want_grad(v.size(), 0.0);
+  for (int pl = 0; pl < 6; ++pl)
+    for (int i = 0; i < 3; ++i)
+      for (int j = 0; j < 4; ++j) {
+        double m = -inf;
+        int best = pl * 48 + 2 * i * 8 + 2 * j;
+        for (int dh = 0; dh < 2; ++dh)
+          for (int dw = 0; dw < 2; ++dw) {
+            const int at = pl * 48 + (2 * i + dh) * 8 + 2 * j + dw;
+            if (v[at] > m || std::isnan(v[at])) {
+              m = v[at];
+              best = at;
+            }
+          }
+        want.push_back(m);
+        want_grad[best] += 1;
+      }
+  const auto a = fast.to_vector();
+  REQUIRE(a.size() == want.size());
+  for (std::size_t i = 0; i < a.size(); ++i) REQUIRE(((std::isnan(a[i]) && std::isnan(want[i])) || a[i] == want[i]));
+  REQUIRE(g_fast == want_grad);
+}
+
 TEST_CASE("avg_pool2d: ceil_mode windows and count_include_pad divisors", "[pooling]") {
   Tensor x = arange_image(3, 3);
   // ceil-mode windows past the input are clipped: (0+1+3+4)/4, (2+5)/2, (6+7)/2, 8/1

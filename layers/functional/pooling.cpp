@@ -56,8 +56,40 @@ void over_planes(std::int64_t planes, std::int64_t plane_size, F&& f) {
 }
 
 // ---- max ------------------------------------------------------------------------------
+// The common 2×2, stride 2 pool with every window inside the input: the same rule as the
+// general loop below (strictly greater or NaN replaces, in row-major window order).
+template <class T>
+void max_forward_2x2(const T* x, T* y, std::int64_t* idx, const PoolGeom& g) {
+  over_planes(g.planes(), g.H * g.W, [&](std::int64_t b, std::int64_t e) {
+    for (std::int64_t pl = b; pl < e; ++pl) {
+      const T* xp = x + pl * g.H * g.W;
+      T* yp = y + pl * g.OH * g.OW;
+      std::int64_t* ip = idx + pl * g.OH * g.OW;
+      for (std::int64_t i = 0; i < g.OH; ++i)
+        for (std::int64_t j = 0; j < g.OW; ++j) {
+          const std::int64_t p0 = 2 * i * g.W + 2 * j;
+          const std::int64_t cand[4] = {p0, p0 + 1, p0 + g.W, p0 + g.W + 1};
+          T m = -std::numeric_limits<T>::infinity();
+          std::int64_t best = p0;
+          for (std::int64_t c : cand) {
+            const T v = xp[c];
+            if (v > m || v != v) {
+              m = v;
+              best = c;
+            }
+          }
+          yp[i * g.OW + j] = m;
+          ip[i * g.OW + j] = best;
+        }
+    }
+  });
+}
+
 template <class T>
 void max_forward(const T* x, T* y, std::int64_t* idx, const PoolGeom& g) {
+  if (g.k == Size2(2) && g.s == Size2(2) && g.p == Size2(0) && g.d == Size2(1) && 2 * g.OH <= g.H &&
+      2 * g.OW <= g.W)
+    return max_forward_2x2(x, y, idx, g);
   over_planes(g.planes(), g.H * g.W, [&](std::int64_t b, std::int64_t e) {
     for (std::int64_t pl = b; pl < e; ++pl) {
       const T* xp = x + pl * g.H * g.W;
