@@ -13,7 +13,14 @@
 
 namespace tapegrad::layers::functional {
 
-std::string Size2::str() const { return "(" + std::to_string(h) + ", " + std::to_string(w) + ")"; }
+std::string Size2::str() const {
+  std::string s = "(";
+  s += std::to_string(h);
+  s += ", ";
+  s += std::to_string(w);
+  s += ")";
+  return s;
+}
 
 std::int64_t conv_output_size(std::int64_t in, std::int64_t kernel, std::int64_t stride, std::int64_t pad,
                               std::int64_t dilation) {
