@@ -21,6 +21,7 @@
 #include "layers/batch_norm.h"
 #include "layers/linear.h"
 #include "workloads.h"
+#include "side_by_side_conv.h"
 #if __has_include("layers/layer_norm.h")
 #include "layers/layer_norm.h"
 #define TG_HAVE_LAYER_NORM 1
@@ -172,6 +173,7 @@ std::vector<Case> make_cases() {
     auto th = std::make_shared<TorchStep>(std::vector<int64_t>(sizes.begin(), sizes.end()), 1024, 1e-3);
     cases.push_back({"large step [1024,4096,4096,1024], batch 1024", [ts] { ts->step(); }, [th] { th->step(); }});
   }
+  for (auto& [name, a, b] : tgconv::conv_rows()) cases.push_back({name, a, b});
   return cases;
 }
 

@@ -22,9 +22,21 @@ int main(int argc, char** argv) {
   app.add_option("--optimizer", cfg.optimizer, "sgd (momentum 0.9) | adam | adamw")
       ->capture_default_str()
       ->check(CLI::IsMember({"sgd", "adam", "adamw"}));
-  app.add_option("--norm", cfg.norm, "normalisation after each hidden Linear: none | batch | layer")
+  app.add_option("--norm", cfg.norm,
+                 "normalisation after each hidden Linear: none | batch | layer; with --model cnn also group | instance")
       ->capture_default_str()
-      ->check(CLI::IsMember({"none", "batch", "layer"}));
+      ->check(CLI::IsMember({"none", "batch", "layer", "group", "instance"}));
+  std::string channels = "32,64";
+  app.add_option("--model", cfg.model, "mlp | cnn (conv-norm-ReLU-pool blocks and a linear head)")
+      ->capture_default_str()
+      ->check(CLI::IsMember({"mlp", "cnn"}));
+  app.add_option("--channels", channels, "cnn: conv block widths, comma-separated")->capture_default_str();
+  app.add_option("--head", cfg.cnn.head, "cnn: hidden width of the linear head (0: none)")
+      ->capture_default_str()
+      ->check(CLI::Range(0, 1 << 20));
+  app.add_option("--groups", cfg.cnn.groups, "cnn: GroupNorm groups (--norm group)")
+      ->capture_default_str()
+      ->check(CLI::Range(1, 1 << 20));
   app.add_option("--schedule", cfg.schedule, "learning-rate schedule over the epochs: none | cosine")
       ->capture_default_str()
       ->check(CLI::IsMember({"none", "cosine"}));
@@ -51,6 +63,7 @@ int main(int argc, char** argv) {
 
   try {
     cfg.hidden = fmnist::parse_hidden(hidden);
+    cfg.cnn.channels = fmnist::parse_hidden(channels);
     const fmnist::Result r = fmnist::train(cfg);
     double total = 0;
     for (const auto& e : r.history) total += e.seconds;

@@ -54,6 +54,8 @@ std::vector<std::int64_t> parse_hidden(const std::string& text) {
 
 std::shared_ptr<layers::Sequential> build_model(const Config& c, std::int64_t in_features, std::int64_t classes,
                                                 Generator& init, Generator* drop) {
+  if (c.model == "cnn") return build_cnn(c.cnn, c.norm, in_features, classes, init);
+  if (c.model != "mlp") throw std::invalid_argument("--model: expected mlp or cnn, got '" + c.model + "'");
   if (c.norm != "none" && c.norm != "batch" && c.norm != "layer")
     throw std::invalid_argument("--norm: expected none, batch or layer, got '" + c.norm + "'");
   models::MLPOptions mo;

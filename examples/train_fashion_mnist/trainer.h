@@ -15,6 +15,7 @@
 #include <string>
 #include <vector>
 
+#include "cnn_model.h"
 #include "data/fashion_mnist.h"
 #include "layers/sequential.h"
 
@@ -26,7 +27,9 @@ struct Config {
   std::int64_t batch_size = 128;
   std::optional<double> lr;      ///< default per optimizer: sgd 0.1, adam/adamw 1e-3
   std::string optimizer = "adam";  ///< sgd (momentum 0.9) | adam | adamw (weight decay 1e-2)
-  std::string norm = "batch";      ///< none | batch | layer
+  std::string model = "mlp";       ///< mlp | cnn (models::CNN, see cnn_model.h)
+  CNNConfig cnn;                   ///< the CNN's widths (--model cnn)
+  std::string norm = "batch";      ///< none | batch | layer (mlp); also group | instance (cnn)
   /// none | cosine: the lr follows CosineAnnealingLR(T_max = epochs), stepped per epoch.
   std::string schedule = "cosine";
   double dropout = 0.2;
@@ -72,7 +75,8 @@ struct Result {
   int epochs_done = 0;  ///< counting restored epochs
 };
 
-/// Builds the MLP for `config` (weights from init, dropout masks from drop).
+/// Builds the MLP (or, with model = "cnn", the CNN of cnn_model.h) for `config` (weights
+/// from init, dropout masks from drop).
 std::shared_ptr<tapegrad::layers::Sequential> build_model(const Config& config, std::int64_t in_features,
                                                           std::int64_t classes, tapegrad::Generator& init,
                                                           tapegrad::Generator* drop);

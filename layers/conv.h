@@ -1,0 +1,37 @@
+#pragma once
+// Conv2d, PyTorch's nn.Conv2d (padding_mode "zeros").
+#include "core/random.h"
+#include "layers/functional/conv.h"
+#include "layers/module.h"
+
+namespace tapegrad::layers {
+
+using functional::Size2;
+
+/// 2-D convolution (cross-correlation) of (N, in_channels, H, W) into
+/// (N, out_channels, H_out, W_out), H_out = floor((H + 2·padding − dilation·(kernel − 1) − 1)/stride) + 1.
+/// kernel_size, stride, padding, dilation: an int or an (h, w) pair; groups splits the
+/// channels into independent groups (groups = in_channels = out_channels: depthwise).
+/// Parameters (PyTorch names): weight (out_channels, in_channels/groups, kH, kW),
+/// bias (out_channels) when bias = true. Init as PyTorch: weight kaiming-uniform with
+/// a = sqrt(5) (bound 1/sqrt(fan_in), fan_in = in_channels/groups·kH·kW), bias U(±1/sqrt(fan_in)),
+/// drawn from `gen`.
+/// Throws std::invalid_argument naming the values for channels < 1, kernel/stride/dilation/groups < 1,
+/// padding < 0, or groups not dividing both channel counts; forward throws for a wrong
+/// channel count, a rank other than 4 or a kernel larger than the padded input (see functional::conv2d).
+class Conv2d : public Module {
+ public:
+  Conv2d(std::int64_t in_channels, std::int64_t out_channels, Size2 kernel_size, Size2 stride = 1, Size2 padding = 0,
+         Size2 dilation = 1, std::int64_t groups = 1, bool bias = true, Dtype dtype = Dtype::Float32,
+         Generator& gen = default_generator());
+  Tensor forward(const Tensor& x) override;
+  std::string type_name() const override { return "Conv2d"; }
+  std::string extra_repr() const override;
+
+  std::int64_t in_channels, out_channels;
+  Size2 kernel_size, stride, padding, dilation;
+  std::int64_t groups;
+  Tensor weight, bias;  ///< bias undefined when bias = false
+};
+
+}  // namespace tapegrad::layers

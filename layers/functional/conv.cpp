@@ -1,0 +1,213 @@
+// 2-D convolution: im2col + GEMM forward and backward side by side.
+#include "layers/functional/conv.h"
+
+#include <algorithm>
+#include <stdexcept>
+#include <vector>
+
+#include "core/autograd.h"
+#include "core/ops/kernels.h"
+#include "core/ops/matmul.h"
+#include "core/parallel.h"
+#include "layers/functional/kernels/im2col.h"
+
+namespace tapegrad::layers::functional {
+
+std::string Size2::str() const {
+  std::string s = "(";
+  s += std::to_string(h);
+  s += ", ";
+  s += std::to_string(w);
+  s += ")";
+  return s;
+}
+
+std::int64_t conv_output_size(std::int64_t in, std::int64_t kernel, std::int64_t stride, std::int64_t pad,
+                              std::int64_t dilation) {
+  return (in + 2 * pad - dilation * (kernel - 1) - 1) / stride + 1;
+}
+
+namespace {
+
+using kernels::ConvGeom;
+
+[[noreturn]] void fail(const std::string& msg) { throw std::invalid_argument("conv2d: " + msg); }
+
+std::string shape_of(const Tensor& t) { return shape_str(t.shape()); }
+
+// A 2-D view (rows, cols) of t's storage starting `offset` elements in (no autograd).
+Tensor view2d(const Tensor& t, std::int64_t offset, std::int64_t rows, std::int64_t cols) {
+  return alias_with_shape(t, {rows, cols}, static_cast<std::size_t>(offset) * dtype_size(t.dtype()));
+}
+
+struct ConvPlan {
+  std::int64_t N, Cin, Cout, G, Cg, Og;
+  ConvGeom geom;
+  bool direct;  // 1×1, stride 1, no padding: the image itself is the unfolded matrix
+  std::int64_t K() const { return geom.rows(); }
+  std::int64_t L() const { return geom.cols(); }
+  std::int64_t in_plane() const { return Cg * geom.H * geom.W; }  // one group of one image
+};
+
+ConvPlan plan(const Tensor& x, const Tensor& w, const Tensor& b, Size2 s, Size2 p, Size2 d, std::int64_t groups) {
+  if (!x.defined() || x.dim() != 4)
+    fail("expected a 4-D input (N, C, H, W), got shape " + (x.defined() ? shape_of(x) : std::string("undefined")));
+  if (!w.defined() || w.dim() != 4)
+    fail("expected a 4-D weight (out_channels, in_channels/groups, kH, kW), got shape " +
+         (w.defined() ? shape_of(w) : std::string("undefined")));
+  tapegrad::kernels::check_floating(x, "conv2d");
+  tapegrad::kernels::check_same_dtype(x, w, "conv2d");
+  if (s.h < 1 || s.w < 1) fail("expected stride >= 1, got " + s.str());
+  if (d.h < 1 || d.w < 1) fail("expected dilation >= 1, got " + d.str());
+  if (p.h < 0 || p.w < 0) fail("expected padding >= 0, got " + p.str());
+  if (groups < 1) fail("expected groups >= 1, got " + std::to_string(groups));
+  const std::int64_t O = w.size(0), Cg = w.size(1), kh = w.size(2), kw = w.size(3);
+  if (kh < 1 || kw < 1) fail("expected a kernel of at least 1x1, got weight shape " + shape_of(w));
+  if (O % groups != 0)
+    fail("expected out_channels divisible by groups=" + std::to_string(groups) + ", got " + std::to_string(O));
+  if (x.size(1) != Cg * groups)
+    fail("expected input with " + std::to_string(Cg * groups) + " channels (weight " + shape_of(w) +
+         ", groups=" + std::to_string(groups) + "), got " + std::to_string(x.size(1)) + " channels in input " +
+         shape_of(x));
+  if (b.defined()) {
+    tapegrad::kernels::check_same_dtype(x, b, "conv2d");
+    if (b.dim() != 1 || b.size(0) != O)
+      fail("expected bias of shape (" + std::to_string(O) + "), got " + shape_of(b));
+  }
+  const std::int64_t H = x.size(2), W = x.size(3);
+  const std::int64_t ekh = d.h * (kh - 1) + 1, ekw = d.w * (kw - 1) + 1;
+  if (ekh > H + 2 * p.h || ekw > W + 2 * p.w)
+    fail("kernel size (dilated) (" + std::to_string(ekh) + ", " + std::to_string(ekw) +
+         ") can't be greater than the padded input size (" + std::to_string(H + 2 * p.h) + ", " +
+         std::to_string(W + 2 * p.w) + ")");
+  ConvPlan pl;
+  pl.N = x.size(0);
+  pl.Cin = x.size(1);
+  pl.Cout = O;
+  pl.G = groups;
+  pl.Cg = Cg;
+  pl.Og = O / groups;
+  pl.geom = {Cg, H, W, kh, kw, s.h, s.w, p.h, p.w, d.h, d.w, conv_output_size(H, kh, s.h, p.h, d.h),
+             conv_output_size(W, kw, s.w, p.w, d.w)};
+  pl.direct = kh == 1 && kw == 1 && s.h == 1 && s.w == 1 && p.h == 0 && p.w == 0;
+  return pl;
+}
+
+// Runs f(begin, end) over the samples: in parallel when there are at least as many samples
+// as threads (GEMMs then run on one thread each), else serially (GEMMs may use the threads).
+template <class F>
+void over_samples(std::int64_t N, F&& f) {
+  if (N >= get_num_threads()) parallel_for(N, 1, f);
+  else f(std::int64_t{0}, N);
+}
+
+template <class T>
+Tensor forward_impl(const Tensor& x, const Tensor& w, const Tensor& b, const ConvPlan& pl) {
+  const ConvGeom& g = pl.geom;
+  const std::int64_t K = pl.K(), L = pl.L();
+  Tensor y = Tensor::empty({pl.N, pl.Cout, g.OH, g.OW}, x.dtype());
+  const Tensor xd = x.detach(), wd = w.detach();
+  const T* bp = b.defined() ? b.data<T>() : nullptr;
+  over_samples(pl.N, [&](std::int64_t n0, std::int64_t n1) {
+    Tensor cols = pl.direct ? Tensor() : Tensor::empty({K, L}, x.dtype());
+    for (std::int64_t n = n0; n < n1; ++n)
+      for (std::int64_t gi = 0; gi < pl.G; ++gi) {
+        const std::int64_t xoff = (n * pl.G + gi) * pl.in_plane();
+        Tensor a = pl.direct ? view2d(xd, xoff, K, L) : cols;
+        if (!pl.direct) kernels::im2col<T>(xd.data<T>() + xoff, cols.data<T>(), g, L);
+        Tensor out = view2d(y, (n * pl.Cout + gi * pl.Og) * L, pl.Og, L);
+        tapegrad::detail::gemm(false, false, view2d(wd, gi * pl.Og * K, pl.Og, K), a, out, false);
+        if (bp) {
+          T* o = out.data<T>();
+          for (std::int64_t r = 0; r < pl.Og; ++r) {
+            const T bv = bp[gi * pl.Og + r];
+            for (std::int64_t j = 0; j < L; ++j) o[r * L + j] += bv;
+          }
+        }
+      }
+  });
+  return y;
+}
+
+template <class T>
+void backward_impl(const Tensor& gy_in, const Tensor& x, const Tensor& w, bool has_bias, const ConvPlan& pl,
+                   GradSink& gs) {
+  const ConvGeom& g = pl.geom;
+  const std::int64_t K = pl.K(), L = pl.L();
+  const bool need_x = gs.needs(0), need_w = gs.needs(1), need_b = has_bias && gs.needs(2);
+  const Tensor gy = gy_in.detach();
+  const Tensor xd = x.detach(), wd = w.detach();
+  Tensor dx = need_x ? Tensor::zeros(x.shape(), x.dtype()) : Tensor();
+  // (Cout, K) partial sums, one per thread, reduced in thread order (deterministic)
+  std::vector<Tensor> dw_parts(static_cast<std::size_t>(std::max(1, get_num_threads())));
+  if (need_x || need_w)
+    over_samples(pl.N, [&](std::int64_t n0, std::int64_t n1) {
+      Tensor cols = pl.direct ? Tensor() : Tensor::empty({K, L}, x.dtype());
+      Tensor dw_part = need_w ? Tensor::zeros({pl.Cout, K}, x.dtype()) : Tensor();
+      for (std::int64_t n = n0; n < n1; ++n)
+        for (std::int64_t gi = 0; gi < pl.G; ++gi) {
+          const std::int64_t xoff = (n * pl.G + gi) * pl.in_plane();
+          const Tensor gy_ng = view2d(gy, (n * pl.Cout + gi * pl.Og) * L, pl.Og, L);
+          if (need_w) {
+            Tensor a = pl.direct ? view2d(xd, xoff, K, L) : cols;
+            if (!pl.direct) kernels::im2col<T>(xd.data<T>() + xoff, cols.data<T>(), g, L);
+            Tensor dwg = view2d(dw_part, gi * pl.Og * K, pl.Og, K);
+            tapegrad::detail::gemm(false, true, gy_ng, a, dwg, true);  // dW_g += dY·colsᵀ
+          }
+          if (need_x) {
+            const Tensor wg = view2d(wd, gi * pl.Og * K, pl.Og, K);
+            if (pl.direct) {
+              Tensor dxg = view2d(dx, xoff, K, L);
+              tapegrad::detail::gemm(true, false, wg, gy_ng, dxg, false);
+            } else {
+              tapegrad::detail::gemm(true, false, wg, gy_ng, cols, false);  // dcols = W_gᵀ·dY
+              kernels::col2im_add<T>(cols.data<T>(), dx.data<T>() + xoff, g, L);
+            }
+          }
+        }
+      if (need_w)
+        dw_parts[std::min(static_cast<std::size_t>(omp_get_thread_num_wrapper()), dw_parts.size() - 1)] = dw_part;
+    });
+  Tensor dw;
+  for (const Tensor& part : dw_parts) {
+    if (!part.defined()) continue;
+    if (!dw.defined()) dw = part;
+    else dw.add_(part);
+  }
+  if (need_x) gs.add(0, dx);
+  if (need_w) gs.add(1, alias_with_shape(dw, w.shape()));
+  if (need_b) {
+    Tensor db = Tensor::empty({pl.Cout}, x.dtype());
+    T* d = db.data<T>();
+    const T* p = gy.data<T>();
+    for (std::int64_t o = 0; o < pl.Cout; ++o) {
+      double acc = 0;
+      for (std::int64_t n = 0; n < pl.N; ++n) {
+        const T* row = p + (n * pl.Cout + o) * L;
+        T s = 0;
+        for (std::int64_t j = 0; j < L; ++j) s += row[j];
+        acc += s;
+      }
+      d[o] = static_cast<T>(acc);
+    }
+    gs.add(2, db);
+  }
+}
+
+}  // namespace
+
+Tensor conv2d(const Tensor& x, const Tensor& weight, const Tensor& bias, Size2 stride, Size2 padding, Size2 dilation,
+              std::int64_t groups) {
+  const ConvPlan pl = plan(x, weight, bias, stride, padding, dilation, groups);
+  Tensor y = TAPEGRAD_DISPATCH_FLOAT(x.dtype(), "conv2d", [&] { return forward_impl<scalar_t>(x, weight, bias, pl); });
+  if (autograd::needs_grad({&x, &weight, &bias})) {
+    const bool has_bias = bias.defined();
+    autograd::record("conv2d", y, {x, weight, bias}, [x = x.detach(), weight = weight.detach(), has_bias, pl](const Tensor& gy, GradSink& gs) {
+      TAPEGRAD_DISPATCH_FLOAT(gy.dtype(), "conv2d_backward",
+                              [&] { backward_impl<scalar_t>(gy, x, weight, has_bias, pl, gs); });
+    });
+  }
+  return y;
+}
+
+}  // namespace tapegrad::layers::functional

@@ -1,0 +1,41 @@
+#pragma once
+// Functional 2-D convolution (PyTorch's F.conv2d, cross-correlation, zeros padding),
+// computed as im2col + GEMM (the "unfold" formulation of Chellapilla et al. 2006,
+// "High Performance Convolutional Neural Networks for Document Processing").
+#include <cstdint>
+#include <string>
+
+#include "core/tensor.h"
+
+namespace tapegrad::layers::functional {
+
+/// An (h, w) pair of sizes; an int converts to (v, v), like PyTorch's int-or-tuple args.
+struct Size2 {
+  std::int64_t h = 0, w = 0;
+  Size2() = default;
+  Size2(std::int64_t v) : h(v), w(v) {}  // NOLINT: implicit on purpose (int or pair)
+  Size2(std::int64_t h_, std::int64_t w_) : h(h_), w(w_) {}
+  bool operator==(const Size2&) const = default;
+  std::string str() const;  ///< "(h, w)"
+};
+
+/// Output size of one spatial dim of a convolution:
+/// floor((in + 2·pad − dilation·(kernel − 1) − 1) / stride) + 1.
+std::int64_t conv_output_size(std::int64_t in, std::int64_t kernel, std::int64_t stride, std::int64_t pad,
+                              std::int64_t dilation);
+
+/// y[n, o, i, j] = bias[o] + Σ_{c, p, q} w[o, c, p, q] · x[n, g·C/G + c, i·sh − ph + p·dh, j·sw − pw + q·dw]
+/// with g = o / (O/G) and zeros outside the input.
+/// x (N, C_in, H, W), weight (C_out, C_in/groups, kH, kW), bias (C_out) or undefined
+/// -> (N, C_out, H_out, W_out), H_out = conv_output_size(H, kH, sh, ph, dh) (same for W).
+/// groups = C_in = C_out is a depthwise convolution.
+/// Backward: dW_g = Σ_n dY_g · colsᵀ, dcols = W_gᵀ · dY_g scattered back (col2im), db = Σ dY.
+/// Samples run in parallel on the configured threads; the im2col buffers come from the
+/// block cache. Throws std::invalid_argument naming expected and actual values for a rank
+/// other than 4, non-floating or mixed dtypes, stride/dilation/groups < 1, padding < 0,
+/// C_in != weight.size(1)·groups, C_out not divisible by groups, a bias not of shape
+/// (C_out), or a dilated kernel larger than the padded input.
+Tensor conv2d(const Tensor& x, const Tensor& weight, const Tensor& bias = Tensor(), Size2 stride = 1,
+              Size2 padding = 0, Size2 dilation = 1, std::int64_t groups = 1);
+
+}  // namespace tapegrad::layers::functional

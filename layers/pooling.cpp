@@ -1,0 +1,55 @@
+#include "layers/pooling.h"
+
+#include <stdexcept>
+
+namespace tapegrad::layers {
+
+namespace {
+void check_window(const char* op, Size2 k, Size2 s, Size2 p, Size2 d) {
+  const std::string o = op;
+  if (k.h < 1 || k.w < 1) throw std::invalid_argument(o + ": expected kernel_size >= 1, got " + k.str());
+  if (s.h < 1 || s.w < 1) throw std::invalid_argument(o + ": expected stride >= 1, got " + s.str());
+  if (d.h < 1 || d.w < 1) throw std::invalid_argument(o + ": expected dilation >= 1, got " + d.str());
+  if (p.h < 0 || p.w < 0 || p.h > k.h / 2 || p.w > k.w / 2)
+    throw std::invalid_argument(o + ": expected 0 <= padding <= kernel_size/2 (kernel_size " + k.str() +
+                                "), got padding " + p.str());
+}
+}  // namespace
+
+MaxPool2d::MaxPool2d(Size2 k, std::optional<Size2> s, Size2 p, Size2 d, bool ceil)
+    : kernel_size(k), stride(s.value_or(k)), padding(p), dilation(d), ceil_mode(ceil) {
+  check_window("MaxPool2d", kernel_size, stride, padding, dilation);
+}
+
+Tensor MaxPool2d::forward(const Tensor& x) {
+  return functional::max_pool2d(x, kernel_size, stride, padding, dilation, ceil_mode);
+}
+
+std::string MaxPool2d::extra_repr() const {
+  return "kernel_size=" + kernel_size.str() + ", stride=" + stride.str() + ", padding=" + padding.str() +
+         ", dilation=" + dilation.str() + ", ceil_mode=" + (ceil_mode ? "True" : "False");
+}
+
+AvgPool2d::AvgPool2d(Size2 k, std::optional<Size2> s, Size2 p, bool ceil, bool include_pad)
+    : kernel_size(k), stride(s.value_or(k)), padding(p), ceil_mode(ceil), count_include_pad(include_pad) {
+  check_window("AvgPool2d", kernel_size, stride, padding, 1);
+}
+
+Tensor AvgPool2d::forward(const Tensor& x) {
+  return functional::avg_pool2d(x, kernel_size, stride, padding, ceil_mode, count_include_pad);
+}
+
+std::string AvgPool2d::extra_repr() const {
+  return "kernel_size=" + kernel_size.str() + ", stride=" + stride.str() + ", padding=" + padding.str() +
+         ", ceil_mode=" + (ceil_mode ? "True" : "False") +
+         ", count_include_pad=" + (count_include_pad ? "True" : "False");
+}
+
+AdaptiveAvgPool2d::AdaptiveAvgPool2d(Size2 out) : output_size(out) {
+  if (out.h < 1 || out.w < 1)
+    throw std::invalid_argument("AdaptiveAvgPool2d: expected output_size >= 1, got " + out.str());
+}
+
+Tensor AdaptiveAvgPool2d::forward(const Tensor& x) { return functional::adaptive_avg_pool2d(x, output_size); }
+
+}  // namespace tapegrad::layers

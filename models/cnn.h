@@ -1,0 +1,49 @@
+#pragma once
+// A small convolutional classifier: conv-norm-ReLU-pool blocks and a linear head, the
+// modern block of the chapter ("convolution → BN → ReLU").
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "core/random.h"
+#include "layers/sequential.h"
+
+namespace tapegrad::models {
+
+/// Normalisation of each conv block: BatchNorm2d, GroupNorm(groups, C), InstanceNorm2d
+/// (affine), LayerNorm over (C, H, W), or none.
+enum class ConvNorm { None, Batch, Group, Instance, Layer };
+/// "none", "batch", "group", "instance", "layer".
+std::string conv_norm_name(ConvNorm n);
+/// Inverse of conv_norm_name; throws std::invalid_argument naming the accepted values.
+ConvNorm parse_conv_norm(const std::string& s);
+
+struct CNNOptions {
+  std::int64_t in_channels = 1;               ///< image channels
+  std::int64_t height = 28, width = 28;       ///< image size (each block halves it, floor)
+  std::vector<std::int64_t> channels{32, 64};  ///< output channels of each conv block
+  std::int64_t hidden = 128;                  ///< width of the hidden Linear of the head (0: none)
+  std::int64_t num_classes = 10;
+  ConvNorm norm = ConvNorm::Batch;
+  std::int64_t groups = 8;                    ///< GroupNorm groups (must divide every width)
+  std::optional<double> bn_momentum = 0.1;    ///< PyTorch convention
+  double eps = 1e-5;                          ///< eps of every norm layer
+  Dtype dtype = Dtype::Float32;
+};
+
+/// For each c in channels: Conv2d(prev, c, 3, padding 1) -> norm -> ReLU -> MaxPool2d(2).
+/// Then Flatten -> [Linear(C·H·W, hidden) -> head norm -> ReLU] -> Linear(…, num_classes).
+/// The head norm follows the conv norm on (N, hidden): BatchNorm1d for batch, GroupNorm for
+/// group, LayerNorm for layer, none for instance and none.
+/// Input (N, in_channels, height, width) -> logits (N, num_classes). With the defaults this
+/// is the reference net Conv(1→32)-BN-ReLU-Pool-Conv(32→64)-BN-ReLU-Pool-
+/// Linear(3136→128)-BN-ReLU-Linear(128→10). Weights are drawn from `gen` in layer order.
+/// Throws std::invalid_argument for no blocks, a size that pools below 1, non-positive
+/// widths, or groups not dividing a width.
+class CNN : public layers::Sequential {
+ public:
+  explicit CNN(CNNOptions options = {}, Generator& gen = default_generator());
+  std::string type_name() const override { return "CNN"; }
+};
+
+}  // namespace tapegrad::models
