@@ -11,6 +11,7 @@
 #include <CLI/CLI.hpp>
 #include <spdlog/spdlog.h>
 
+#include "core/file_io.h"
 #include "core/parallel.h"
 #include "report.h"
 #include "study.h"
@@ -93,13 +94,9 @@ int main(int argc, char** argv) {
     }
     if (!policy.empty()) o.policies = std::vector<EvalPolicy>{parse_policy(policy)};
     // Fail on an unwritable output folder now, not after every run has trained.
-    for (const std::string& dir : {out, save_dir}) {
-      if (dir.empty()) continue;
-      std::error_code ec;
-      std::filesystem::create_directories(dir, ec);
-      if (ec || !std::filesystem::is_directory(dir))
-        throw std::runtime_error("cannot create the output folder '" + dir + "': " + ec.message());
-    }
+    // check_output_dir creates the folder and creates and removes a probe file in it.
+    for (const std::string& dir : {out, save_dir})
+      if (!dir.empty()) tapegrad::check_output_dir(dir);
     // The nets are small: one thread per run, several runs at a time.
     tapegrad::set_num_threads(1);
 
