@@ -15,8 +15,10 @@
 #include "core/parallel.h"
 #include "report.h"
 #include "study.h"
+#include "core/wait_policy.h"
 
 int main(int argc, char** argv) {
+  tapegrad::prefer_passive_wait_policy(argv);  // OpenMP threads sleep, not spin, unless OMP_WAIT_POLICY is set
   using namespace bnexp;
   // Every step allocates and frees the same few small tensors. Keep freed memory in the
   // process: trimming the heap each time costs a syscall and a TLB flush on every core.

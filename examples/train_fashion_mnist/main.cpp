@@ -9,8 +9,10 @@
 
 #include "checkpoint_io.h"
 #include "trainer.h"
+#include "core/wait_policy.h"
 
 int main(int argc, char** argv) {
+  tapegrad::prefer_passive_wait_policy(argv);  // OpenMP threads sleep, not spin, unless OMP_WAIT_POLICY is set
   fmnist::Config cfg;
   std::string hidden = "256,128";
   double lr = 0;
