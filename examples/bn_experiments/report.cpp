@@ -185,6 +185,23 @@ std::string summary_markdown(const StudyResult& s) {
 
 namespace {
 
+// y tics of a log axis over [lo, hi]: powers of ten when the range spans at least three of
+// them, otherwise 1-2-5 steps, so that a narrow range (e.g. test losses 0.3 to 6) still
+// gets several labelled tics.
+std::string log_ytics(double lo, double hi) {
+  std::vector<double> tics;
+  for (const double step : {1.0, 2.0, 5.0})
+    for (int e = static_cast<int>(std::floor(std::log10(lo))) - 1; e <= static_cast<int>(std::ceil(std::log10(hi))); ++e) {
+      const double v = step * std::pow(10.0, e);
+      if (v >= lo && v <= hi && (step == 1.0 || std::log10(hi / lo) < 3)) tics.push_back(v);
+    }
+  std::sort(tics.begin(), tics.end());
+  if (tics.size() < 2) return "set format y '%.0e'\n";
+  std::string out = "set ytics (";
+  for (std::size_t i = 0; i < tics.size(); ++i) out += (i ? ", " : "") + std::string("'") + fmt4(tics[i]) + "' " + fmt_loss(tics[i]);
+  return out + ")\n";
+}
+
 struct Plotter {
   const StudyResult& s;
   fs::path dir, plots;
@@ -239,7 +256,9 @@ struct Plotter {
   std::string panel(const std::vector<const Group*>& gs, EvalPolicy pol, const std::string& title) {
     std::ostringstream gp;
     gp << "set title \"" << title << "\"\nset logscale y\nset yrange [*:*]\nset format y '%.0e'\n"
-       << "set xlabel 'epoch'\nset ylabel 'MSE loss'\nset key outside right top vertical\nset grid\n";
+       << "set xlabel 'epoch'\nset ylabel 'MSE loss'\nset grid\n"
+       // Inside, bottom left (where every loss curve has long left): the panels keep their width.
+       << "set key inside left bottom Left reverse opaque box samplen 2 font ',9'\n";
     gp << "plot ";
     bool first = true;
     for (const auto* g : gs) {
@@ -401,7 +420,7 @@ struct Plotter {
                               << g->jobs.size() << " crashed\"\n";
       }
       gp << "set title 'final " << sp << " loss'\nset logscale y\nset yrange [" << fmt_loss(floor) << ":"
-         << fmt_loss(top) << "]\nset format y '%.0e'\n"
+         << fmt_loss(top) << "]\n" << log_ytics(floor, top)
          << "set xrange [3:17]\nset xtics (5, 10, 15)\nset xlabel 'Linear layers'\nset ylabel 'final " << sp
          << " MSE'\nset grid\nset key top left\n";
       gp << "plot ";
