@@ -22,6 +22,8 @@
 #include "data/idx.h"
 #include "layers/checkpoint.h"
 #include "layers/linear.h"
+#include "optim/sgd.h"
+#include "optim/training_checkpoint.h"
 
 using namespace tapegrad;
 namespace fs = std::filesystem;
@@ -163,6 +165,8 @@ TEST_CASE("anything but a regular file is refused and left untouched", "[file_io
     layers::Linear lin(2, 3);
     CHECK_THROWS_WITH(layers::save(lin, d.file("fifo")), Catch::Contains("is a FIFO"));
     CHECK_THROWS_WITH(save_safetensors(d.file("fifo"), {{"w", Tensor::zeros({2})}}), Catch::Contains("is a FIFO"));
+    optim::SGD opt(lin.parameters(), optim::SGDOptions{});
+    CHECK_THROWS_WITH(optim::save_training_checkpoint(d.file("fifo"), lin, opt, 1), Catch::Contains("is a FIFO"));
     data::IdxArray a;
     a.type = data::IdxType::UInt8;
     a.dims = {2};
