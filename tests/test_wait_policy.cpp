@@ -14,6 +14,9 @@
 #include <fstream>
 #include <sstream>
 #include <string>
+#include <vector>
+
+extern char** environ;
 
 #include "core/wait_policy.h"
 
@@ -33,16 +36,23 @@ std::string run_probe(const char* policy) {
   const int fd = ::mkstemp(out);
   REQUIRE(fd >= 0);
   ::close(fd);
+  // Everything the child needs is built before fork (the child only opens, dups and execs).
+  std::vector<std::string> env_text;
+  for (char** e = environ; *e; ++e)
+    if (std::string(*e).rfind("OMP_WAIT_POLICY=", 0) != 0 && std::string(*e).rfind("TAPEGRAD_WAIT_PROBE_OUT=", 0) != 0)
+      env_text.emplace_back(*e);
+  if (policy) env_text.push_back(std::string("OMP_WAIT_POLICY=") + policy);
+  env_text.push_back(std::string("TAPEGRAD_WAIT_PROBE_OUT=") + out);
+  std::vector<char*> envp;
+  for (auto& e : env_text) envp.push_back(e.data());
+  envp.push_back(nullptr);
+  char* argv[] = {const_cast<char*>("tapegrad_tests"), const_cast<char*>("[.wait_policy_probe]"), nullptr};
   const pid_t pid = ::fork();
   REQUIRE(pid >= 0);
   if (pid == 0) {
-    if (policy) ::setenv("OMP_WAIT_POLICY", policy, 1);
-    else ::unsetenv("OMP_WAIT_POLICY");
-    ::setenv("TAPEGRAD_WAIT_PROBE_OUT", out, 1);
     const int devnull = ::open("/dev/null", O_WRONLY);
     ::dup2(devnull, 1);
-    char* argv[] = {const_cast<char*>("tapegrad_tests"), const_cast<char*>("[.wait_policy_probe]"), nullptr};
-    ::execv("/proc/self/exe", argv);
+    ::execve("/proc/self/exe", argv, envp.data());
     ::_exit(127);
   }
   int status = 0;
