@@ -26,7 +26,7 @@ function(tapegrad_add_folder_library folder)
     $<BUILD_INTERFACE:${root}>
     $<INSTALL_INTERFACE:${CMAKE_INSTALL_INCLUDEDIR}/tapegrad>)
   target_link_libraries(${target} PUBLIC ${ARG_DEPENDS} PRIVATE ${ARG_PRIVATE_DEPENDS})
-  target_compile_options(${target} PRIVATE -Wall -Wextra -Wno-maybe-uninitialized)
+  target_compile_options(${target} PRIVATE -Wall -Wextra -Wno-maybe-uninitialized -Wno-psabi)
   set_target_properties(${target} PROPERTIES POSITION_INDEPENDENT_CODE ON)
 
   install(TARGETS ${target} EXPORT tapegradTargets

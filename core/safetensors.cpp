@@ -1,6 +1,7 @@
 #include "core/safetensors.h"
 
 #include <fcntl.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -12,6 +13,7 @@
 #include <fstream>
 #include <limits>
 #include <set>
+#include <unordered_set>
 #include <stdexcept>
 
 #include <nlohmann/json.hpp>
@@ -59,6 +61,51 @@ struct Entry {
   std::uint64_t begin, end;
 };
 
+// nlohmann's DOM builder plus two checks: duplicate top-level names (nlohmann keeps the
+// last silently) and nesting deeper than the format's object -> entry -> array.
+struct DedupSax {
+  explicit DedupSax(json& out) : dom(out, true) {}
+  nlohmann::detail::json_sax_dom_parser<json> dom;
+  int depth = 0;
+  bool too_deep = false;
+  std::unordered_set<std::string> names;
+  std::string duplicate;
+
+  bool open() {
+    if (++depth > 3) too_deep = true;
+    return !too_deep;
+  }
+  bool null() { return dom.null(); }
+  bool boolean(bool v) { return dom.boolean(v); }
+  bool number_integer(json::number_integer_t v) { return dom.number_integer(v); }
+  bool number_unsigned(json::number_unsigned_t v) { return dom.number_unsigned(v); }
+  bool number_float(json::number_float_t v, const json::string_t& s) { return dom.number_float(v, s); }
+  bool string(json::string_t& v) { return dom.string(v); }
+  bool binary(json::binary_t& v) { return dom.binary(v); }
+  bool start_object(std::size_t n) { return open() && dom.start_object(n); }
+  bool end_object() {
+    --depth;
+    return dom.end_object();
+  }
+  bool start_array(std::size_t n) { return open() && dom.start_array(n); }
+  bool end_array() {
+    --depth;
+    return dom.end_array();
+  }
+  bool key(json::string_t& k) {
+    if (depth == 1 && !names.insert(k).second && duplicate.empty()) duplicate = k;
+    return dom.key(k);
+  }
+  // Kept, not thrown: nlohmann's DOM builder rethrows a sliced copy that loses the position.
+  std::size_t error_pos = 0;
+  std::string error;
+  bool parse_error(std::size_t pos, const std::string&, const nlohmann::detail::exception& ex) {
+    error_pos = pos;
+    error = ex.what();
+    return false;
+  }
+};
+
 }  // namespace
 
 const Tensor* SafetensorsContent::find(const std::string& name) const {
@@ -71,25 +118,32 @@ const Tensor* SafetensorsContent::find(const std::string& name) const {
 
 std::vector<std::uint8_t> serialize_safetensors(const std::vector<std::pair<std::string, Tensor>>& tensors,
                                                 const std::map<std::string, std::string>& metadata) {
-  nlohmann::ordered_json header = nlohmann::ordered_json::object();
-  if (!metadata.empty()) header["__metadata__"] = metadata;
+  // The header text is built entry by entry (nlohmann's ordered_json inserts by linear
+  // search: quadratic in the entry count).
+  std::string text = "{";
   std::set<std::string> seen;
   std::uint64_t offset = 0;
-  for (auto& [name, t] : tensors) {
-    if (name.empty()) throw std::invalid_argument("save_safetensors: empty tensor name");
-    if (name == "__metadata__") throw std::invalid_argument("save_safetensors: '__metadata__' is a reserved name");
-    if (!seen.insert(name).second) throw std::invalid_argument("save_safetensors: duplicate tensor name '" + name + "'");
-    if (!t.defined()) throw std::invalid_argument("save_safetensors: tensor '" + name + "' is undefined");
-    header[name] = {{"dtype", dtype_tag(t.dtype())}, {"shape", t.shape()}, {"data_offsets", {offset, offset + t.nbytes()}}};
-    offset += t.nbytes();
-  }
-  std::string text;
   try {
-    text = header.dump();
+    if (!metadata.empty()) text += "\"__metadata__\":" + json(metadata).dump();
+    for (auto& [name, t] : tensors) {
+      if (name.empty()) throw std::invalid_argument("save_safetensors: empty tensor name");
+      if (name == "__metadata__") throw std::invalid_argument("save_safetensors: '__metadata__' is a reserved name");
+      if (!seen.insert(name).second)
+        throw std::invalid_argument("save_safetensors: duplicate tensor name '" + name + "'");
+      if (!t.defined()) throw std::invalid_argument("save_safetensors: tensor '" + name + "' is undefined");
+      if (text.size() > 1) text += ',';
+      text += json(name).dump();
+      text += ":{\"dtype\":\"";
+      text += dtype_tag(t.dtype());
+      text += "\",\"shape\":" + json(t.shape()).dump();
+      text += ",\"data_offsets\":[" + std::to_string(offset) + "," + std::to_string(offset + t.nbytes()) + "]}";
+      offset += t.nbytes();
+    }
   } catch (const nlohmann::json::exception& e) {
     throw std::invalid_argument(std::string("save_safetensors: a name or metadata string is not valid UTF-8: ") +
                                 e.what());
   }
+  text += '}';
   text.append((8 - text.size() % 8) % 8, ' ');  // keeps the data 8-byte aligned
   std::vector<std::uint8_t> out(8 + text.size() + offset);
   const std::uint64_t n = text.size();
@@ -119,28 +173,23 @@ SafetensorsContent parse_safetensors(const std::uint8_t* data, std::size_t size)
   const char* text = reinterpret_cast<const char*>(data + 8);
   const std::string_view header_text(text, n);
 
-  // Parse, rejecting duplicate names and nesting deeper than the format uses.
+  // Parse, rejecting duplicate names and nesting deeper than the format uses. A SAX
+  // handler around nlohmann's DOM builder: linear in the header size (nlohmann's callback
+  // parser rescans the top-level object after every entry, quadratic in the entry count).
   json header;
-  std::set<std::string> names;
-  std::string duplicate;
+  DedupSax sax(header);
   try {
-    header = json::parse(
-        text, text + n,
-        [&](int depth, json::parse_event_t ev, json& parsed) {
-          if (depth > 3) throw std::length_error("nesting");
-          if (ev == json::parse_event_t::key && depth == 1 && !names.insert(parsed.get<std::string>()).second &&
-              duplicate.empty())
-            duplicate = parsed.get<std::string>();
-          return true;
-        },
-        true, false);
+    const bool ok = json::sax_parse(text, text + n, &sax, json::input_format_t::json, true, false);
+    if (sax.too_deep) fail("header JSON is nested deeper than the format allows", 8);
+    if (!sax.error.empty())
+      fail("header is not valid JSON: " + sax.error, 8 + (sax.error_pos > 0 ? sax.error_pos - 1 : 0));
+    if (!ok) fail("header is not valid JSON", 8);
   } catch (const json::parse_error& e) {
     fail(std::string("header is not valid JSON: ") + e.what(), 8 + (e.byte > 0 ? e.byte - 1 : 0));
-  } catch (const std::length_error&) {
-    fail("header JSON is nested deeper than the format allows", 8);
   } catch (const json::exception& e) {  // e.g. out_of_range 406: a number such as 1e309 overflows
     fail(std::string("header is not valid JSON: ") + e.what(), 8);
   }
+  const std::string& duplicate = sax.duplicate;
   if (!header.is_object()) fail("header is not a JSON object", 8);
   auto where = [&](const std::string& name) -> std::uint64_t {
     const std::size_t pos = header_text.find(json(name).dump());
@@ -247,76 +296,8 @@ SafetensorsContent parse_safetensors(const std::uint8_t* data, std::size_t size)
 // ---- files -----------------------------------------------------------------------------
 
 namespace {
-std::atomic<std::int64_t> g_fail_after{-1};
-
 std::string errno_text(int err) { return std::string(std::strerror(err)); }
 }  // namespace
-
-void testing::fail_writes_after(std::optional<std::size_t> bytes) {
-  g_fail_after = bytes ? static_cast<std::int64_t>(*bytes) : -1;
-}
-
-void atomic_write_file(const std::string& path, const std::uint8_t* bytes, std::size_t size) {
-  namespace fs = std::filesystem;
-  const fs::path target(path);
-  if (target.filename().empty()) throw std::runtime_error("atomic_write_file: '" + path + "' names no file");
-  const fs::path dir = target.has_parent_path() ? target.parent_path() : fs::path(".");
-  static std::atomic<std::uint64_t> counter{0};
-  int fd = -1;
-  std::string tmp;
-  for (int attempt = 0; attempt < 100 && fd < 0; ++attempt) {
-    std::string name = ".";
-    name += target.filename().string();
-    name += ".tmp-" + std::to_string(::getpid()) + "-" + std::to_string(counter++);
-    tmp = (dir / name).string();
-    fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0666);
-    if (fd < 0 && errno != EEXIST) break;
-  }
-  if (fd < 0)
-    throw std::runtime_error("cannot save '" + path + "': cannot create a temp file in '" + dir.string() +
-                             "': " + errno_text(errno));
-
-  std::size_t written = 0;
-  auto abort_with = [&](const std::string& what, int err) {
-    ::close(fd);
-    ::unlink(tmp.c_str());
-    throw std::runtime_error("cannot save '" + path + "': " + what + " after " + std::to_string(written) + " of " +
-                             std::to_string(size) + " bytes: " + errno_text(err) + "; the old file is unchanged");
-  };
-  const std::int64_t limit = g_fail_after.load();
-  while (written < size) {
-    std::size_t chunk = std::min<std::size_t>(size - written, std::size_t{1} << 30);
-    if (limit >= 0) {
-      if (written >= static_cast<std::size_t>(limit)) abort_with("write failed (simulated)", ENOSPC);
-      chunk = std::min(chunk, static_cast<std::size_t>(limit) - written);
-    }
-    const ssize_t w = ::write(fd, bytes + written, chunk);
-    if (w < 0) {
-      if (errno == EINTR) continue;
-      abort_with("write failed", errno);
-    }
-    written += static_cast<std::size_t>(w);
-  }
-  if (::fsync(fd) != 0) abort_with("fsync failed", errno);
-  if (::close(fd) != 0) {
-    const int err = errno;
-    ::unlink(tmp.c_str());
-    throw std::runtime_error("cannot save '" + path + "': close failed: " + errno_text(err) +
-                             "; the old file is unchanged");
-  }
-  if (::rename(tmp.c_str(), path.c_str()) != 0) {
-    const int err = errno;
-    ::unlink(tmp.c_str());
-    throw std::runtime_error("cannot save '" + path + "': rename of the temp file failed: " + errno_text(err) +
-                             "; the old file is unchanged");
-  }
-  // Make the rename itself durable.
-  const int dfd = ::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-  if (dfd >= 0) {
-    ::fsync(dfd);
-    ::close(dfd);
-  }
-}
 
 void save_safetensors(const std::string& path, const std::vector<std::pair<std::string, Tensor>>& tensors,
                       const std::map<std::string, std::string>& metadata) {
@@ -325,15 +306,31 @@ void save_safetensors(const std::string& path, const std::vector<std::pair<std::
 }
 
 SafetensorsContent load_safetensors(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) throw std::runtime_error("cannot open '" + path + "': " + errno_text(errno));
-  in.seekg(0, std::ios::end);
-  const std::streamoff len = in.tellg();
-  if (len < 0) throw std::runtime_error("cannot read '" + path + "': not a regular file");
-  in.seekg(0, std::ios::beg);
-  std::vector<std::uint8_t> bytes(static_cast<std::size_t>(len));
-  if (len > 0 && !in.read(reinterpret_cast<char*>(bytes.data()), len))
-    throw std::runtime_error("cannot read '" + path + "': read failed");
+  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) throw std::runtime_error("cannot open '" + path + "': " + errno_text(errno));
+  struct FdCloser {
+    int fd;
+    ~FdCloser() { ::close(fd); }
+  } closer{fd};
+  struct stat st;
+  if (::fstat(fd, &st) != 0) throw std::runtime_error("cannot read '" + path + "': " + errno_text(errno));
+  if (!S_ISREG(st.st_mode))
+    throw std::runtime_error("cannot read '" + path + "': it is " +
+                             (S_ISDIR(st.st_mode)    ? std::string("a directory")
+                              : S_ISCHR(st.st_mode)  ? std::string("a character device")
+                              : S_ISFIFO(st.st_mode) ? std::string("a FIFO")
+                                                     : std::string("not a regular file")) +
+                             ", expected a safetensors file");
+  std::vector<std::uint8_t> bytes(static_cast<std::size_t>(st.st_size));
+  std::size_t got = 0;
+  while (got < bytes.size()) {
+    const ssize_t r = ::read(fd, bytes.data() + got, std::min<std::size_t>(bytes.size() - got, std::size_t{1} << 30));
+    if (r < 0 && errno == EINTR) continue;
+    if (r < 0) throw std::runtime_error("cannot read '" + path + "': " + errno_text(errno));
+    if (r == 0) break;  // shrank while reading: parse what is there (the parser checks sizes)
+    got += static_cast<std::size_t>(r);
+  }
+  bytes.resize(got);
   try {
     return parse_safetensors(bytes.data(), bytes.size());
   } catch (const std::runtime_error& e) {

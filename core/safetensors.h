@@ -18,6 +18,7 @@
 #include <utility>
 #include <vector>
 
+#include "core/file_io.h"  // atomic_write_file
 #include "core/tensor.h"
 
 namespace tapegrad {
@@ -48,7 +49,8 @@ std::vector<std::uint8_t> serialize_safetensors(const std::vector<std::pair<std:
 /// end - begin.
 SafetensorsContent parse_safetensors(const std::uint8_t* data, std::size_t size);
 
-/// Writes `tensors` to `path` atomically (see atomic_write_file).
+/// Writes `tensors` to `path` atomically (core/file_io.h: a regular file or a new path is
+/// replaced, a symbolic link is written through, anything else is refused).
 void save_safetensors(const std::string& path, const std::vector<std::pair<std::string, Tensor>>& tensors,
                       const std::map<std::string, std::string>& metadata = {});
 
@@ -56,16 +58,5 @@ void save_safetensors(const std::string& path, const std::vector<std::pair<std::
 /// read, and as parse_safetensors for bad content.
 SafetensorsContent load_safetensors(const std::string& path);
 
-/// Replaces `path` with `bytes` or leaves it untouched: writes a temp file in the same
-/// folder, fsyncs it, renames it over `path` and fsyncs the folder. On any failure the
-/// temp file is removed, the old file (if any) is intact, and std::runtime_error names the
-/// path, the byte count written and the system error.
-void atomic_write_file(const std::string& path, const std::uint8_t* bytes, std::size_t size);
-
-namespace testing {
-/// Makes every following atomic_write_file fail after writing `bytes` bytes of its temp
-/// file (a simulated full disk); std::nullopt turns it off. For tests of the failure path.
-void fail_writes_after(std::optional<std::size_t> bytes);
-}  // namespace testing
 
 }  // namespace tapegrad

@@ -109,6 +109,25 @@ Standardizer Standardizer::fit(const Tensor& X, bool per_feature) {
   return s;
 }
 
+Standardizer Standardizer::from_stats(std::int64_t features, std::vector<double> mean, std::vector<double> std) {
+  if (features < 1) throw std::invalid_argument("Standardizer::from_stats: expected features >= 1, got " + std::to_string(features));
+  const std::size_t k = mean.size();
+  if (std.size() != k || (k != 1 && k != static_cast<std::size_t>(features)))
+    throw std::invalid_argument("Standardizer::from_stats: expected mean and std of size 1 or " +
+                                std::to_string(features) + ", got " + std::to_string(mean.size()) + " and " +
+                                std::to_string(std.size()));
+  for (std::size_t j = 0; j < k; ++j)
+    if (!std::isfinite(mean[j]) || !std::isfinite(std[j]) || !(std[j] > 0))
+      throw std::invalid_argument("Standardizer::from_stats: expected finite mean and std > 0, got mean " +
+                                  std::to_string(mean[j]) + ", std " + std::to_string(std[j]) + " at " +
+                                  std::to_string(j));
+  Standardizer s;
+  s.features_ = features;
+  s.mean_ = std::move(mean);
+  s.std_ = std::move(std);
+  return s;
+}
+
 Tensor Standardizer::transform(const Tensor& X) const {
   if (mean_.empty()) throw std::logic_error("Standardizer::transform: not fitted");
   if (!X.defined() || X.dim() != 2 || X.dtype() != Dtype::Float32 || X.size(1) != features_)

@@ -53,6 +53,10 @@ class Standardizer {
  public:
   /// Computes the statistics in float64. Throws std::invalid_argument for an empty set.
   static Standardizer fit(const Tensor& X, bool per_feature = false);
+  /// A Standardizer with given statistics (e.g. read from a checkpoint): `mean` and `std`
+  /// of size 1 (global) or `features`. Throws std::invalid_argument for other sizes,
+  /// features < 1, or a std that is not finite and > 0, naming the value.
+  static Standardizer from_stats(std::int64_t features, std::vector<double> mean, std::vector<double> std);
   /// Returns a standardised float32 copy; throws std::invalid_argument naming the
   /// shapes when D differs from the fitted one.
   Tensor transform(const Tensor& X) const;

@@ -1,5 +1,7 @@
 #include "data/idx.h"
 
+#include "core/file_io.h"
+
 #include <zlib.h>
 
 #include <algorithm>
@@ -228,25 +230,28 @@ std::vector<std::uint8_t> encode_idx(const IdxArray& a) {
 }
 
 void write_idx(const std::string& path, const IdxArray& array, bool gzip) {
-  const std::vector<std::uint8_t> bytes = encode_idx(array);
-  if (gzip) {
-    GzPtr f(gzopen(path.c_str(), "wb"));
-    if (!f) throw std::runtime_error("write_idx: cannot open " + path + " for writing");
-    std::size_t done = 0;
-    while (done < bytes.size()) {
-      const unsigned chunk = static_cast<unsigned>(std::min<std::size_t>(bytes.size() - done, 1u << 30));
-      const int put = gzwrite(f.get(), bytes.data() + done, chunk);
-      if (put <= 0) throw std::runtime_error("write_idx: write error on " + path);
-      done += static_cast<std::size_t>(put);
-    }
-    if (gzclose(f.release()) != Z_OK) throw std::runtime_error("write_idx: close error on " + path);
-  } else {
-    std::unique_ptr<std::FILE, int (*)(std::FILE*)> f(std::fopen(path.c_str(), "wb"), &std::fclose);
-    if (!f) throw std::runtime_error("write_idx: cannot open " + path + " for writing");
-    if (std::fwrite(bytes.data(), 1, bytes.size(), f.get()) != bytes.size())
-      throw std::runtime_error("write_idx: write error on " + path);
-    if (std::fclose(f.release()) != 0) throw std::runtime_error("write_idx: close error on " + path);
+  std::vector<std::uint8_t> bytes = encode_idx(array);
+  if (gzip) {  // compressed in memory (gzip wrapper: windowBits 15 + 16), then one atomic write
+    if (bytes.size() > std::numeric_limits<uInt>::max())
+      throw std::invalid_argument("write_idx: " + std::to_string(bytes.size()) +
+                                  " bytes is above the 4 GiB a gzip write supports; write it uncompressed");
+    z_stream z{};
+    if (deflateInit2(&z, Z_DEFAULT_COMPRESSION, Z_DEFLATED, 15 + 16, 8, Z_DEFAULT_STRATEGY) != Z_OK)
+      throw std::runtime_error("write_idx: cannot start the gzip compressor for " + path);
+    std::vector<std::uint8_t> out(deflateBound(&z, static_cast<uLong>(bytes.size())) + 64);
+    z.next_in = bytes.data();
+    z.avail_in = static_cast<uInt>(bytes.size());
+    z.next_out = out.data();
+    z.avail_out = static_cast<uInt>(out.size());
+    const int rc = deflate(&z, Z_FINISH);
+    const std::size_t n = z.total_out;
+    deflateEnd(&z);
+    if (rc != Z_STREAM_END) throw std::runtime_error("write_idx: gzip compression failed for " + path);
+    out.resize(n);
+    bytes.swap(out);
   }
+  // A regular file is replaced atomically, a symlink written through, anything else refused.
+  atomic_write_file(path, bytes.data(), bytes.size());
 }
 
 // ---- decoding --------------------------------------------------------------------------

@@ -83,7 +83,9 @@ IdxArray read_idx(const std::string& path, std::uint64_t max_bytes = kMaxIdxByte
 /// Encodes an array as IDX bytes (the inverse of parse_idx). Throws std::invalid_argument
 /// when the payload size does not match the dims.
 std::vector<std::uint8_t> encode_idx(const IdxArray& array);
-/// Writes an IDX file, gzip-compressed when `gzip`. Throws std::runtime_error on I/O errors.
+/// Writes an IDX file, gzip-compressed when `gzip`, atomically (core/file_io.h: a regular
+/// file or new path is replaced, a symlink written through, anything else refused). Throws
+/// std::runtime_error on I/O errors. Arrays above 4 GB are not supported with gzip.
 void write_idx(const std::string& path, const IdxArray& array, bool gzip);
 
 }  // namespace tapegrad::data

@@ -5,11 +5,11 @@
 namespace tapegrad::layers {
 
 void StateDict::insert(const std::string& key, const Tensor& value) {
-  for (auto& e : entries_)
-    if (e.first == key) {
-      e.second = value;
-      return;
-    }
+  auto [it, added] = index_.try_emplace(key, entries_.size());
+  if (!added) {
+    entries_[it->second].second = value;
+    return;
+  }
   entries_.emplace_back(key, value);
 }
 
@@ -21,18 +21,19 @@ const Tensor& StateDict::at(const std::string& key) const {
 }
 
 const Tensor* StateDict::find(const std::string& key) const {
-  for (auto& e : entries_)
-    if (e.first == key) return &e.second;
-  return nullptr;
+  const auto it = index_.find(key);
+  return it == index_.end() ? nullptr : &entries_[it->second].second;
 }
 
 bool StateDict::erase(const std::string& key) {
-  for (auto it = entries_.begin(); it != entries_.end(); ++it)
-    if (it->first == key) {
-      entries_.erase(it);
-      return true;
-    }
-  return false;
+  const auto it = index_.find(key);
+  if (it == index_.end()) return false;
+  const std::size_t pos = it->second;
+  index_.erase(it);
+  entries_.erase(entries_.begin() + static_cast<std::ptrdiff_t>(pos));
+  for (auto& [k, i] : index_)
+    if (i > pos) --i;
+  return true;
 }
 
 std::vector<std::string> StateDict::keys() const {

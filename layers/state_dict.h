@@ -1,6 +1,8 @@
 #pragma once
 // StateDict: an ordered name -> tensor map, PyTorch's state_dict.
+#include <cstddef>
 #include <string>
+#include <unordered_map>
 #include <utility>
 #include <vector>
 
@@ -9,7 +11,8 @@
 namespace tapegrad::layers {
 
 /// Ordered (insertion order) mapping from dotted names ("0.weight",
-/// "1.running_mean") to tensors. Keys are unique.
+/// "1.running_mean") to tensors. Keys are unique; insert, find and contains take O(1)
+/// on average (a hash index beside the ordered entries), erase O(size).
 class StateDict {
  public:
   using Entry = std::pair<std::string, Tensor>;
@@ -29,6 +32,7 @@ class StateDict {
 
  private:
   std::vector<Entry> entries_;
+  std::unordered_map<std::string, std::size_t> index_;  // key -> position in entries_
 };
 
 }  // namespace tapegrad::layers

@@ -29,7 +29,8 @@ std::string meta(const SafetensorsContent& c, const std::string& key) {
 }  // namespace
 
 void save_training_checkpoint(const std::string& path, const layers::Module& model, const Optimizer& optimizer,
-                              std::int64_t epoch, const LRScheduler* scheduler, const Generator* generator) {
+                              std::int64_t epoch, const LRScheduler* scheduler, const Generator* generator,
+                              const CheckpointExtras* extras) {
   std::vector<std::pair<std::string, Tensor>> tensors;
   for (const auto& [k, v] : model.state_dict()) tensors.emplace_back("model." + k, v);
   for (const auto& [k, v] : optimizer.state_dict()) tensors.emplace_back("optimizer." + k, v);
@@ -42,6 +43,16 @@ void save_training_checkpoint(const std::string& path, const layers::Module& mod
                                         {"optimizer", optimizer.type_name()},
                                         {"scheduler", scheduler ? scheduler->type_name() : "none"}};
   if (generator) md["rng_state"] = generator->get_state();
+  if (extras) {
+    for (const auto& [k, v] : extras->tensors) {
+      if (k == "epoch" || k.rfind("model.", 0) == 0 || k.rfind("optimizer.", 0) == 0 || k.rfind("scheduler.", 0) == 0)
+        throw std::invalid_argument("save_training_checkpoint: extra tensor '" + k + "' uses a reserved name");
+      tensors.emplace_back(k, v);
+    }
+    for (const auto& [k, v] : extras->metadata)
+      if (!md.emplace(k, v).second)
+        throw std::invalid_argument("save_training_checkpoint: extra metadata '" + k + "' uses a reserved key");
+  }
   save_safetensors(path, tensors, md);
 }
 

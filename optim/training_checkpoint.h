@@ -11,7 +11,10 @@
 // Resuming is bitwise exact: N steps straight give the same parameters, buffers and
 // optimizer state as k steps, save, load into fresh objects, N - k steps.
 #include <cstdint>
+#include <map>
 #include <string>
+#include <utility>
+#include <vector>
 
 #include "core/random.h"
 #include "layers/module.h"
@@ -22,11 +25,21 @@ namespace tapegrad::optim {
 
 inline constexpr const char* kTrainingCheckpointFormat = "tapegrad-training-checkpoint";
 
-/// Saves everything needed to resume. scheduler and generator are optional (nullptr).
-/// Throws std::runtime_error when the file cannot be written (the old file stays intact).
+/// What an application stores beside the training state (e.g. the input preprocessing,
+/// so that a checkpoint alone reproduces predictions). Tensor names must not start with
+/// "model.", "optimizer." or "scheduler." nor be "epoch"; metadata keys must not be the
+/// ones listed above. load_training_checkpoint ignores both.
+struct CheckpointExtras {
+  std::vector<std::pair<std::string, Tensor>> tensors;
+  std::map<std::string, std::string> metadata;
+};
+
+/// Saves everything needed to resume. scheduler, generator and extras are optional
+/// (nullptr). Throws std::runtime_error when the file cannot be written (the old file
+/// stays intact), std::invalid_argument for an extra that collides with a reserved name.
 void save_training_checkpoint(const std::string& path, const layers::Module& model, const Optimizer& optimizer,
                               std::int64_t epoch, const LRScheduler* scheduler = nullptr,
-                              const Generator* generator = nullptr);
+                              const Generator* generator = nullptr, const CheckpointExtras* extras = nullptr);
 
 /// Restores a training checkpoint and returns its epoch. All or nothing: the model load is
 /// strict, and if anything fails (corrupt file: std::runtime_error; missing/mismatched

@@ -4,5 +4,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 scripts/setup.sh
-scripts/build.sh
+# Only the experiments binary (and the library under it): no tests, benchmarks or
+# libtorch comparisons, which the main job does not need.
+TAPEGRAD_TARGETS=bn_experiments scripts/build.sh
 "${BUILD_DIR:-build}/examples/bn_experiments/bn_experiments" all --out results "$@"

@@ -11,11 +11,14 @@
 #include <CLI/CLI.hpp>
 #include <spdlog/spdlog.h>
 
+#include "core/file_io.h"
 #include "core/parallel.h"
 #include "report.h"
 #include "study.h"
+#include "core/wait_policy.h"
 
 int main(int argc, char** argv) {
+  tapegrad::prefer_passive_wait_policy(argv);  // OpenMP threads sleep, not spin, unless OMP_WAIT_POLICY is set
   using namespace bnexp;
   // Every step allocates and frees the same few small tensors. Keep freed memory in the
   // process: trimming the heap each time costs a syscall and a TLB flush on every core.
@@ -91,13 +94,9 @@ int main(int argc, char** argv) {
     }
     if (!policy.empty()) o.policies = std::vector<EvalPolicy>{parse_policy(policy)};
     // Fail on an unwritable output folder now, not after every run has trained.
-    for (const std::string& dir : {out, save_dir}) {
-      if (dir.empty()) continue;
-      std::error_code ec;
-      std::filesystem::create_directories(dir, ec);
-      if (ec || !std::filesystem::is_directory(dir))
-        throw std::runtime_error("cannot create the output folder '" + dir + "': " + ec.message());
-    }
+    // check_output_dir creates the folder and creates and removes a probe file in it.
+    for (const std::string& dir : {out, save_dir})
+      if (!dir.empty()) tapegrad::check_output_dir(dir);
     // The nets are small: one thread per run, several runs at a time.
     tapegrad::set_num_threads(1);
 

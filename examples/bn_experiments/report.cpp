@@ -11,11 +11,10 @@
 #include <stdexcept>
 #include <utility>
 
-#include <spawn.h>
-#include <sys/wait.h>
-#include <unistd.h>
-
 #include <spdlog/spdlog.h>
+
+#include "core/file_io.h"
+#include "gnuplot.h"
 
 namespace bnexp {
 
@@ -42,12 +41,8 @@ std::string pm(const MeanStd& m) {
   return fmt4(m.mean) + " ± " + fmt4(m.std);
 }
 
-void write_file(const fs::path& p, const std::string& text) {
-  std::ofstream f(p, std::ios::binary);
-  if (!f) throw std::runtime_error("cannot write " + p.string());
-  f << text;
-  if (!f) throw std::runtime_error("error while writing " + p.string());
-}
+// Atomic: a regular file is replaced, a symlink written through, anything else refused.
+void write_file(const fs::path& p, const std::string& text) { tapegrad::atomic_write_file(p.string(), text); }
 
 // Index of the policy within a job's policy list, or -1.
 int policy_index(const Job& j, EvalPolicy p) {
@@ -188,12 +183,24 @@ std::string summary_markdown(const StudyResult& s) {
   return md.str();
 }
 
-bool gnuplot_available() {
-  static const bool ok = std::system("gnuplot -e 'set terminal pngcairo' </dev/null >/dev/null 2>&1") == 0;
-  return ok;
-}
-
 namespace {
+
+// y tics of a log axis over [lo, hi]: powers of ten when the range spans at least three of
+// them, otherwise 1-2-5 steps, so that a narrow range (e.g. test losses 0.3 to 6) still
+// gets several labelled tics.
+std::string log_ytics(double lo, double hi) {
+  std::vector<double> tics;
+  for (const double step : {1.0, 2.0, 5.0})
+    for (int e = static_cast<int>(std::floor(std::log10(lo))) - 1; e <= static_cast<int>(std::ceil(std::log10(hi))); ++e) {
+      const double v = step * std::pow(10.0, e);
+      if (v >= lo && v <= hi && (step == 1.0 || std::log10(hi / lo) < 3)) tics.push_back(v);
+    }
+  std::sort(tics.begin(), tics.end());
+  if (tics.size() < 2) return "set format y '%.0e'\n";
+  std::string out = "set ytics (";
+  for (std::size_t i = 0; i < tics.size(); ++i) out += (i ? ", " : "") + std::string("'") + fmt4(tics[i]) + "' " + fmt_loss(tics[i]);
+  return out + ")\n";
+}
 
 struct Plotter {
   const StudyResult& s;
@@ -226,7 +233,7 @@ struct Plotter {
     const std::string name =
         g.experiment + "_" + g.config + "_" + policy_name(pol) + (split == 0 ? "_train" : "_test") + ".dat";
     write_file(plots / name, d.str());
-    return (plots / name).string();
+    return "plots/" + name;  // scripts run in `dir` and name files relative to it
   }
 
   static std::string color(Norm n) {
@@ -249,7 +256,9 @@ struct Plotter {
   std::string panel(const std::vector<const Group*>& gs, EvalPolicy pol, const std::string& title) {
     std::ostringstream gp;
     gp << "set title \"" << title << "\"\nset logscale y\nset yrange [*:*]\nset format y '%.0e'\n"
-       << "set xlabel 'epoch'\nset ylabel 'MSE loss'\nset key outside right top vertical\nset grid\n";
+       << "set xlabel 'epoch'\nset ylabel 'MSE loss'\nset grid\n"
+       // Inside, bottom left (where every loss curve has long left): the panels keep their width.
+       << "set key inside left bottom Left reverse opaque box samplen 2 font ',9'\n";
     gp << "plot ";
     bool first = true;
     for (const auto* g : gs) {
@@ -264,9 +273,11 @@ struct Plotter {
         const std::string f = band_file(*g, pol, sp);
         if (!first) gp << ", \\\n     ";
         first = false;
-        gp << "'" << f << "' using 1:3:4 with filledcurves fc rgb '" << c << "' fs transparent solid 0.18 noborder notitle"
-           << ", \\\n     '" << f << "' using 1:2 with lines lw 2 dt " << (sp == 0 ? 1 : 2) << " lc rgb '" << c
-           << "' title '" << name << (sp == 0 ? " train" : " test") << (sp == 0 ? tag : "") << "'";
+        gp << gnuplot_quote(f) << " using 1:3:4 with filledcurves fc rgb '" << c
+           << "' fs transparent solid 0.18 noborder notitle"
+           << ", \\\n     " << gnuplot_quote(f) << " using 1:2 with lines lw 2 dt " << (sp == 0 ? 1 : 2)
+           << " lc rgb '" << c << "' title "
+           << gnuplot_quote(name + (sp == 0 ? " train" : " test") + (sp == 0 ? tag : ""));
       }
     }
     gp << "\n";
@@ -287,26 +298,26 @@ struct Plotter {
     constexpr std::size_t kProcesses = 2;
     std::vector<std::pair<pid_t, std::vector<std::string>>> running;
     for (std::size_t w = 0; w < std::min(kProcesses, queued.size()); ++w) {
-      std::vector<std::string> bases;
-      std::string cmd = "gnuplot";
+      std::vector<std::string> bases, scripts;
       for (std::size_t i = w; i < queued.size(); i += kProcesses) {
         bases.push_back(queued[i]);
         std::error_code ec;
         fs::remove(dir / (queued[i] + ".png"), ec);  // a stale figure must not pass for a new one
-        cmd += " '" + (plots / (queued[i] + ".gp")).string() + "'";
+        scripts.push_back("plots/" + queued[i] + ".gp");
       }
-      cmd += " >/dev/null 2>'" + (plots / ("gnuplot" + std::to_string(w) + ".log")).string() + "'";
-      const char* argv[] = {"sh", "-c", cmd.c_str(), nullptr};
-      pid_t pid = 0;
-      if (posix_spawn(&pid, "/bin/sh", nullptr, nullptr, const_cast<char**>(argv), environ) != 0) {
+      // No shell: an argv, run in the output folder; the scripts name files relative to it.
+      const fs::path log = plots / ("gnuplot" + std::to_string(w) + ".log");
+      std::error_code ec;
+      fs::remove(log, ec);
+      const pid_t pid = spawn_gnuplot(dir.string(), scripts, log.string());
+      if (pid < 0) {
         spdlog::warn("cannot start gnuplot; the CSV is unaffected");
         continue;
       }
       running.emplace_back(pid, std::move(bases));
     }
     for (std::size_t w = 0; w < running.size(); ++w) {
-      int status = 0;
-      waitpid(running[w].first, &status, 0);
+      wait_ok(running[w].first);
       for (const auto& base : running[w].second) {
         if (!fs::exists(dir / (base + ".png"))) {
           spdlog::warn("gnuplot failed on {} (see {}); the CSV is unaffected", (plots / (base + ".gp")).string(),
@@ -331,15 +342,16 @@ struct Plotter {
       if (std::find(lrs.begin(), lrs.end(), lr) == lrs.end()) lrs.push_back(lr);
     }
     const std::string base = exp + "_" + policy_name(pol);
-    const fs::path png = dir / (base + ".png");
     const int cols = std::min<int>(static_cast<int>(lrs.size()), 2);
     const int rows = (static_cast<int>(lrs.size()) + cols - 1) / cols;
     std::ostringstream gp;
     gp << "set terminal pngcairo size " << 720 * cols + 80 << "," << 440 * rows + 40 << " font 'sans,10'\n"
-       << "set output '" << png.string() << "'\n";
+       << "set output " << gnuplot_quote(base + ".png") << "\n";
     if (lrs.size() > 1)
-      gp << "set multiplot layout " << rows << "," << cols << " title '" << exp << " (" << s.resolved.preset
-         << " preset, " << policy_name(pol) << "-mode evaluation; line: geometric mean over seeds, band: ±1 std of log10 loss)'\n";
+      gp << "set multiplot layout " << rows << "," << cols << " title "
+         << gnuplot_quote(exp + " (" + s.resolved.preset + " preset, " + policy_name(pol) +
+                          "-mode evaluation; line: geometric mean over seeds, band: ±1 std of log10 loss)")
+         << "\n";
     for (double lr : lrs) {
       std::vector<const Group*> sel;
       for (const auto* g : gs)
@@ -362,12 +374,13 @@ struct Plotter {
       if (g.experiment == "depth") gs.push_back(&g);
     if (gs.empty()) return;
     const std::string base = std::string("depth_") + policy_name(pol);
-    const fs::path png = dir / (base + ".png");
     std::ostringstream gp;
-    gp << "set terminal pngcairo size 1280,520 font 'sans,10'\nset output '" << png.string() << "'\n"
-       << "set multiplot layout 1,2 title 'depth, lr " << fmt_num(s.jobs[gs.front()->jobs.front()].run.lr) << " ("
-       << s.resolved.preset << " preset, " << policy_name(pol)
-       << "-mode evaluation): mean ± 1 std over seeds that did not crash, dots = seeds, × = crashed runs'\n";
+    gp << "set terminal pngcairo size 1280,520 font 'sans,10'\nset output " << gnuplot_quote(base + ".png") << "\n"
+       << "set multiplot layout 1,2 title "
+       << gnuplot_quote("depth, lr " + fmt_num(s.jobs[gs.front()->jobs.front()].run.lr) + " (" + s.resolved.preset +
+                        " preset, " + policy_name(pol) +
+                        "-mode evaluation): mean ± 1 std over seeds that did not crash, dots = seeds, × = crashed runs")
+       << "\n";
     for (int split = 0; split < 2; ++split) {
       const std::string sp = split == 0 ? "train" : "test";
       std::map<Norm, std::ostringstream> means, points, crashes;
@@ -407,7 +420,7 @@ struct Plotter {
                               << g->jobs.size() << " crashed\"\n";
       }
       gp << "set title 'final " << sp << " loss'\nset logscale y\nset yrange [" << fmt_loss(floor) << ":"
-         << fmt_loss(top) << "]\nset format y '%.0e'\n"
+         << fmt_loss(top) << "]\n" << log_ytics(floor, top)
          << "set xrange [3:17]\nset xtics (5, 10, 15)\nset xlabel 'Linear layers'\nset ylabel 'final " << sp
          << " MSE'\nset grid\nset key top left\n";
       gp << "plot ";
@@ -417,21 +430,20 @@ struct Plotter {
         const std::string name = norm == Norm::None ? "plain" : norm_name(norm) + " norm";
         const std::string c = color(norm);
         auto add = [&](const std::string& file, const std::string& text, const std::string& style) {
-          const std::string f = (plots / file).string();
-          write_file(f, text.empty() ? "? ? ? ?\n" : text);
+          write_file(plots / file, text.empty() ? "? ? ? ?\n" : text);
           if (!first) gp << ", \\\n     ";
           first = false;
-          gp << "'" << f << "' " << style;
+          gp << gnuplot_quote("plots/" + file) << " " << style;
         };
         const std::string stem = "depth_" + norm_name(norm) + "_" + policy_name(pol) + "_" + sp;
         add(stem + "_mean.dat", means[norm].str(),
-            "using 1:2:3:4 with yerrorlines lw 2 pt 7 ps 1.2 lc rgb '" + c + "' title '" + name + "'");
+            "using 1:2:3:4 with yerrorlines lw 2 pt 7 ps 1.2 lc rgb '" + c + "' title " + gnuplot_quote(name));
         add(stem + "_seeds.dat", points[norm].str(), "using 1:2 with points pt 6 ps 0.8 lc rgb '" + c + "' notitle");
         if (crashes.count(norm)) {
           add(stem + "_crashed.dat", crashes[norm].str(),
-              "using 1:2 with points pt 2 ps 2.5 lw 2 lc rgb '" + c + "' title '" + name + " crashed'");
-          gp << ", \\\n     '" << (plots / (stem + "_crashed.dat")).string()
-             << "' using 1:2:3 with labels offset 0,1.2 tc rgb '" << c << "' notitle";
+              "using 1:2 with points pt 2 ps 2.5 lw 2 lc rgb '" + c + "' title " + gnuplot_quote(name + " crashed"));
+          gp << ", \\\n     " << gnuplot_quote("plots/" + stem + "_crashed.dat")
+             << " using 1:2:3 with labels offset 0,1.2 tc rgb '" << c << "' notitle";
         }
       }
       gp << "\n";

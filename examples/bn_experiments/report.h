@@ -3,6 +3,7 @@
 #include <string>
 #include <vector>
 
+#include "gnuplot.h"  // gnuplot_available
 #include "stats.h"
 #include "study.h"
 
@@ -34,13 +35,11 @@ std::vector<ConfigSummary> summarize(const StudyResult& s);
 /// The Markdown summary: settings, then one table per experiment and policy.
 std::string summary_markdown(const StudyResult& s);
 
-/// Writes results.csv and summary.md into `dir` (created if missing), then the figures
+/// Writes results.csv and summary.md into `dir` (created if missing; each file replaced
+/// atomically, core/file_io.h), then the figures
 /// (PNG, gnuplot) and their data under dir/plots. Returns the PNG paths written; when
 /// gnuplot is not on PATH it logs a warning once and returns none (the CSV is still there).
 /// Throws std::runtime_error when a file cannot be written.
 std::vector<std::string> write_outputs(const StudyResult& s, const std::string& dir);
-
-/// Whether `gnuplot` runs on this machine (checked once per process).
-bool gnuplot_available();
 
 }  // namespace bnexp

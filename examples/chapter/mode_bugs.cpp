@@ -2,10 +2,11 @@
 
 #include <algorithm>
 #include <filesystem>
-#include <unistd.h>
 #include <cmath>
 #include <numeric>
 #include <stdexcept>
+
+#include <stdlib.h>  // mkdtemp
 
 #include "core/autograd.h"
 #include "core/ops.h"
@@ -226,10 +227,13 @@ CheckpointNoBuffers measure_checkpoint_without_buffers(std::uint64_t seed) {
   auto net = trained_net(d, 40);
   CheckpointNoBuffers r;
   // the classic mistake: a parameters-only file, loaded non-strictly into a fresh model
-  const std::string path = (std::filesystem::temp_directory_path() /
-                            ("tapegrad_mode_bugs_" + std::to_string(::getpid()) + "_" + std::to_string(seed) +
-                             ".safetensors"))
-                               .string();
+  // A private folder (mkdtemp, mode 0700): a predictable name in the shared temp folder
+  // could be a symlink planted by another user, and saves follow symlinks.
+  std::string tmpl = (std::filesystem::temp_directory_path() / "tapegrad_mode_bugs_XXXXXX").string();
+  if (::mkdtemp(tmpl.data()) == nullptr)
+    throw std::runtime_error("measure_checkpoint_without_buffers: cannot create a temp folder in " +
+                             std::filesystem::temp_directory_path().string());
+  const std::string path = (std::filesystem::path(tmpl) / "model.safetensors").string();
   layers::save(*net, path, /*include_buffers=*/false);
   r.used_file = true;
   NetOptions fresh;
@@ -241,7 +245,7 @@ CheckpointNoBuffers measure_checkpoint_without_buffers(std::uint64_t seed) {
     r.strict_error = e.what();
   }
   const layers::LoadResult lr = layers::load(*loaded, path, /*strict=*/false);
-  std::filesystem::remove(path);
+  std::filesystem::remove_all(tmpl);
   r.missing = lr.missing_keys;
   r.missing_keys = lr.missing_keys.size();
   {

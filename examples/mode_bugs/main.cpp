@@ -13,6 +13,7 @@
 #endif
 
 #include "chapter/mode_bugs.h"
+#include "core/wait_policy.h"
 
 namespace bugs = chapter::bugs;
 
@@ -38,6 +39,7 @@ std::string first_sentence(const std::string& s) {
 }  // namespace
 
 int main(int argc, char** argv) {
+  tapegrad::prefer_passive_wait_policy(argv);  // OpenMP threads sleep, not spin, unless OMP_WAIT_POLICY is set
   std::uint64_t seed = 0;
   int epochs = 40;
   int small_batch_epochs = 10;

@@ -7,9 +7,12 @@
 #include <cstdio>
 #include <exception>
 
+#include "checkpoint_io.h"
 #include "trainer.h"
+#include "core/wait_policy.h"
 
 int main(int argc, char** argv) {
+  tapegrad::prefer_passive_wait_policy(argv);  // OpenMP threads sleep, not spin, unless OMP_WAIT_POLICY is set
   fmnist::Config cfg;
   std::string hidden = "256,128";
   double lr = 0;
@@ -55,6 +58,9 @@ int main(int argc, char** argv) {
       ->capture_default_str()
       ->check(CLI::Range(0, 1 << 30).description("an integer >= 0"));
   app.add_option("--stop-after", cfg.stop_after, "stop after this many epochs (simulates an interruption)");
+  std::string evaluate_path;
+  app.add_option("--evaluate", evaluate_path,
+                 "no training: test accuracy of a checkpoint alone (its architecture, weights and preprocessing)");
   bool no_progress = false;
   app.add_flag("--no-progress", no_progress, "no progress bar, even on a terminal");
   CLI11_PARSE(app, argc, argv);
@@ -62,6 +68,13 @@ int main(int argc, char** argv) {
   cfg.progress = !no_progress;
 
   try {
+    if (!evaluate_path.empty()) {
+      std::vector<std::vector<std::int64_t>> confusion;
+      const double acc = fmnist::evaluate_checkpoint(
+          evaluate_path, tapegrad::data::load_fashion_mnist(cfg.data_dir, /*train=*/false), &confusion);
+      std::printf("test accuracy: %.2f%%\n%s", 100 * acc, fmnist::format_confusion(confusion).c_str());
+      return 0;
+    }
     cfg.hidden = fmnist::parse_hidden(hidden);
     cfg.cnn.channels = fmnist::parse_hidden(channels);
     const fmnist::Result r = fmnist::train(cfg);

@@ -11,7 +11,9 @@
 #include <sstream>
 #include <stdexcept>
 
+#include "checkpoint_io.h"
 #include "core/autograd.h"
+#include "core/file_io.h"
 #include "core/parallel.h"
 #include "data/dataloader.h"
 #include "layers/activation.h"
@@ -161,6 +163,28 @@ std::pair<layers::StateDict, int> read_model_state(const std::string& path) {
   return {model, epoch ? static_cast<int>(epoch->item()) : 0};
 }
 
+// A cosine schedule runs over the epochs the run was planned for (T_max): resuming with
+// another --epochs would not continue it (past T_max the lr is 0 and nothing trains).
+void check_resume_schedule(const Config& cfg, const CheckpointInfo& info) {
+  if (cfg.schedule != "cosine" || !info.architecture || info.architecture->epochs == cfg.epochs) return;
+  throw std::invalid_argument("--resume " + cfg.resume + ": that run's cosine schedule spans " +
+                              std::to_string(info.architecture->epochs) + " epochs (T_max), got --epochs " +
+                              std::to_string(cfg.epochs) + ". Resume with --epochs " +
+                              std::to_string(info.architecture->epochs) +
+                              " (an exact continuation), or start a new run for a longer schedule");
+}
+
+// The resumed run must see the inputs the checkpoint was trained on.
+void check_resume_preprocessing(const Config& cfg, const CheckpointInfo& info, const data::Standardizer& s) {
+  if (!info.standardizer) return;
+  if (info.standardizer->mean() != s.mean() || info.standardizer->stddev() != s.stddev())
+    throw std::invalid_argument("--resume " + cfg.resume + ": the checkpoint was trained on inputs standardised with mean " +
+                                std::to_string(info.standardizer->mean()[0]) + ", std " +
+                                std::to_string(info.standardizer->stddev()[0]) + "; this run's data gives mean " +
+                                std::to_string(s.mean()[0]) + ", std " + std::to_string(s.stddev()[0]) +
+                                " (use the same --data, --limit and --seed)");
+}
+
 }  // namespace
 
 double evaluate(layers::Module& model, const data::Dataset& ds, std::vector<std::vector<std::int64_t>>* confusion,
@@ -218,6 +242,13 @@ std::string format_confusion(const std::vector<std::vector<std::int64_t>>& confu
 
 Result train(const Config& cfg) {
   check_config(cfg);
+  // Paths first: an unusable output or resume file is reported before any work.
+  if (!cfg.checkpoint.empty()) {
+    check_output_file(cfg.checkpoint);
+    check_output_file(cfg.checkpoint + ".last");
+  }
+  const CheckpointInfo resumed = cfg.resume.empty() ? CheckpointInfo{} : read_checkpoint_info(cfg.resume);
+  check_resume_schedule(cfg, resumed);
   if (cfg.threads > 0) set_num_threads(cfg.threads);
 
   // ---- data --------------------------------------------------------------------------
@@ -231,6 +262,8 @@ Result train(const Config& cfg) {
   Generator init_gen(cfg.seed + 0x5EED);
   const data::TrainValSplit split = data::train_val_split(full, val_size, gen);
   const data::Standardizer standardizer = data::Standardizer::fit(split.train.X);
+  check_resume_preprocessing(cfg, resumed, standardizer);
+  const optim::CheckpointExtras extras = checkpoint_extras(cfg, standardizer);
   const data::Dataset train_ds = standardizer.transform(split.train);
   const data::Dataset val_ds = standardizer.transform(split.val);
   const data::Dataset test_ds = standardizer.transform(test_raw);
@@ -251,6 +284,10 @@ Result train(const Config& cfg) {
   TrainingState st;
   if (!cfg.resume.empty()) {
     st.epoch = static_cast<int>(optim::load_training_checkpoint(cfg.resume, *model, *opt, sched.get(), &gen));
+    if (sched && st.epoch < cfg.epochs && opt->lr(0) == 0.0)
+      throw std::invalid_argument("--resume " + cfg.resume + ": the cosine schedule of that run already reached lr 0 "
+                                  "at epoch " + std::to_string(st.epoch) + "; the remaining epochs would not train. "
+                                  "Start a new run, or resume with --schedule none");
     // The best so far: the best checkpoint of this run, measured again on the same split.
     if (!cfg.checkpoint.empty() && std::filesystem::exists(cfg.checkpoint)) {
       Generator unused_init(0), unused_drop(0);
@@ -310,8 +347,8 @@ Result train(const Config& cfg) {
                  epoch, cfg.epochs, es.train_loss, 100 * es.val_accuracy, improved ? " (best)" : "", secs,
                  es.samples_per_second);
     if (!cfg.checkpoint.empty()) {
-      if (improved) optim::save_training_checkpoint(cfg.checkpoint, *model, *opt, epoch, sched.get(), &gen);
-      optim::save_training_checkpoint(cfg.checkpoint + ".last", *model, *opt, epoch, sched.get(), &gen);
+      if (improved) optim::save_training_checkpoint(cfg.checkpoint, *model, *opt, epoch, sched.get(), &gen, &extras);
+      optim::save_training_checkpoint(cfg.checkpoint + ".last", *model, *opt, epoch, sched.get(), &gen, &extras);
     }
   }
   result.epochs_done = st.epoch;
@@ -321,11 +358,13 @@ Result train(const Config& cfg) {
 
   // ---- test ------------------------------------------------------------------------------
   if (!cfg.checkpoint.empty() && st.best_epoch > 0) {
-    model->load_state_dict(read_model_state(cfg.checkpoint).first, true);
+    // The checkpoint alone: its architecture, weights, buffers and input preprocessing.
     spdlog::info("test evaluation with the best checkpoint (epoch {}, validation accuracy {:.2f}%)", st.best_epoch,
                  100 * st.best_val_accuracy);
+    result.test_accuracy = evaluate_checkpoint(cfg.checkpoint, test_raw, &result.confusion);
+  } else {
+    result.test_accuracy = evaluate(*model, test_ds, &result.confusion);
   }
-  result.test_accuracy = evaluate(*model, test_ds, &result.confusion);
   spdlog::info("test accuracy {:.2f}% ({} images)", 100 * result.test_accuracy, test_ds.size());
   return result;
 }

@@ -370,3 +370,53 @@ TEST_CASE("gradient and activation clipping act only when they bind", "[bn_exper
   tight_act.act_clip = 0.05;
   CHECK(train_run(tight_act, d).loss[0][0] != base.loss[0][0]);
 }
+
+TEST_CASE("gnuplot strings are single-quoted with quotes doubled; newlines refused", "[bn_experiments][paths]") {
+  CHECK(gnuplot_quote("plots/a.dat") == "'plots/a.dat'");
+  CHECK(gnuplot_quote("it's") == "'it''s'");
+  CHECK(gnuplot_quote("x'; touch P; echo '") == "'x''; touch P; echo '''");
+  CHECK(gnuplot_quote("`touch Q` $(touch R) @m \"q\"") == "'`touch Q` $(touch R) @m \"q\"'");
+  CHECK_THROWS_WITH(gnuplot_quote("a\nb"), Catch::Contains("newline"));
+}
+
+TEST_CASE("hostile output folders: figures are written and nothing is executed", "[bn_experiments][paths]") {
+  if (!gnuplot_available()) {
+    WARN("gnuplot is not installed: figures not checked");
+    return;
+  }
+  StudyOptions o = small_options();
+  o.epochs = 2;
+  o.seeds = 1;
+  o.policies = std::vector<EvalPolicy>{EvalPolicy::Eval};
+  const StudyResult s = run_study({"convergence"}, o);
+  const fs::path base = fs::absolute(temp_dir("hostile"));
+  fs::create_directories(base);
+  // Each name once ran a command or lost the figures when it was pasted into `sh -c`.
+  const std::vector<std::string> names = {
+      "x'; touch PWNED_sq; echo '", "it's", "line\nbreak", "dq\"x\"", "`touch PWNED_bq`",
+      "$(touch PWNED_dollar)", "-dash", "semi;touch PWNED_semi", "back\\slash @macro",
+  };
+  for (const auto& name : names) {
+    INFO(name);
+    const fs::path dir = base / name;
+    const auto pngs = write_outputs(s, dir.string());
+    REQUIRE(pngs.size() == 1);
+    REQUIRE(fs::exists(dir / "convergence_eval.png"));
+    CHECK(slurp(dir / "convergence_eval.png").substr(1, 3) == "PNG");
+    CHECK(fs::exists(dir / "results.csv"));
+  }
+  // Relative to the test's folder too (the shell ran in the current folder).
+  const fs::path rel = fs::path("x'; touch PWNED_rel; echo '");
+  fs::remove_all(rel);
+  CHECK(write_outputs(s, rel.string()).size() == 1);
+  fs::remove_all(rel);
+  for (const char* marker : {"PWNED_sq", "PWNED_bq", "PWNED_dollar", "PWNED_semi", "PWNED_rel", "P"}) {
+    INFO(marker);
+    CHECK_FALSE(fs::exists(base / marker));
+    CHECK_FALSE(fs::exists(fs::current_path() / marker));
+    CHECK_FALSE(fs::exists(fs::current_path() / "plots" / marker));
+  }
+  for (const auto& e : fs::recursive_directory_iterator(base))
+    CHECK(e.path().filename().string().rfind("PWNED", 0) != 0);
+  fs::remove_all(base);
+}

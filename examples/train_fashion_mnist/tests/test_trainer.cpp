@@ -7,6 +7,8 @@
 
 #include "core/autograd.h"
 #include "layers/batch_norm.h"
+#include "checkpoint_io.h"
+#include "core/safetensors.h"
 #include "trainer.h"
 
 using namespace tapegrad;
@@ -161,4 +163,97 @@ TEST_CASE("missing data names the Debian package", "[fmnist]") {
   c = small_config();
   c.dropout = 1.0;
   REQUIRE_THROWS_WITH(fmnist::train(c), Catch::Contains("--dropout"));
+}
+
+TEST_CASE("output and resume paths are checked before any work", "[fmnist][paths]") {
+  TempDir dir;
+  fmnist::Config c = small_config();
+  c.data_dir = dir.file("no-data-here");  // data loading would fail: these must fail first
+  c.checkpoint = dir.file("missing/folder/model.safetensors");
+  REQUIRE_THROWS_WITH(fmnist::train(c), Catch::Contains("does not exist") && !Catch::Contains("dataset-fashion-mnist"));
+  c.checkpoint = "/dev/null";  // a device node: once replaced by a regular file
+  REQUIRE_THROWS_WITH(fmnist::train(c), Catch::Contains("character device"));
+  REQUIRE(fs::status("/dev/null").type() == fs::file_type::character);
+  c.checkpoint = dir.path.string();  // a folder
+  REQUIRE_THROWS_WITH(fmnist::train(c), Catch::Contains("is a directory"));
+  c.checkpoint = "/proc/model.safetensors";
+  REQUIRE_THROWS_WITH(fmnist::train(c), Catch::Contains("cannot create a temp file"));
+  c.checkpoint.clear();
+  c.resume = dir.path.string();  // a folder given as a checkpoint was std::bad_alloc
+  REQUIRE_THROWS_WITH(fmnist::train(c), Catch::Contains("is a directory"));
+  c.resume = dir.file("nope.safetensors");
+  REQUIRE_THROWS_WITH(fmnist::train(c), Catch::Contains("nope.safetensors") && Catch::Contains("No such file"));
+}
+
+TEST_CASE("a checkpoint alone reproduces the predictions: preprocessing and architecture are saved", "[fmnist]") {
+  if (!have_data()) {
+    WARN("dataset-fashion-mnist not installed; skipping");
+    return;
+  }
+  TempDir dir;
+  fmnist::Config c = small_config();
+  c.checkpoint = dir.file("best.safetensors");
+  const fmnist::Result r = fmnist::train(c);
+
+  const fmnist::CheckpointInfo info = fmnist::read_checkpoint_info(c.checkpoint);
+  REQUIRE(info.standardizer.has_value());
+  REQUIRE(info.architecture.has_value());
+  CHECK(info.architecture->hidden == c.hidden);
+  CHECK(info.architecture->norm == "batch");
+  CHECK(info.architecture->epochs == 2);
+  // The training images' statistics (pixels / 255): Fashion-MNIST's mean is about 0.286, std 0.353.
+  CHECK(info.standardizer->mean()[0] == Approx(0.286).margin(0.01));
+  CHECK(info.standardizer->stddev()[0] == Approx(0.353).margin(0.01));
+
+  const data::Dataset raw = data::load_fashion_mnist(c.data_dir, false);
+  std::vector<std::vector<std::int64_t>> confusion;
+  CHECK(fmnist::evaluate_checkpoint(c.checkpoint, raw, &confusion) == r.test_accuracy);
+  CHECK(confusion == r.confusion);
+
+  // The stored statistics are what is used: other values give other predictions.
+  SafetensorsContent f = load_safetensors(c.checkpoint);
+  for (auto& [k, t] : f.tensors)
+    if (k == "preprocess.mean") t = Tensor::from_vector({0.0}, {1}, Dtype::Float64);
+  for (auto& [k, t] : f.tensors)
+    if (k == "preprocess.std") t = Tensor::from_vector({1.0}, {1}, Dtype::Float64);
+  save_safetensors(dir.file("unstandardised.safetensors"), f.tensors, f.metadata);
+  CHECK(fmnist::evaluate_checkpoint(dir.file("unstandardised.safetensors"), raw) != r.test_accuracy);
+
+  // A file without the preprocessing says so.
+  std::vector<std::pair<std::string, Tensor>> bare;
+  for (auto& [k, t] : f.tensors)
+    if (k.rfind("preprocess.", 0) != 0) bare.emplace_back(k, t);
+  save_safetensors(dir.file("bare.safetensors"), bare, f.metadata);
+  CHECK_THROWS_WITH(fmnist::evaluate_checkpoint(dir.file("bare.safetensors"), raw),
+                    Catch::Contains("no input preprocessing"));
+}
+
+TEST_CASE("resuming a cosine run with another --epochs is refused, not trained at lr 0", "[fmnist]") {
+  if (!have_data()) {
+    WARN("dataset-fashion-mnist not installed; skipping");
+    return;
+  }
+  TempDir dir;
+  fmnist::Config c = small_config();
+  c.limit = 600;
+  c.epochs = 1;
+  c.checkpoint = dir.file("run.safetensors");
+  fmnist::train(c);
+  c.resume = c.checkpoint + ".last";
+  c.epochs = 3;
+  REQUIRE_THROWS_WITH(fmnist::train(c), Catch::Contains("cosine schedule spans 1 epochs") &&
+                                            Catch::Contains("--epochs 3") && Catch::Contains("Resume with --epochs 1"));
+  // Without the schedule metadata (an older file), the lr 0 left by the schedule is caught.
+  SafetensorsContent f = load_safetensors(c.resume);
+  f.metadata.erase("fmnist.epochs");
+  f.metadata.erase("fmnist.hidden");
+  save_safetensors(dir.file("old.last"), f.tensors, f.metadata);
+  c.resume = dir.file("old.last");
+  REQUIRE_THROWS_WITH(fmnist::train(c), Catch::Contains("already reached lr 0"));
+  // A different data subset (other standardisation) is refused too.
+  c.resume = c.checkpoint + ".last";
+  c.epochs = 1;
+  c.schedule = "none";
+  c.limit = 700;
+  REQUIRE_THROWS_WITH(fmnist::train(c), Catch::Contains("standardised with mean"));
 }

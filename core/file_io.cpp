@@ -1,0 +1,219 @@
+#include "core/file_io.h"
+
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <atomic>
+#include <cerrno>
+#include <cstdio>
+#include <cstring>
+#include <filesystem>
+#include <stdexcept>
+#include <vector>
+
+namespace tapegrad {
+
+namespace fs = std::filesystem;
+
+namespace {
+
+std::atomic<std::int64_t> g_fail_after{-1};
+std::atomic<std::uint64_t> g_counter{0};
+
+std::string errno_text(int err) { return std::string(std::strerror(err)); }
+
+const char* kind_of(mode_t m) {
+  if (S_ISDIR(m)) return "a directory";
+  if (S_ISCHR(m)) return "a character device";
+  if (S_ISBLK(m)) return "a block device";
+  if (S_ISFIFO(m)) return "a FIFO (named pipe)";
+  if (S_ISSOCK(m)) return "a socket";
+  if (S_ISLNK(m)) return "a symbolic link";
+  return "not a regular file";
+}
+
+fs::path folder_of(const fs::path& p) { return p.has_parent_path() ? p.parent_path() : fs::path("."); }
+
+// The fs.protected_symlinks rule: a link in a sticky world-writable folder is followed
+// only when it belongs to us or to the folder's owner.
+void check_link_ownership(const std::string& shown, const fs::path& link, const struct stat& lst) {
+  struct stat dst;
+  if (::stat(folder_of(link).c_str(), &dst) != 0) return;
+  const bool sticky_world = (dst.st_mode & S_ISVTX) && (dst.st_mode & S_IWOTH);
+  if (sticky_world && lst.st_uid != ::geteuid() && lst.st_uid != dst.st_uid)
+    throw std::runtime_error("cannot save '" + shown + "': '" + link.string() +
+                             "' is a symbolic link owned by another user in the shared folder '" +
+                             folder_of(link).string() + "'; refusing to follow it");
+}
+
+// Final target of `path` and its lstat (exists = false for a new path).
+struct Target {
+  std::string path;
+  bool exists = false;
+  struct stat st {};
+};
+
+Target resolve(const std::string& path) {
+  if (path.empty()) throw std::runtime_error("cannot save: the output path is empty");
+  fs::path p(path);
+  for (int hop = 0; hop <= 40; ++hop) {
+    Target t;
+    t.path = p.string();
+    if (::lstat(t.path.c_str(), &t.st) != 0) {
+      const int err = errno;
+      if (err == ENOENT) return t;  // a new file (or the missing target of a dangling link)
+      if (err == ENOTDIR)
+        throw std::runtime_error("cannot save '" + path + "': a folder in '" + t.path + "' is not a folder");
+      throw std::runtime_error("cannot save '" + path + "': cannot inspect '" + t.path + "': " + errno_text(err));
+    }
+    t.exists = true;
+    if (S_ISREG(t.st.st_mode)) return t;
+    if (!S_ISLNK(t.st.st_mode)) {
+      std::string msg = "cannot save '" + path + "': ";
+      if (t.path != path) msg += "its link target '" + t.path + "' ";
+      throw std::runtime_error(msg + "is " + kind_of(t.st.st_mode) + ", not a regular file; refusing to replace it");
+    }
+    check_link_ownership(path, p, t.st);
+    std::vector<char> buf(static_cast<std::size_t>(std::max<off_t>(t.st.st_size, 255)) + 1);
+    const ssize_t n = ::readlink(t.path.c_str(), buf.data(), buf.size() - 1);
+    if (n < 0)
+      throw std::runtime_error("cannot save '" + path + "': cannot read the link '" + t.path + "': " + errno_text(errno));
+    const fs::path next(std::string(buf.data(), static_cast<std::size_t>(n)));
+    p = next.is_absolute() ? next : folder_of(p) / next;
+  }
+  throw std::runtime_error("cannot save '" + path + "': too many levels of symbolic links");
+}
+
+// Creates an exclusive temp file next to `target`; returns its fd and fills `tmp`.
+// `what` starts the error message ("cannot save 'x'").
+int make_temp(const std::string& what, const fs::path& target, std::string& tmp) {
+  const fs::path dir = folder_of(target);
+  int fd = -1;
+  int err = 0;
+  for (int attempt = 0; attempt < 100 && fd < 0; ++attempt) {
+    std::string name(1, '.');
+    name += target.filename().string();
+    if (name.size() > 200) name.resize(200);
+    name += ".tmp-" + std::to_string(::getpid()) + "-" + std::to_string(g_counter++);
+    tmp = (dir / name).string();
+    fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, 0666);
+    err = errno;
+    if (fd < 0 && err != EEXIST) break;
+  }
+  if (fd < 0) {
+    std::string why = errno_text(err);
+    struct stat st;
+    if (err == ENOENT && ::stat(dir.c_str(), &st) != 0) why = "the folder does not exist";
+    else if (err == ENOTDIR || (::stat(dir.c_str(), &st) == 0 && !S_ISDIR(st.st_mode))) why = "it is not a folder";
+    throw std::runtime_error(what + ": cannot create a temp file in the folder '" + dir.string() +
+                             "': " + why);
+  }
+  return fd;
+}
+
+}  // namespace
+
+void testing::fail_writes_after(std::optional<std::size_t> bytes) {
+  g_fail_after = bytes ? static_cast<std::int64_t>(*bytes) : -1;
+}
+
+std::string resolve_output_file(const std::string& path) { return resolve(path).path; }
+
+void check_output_file(const std::string& path) {
+  const Target t = resolve(path);
+  if (fs::path(t.path).filename().empty() || t.path.back() == '/')
+    throw std::runtime_error("cannot save '" + path + "': the path names a folder, not a file");
+  if (t.exists && ::access(t.path.c_str(), W_OK) != 0)
+    throw std::runtime_error("cannot save '" + path + "': '" + t.path + "' is not writable: " + errno_text(errno));
+  std::string tmp;
+  const int fd = make_temp("cannot save '" + path + "'", t.path, tmp);
+  ::close(fd);
+  ::unlink(tmp.c_str());
+}
+
+void check_output_dir(const std::string& dir) {
+  if (dir.empty()) throw std::runtime_error("cannot write into the output folder: the path is empty");
+  std::error_code ec;
+  fs::create_directories(dir, ec);
+  struct stat st;
+  if (::stat(dir.c_str(), &st) != 0)
+    throw std::runtime_error("cannot create the output folder '" + dir + "': " +
+                             (ec ? ec.message() : errno_text(errno)));
+  if (!S_ISDIR(st.st_mode))
+    throw std::runtime_error("cannot write into the output folder '" + dir + "': it is " + kind_of(st.st_mode) +
+                             ", not a folder");
+  std::string tmp;
+  const int fd = make_temp("cannot write into the output folder '" + dir + "'", fs::path(dir) / "probe", tmp);
+  ::close(fd);
+  ::unlink(tmp.c_str());
+}
+
+void atomic_write_file(const std::string& path, std::string_view text) {
+  atomic_write_file(path, reinterpret_cast<const std::uint8_t*>(text.data()), text.size());
+}
+
+void atomic_write_file(const std::string& path, const std::uint8_t* bytes, std::size_t size) {
+  const Target t = resolve(path);
+  const fs::path target(t.path);
+  if (target.filename().empty()) throw std::runtime_error("cannot save '" + path + "': the path names no file");
+  if (t.exists && ::access(t.path.c_str(), W_OK) != 0)
+    throw std::runtime_error("cannot save '" + path + "': '" + t.path + "' is not writable (mode " +
+                             [&] {
+                               char b[8];
+                               std::snprintf(b, sizeof b, "%04o", static_cast<unsigned>(t.st.st_mode & 07777));
+                               return std::string(b);
+                             }() +
+                             "): " + errno_text(errno));
+  std::string tmp;
+  const int fd = make_temp("cannot save '" + path + "'", target, tmp);
+
+  std::size_t written = 0;
+  auto abort_with = [&](const std::string& what, int err) {
+    ::close(fd);
+    ::unlink(tmp.c_str());
+    throw std::runtime_error("cannot save '" + path + "': " + what + " after " + std::to_string(written) + " of " +
+                             std::to_string(size) + " bytes: " + errno_text(err) + "; the old file is unchanged");
+  };
+  if (t.exists) {
+    // Keep the old file's permissions (and owner, when we may: root, or the same user).
+    if (::fchown(fd, t.st.st_uid, t.st.st_gid) != 0) (void)::fchown(fd, static_cast<uid_t>(-1), t.st.st_gid);
+    if (::fchmod(fd, t.st.st_mode & 07777) != 0) abort_with("setting the file mode failed", errno);
+  }
+  const std::int64_t limit = g_fail_after.load();
+  while (written < size) {
+    std::size_t chunk = std::min<std::size_t>(size - written, std::size_t{1} << 30);
+    if (limit >= 0) {
+      if (written >= static_cast<std::size_t>(limit)) abort_with("write failed (simulated)", ENOSPC);
+      chunk = std::min(chunk, static_cast<std::size_t>(limit) - written);
+    }
+    const ssize_t w = ::write(fd, bytes + written, chunk);
+    if (w < 0) {
+      if (errno == EINTR) continue;
+      abort_with("write failed", errno);
+    }
+    written += static_cast<std::size_t>(w);
+  }
+  if (::fsync(fd) != 0) abort_with("fsync failed", errno);
+  if (::close(fd) != 0) {
+    const int err = errno;
+    ::unlink(tmp.c_str());
+    throw std::runtime_error("cannot save '" + path + "': close failed: " + errno_text(err) +
+                             "; the old file is unchanged");
+  }
+  if (::rename(tmp.c_str(), t.path.c_str()) != 0) {
+    const int err = errno;
+    ::unlink(tmp.c_str());
+    throw std::runtime_error("cannot save '" + path + "': rename of the temp file failed: " + errno_text(err) +
+                             "; the old file is unchanged");
+  }
+  // Make the rename itself durable.
+  const int dfd = ::open(folder_of(target).c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+  if (dfd >= 0) {
+    ::fsync(dfd);
+    ::close(dfd);
+  }
+}
+
+}  // namespace tapegrad

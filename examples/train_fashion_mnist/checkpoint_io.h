@@ -1,0 +1,43 @@
+#pragma once
+// What a Fashion-MNIST training checkpoint holds beside the training state, so that the
+// file alone reproduces the model's predictions:
+//   tensors  "preprocess.mean", "preprocess.std" (float64, shape [1]: one value for all
+//            pixels, from the training images only);
+//   metadata "preprocess" (the recipe: x = pixels / 255, input = (x - mean) / std),
+//            "fmnist.hidden" ("256,128"), "fmnist.norm", "fmnist.dropout" (%.17g),
+//            "fmnist.epochs" (the epochs the run was planned for: the cosine schedule's
+//            T_max), "fmnist.schedule".
+// Reading it back with numpy/PyTorch: mean = f.get_tensor("preprocess.mean") etc.
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "data/dataset.h"
+#include "optim/training_checkpoint.h"
+#include "trainer.h"
+
+namespace fmnist {
+
+/// The extras save_training_checkpoint writes for this run (see above).
+tapegrad::optim::CheckpointExtras checkpoint_extras(const Config& config, const tapegrad::data::Standardizer& s);
+
+/// What a checkpoint says about its run. Fields are empty when an older file lacks them.
+struct CheckpointInfo {
+  std::optional<tapegrad::data::Standardizer> standardizer;
+  std::optional<Config> architecture;  ///< hidden, norm, dropout, epochs, schedule set
+};
+
+/// Reads the preprocessing and architecture of a training checkpoint. Throws
+/// std::runtime_error for an unreadable file, std::invalid_argument for malformed values
+/// (naming the key and the value).
+CheckpointInfo read_checkpoint_info(const std::string& path);
+
+/// Predictions from a checkpoint alone: rebuilds the model from its metadata, loads the
+/// weights and buffers (strict), standardises `raw` (pixels / 255, as load_fashion_mnist
+/// returns them) with the stored statistics and returns the test accuracy (and the
+/// confusion matrix). Throws std::invalid_argument when the file lacks the preprocessing
+/// or the architecture.
+double evaluate_checkpoint(const std::string& path, const tapegrad::data::Dataset& raw,
+                           std::vector<std::vector<std::int64_t>>* confusion = nullptr);
+
+}  // namespace fmnist
