@@ -140,7 +140,9 @@ DistributedDataParallel::~DistributedDataParallel() {
   State& s = *s_;
   layers::hooks::remove_hook(s.step_hook);
   for (auto& p : s.params) autograd::set_post_accumulate_grad_hook(p, {});
-  if (s.mpi) {
+  int finalized = 0;
+  if (s.mpi) MPI_Finalized(&finalized);
+  if (s.mpi && !finalized) {  // (after MPI_Finalize there is nothing left to free)
     for (auto& b : s.buckets)
       if (b.request != MPI_REQUEST_NULL) MPI_Wait(&b.request, MPI_STATUS_IGNORE);
     MPI_Comm_free(&s.comm);

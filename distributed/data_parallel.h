@@ -40,6 +40,7 @@ struct DDPOptions {
 class DistributedDataParallel {
  public:
   explicit DistributedDataParallel(layers::ModulePtr module, DDPOptions options = {});
+  /// Removes the hooks and frees the communicator; destroy it before the Environment.
   ~DistributedDataParallel();
   DistributedDataParallel(const DistributedDataParallel&) = delete;
   DistributedDataParallel& operator=(const DistributedDataParallel&) = delete;
