@@ -1,6 +1,6 @@
 // SyncBatchNorm's forward + backward against BatchNorm's on the same per-rank input, side by
 // side in one run (the ratio is the figure). Run under MPI:
-//   mpirun -np 2 build/bench/sync_batch_norm_bench [N C [reps]]      (default 256 512 400)
+//   mpirun -np 2 build/bench/sync_batch_norm_bench [N C [reps [threads]]]  (default 256 512 400 1)
 // Each timed call is forward (train mode) + backward with a given dy, float32, after a
 // barrier, so every rank times the same step; the median over reps of the slowest rank's
 // time is reported. The SyncBatchNorm extra is its two collectives (an allgather of
@@ -49,7 +49,8 @@ int main(int argc, char** argv) {
   dist::Environment env(&argc, &argv);
   return dist::run_guarded([&] {
     const std::int64_t N = argc > 2 ? std::atoll(argv[1]) : 256, C = argc > 2 ? std::atoll(argv[2]) : 512;
-    const int reps = argc > 3 ? std::atoi(argv[3]) : 400;
+    const int reps = argc > 3 ? std::max(1, std::atoi(argv[3])) : 400;
+    set_num_threads(argc > 4 ? std::max(1, std::atoi(argv[4])) : 1);  // threads per rank
     Generator gen(1 + static_cast<std::uint64_t>(env.rank()));
     Tensor x = randn({N, C}, Dtype::Float32, gen), gy = randn({N, C}, Dtype::Float32, gen);
     layers::BatchNorm1d bn(C);

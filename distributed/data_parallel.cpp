@@ -41,6 +41,7 @@ struct DistributedDataParallel::State {
   MPI_Comm comm = MPI_COMM_NULL;
   std::uint64_t step_hook = 0;
   double comm_s = 0, wait_s = 0;
+  std::size_t in_backward = 0, in_finish = 0;
 
   void launch(Bucket& b) {
     const std::size_t es = dtype_size(b.dtype);
@@ -67,6 +68,7 @@ struct DistributedDataParallel::State {
       Bucket& b = buckets[next_launch];
       if (!all && b.ready < b.params.size()) break;
       launch(b);
+      ++(all ? in_finish : in_backward);
       ++next_launch;
     }
     if (mpi && next_launch > 0) {  // lets MPI progress the reductions already in flight
@@ -217,5 +219,7 @@ std::vector<std::vector<std::size_t>> DistributedDataParallel::bucket_layout() c
 }
 double DistributedDataParallel::comm_seconds() const { return s_->comm_s; }
 double DistributedDataParallel::wait_seconds() const { return s_->wait_s; }
+std::size_t DistributedDataParallel::buckets_launched_in_backward() const { return s_->in_backward; }
+std::size_t DistributedDataParallel::buckets_launched_in_finish() const { return s_->in_finish; }
 
 }  // namespace tapegrad::distributed

@@ -76,6 +76,10 @@ class DistributedDataParallel {
   /// construction, and how many of those were spent blocked in finish().
   double comm_seconds() const;
   double wait_seconds() const;
+  /// Buckets started from the backward's hooks (overlapping it) and from finish(), since
+  /// construction.
+  std::size_t buckets_launched_in_backward() const;
+  std::size_t buckets_launched_in_finish() const;
 
  private:
   struct State;

@@ -139,7 +139,7 @@ TEST_CASE("DDP + SyncBatchNorm on 2 ranks x 16 equals one process at batch 32 (2
   CHECK(plain.state > 1e-4);
 }
 
-TEST_CASE("DDP reduces in buckets of reverse parameter order", "[np2][ddp]") {
+TEST_CASE("DDP reduces in buckets of reverse parameter order, started during backward", "[np2][ddp]") {
   auto net = chapter_mlp();  // 0.weight [16,12], 0.bias, 1.weight, 1.bias, 3.weight [16,16] ...
   dist::DistributedDataParallel ddp(net, {.bucket_cap_bytes = 512});
   const auto layout = ddp.bucket_layout();
@@ -151,6 +151,13 @@ TEST_CASE("DDP reduces in buckets of reverse parameter order", "[np2][ddp]") {
   for (auto& b : layout) total += b.size();
   CHECK(total == P);
   CHECK(layout.size() > 2);
+  // every parameter is used: each bucket starts during the backward, none waits for finish()
+  Generator gen(4);
+  sum(ddp(randn({8, kIn}, Dtype::Float64, gen))).backward();
+  CHECK(ddp.buckets_launched_in_backward() == layout.size());
+  CHECK(ddp.buckets_launched_in_finish() == 0);
+  ddp.finish();
+  CHECK(ddp.buckets_launched_in_finish() == 0);
 }
 
 TEST_CASE("DDP: different models on the ranks fail with a message on every rank", "[np2][ddp]") {
