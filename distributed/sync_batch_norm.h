@@ -44,7 +44,10 @@ class SyncBatchNorm : public layers::BatchNormBase {
 /// the same options, values of weight, bias and buffers, and train/eval mode. Returns
 /// `module`, or a new SyncBatchNorm when `module` itself is a BatchNorm (PyTorch's
 /// SyncBatchNorm.convert_sync_batchnorm). The parameters are new tensors: build the
-/// optimizer (and DistributedDataParallel) after converting.
+/// optimizer (and DistributedDataParallel) after converting. Children are swapped through
+/// Module::replace_child, which Sequential (and so models::MLP) follows; a custom module
+/// that calls a BatchNorm through its own member pointer keeps calling the old layer, so
+/// build such a model with SyncBatchNorm directly.
 layers::ModulePtr convert_sync_batchnorm(layers::ModulePtr module);
 
 }  // namespace tapegrad::distributed
