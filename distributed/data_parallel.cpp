@@ -158,8 +158,10 @@ Tensor DistributedDataParallel::forward(const Tensor& x) {
                            "call finish() after loss.backward()");
   if (s.options.broadcast_buffers && module_->is_training() && s.mpi) {
     MPI_Comm comm = detail::world_comm();
+    const double t0 = now();
     for (auto& b : module_->buffers())
       detail::check(MPI_Bcast(b.raw_data(), static_cast<int>(b.nbytes()), MPI_BYTE, 0, comm), "MPI_Bcast");
+    s.comm_s += now() - t0;
   }
   return (*module_)(x);
 }

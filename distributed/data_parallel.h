@@ -72,8 +72,8 @@ class DistributedDataParallel {
   layers::ModulePtr module_ptr() { return module_; }
   /// Buckets as parameter indices into module().parameters(), in reduction order.
   std::vector<std::vector<std::size_t>> bucket_layout() const;
-  /// Seconds spent in MPI calls of the gradient reductions (launch, test, wait) since
-  /// construction, and how many of those were spent blocked in finish().
+  /// Seconds spent in DDP's MPI calls (gradient reductions: launch, test, wait; the buffer
+  /// broadcast) since construction, and how many of those were spent blocked in finish().
   double comm_seconds() const;
   double wait_seconds() const;
   /// Buckets started from the backward's hooks (overlapping it) and from finish(), since

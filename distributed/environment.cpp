@@ -14,6 +14,13 @@ bool g_alive = false;  // an Environment exists
 bool g_mpi = false;    // ... and it initialised MPI
 int g_rank = 0, g_size = 1;
 MPI_Comm g_comm = MPI_COMM_NULL;
+double g_coll_seconds = 0;
+
+// Adds the lifetime of the scope to g_coll_seconds.
+struct CollTimer {
+  double t0 = MPI_Wtime();
+  ~CollTimer() { g_coll_seconds += MPI_Wtime() - t0; }
+};
 }  // namespace
 
 namespace detail {
@@ -82,7 +89,9 @@ int world_size() { return g_size; }
 bool is_initialized() { return g_mpi; }
 
 void barrier() {
-  if (g_mpi) detail::check(MPI_Barrier(g_comm), "MPI_Barrier");
+  if (!g_mpi) return;
+  CollTimer t;
+  detail::check(MPI_Barrier(g_comm), "MPI_Barrier");
 }
 
 void abort_job(const std::string& message, int code) {
@@ -104,11 +113,13 @@ int run_guarded(const std::function<int()>& body) {
 
 void allreduce_sum(double* data, std::int64_t n) {
   if (!g_mpi || g_size == 1) return;
+  CollTimer t;
   detail::check(MPI_Allreduce(MPI_IN_PLACE, data, static_cast<int>(n), MPI_DOUBLE, MPI_SUM, g_comm), "MPI_Allreduce");
 }
 
 void allreduce_sum(std::int64_t* data, std::int64_t n) {
   if (!g_mpi || g_size == 1) return;
+  CollTimer t;
   detail::check(MPI_Allreduce(MPI_IN_PLACE, data, static_cast<int>(n), MPI_INT64_T, MPI_SUM, g_comm),
                 "MPI_Allreduce");
 }
@@ -118,8 +129,11 @@ void allgather(const double* in, std::int64_t n, double* out) {
     std::copy(in, in + n, out);
     return;
   }
+  CollTimer t;
   detail::check(MPI_Allgather(in, static_cast<int>(n), MPI_DOUBLE, out, static_cast<int>(n), MPI_DOUBLE, g_comm),
                 "MPI_Allgather");
 }
+
+double blocking_collective_seconds() { return g_coll_seconds; }
 
 }  // namespace tapegrad::distributed

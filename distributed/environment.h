@@ -62,4 +62,8 @@ void allreduce_sum(std::int64_t* data, std::int64_t n);
 /// Every rank's n doubles, rank after rank: out has world_size()·n values.
 void allgather(const double* in, std::int64_t n, double* out);
 
+/// Seconds this process spent inside the blocking collectives above (allreduce_sum,
+/// allgather, barrier: SyncBatchNorm's statistics and gradient sums), since start.
+double blocking_collective_seconds();
+
 }  // namespace tapegrad::distributed

@@ -45,8 +45,11 @@ std::string communication_summary(const DataParallel& dp) {
   auto* m = dynamic_cast<const MpiDataParallel*>(&dp);
   if (!m) return "";
   char buf[160];
-  std::snprintf(buf, sizeof buf, "rank %d: %.2f s in gradient allreduce calls (launch, progress, wait)", dp.rank(),
-                m->comm_seconds());
+  std::snprintf(buf, sizeof buf,
+                "rank %d: communication %.2f s (DDP gradient allreduce and buffer broadcast %.2f s, "
+                "SyncBatchNorm and other blocking collectives %.2f s)",
+                dp.rank(), m->comm_seconds() + dist::blocking_collective_seconds(), m->comm_seconds(),
+                dist::blocking_collective_seconds());
   return buf;
 }
 
