@@ -248,3 +248,16 @@ TEST_CASE("SyncBatchNorm on 3 ranks with shards of 5, 1 and 0 rows equals BatchN
   CHECK(max_rel_diff(sbn.running_var, bn.running_var) <= 1e-12);
   CHECK(sbn.batches_tracked() == 1);
 }
+
+TEST_CASE("SyncBatchNorm with one value per channel over all ranks throws on every rank", "[np2]") {
+  dist::SyncBatchNorm sbn(3);
+  // rank 0 holds one row, rank 1 none: m = 1 globally, so both refuse (no rank is left waiting)
+  Tensor x = Tensor::ones({dist::rank() == 0 ? 1 : 0, 3});
+  CHECK_THROWS_WITH(sbn(x), Catch::Contains("more than 1 value per channel over all 2 ranks"));
+  CHECK(sbn.batches_tracked() == 0);
+  // one row on each rank is enough (m = 2)
+  Tensor y = sbn(Tensor::full({1, 3}, dist::rank() == 0 ? 1.0 : 3.0));
+  CHECK(y.to_vector()[0] == Approx(dist::rank() == 0 ? -1.0 : 1.0).epsilon(1e-5));
+  CHECK(sbn.running_mean.to_vector()[0] == Approx(0.2));  // 0.9·0 + 0.1·2
+  CHECK(sbn.running_var.to_vector()[0] == Approx(1.1));   // 0.9·1 + 0.1·2 (unbiased: ((1-2)² + (3-2)²)/1)
+}
