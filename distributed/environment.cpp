@@ -58,6 +58,7 @@ Environment::Environment(int* argc, char*** argv, bool force_mpi) {
     g_alive = false;
     throw std::logic_error("distributed::Environment: MPI is already initialised elsewhere");
   }
+  ::setenv("OMPI_MCA_mpi_yield_when_idle", "1", /*overwrite=*/0);  // see the header
   int provided = 0;
   if (MPI_Init_thread(argc, argv, MPI_THREAD_FUNNELED, &provided) != MPI_SUCCESS) {
     g_alive = false;
