@@ -1,8 +1,10 @@
 #include "core/autograd.h"
 
 #include <algorithm>
+#include <atomic>
 #include <cmath>
 #include <stdexcept>
+#include <unordered_set>
 
 namespace tapegrad {
 namespace {
@@ -35,6 +37,16 @@ thread_local Tape g_tape;
 thread_local bool g_grad_mode = true;
 thread_local bool g_anomaly = false;
 thread_local std::string g_site;
+std::atomic<std::int64_t> g_hooked_leaves{0};  // leaves with a post-accumulate-grad hook
+
+// The hooked leaves a node feeds (for set_post_accumulate_grad_hook).
+template <class F>
+void for_hooked_leaves(Node& node, F&& f) {
+  for (std::size_t k = 0; k < node.num_inputs(); ++k) {
+    AutogradMeta* m = node.input(k).meta.get();
+    if (m && !m->grad_fn && m->post_accumulate_grad_hook) f(*m);
+  }
+}
 
 bool unique_owner(const Tensor& t) {
   return t.impl().use_count() == 1 && t.impl()->storage.use_count() == 1;
@@ -164,6 +176,15 @@ void attach(const char* name, Tensor& out, const Tensor* inputs, std::size_t n, 
 }
 }  // namespace detail
 
+void set_post_accumulate_grad_hook(const Tensor& leaf, std::function<void()> hook) {
+  if (!leaf.defined() || !leaf.requires_grad() || !leaf.is_leaf())
+    throw std::logic_error("set_post_accumulate_grad_hook: expected a leaf tensor that requires grad");
+  AutogradMeta& m = *leaf.impl()->autograd;
+  const bool had = static_cast<bool>(m.post_accumulate_grad_hook);
+  m.post_accumulate_grad_hook = std::move(hook);
+  g_hooked_leaves += (m.post_accumulate_grad_hook ? 1 : 0) - (had ? 1 : 0);
+}
+
 std::size_t tape_size() {
   std::size_t n = 0;
   for (auto& e : g_tape.entries) {
@@ -208,9 +229,36 @@ void run_backward(const Tensor& root, const Tensor& gradient, bool retain_graph)
   accumulate(rnode->grad, seed, false);
 
   NoGradGuard no_grad;  // backward closures compute plain values
+  // Post-accumulate-grad hooks: count, per hooked leaf, the nodes reachable from the root
+  // that feed it; each one that has run (or was skipped) counts down, and the leaf's hook
+  // fires at zero. Only done while some hook is set.
+  std::unordered_set<const Node*> reach;
+  if (g_hooked_leaves.load(std::memory_order_relaxed) > 0) {
+    reach.insert(rnode.get());
+    for (std::ptrdiff_t i = it - entries.begin(); i >= 0; --i) {
+      std::shared_ptr<Node> node = entries[static_cast<std::size_t>(i)].node.lock();
+      if (!node || node->freed || !reach.count(node.get())) continue;
+      for (std::size_t k = 0; k < node->num_inputs(); ++k) {
+        AutogradMeta* m = node->input(k).meta.get();
+        if (m && m->grad_fn) reach.insert(m->grad_fn);
+      }
+      for_hooked_leaves(*node, [](AutogradMeta& m) { m.hook_pending = 0; });
+    }
+    for (const Node* n : reach) for_hooked_leaves(*const_cast<Node*>(n), [](AutogradMeta& m) { ++m.hook_pending; });
+  }
+  auto count_down = [&](Node& node) {
+    if (reach.empty() || !reach.count(&node)) return;
+    for_hooked_leaves(node, [](AutogradMeta& m) {
+      if (--m.hook_pending == 0) m.post_accumulate_grad_hook();
+    });
+  };
   for (std::ptrdiff_t i = it - entries.begin(); i >= 0; --i) {
     std::shared_ptr<Node> node = entries[static_cast<std::size_t>(i)].node.lock();
-    if (!node || !node->grad.defined()) continue;
+    if (!node) continue;
+    if (!node->grad.defined()) {
+      count_down(*node);
+      continue;
+    }
     if (node->freed)
       throw std::logic_error(std::string("backward: trying to backward through the graph a second time (node '") +
                              node->name + "' was freed by an earlier backward); pass retain_graph=true to the first");
@@ -218,6 +266,7 @@ void run_backward(const Tensor& root, const Tensor& gradient, bool retain_graph)
     node->grad = Tensor();
     GradSink sink(node.get());
     node->apply(g, sink);
+    count_down(*node);
     if (!retain_graph) {
       node->freed = true;
       node->release();  // drops the saved tensors

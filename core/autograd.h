@@ -9,6 +9,7 @@
 // in reverse recording order, which is a valid reverse topological order because a
 // node is always recorded after the nodes of its inputs. Gradients are accumulated.
 #include <cstdint>
+#include <functional>
 #include <initializer_list>
 #include <memory>
 #include <optional>
@@ -28,6 +29,10 @@ struct AutogradMeta {
   bool requires_grad = true;
   Tensor grad;              ///< leaf gradient (accumulated)
   Node* grad_fn = nullptr;  ///< producing node (owns this state); null for leaves
+  /// Leaves only: see set_post_accumulate_grad_hook. `hook_pending` is the engine's count
+  /// of consumers still to run in the current backward.
+  std::function<void()> post_accumulate_grad_hook;
+  std::int64_t hook_pending = 0;
 };
 
 /// Collects the gradients a node's backward produces for its inputs.
@@ -181,6 +186,16 @@ void record(const char* name, Tensor& out, const std::vector<Tensor>& inputs, F&
   detail::attach(name, out, inputs.data(), inputs.size(),
                  std::make_shared<detail::FnNode<std::decay_t<F>>>(std::decay_t<F>(std::forward<F>(backward))));
 }
+
+/// Post-accumulate-grad hook of a leaf (like PyTorch's register_post_accumulate_grad_hook):
+/// during each backward that reaches the leaf, `hook` runs once, right after the last node
+/// that can add to the leaf's .grad in that backward has run (so .grad is final for this
+/// backward; it may be undefined if no gradient actually arrived). Data-parallel training
+/// uses it to start reducing gradients while the rest of the backward runs. One hook per
+/// leaf; an empty function removes it. Throws std::logic_error for a non-leaf or a tensor
+/// that does not require grad. The hook runs on the backward's thread, under no-grad.
+/// Cost: backwards pay one reachability pass over the tape only while some hook is set.
+void set_post_accumulate_grad_hook(const Tensor& leaf, std::function<void()> hook);
 
 /// Number of live nodes on this thread's tape (for tests of memory behaviour).
 std::size_t tape_size();

@@ -48,6 +48,16 @@ void Module::add_child(const std::string& name, std::shared_ptr<Module> child) {
   children_.emplace_back(name, std::move(child));
 }
 
+void Module::replace_child(const std::string& name, std::shared_ptr<Module> child) {
+  if (!child) throw std::invalid_argument("replace_child: the new module for '" + name + "' is null");
+  for (auto& c : children_)
+    if (c.first == name) {
+      c.second = std::move(child);
+      return;
+    }
+  throw std::invalid_argument("replace_child: no child named '" + name + "' in " + type_name());
+}
+
 void Module::collect(const std::string& prefix, bool recurse, bool params,
                      std::vector<std::pair<std::string, Tensor>>& out) const {
   for (auto& [n, t] : params ? params_ : buffers_) out.emplace_back(prefix + n, t);

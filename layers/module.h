@@ -51,6 +51,11 @@ class Module {
   std::vector<Tensor> buffers(bool recurse = true) const;
   std::vector<std::pair<std::string, Tensor>> named_buffers(bool recurse = true) const;
   std::vector<std::pair<std::string, std::shared_ptr<Module>>> named_children() const { return children_; }
+  /// Replaces the direct child `name` by `child` (like PyTorch's `module.name = child`),
+  /// e.g. to swap BatchNorm for SyncBatchNorm. Throws std::invalid_argument when there is
+  /// no child of that name or `child` is null. Containers that keep their own list of
+  /// children (Sequential) override it and call this.
+  virtual void replace_child(const std::string& name, std::shared_ptr<Module> child);
   /// This module ("") and every descendant with its dotted path.
   std::vector<std::pair<std::string, Module*>> named_modules();
 

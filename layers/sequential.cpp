@@ -28,6 +28,12 @@ Tensor Sequential::forward(const Tensor& x) {
   return h;
 }
 
+void Sequential::replace_child(const std::string& name, ModulePtr child) {
+  Module::replace_child(name, child);  // throws for an unknown name or a null module
+  for (std::size_t i = 0; i < layers_.size(); ++i)
+    if (std::to_string(i) == name) layers_[i] = std::move(child);
+}
+
 ModulePtr Sequential::operator[](std::size_t i) const {
   if (i >= layers_.size())
     throw std::out_of_range("Sequential: index " + std::to_string(i) + " out of range for " +

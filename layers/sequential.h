@@ -16,6 +16,8 @@ class Sequential : public Module {
   Tensor forward(const Tensor& x) override;
   std::string type_name() const override { return "Sequential"; }
   std::size_t size() const { return layers_.size(); }
+  /// Replaces child "<i>" (also in the forward order).
+  void replace_child(const std::string& name, ModulePtr child) override;
   /// The i-th child; throws std::out_of_range.
   ModulePtr operator[](std::size_t i) const;
 

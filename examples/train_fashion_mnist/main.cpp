@@ -6,10 +6,15 @@
 
 #include <cstdio>
 #include <exception>
+#include <optional>
 
 #include "checkpoint_io.h"
 #include "trainer.h"
 #include "core/wait_policy.h"
+#ifdef TAPEGRAD_FMNIST_MPI  // data-parallel over MPI: mpi_glue.h
+#include "distributed/environment.h"
+#include "mpi_glue.h"
+#endif
 
 int main(int argc, char** argv) {
   tapegrad::prefer_passive_wait_policy(argv);  // OpenMP threads sleep, not spin, unless OMP_WAIT_POLICY is set
@@ -61,11 +66,43 @@ int main(int argc, char** argv) {
   std::string evaluate_path;
   app.add_option("--evaluate", evaluate_path,
                  "no training: test accuracy of a checkpoint alone (its architecture, weights and preprocessing)");
+  bool sync_bn = false, distributed = false;
+  app.add_flag("--sync-bn", sync_bn, "under mpirun: SyncBatchNorm, statistics over every rank's rows");
+  app.add_flag("--distributed", distributed, "initialise MPI even when no MPI launcher is detected");
   bool no_progress = false;
   app.add_flag("--no-progress", no_progress, "no progress bar, even on a terminal");
   CLI11_PARSE(app, argc, argv);
   if (*lr_opt) cfg.lr = lr;
   cfg.progress = !no_progress;
+  int rank = 0, world = 1;
+#ifdef TAPEGRAD_FMNIST_MPI
+  // Under mpirun -np R (detected from the environment, or --distributed): R ranks, each
+  // training on --batch-size / R rows of every batch; rank 0 logs and writes checkpoints.
+  std::optional<tapegrad::distributed::Environment> env;
+  try {
+    env.emplace(&argc, &argv, distributed);
+  } catch (const std::exception& e) {
+    spdlog::error("{}", e.what());
+    return 1;
+  }
+  rank = env->rank();
+  world = env->world_size();
+  if (world > 1) {
+    cfg.parallel = fmnist::make_mpi_data_parallel(sync_bn);
+    if (rank != 0) {
+      spdlog::set_level(spdlog::level::warn);
+      cfg.progress = false;
+    }
+    spdlog::info("data parallel: {} ranks x batch {}{}", world, cfg.batch_size / world,
+                 sync_bn ? ", SyncBatchNorm" : "");
+  }
+#else
+  if (distributed) {
+    spdlog::error("--distributed: this build has no MPI (install libopenmpi-dev, see scripts/setup.sh)");
+    return 1;
+  }
+#endif
+  if (sync_bn && world == 1) spdlog::warn("--sync-bn has no effect in a single process");
 
   try {
     if (!evaluate_path.empty()) {
@@ -83,10 +120,21 @@ int main(int argc, char** argv) {
     if (!r.history.empty())
       spdlog::info("mean epoch time {:.2f} s over {} epochs", total / static_cast<double>(r.history.size()),
                    r.history.size());
-    std::printf("test accuracy: %.2f%%\n%s", 100 * r.test_accuracy, fmnist::format_confusion(r.confusion).c_str());
+#ifdef TAPEGRAD_FMNIST_MPI
+    if (cfg.parallel && rank == 0 && total > 0) {
+      const std::string comm = fmnist::communication_summary(*cfg.parallel);
+      spdlog::info("{} of {:.2f} s in train steps", comm, total);
+    }
+#endif
+    if (rank == 0)
+      std::printf("test accuracy: %.2f%%\n%s", 100 * r.test_accuracy, fmnist::format_confusion(r.confusion).c_str());
   } catch (const std::exception& e) {
+#ifdef TAPEGRAD_FMNIST_MPI
+    if (world > 1) tapegrad::distributed::abort_job(e.what());  // the other ranks may wait in a collective
+#endif
     spdlog::error("{}", e.what());
     return 1;
   }
+  cfg.parallel.reset();  // its communicator goes before MPI_Finalize
   return 0;
 }

@@ -14,6 +14,7 @@
 #include "checkpoint_io.h"
 #include "core/autograd.h"
 #include "core/file_io.h"
+#include "core/ops/view_ops.h"
 #include "core/parallel.h"
 #include "data/dataloader.h"
 #include "layers/activation.h"
@@ -272,6 +273,12 @@ Result train(const Config& cfg) {
 
   // ---- model and optimizer -------------------------------------------------------------
   auto model = build_model(cfg, data::kFashionMnistPixels, data::kFashionMnistClasses, init_gen, &gen);
+  DataParallel* par = cfg.parallel.get();  // data parallel: this rank's rows of each batch
+  const int world = par ? par->world_size() : 1, rank = par ? par->rank() : 0;
+  if (cfg.batch_size % world != 0)
+    throw std::invalid_argument("--batch-size " + std::to_string(cfg.batch_size) + " is not divisible by the " +
+                                std::to_string(world) + " ranks");
+  if (par) par->prepare(model);  // before the optimizer: may swap BatchNorm for SyncBatchNorm
   auto opt = make_optimizer(cfg, model->parameters());
   std::unique_ptr<optim::LRScheduler> sched;
   if (cfg.schedule == "cosine") sched = std::make_unique<optim::CosineAnnealingLR>(*opt, cfg.epochs);
@@ -313,10 +320,12 @@ Result train(const Config& cfg) {
     double loss_sum = 0;
     std::int64_t seen = 0, done = 0;
     for (const data::Batch& b : loader) {
-      Tensor logits = (*model)(b.X);
-      Tensor loss = layers::cross_entropy(logits, b.y);
+      const std::int64_t per = b.size() / world;  // this rank's rows of the global batch
+      Tensor logits = par ? par->forward(narrow(b.X, 0, rank * per, per)) : (*model)(b.X);
+      Tensor loss = layers::cross_entropy(logits, par ? narrow(b.y, 0, rank * per, per) : b.y);
       opt->zero_grad();
       loss.backward();
+      if (par) par->after_backward();  // gradients averaged over ranks
       opt->step();
       const double l = loss.item();
       if (!std::isfinite(l))
@@ -331,6 +340,7 @@ Result train(const Config& cfg) {
     EpochStats es;
     es.epoch = epoch;
     es.train_loss = loss_sum / static_cast<double>(seen);
+    if (par) es.train_loss = par->mean(es.train_loss);  // rank r's loss sums were over its rows
     es.seconds = secs;
     es.samples_per_second = static_cast<double>(seen) / secs;
     es.val_accuracy = evaluate(*model, val_ds);
@@ -346,10 +356,11 @@ Result train(const Config& cfg) {
     spdlog::info("epoch {:2d}/{}: train loss {:.4f}, validation accuracy {:.2f}%{}, {:.1f} s ({:.0f} samples/s)",
                  epoch, cfg.epochs, es.train_loss, 100 * es.val_accuracy, improved ? " (best)" : "", secs,
                  es.samples_per_second);
-    if (!cfg.checkpoint.empty()) {
+    if (!cfg.checkpoint.empty() && rank == 0) {  // ranks hold the same state: rank 0 writes
       if (improved) optim::save_training_checkpoint(cfg.checkpoint, *model, *opt, epoch, sched.get(), &gen, &extras);
       optim::save_training_checkpoint(cfg.checkpoint + ".last", *model, *opt, epoch, sched.get(), &gen, &extras);
     }
+    if (par && !cfg.checkpoint.empty()) par->barrier();  // the files exist before any rank goes on
   }
   result.epochs_done = st.epoch;
   result.best_epoch = st.best_epoch;

@@ -17,6 +17,7 @@
 
 #include "cnn_model.h"
 #include "data/fashion_mnist.h"
+#include "data_parallel_hooks.h"
 #include "layers/sequential.h"
 
 namespace fmnist {
@@ -50,6 +51,9 @@ struct Config {
   /// Stop after this many epochs in this invocation (to simulate an interruption).
   std::optional<int> stop_after;
   bool progress = true;  ///< progress bar on a terminal (ignored when stderr is not a tty)
+  /// Data-parallel runtime (data_parallel_hooks.h); null: one process. batch_size is then
+  /// the global batch and must be divisible by the world size.
+  std::shared_ptr<DataParallel> parallel;
 };
 
 /// Parses "256,128" into {256, 128}; throws std::invalid_argument naming the bad item.

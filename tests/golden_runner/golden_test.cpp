@@ -1,7 +1,8 @@
 // The golden runner: replays every *.json in TAPEGRAD_GOLDEN_DIR (default tests/golden)
 // against tapegrad, in float64 at each file's tolerance and again in float32 at 1e-5
 // relative (module cases). A case whose module, loss or optimizer type has no factory
-// yet is reported as skipped, by name and reason; an unreadable file fails.
+// yet is reported as skipped, by name and reason; an unreadable file fails. Cases of kind
+// "sync_module" need several ranks: tests/distributed runs them under mpirun.
 #include <catch2/catch.hpp>
 
 #include <cstdlib>
@@ -271,6 +272,12 @@ Outcome run_all(bool float32) {
       golden::Tolerance tol = file_tol;
       if (c.contains("tolerance")) tol = {c["tolerance"]["rtol"].get<double>(), c["tolerance"]["atol"].get<double>(), false};
       const std::string kind = c["kind"];
+      if (kind == "sync_module") {  // several ranks: tests/distributed runs them under mpirun
+#ifndef TAPEGRAD_SYNC_CASES_UNDER_MPI
+        o.skips.push_back(where + ": skipped, sync_module needs the MPI build (tapegrad_distributed)");
+#endif
+        continue;
+      }
       try {
         if (float32) {
           if (kind == "module") run_module_case(o, where + " [float32]", c, Dtype::Float32, {1e-5, 0, true});

@@ -1,0 +1,91 @@
+#pragma once
+// DistributedDataParallel: gradient averaging across ranks, as PyTorch's DDP (Li et al.
+// 2020, "PyTorch Distributed: Experiences on Accelerating Data Parallel Training").
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <vector>
+
+#include "layers/module.h"
+
+namespace tapegrad::distributed {
+
+struct DDPOptions {
+  /// Bucket capacity in bytes (PyTorch's bucket_cap_mb = 25). Gradients are packed into
+  /// buckets in reverse parameter order (the order backward produces them); a bucket is
+  /// reduced as one MPI_Iallreduce as soon as all its gradients are final.
+  std::size_t bucket_cap_bytes = std::size_t(25) << 20;
+  /// Rank 0's buffers (running statistics) are broadcast to every rank at the start of
+  /// each train-mode forward, as PyTorch's broadcast_buffers = true.
+  bool broadcast_buffers = true;
+};
+
+/// Wraps a module for data-parallel training: every rank holds a replica, runs forward and
+/// backward on its own shard of the batch, and after finish() every parameter's .grad is
+/// the average over ranks of the replicas' gradients, so an identical optimizer step keeps
+/// the replicas identical.
+///
+/// Construction (collective): checks that every rank has the same parameter and buffer
+/// layout (throws std::runtime_error on every rank naming the first difference) and copies
+/// rank 0's parameters and buffers to all ranks.
+/// During backward: a post-accumulate-grad hook per parameter marks its gradient final;
+/// buckets whose gradients are all final are launched in bucket order (MPI_Iallreduce on
+/// DDP's own communicator), overlapping with the rest of the backward.
+/// finish(): launches buckets that are still waiting (parameters that got no gradient in
+/// this backward, on some rank: their contribution is zero), waits for all, and writes
+/// sum/world_size into every .grad (defining zero gradients where none arrived). Call it
+/// between loss.backward() and optimizer.step(); an optimizer step with unfinished
+/// reductions throws std::logic_error.
+/// Every rank must run the same sequence of forward / backward / finish (collectives).
+class DistributedDataParallel {
+ public:
+  explicit DistributedDataParallel(layers::ModulePtr module, DDPOptions options = {});
+  /// Removes the hooks and frees the communicator; destroy it before the Environment.
+  ~DistributedDataParallel();
+  DistributedDataParallel(const DistributedDataParallel&) = delete;
+  DistributedDataParallel& operator=(const DistributedDataParallel&) = delete;
+
+  /// The wrapped module's forward (after the buffer broadcast in train mode).
+  Tensor forward(const Tensor& x);
+  Tensor operator()(const Tensor& x) { return forward(x); }
+  /// Completes the gradient averaging of the last backward (see the class comment). A
+  /// no-op when nothing is pending, or inside no_sync().
+  void finish();
+
+  /// RAII: while alive, backward passes only accumulate local gradients (no
+  /// communication); the first backward after it ends averages the accumulated sum
+  /// (PyTorch's no_sync(), for gradient accumulation).
+  class NoSyncGuard {
+   public:
+    explicit NoSyncGuard(DistributedDataParallel& ddp);
+    ~NoSyncGuard();
+    NoSyncGuard(const NoSyncGuard&) = delete;
+    NoSyncGuard& operator=(const NoSyncGuard&) = delete;
+
+   private:
+    DistributedDataParallel& ddp_;
+    bool prev_;
+  };
+  NoSyncGuard no_sync() { return NoSyncGuard(*this); }
+
+  layers::Module& module() { return *module_; }
+  layers::ModulePtr module_ptr() { return module_; }
+  /// Buckets as parameter indices into module().parameters(), in reduction order.
+  std::vector<std::vector<std::size_t>> bucket_layout() const;
+  /// Seconds spent in DDP's MPI calls (gradient reductions: launch, test, wait; the buffer
+  /// broadcast) since construction, and how many of those were spent blocked in finish().
+  double comm_seconds() const;
+  double wait_seconds() const;
+  /// Buckets started from the backward's hooks (overlapping it) and from finish(), since
+  /// construction.
+  std::size_t buckets_launched_in_backward() const;
+  std::size_t buckets_launched_in_finish() const;
+
+ private:
+  struct State;
+  friend class NoSyncGuard;
+  layers::ModulePtr module_;
+  std::unique_ptr<State> s_;
+};
+
+}  // namespace tapegrad::distributed

@@ -1,0 +1,140 @@
+#include "distributed/environment.h"
+
+#include <algorithm>
+#include <cstdio>
+#include <cstdlib>
+#include <exception>
+#include <stdexcept>
+
+#include "distributed/comm.h"
+
+namespace tapegrad::distributed {
+namespace {
+bool g_alive = false;  // an Environment exists
+bool g_mpi = false;    // ... and it initialised MPI
+int g_rank = 0, g_size = 1;
+MPI_Comm g_comm = MPI_COMM_NULL;
+double g_coll_seconds = 0;
+
+// Adds the lifetime of the scope to g_coll_seconds.
+struct CollTimer {
+  double t0 = MPI_Wtime();
+  ~CollTimer() { g_coll_seconds += MPI_Wtime() - t0; }
+};
+}  // namespace
+
+namespace detail {
+MPI_Comm world_comm() {
+  if (!g_mpi) throw std::logic_error("distributed: no MPI environment (create a distributed::Environment first)");
+  return g_comm;
+}
+MPI_Comm dup_world() {
+  MPI_Comm c;
+  check(MPI_Comm_dup(world_comm(), &c), "MPI_Comm_dup");
+  return c;
+}
+void check(int rc, const char* what) {
+  if (rc == MPI_SUCCESS) return;
+  char msg[MPI_MAX_ERROR_STRING];
+  int len = 0;
+  MPI_Error_string(rc, msg, &len);
+  throw std::runtime_error(std::string("distributed: ") + what + " failed: " + std::string(msg, len));
+}
+}  // namespace detail
+
+bool launched_by_mpirun() {
+  for (const char* v : {"OMPI_COMM_WORLD_SIZE", "PMI_SIZE", "PMIX_RANK"})
+    if (std::getenv(v)) return true;
+  return false;
+}
+
+Environment::Environment(int* argc, char*** argv, bool force_mpi) {
+  if (g_alive) throw std::logic_error("distributed::Environment: one already exists (create exactly one, in main)");
+  g_alive = true;
+  if (!launched_by_mpirun() && !force_mpi) return;  // a world of one, no MPI
+  int initialised = 0;
+  MPI_Initialized(&initialised);
+  if (initialised) {
+    g_alive = false;
+    throw std::logic_error("distributed::Environment: MPI is already initialised elsewhere");
+  }
+  ::setenv("OMPI_MCA_mpi_yield_when_idle", "1", /*overwrite=*/0);  // see the header
+  int provided = 0;
+  if (MPI_Init_thread(argc, argv, MPI_THREAD_FUNNELED, &provided) != MPI_SUCCESS) {
+    g_alive = false;
+    throw std::runtime_error("distributed::Environment: MPI_Init_thread failed");
+  }
+  // errors come back as codes (turned into exceptions), not as an abort inside MPI
+  MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_RETURN);
+  MPI_Comm_dup(MPI_COMM_WORLD, &g_comm);
+  MPI_Comm_set_errhandler(g_comm, MPI_ERRORS_RETURN);
+  MPI_Comm_rank(g_comm, &g_rank);
+  MPI_Comm_size(g_comm, &g_size);
+  owns_ = g_mpi = true;
+}
+
+Environment::~Environment() {
+  if (owns_) {
+    MPI_Comm_free(&g_comm);
+    MPI_Finalize();
+  }
+  g_alive = g_mpi = false;
+  g_rank = 0;
+  g_size = 1;
+}
+
+int Environment::rank() const { return g_rank; }
+int Environment::world_size() const { return g_size; }
+int rank() { return g_rank; }
+int world_size() { return g_size; }
+bool is_initialized() { return g_mpi; }
+
+void barrier() {
+  if (!g_mpi) return;
+  CollTimer t;
+  detail::check(MPI_Barrier(g_comm), "MPI_Barrier");
+}
+
+void abort_job(const std::string& message, int code) {
+  std::fprintf(stderr, "rank %d: error: %s\n", g_rank, message.c_str());
+  std::fflush(stderr);
+  if (g_mpi) MPI_Abort(MPI_COMM_WORLD, code);
+  std::exit(code);
+}
+
+int run_guarded(const std::function<int()>& body) {
+  try {
+    return body();
+  } catch (const std::exception& e) {
+    abort_job(e.what());
+  } catch (...) {
+    abort_job("unknown exception");
+  }
+}
+
+void allreduce_sum(double* data, std::int64_t n) {
+  if (!g_mpi || g_size == 1) return;
+  CollTimer t;
+  detail::check(MPI_Allreduce(MPI_IN_PLACE, data, static_cast<int>(n), MPI_DOUBLE, MPI_SUM, g_comm), "MPI_Allreduce");
+}
+
+void allreduce_sum(std::int64_t* data, std::int64_t n) {
+  if (!g_mpi || g_size == 1) return;
+  CollTimer t;
+  detail::check(MPI_Allreduce(MPI_IN_PLACE, data, static_cast<int>(n), MPI_INT64_T, MPI_SUM, g_comm),
+                "MPI_Allreduce");
+}
+
+void allgather(const double* in, std::int64_t n, double* out) {
+  if (!g_mpi || g_size == 1) {
+    std::copy(in, in + n, out);
+    return;
+  }
+  CollTimer t;
+  detail::check(MPI_Allgather(in, static_cast<int>(n), MPI_DOUBLE, out, static_cast<int>(n), MPI_DOUBLE, g_comm),
+                "MPI_Allgather");
+}
+
+double blocking_collective_seconds() { return g_coll_seconds; }
+
+}  // namespace tapegrad::distributed

@@ -1,0 +1,53 @@
+#pragma once
+// SyncBatchNorm: batch normalisation whose statistics cover every rank's batch (PyTorch's
+// torch.nn.SyncBatchNorm), so data-parallel training normalises as one process would with
+// the concatenated batch.
+#include <memory>
+
+#include "layers/batch_norm.h"
+
+namespace tapegrad::distributed {
+
+/// BatchNorm over (N, C), (N, C, L) or (N, C, H, W) whose train-mode statistics are those
+/// of the concatenation of all ranks' inputs (per-rank N may differ, even 1 or 0, as long
+/// as the global count per channel m = Σ_r N_r·L (or N_r·H·W) is above 1).
+///
+/// Forward (train, or track_running_stats = false): each rank computes per channel its
+/// count, mean and M2 = Σ(x - mean)²; one allgather of (count, mean, M2) per rank, merged in
+/// rank order with Chan, Golub & LeVeque's (1979) parallel update
+/// M2 = M2_a + M2_b + δ²·n_a·n_b/n (never E[x²] - E[x]²), so every rank gets the same bits.
+/// Normalises with the biased variance M2/m; running stats as BatchNorm, from the global
+/// batch: num_batches_tracked += 1, run = (1 - f)·run + f·batch with f = momentum (or
+/// 1/num_batches_tracked when momentum is nullopt), running_var from the unbiased M2/(m - 1).
+/// Backward: one allreduce of the per-channel sums Σdy and Σdy·(x - μ) (2C doubles), then
+/// dx = γ·rstd·(dy - Σdy/m - x̂·Σ(dy·x̂)/m) locally. The weight and bias gradients are this
+/// rank's own Σdy·x̂ and Σdy (their sum over ranks is BatchNorm's gradient on the
+/// concatenation; DistributedDataParallel averages them).
+/// Eval mode with running statistics: plain BatchNorm, no communication.
+/// Every rank must run every train-mode forward and backward (collectives). m <= 1 throws
+/// std::invalid_argument on every rank (they all see the same m) before any buffer changes.
+/// state_dict keys are BatchNorm's (weight, bias, running_mean, running_var,
+/// num_batches_tracked), so checkpoints move between the two. A world of one (no mpirun)
+/// is exactly BatchNorm.
+class SyncBatchNorm : public layers::BatchNormBase {
+ public:
+  explicit SyncBatchNorm(std::int64_t num_features, layers::BatchNormOptions options = {})
+      : BatchNormBase(num_features, options) {}
+  Tensor forward(const Tensor& x) override;
+  std::string type_name() const override { return "SyncBatchNorm"; }
+
+ protected:
+  void check_input(const Tensor& x) const override;
+};
+
+/// Replaces every BatchNorm1d and BatchNorm2d in `module`'s tree by a SyncBatchNorm with
+/// the same options, values of weight, bias and buffers, and train/eval mode. Returns
+/// `module`, or a new SyncBatchNorm when `module` itself is a BatchNorm (PyTorch's
+/// SyncBatchNorm.convert_sync_batchnorm). The parameters are new tensors: build the
+/// optimizer (and DistributedDataParallel) after converting. Children are swapped through
+/// Module::replace_child, which Sequential (and so models::MLP) follows; a custom module
+/// that calls a BatchNorm through its own member pointer keeps calling the old layer, so
+/// build such a model with SyncBatchNorm directly.
+layers::ModulePtr convert_sync_batchnorm(layers::ModulePtr module);
+
+}  // namespace tapegrad::distributed

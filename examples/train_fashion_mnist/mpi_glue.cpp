@@ -1,0 +1,56 @@
+#include "mpi_glue.h"
+
+#include <chrono>
+#include <cstdio>
+
+#include "distributed/data_parallel.h"
+#include "distributed/environment.h"
+#include "distributed/sync_batch_norm.h"
+
+namespace fmnist {
+namespace {
+
+namespace dist = tapegrad::distributed;
+
+class MpiDataParallel final : public DataParallel {
+ public:
+  explicit MpiDataParallel(bool sync_bn) : sync_bn_(sync_bn) {}
+  int rank() const override { return dist::rank(); }
+  int world_size() const override { return dist::world_size(); }
+  void prepare(std::shared_ptr<tapegrad::layers::Module> model) override {
+    if (sync_bn_) model = dist::convert_sync_batchnorm(model);
+    dist::DDPOptions o;
+    o.broadcast_buffers = !sync_bn_;  // SyncBatchNorm keeps the buffers equal on every rank
+    ddp_ = std::make_unique<dist::DistributedDataParallel>(model, o);
+  }
+  tapegrad::Tensor forward(const tapegrad::Tensor& x) override { return (*ddp_)(x); }
+  void after_backward() override { ddp_->finish(); }
+  double mean(double v) override {
+    dist::allreduce_sum(&v, 1);
+    return v / dist::world_size();
+  }
+  void barrier() override { dist::barrier(); }
+  double comm_seconds() const { return ddp_ ? ddp_->comm_seconds() : 0.0; }
+
+ private:
+  bool sync_bn_;
+  std::unique_ptr<dist::DistributedDataParallel> ddp_;
+};
+
+}  // namespace
+
+std::shared_ptr<DataParallel> make_mpi_data_parallel(bool sync_bn) { return std::make_shared<MpiDataParallel>(sync_bn); }
+
+std::string communication_summary(const DataParallel& dp) {
+  auto* m = dynamic_cast<const MpiDataParallel*>(&dp);
+  if (!m) return "";
+  char buf[160];
+  std::snprintf(buf, sizeof buf,
+                "rank %d: communication %.2f s (DDP gradient allreduce and buffer broadcast %.2f s, "
+                "SyncBatchNorm and other blocking collectives %.2f s)",
+                dp.rank(), m->comm_seconds() + dist::blocking_collective_seconds(), m->comm_seconds(),
+                dist::blocking_collective_seconds());
+  return buf;
+}
+
+}  // namespace fmnist
