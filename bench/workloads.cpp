@@ -3,11 +3,13 @@
 #include <algorithm>
 #include <cmath>
 #include <cstring>
+#include <fstream>
 #include <numeric>
 #include <stdexcept>
 
 #include "core/autograd.h"
 #include "core/ops.h"
+#include "core/ops/gemm_backends.h"
 #include "core/parallel.h"
 #include "layers/activation.h"
 #include "layers/batch_norm.h"
@@ -186,6 +188,26 @@ void triad(float* a, const float* b, const float* c, float s, std::int64_t n) {
   tg::parallel_for(n, tg::kParallelGrain, [&](std::int64_t lo, std::int64_t hi) {
     for (std::int64_t i = lo; i < hi; ++i) a[i] = b[i] + s * c[i];
   });
+}
+
+std::string machine_line() {
+  std::string cpu = "unknown";
+  std::ifstream f("/proc/cpuinfo");
+  for (std::string line; std::getline(f, line);)
+    if (line.rfind("model name", 0) == 0) {
+      cpu = line.substr(line.find(':') + 2);
+      break;
+    }
+#if defined(__AVX512F__)
+  const char* isa = "AVX-512";
+#elif defined(__AVX2__) && defined(__FMA__)
+  const char* isa = "AVX2+FMA";
+#elif defined(__AVX__)
+  const char* isa = "AVX";
+#else
+  const char* isa = "SSE2";
+#endif
+  return "CPU " + cpu + " | build ISA " + isa + " | libxsmm " + tapegrad::detail::xsmm_target();
 }
 
 }  // namespace tgbench

@@ -24,16 +24,26 @@ typedef double D8 __attribute__((vector_size(64)));
 typedef double D4 __attribute__((vector_size(32)));
 typedef double D2 __attribute__((vector_size(16)));
 typedef float F8 __attribute__((vector_size(32)));
-inline double hsum(D8 v) {
-  const D4 a = __builtin_shufflevector(v, v, 0, 1, 2, 3) + __builtin_shufflevector(v, v, 4, 5, 6, 7);
-  const D2 b = __builtin_shufflevector(a, a, 0, 1) + __builtin_shufflevector(a, a, 2, 3);
+typedef float F4 __attribute__((vector_size(16)));
+inline double hsum(D4 v) {
+  const D2 b = __builtin_shufflevector(v, v, 0, 1) + __builtin_shufflevector(v, v, 2, 3);
   return b[0] + b[1];
 }
+inline double hsum(D8 v) {
+  return hsum(D4(__builtin_shufflevector(v, v, 0, 1, 2, 3) + __builtin_shufflevector(v, v, 4, 5, 6, 7)));
+}
+#if TAPEGRAD_NV_BYTES == 64
 inline double hsum(Vec<float> v) {
   const F8 lo = __builtin_shufflevector(v, v, 0, 1, 2, 3, 4, 5, 6, 7);
   const F8 hi = __builtin_shufflevector(v, v, 8, 9, 10, 11, 12, 13, 14, 15);
   return hsum(__builtin_convertvector(lo, D8) + __builtin_convertvector(hi, D8));
 }
+#else
+inline double hsum(Vec<float> v) {
+  const F4 lo = __builtin_shufflevector(v, v, 0, 1, 2, 3), hi = __builtin_shufflevector(v, v, 4, 5, 6, 7);
+  return hsum(__builtin_convertvector(lo, D4) + __builtin_convertvector(hi, D4));
+}
+#endif
 
 // Σ (x - k) over a row of K values.
 template <class T>
