@@ -191,13 +191,18 @@ void triad(float* a, const float* b, const float* c, float s, std::int64_t n) {
 }
 
 std::string machine_line() {
-  std::string cpu = "unknown";
+  std::string cpu = "unknown", family, model;
   std::ifstream f("/proc/cpuinfo");
-  for (std::string line; std::getline(f, line);)
+  for (std::string line; std::getline(f, line);) {
+    const std::string value = line.find(':') == std::string::npos ? "" : line.substr(line.find(':') + 2);
     if (line.rfind("model name", 0) == 0) {
-      cpu = line.substr(line.find(':') + 2);
-      break;
+      cpu = value;
+      break;  // after family and model in /proc/cpuinfo
     }
+    if (line.rfind("cpu family", 0) == 0) family = value;
+    if (line.rfind("model\t", 0) == 0) model = value;
+  }
+  if (!family.empty()) cpu += " (family " + family + " model " + model + ")";
 #if defined(__AVX512F__)
   const char* isa = "AVX-512";
 #elif defined(__AVX2__) && defined(__FMA__)
