@@ -15,11 +15,11 @@ namespace {
 void init_once() {
   static std::once_flag flag;
   std::call_once(flag, [] {
+    libxsmm_init();  // first: its set-up sets the target from the CPU (or LIBXSMM_TARGET)
 #if defined(__AVX2__) && !defined(__AVX512F__)
     // A build for AVX2 measures and runs AVX2 code, also on an AVX-512 CPU.
     if (!std::getenv("LIBXSMM_TARGET")) libxsmm_set_target_arch("hsw");
 #endif
-    libxsmm_init();
   });
 }
 
