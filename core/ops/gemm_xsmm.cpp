@@ -88,8 +88,8 @@ bool run(bool ta, bool tb, const T* A, const T* B, T* C, std::int64_t M, std::in
 }  // namespace
 
 bool xsmm_available() {
-  init_once();
-  return libxsmm_get_target_archid() >= LIBXSMM_X86_SSE3;
+  static const bool ok = (init_once(), libxsmm_get_target_archid() >= LIBXSMM_X86_SSE3);
+  return ok;
 }
 
 const char* xsmm_target() {
