@@ -103,6 +103,9 @@ TEST_CASE("gemm takes libxsmm for small products, Eigen for thin ones, OpenBLAS 
   CHECK(detail::chosen_gemm_backend(Dtype::Float32, 32, 128, 50) == GemmBackend::Xsmm);
   CHECK(detail::chosen_gemm_backend(Dtype::Float64, 128, 50, 32) == GemmBackend::Xsmm);
   CHECK(detail::chosen_gemm_backend(Dtype::Float32, 32, 1, 32) == GemmBackend::Eigen);   // matrix-vector
+  CHECK(detail::chosen_gemm_backend(Dtype::Float32, 32, 128, 50, false, true) == GemmBackend::Xsmm);
+  CHECK(detail::chosen_gemm_backend(Dtype::Float32, 32, 64, 128, false, true) == GemmBackend::Eigen);  // wide panel
+  CHECK(detail::chosen_gemm_backend(Dtype::Float64, 32, 128, 50, false, true) == GemmBackend::Eigen);
   CHECK(detail::chosen_gemm_backend(Dtype::Float32, 1024, 1024, 1024) == GemmBackend::Blas);
   CHECK(detail::forced_gemm_backend() == GemmBackend::Auto);
 }

@@ -17,8 +17,10 @@ enum class GemmBackend { Auto, Xsmm, Eigen, Blas };
 /// Name of a backend ("auto", "libxsmm", "eigen", "openblas").
 const char* gemm_backend_name(GemmBackend b);
 
-/// The backend detail::gemm takes for C (M, N) = op(A) (M, K) · op(B) (K, N) when not forced.
-GemmBackend chosen_gemm_backend(Dtype dtype, std::int64_t M, std::int64_t N, std::int64_t K);
+/// The backend detail::gemm takes for C (M, N) = op(A) (M, K) · op(B) (K, N) when not forced
+/// (`ta`, `tb`: whether A, B are transposed).
+GemmBackend chosen_gemm_backend(Dtype dtype, std::int64_t M, std::int64_t N, std::int64_t K, bool ta = false,
+                                bool tb = false);
 
 /// Forces every detail::gemm call on the calling thread to one backend (Auto restores the
 /// choice by shape). For tests and benchmarks; Xsmm falls back to Eigen when libxsmm has no
