@@ -184,6 +184,7 @@ int main(int argc, char** argv) {
   }
   int n = static_cast<int>(args.size());
   tg::set_num_threads(threads);
+  std::printf("%s | threads %d\n", tgbench::machine_line().c_str(), threads);
   benchmark::Initialize(&n, args.data());
   if (benchmark::ReportUnrecognizedArguments(n, args.data())) return 1;
   Reporter rep;

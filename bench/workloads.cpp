@@ -3,12 +3,14 @@
 #include <algorithm>
 #include <cmath>
 #include <cstring>
+#include <fstream>
 #include <numeric>
 #include <stdexcept>
 
 #include "chapter/data.h"
 #include "core/autograd.h"
 #include "core/ops.h"
+#include "core/ops/gemm_backends.h"
 #include "core/parallel.h"
 #include "layers/loss.h"
 #include "models/mlp.h"
@@ -134,6 +136,31 @@ void triad(float* a, const float* b, const float* c, float s, std::int64_t n) {
   tg::parallel_for(n, tg::kParallelGrain, [&](std::int64_t lo, std::int64_t hi) {
     for (std::int64_t i = lo; i < hi; ++i) a[i] = b[i] + s * c[i];
   });
+}
+
+std::string machine_line() {
+  std::string cpu = "unknown", family, model;
+  std::ifstream f("/proc/cpuinfo");
+  for (std::string line; std::getline(f, line);) {
+    const std::string value = line.find(':') == std::string::npos ? "" : line.substr(line.find(':') + 2);
+    if (line.rfind("model name", 0) == 0) {
+      cpu = value;
+      break;  // after family and model in /proc/cpuinfo
+    }
+    if (line.rfind("cpu family", 0) == 0) family = value;
+    if (line.rfind("model\t", 0) == 0) model = value;
+  }
+  if (!family.empty()) cpu += " (family " + family + " model " + model + ")";
+#if defined(__AVX512F__)
+  const char* isa = "AVX-512";
+#elif defined(__AVX2__) && defined(__FMA__)
+  const char* isa = "AVX2+FMA";
+#elif defined(__AVX__)
+  const char* isa = "AVX";
+#else
+  const char* isa = "SSE2";
+#endif
+  return "CPU " + cpu + " | build ISA " + isa + " | libxsmm " + tapegrad::detail::xsmm_target();
 }
 
 }  // namespace tgbench

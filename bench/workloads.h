@@ -4,6 +4,7 @@
 #include <cstdint>
 #include <memory>
 #include <optional>
+#include <string>
 #include <vector>
 
 #include "core/random.h"
@@ -45,6 +46,10 @@ struct ChapterOptions {
   std::uint64_t seed = 0;
 };
 std::int64_t run_chapter(const ChapterOptions& o);
+
+/// "CPU <model> | build ISA <AVX-512|AVX2+FMA|...> | libxsmm <target>": the machine and the
+/// instruction set the build targets, for every benchmark's header line.
+std::string machine_line();
 
 /// a[i] = b[i] + s·c[i] over n floats on tapegrad's threads; STREAM counts 12 bytes/element.
 void triad(float* a, const float* b, const float* c, float s, std::int64_t n);

@@ -4,7 +4,7 @@
 set -euo pipefail
 packages=(
   cmake g++ make pkg-config
-  libeigen3-dev libopenblas-openmp-dev libspdlog-dev catch2 nlohmann-json3-dev zlib1g-dev libcli11-dev
+  libeigen3-dev libopenblas-openmp-dev libxsmm-dev libspdlog-dev catch2 nlohmann-json3-dev zlib1g-dev libcli11-dev
   libbenchmark-dev gnuplot-nox dataset-fashion-mnist bc
   libopenmpi-dev openmpi-bin  # distributed/: data-parallel training over MPI
   clang libclang-rt-14-dev libomp-dev llvm  # scripts/test.sh: libFuzzer build, sanitizer symbolizer

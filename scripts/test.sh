@@ -8,16 +8,21 @@
 #            runs for TAPEGRAD_FUZZ_SECONDS (default 60) from fuzz/corpus/<name>. Any
 #            crash, sanitizer report or leak fails; the input is kept in
 #            build-fuzz/artifacts/.
+#   avx2     build-avx2/: Release, TAPEGRAD_ISA=avx2 (-march=x86-64-v3; libxsmm generates
+#            AVX2 code too), tapegrad_kernel_tests only: the GEMM backends and the fused
+#            norm kernels on the AVX2 path, whatever ISA the CI machine has beyond it
+#            (skipped, saying so, on a CPU without AVX2 and FMA).
 #   release  build/: scripts/build.sh (Release) and ctest. Last, so the script's closing
 #            lines are ctest's "N tests passed/failed" summary.
-# TAPEGRAD_TEST_STAGES selects stages (default "asan fuzz release"), e.g.
+# TAPEGRAD_TEST_STAGES selects stages (default "asan fuzz avx2 release"), e.g.
 #   TAPEGRAD_TEST_STAGES=release bash scripts/test.sh
-# Build folders: BUILD_DIR (build), ASAN_BUILD_DIR (build-asan), FUZZ_BUILD_DIR (build-fuzz).
+# Build folders: BUILD_DIR (build), ASAN_BUILD_DIR (build-asan), FUZZ_BUILD_DIR (build-fuzz),
+# AVX2_BUILD_DIR (build-avx2).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 scripts/setup.sh
 
-stages=" ${TAPEGRAD_TEST_STAGES:-asan fuzz release} "
+stages=" ${TAPEGRAD_TEST_STAGES:-asan fuzz avx2 release} "
 jobs="$(nproc)"
 fuzz_seconds="${TAPEGRAD_FUZZ_SECONDS:-60}"
 launcher=()
@@ -26,6 +31,7 @@ started=$SECONDS
 asan_dir="${ASAN_BUILD_DIR:-build-asan}"
 fuzz_dir="${FUZZ_BUILD_DIR:-build-fuzz}"
 release_dir="${BUILD_DIR:-build}"
+avx2_dir="${AVX2_BUILD_DIR:-build-avx2}"
 
 configure() {  # configure <build-dir> <cmake args...>: quiet unless it fails
   local dir="$1"
@@ -83,6 +89,20 @@ if [[ "$stages" == *" fuzz "* ]]; then
     echo
   done
   stage_done fuzz "$t0"
+fi
+
+if [[ "$stages" == *" avx2 "* ]]; then
+  t0=$SECONDS
+  if grep -qw avx2 /proc/cpuinfo && grep -qw fma /proc/cpuinfo; then
+    echo "== avx2: the AVX2 + FMA build (TAPEGRAD_ISA=avx2) of the GEMM and norm-kernel tests"
+    configure "$avx2_dir" -DCMAKE_BUILD_TYPE=Release -DTAPEGRAD_ISA=avx2 \
+      -DTAPEGRAD_BUILD_EXAMPLES=OFF -DTAPEGRAD_BUILD_BENCH=OFF -DTAPEGRAD_FUZZ=OFF
+    cmake --build "$avx2_dir" -j "$jobs" --target tapegrad_kernel_tests
+    OMP_NUM_THREADS="$jobs" "$avx2_dir/tests/tapegrad_kernel_tests"
+    stage_done avx2 "$t0"
+  else
+    echo "== avx2: SKIPPED, this CPU has no AVX2 + FMA"
+  fi
 fi
 
 if [[ "$stages" == *" release "* ]]; then

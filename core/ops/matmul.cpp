@@ -6,21 +6,25 @@
 #include <Eigen/Core>
 
 #include "core/autograd.h"
+#include "core/ops/gemm_backends.h"
 #include "core/ops/kernels.h"
 #include "core/ops/reduce.h"
 #include "core/ops/shape_ops.h"
-#include "core/ops/small_gemm.h"
 
 namespace tapegrad {
 namespace detail {
 namespace {
 
-// Below this many multiply-adds Eigen's kernel beats OpenBLAS 0.3.21 on one thread
-// (measured with AVX-512 on a 2-core EPYC: 32x50x128 128 vs 91 GFLOP/s, 200x128x64 136
-// vs 90, 100x300x100 125 vs 93); above it Eigen's blocking has slow cases (256^3: 25 vs
-// 94) and OpenBLAS also spreads the work over the threads. On AVX-512, float32 products
-// below it with at least 32 columns take small_sgemm (no packing), faster still.
-constexpr std::int64_t kEigenMaxFlops = std::int64_t(1) << 22;
+// Below this many multiply-adds a product stays on the calling thread (libxsmm, or Eigen
+// for fewer than kXsmmMinN columns); above it OpenBLAS spreads the work over the threads
+// and its cache blocking wins. Measured 1 thread, Sapphire Rapids, both ISA builds:
+// see README, "Performance".
+constexpr std::int64_t kSmallMaxFlops = std::int64_t(1) << 22;
+// libxsmm vectorises along C's rows (our N): below this it loses to Eigen (N = 1: 8 vs 14
+// GFLOP/s with AVX-512).
+constexpr std::int64_t kXsmmMinN = 8;
+
+thread_local GemmBackend forced = GemmBackend::Auto;
 
 template <class T>
 using RowMat = Eigen::Matrix<T, Eigen::Dynamic, Eigen::Dynamic, Eigen::RowMajor>;
@@ -53,27 +57,58 @@ void gemm(bool ta, bool tb, const Tensor& a, const Tensor& b, Tensor& c, bool ac
     if (!accumulate) c.zero_();
     return;
   }
-  const bool small = M * N * K <= kEigenMaxFlops;
+  GemmBackend use = forced != GemmBackend::Auto ? forced : chosen_gemm_backend(a.dtype(), M, N, K, ta, tb);
   const auto TA = ta ? CblasTrans : CblasNoTrans, TB = tb ? CblasTrans : CblasNoTrans;
   if (a.dtype() == Dtype::Float32) {
-    if (small && small_sgemm_suits(M, N, K))
-      small_sgemm(ta, tb, a.data<float>(), b.data<float>(), c.data<float>(), M, N, K, accumulate);
-    else if (small)
-      eigen_gemm<float>(ta, tb, a.data<float>(), b.data<float>(), c.data<float>(), M, N, K, ar, ac, br, bc, accumulate);
-    else
-      cblas_sgemm(CblasRowMajor, TA, TB, static_cast<int>(M), static_cast<int>(N), static_cast<int>(K), 1.0f,
-                  a.data<float>(), static_cast<int>(ac), b.data<float>(), static_cast<int>(bc), accumulate ? 1.0f : 0.0f,
-                  c.data<float>(), static_cast<int>(N));
+    const float *A = a.data<float>(), *B = b.data<float>();
+    float* C = c.data<float>();
+    if (use == GemmBackend::Xsmm && !xsmm_gemm(ta, tb, A, B, C, M, N, K, accumulate)) use = GemmBackend::Eigen;
+    if (use == GemmBackend::Eigen)
+      eigen_gemm<float>(ta, tb, A, B, C, M, N, K, ar, ac, br, bc, accumulate);
+    else if (use == GemmBackend::Blas)
+      cblas_sgemm(CblasRowMajor, TA, TB, static_cast<int>(M), static_cast<int>(N), static_cast<int>(K), 1.0f, A,
+                  static_cast<int>(ac), B, static_cast<int>(bc), accumulate ? 1.0f : 0.0f, C, static_cast<int>(N));
   } else {
-    if (small)
-      eigen_gemm<double>(ta, tb, a.data<double>(), b.data<double>(), c.data<double>(), M, N, K, ar, ac, br, bc,
-                         accumulate);
-    else
-      cblas_dgemm(CblasRowMajor, TA, TB, static_cast<int>(M), static_cast<int>(N), static_cast<int>(K), 1.0,
-                  a.data<double>(), static_cast<int>(ac), b.data<double>(), static_cast<int>(bc), accumulate ? 1.0 : 0.0,
-                  c.data<double>(), static_cast<int>(N));
+    const double *A = a.data<double>(), *B = b.data<double>();
+    double* C = c.data<double>();
+    if (use == GemmBackend::Xsmm && !xsmm_gemm(ta, tb, A, B, C, M, N, K, accumulate)) use = GemmBackend::Eigen;
+    if (use == GemmBackend::Eigen)
+      eigen_gemm<double>(ta, tb, A, B, C, M, N, K, ar, ac, br, bc, accumulate);
+    else if (use == GemmBackend::Blas)
+      cblas_dgemm(CblasRowMajor, TA, TB, static_cast<int>(M), static_cast<int>(N), static_cast<int>(K), 1.0, A,
+                  static_cast<int>(ac), B, static_cast<int>(bc), accumulate ? 1.0 : 0.0, C, static_cast<int>(N));
   }
 }
+
+const char* gemm_backend_name(GemmBackend b) {
+  switch (b) {
+    case GemmBackend::Auto: return "auto";
+    case GemmBackend::Xsmm: return "libxsmm";
+    case GemmBackend::Eigen: return "eigen";
+    case GemmBackend::Blas: return "openblas";
+  }
+  return "?";
+}
+
+// Measured 1 thread, process CPU time, libxsmm against Eigen (GFLOP/s, AVX-512 / AVX2 build):
+// NT pays for the transposed panel: float32 32x128x50 112 vs 95 / 73 vs 67, but K = 128
+// (32x50x128) 83 vs 91 / 41 vs 61, float64 32x128x50 37 vs 43 / 20 vs 30; NN and TN win
+// everywhere (float32 32x128x50 167 vs 110 / 86 vs 69, float64 79 vs 52 / 34 vs 26) except
+// float32 with AVX2 at a column count off the 8-float vector (N = 50: 48 vs 62).
+GemmBackend chosen_gemm_backend(Dtype dtype, std::int64_t M, std::int64_t N, std::int64_t K, bool ta, bool tb) {
+  (void)ta;
+  if (M * N * K > kSmallMaxFlops) return GemmBackend::Blas;
+  if (N < kXsmmMinN || !xsmm_available()) return GemmBackend::Eigen;
+  const std::int64_t bytes = dtype == Dtype::Float64 ? 8 : 4;
+  if (tb && K * bytes > 256) return GemmBackend::Eigen;  // the (K, N) panel costs more than it wins
+#if !defined(__AVX512F__)
+  if (dtype == Dtype::Float32 && N % 8 != 0) return GemmBackend::Eigen;
+#endif
+  return GemmBackend::Xsmm;
+}
+
+void force_gemm_backend(GemmBackend b) { forced = b; }
+GemmBackend forced_gemm_backend() { return forced; }
 
 }  // namespace detail
 

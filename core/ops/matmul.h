@@ -1,6 +1,6 @@
 #pragma once
-// Matrix products: OpenBLAS cblas_?gemm for large shapes, Eigen for small ones (no
-// call overhead). Transposes are passed to GEMM as flags, never materialised.
+// Matrix products: libxsmm's generated kernels for small shapes, OpenBLAS cblas_?gemm for
+// large ones, Eigen as the fallback (core/ops/gemm_backends.h says which takes which).
 #include "core/tensor.h"
 
 namespace tapegrad {

@@ -1,12 +1,15 @@
 #pragma once
 // Shared building blocks of the vectorised norm kernels (layers/functional/kernels/ and the
-// norm families in layers/functional/; namespace nv = "norm vectors"): 64-byte vectors,
-// streaming stores and the 24 MiB streaming threshold, the split of rows into work chunks,
-// the thread count for a kernel, and per-thread scratch buffers.
+// norm families in layers/functional/; namespace nv = "norm vectors"): vectors of the widest
+// register, streaming stores and the 24 MiB streaming threshold, the split of rows into work
+// chunks, the thread count for a kernel, and per-thread scratch buffers.
 //
-// The vectors are GCC/Clang vector extensions, so the same source becomes one zmm
-// register with AVX-512, two ymm with AVX2 and four xmm with SSE2; arithmetic on them is
-// element-wise IEEE, never reassociated, so every sum's order is fixed by the source.
+// The vectors are GCC/Clang vector extensions of TAPEGRAD_NV_BYTES: one zmm register with
+// AVX-512, one ymm with AVX2 (two xmm with SSE2). Wider-than-register vectors are not an
+// option: without AVX-512, GCC 12 passes and spills 64-byte vectors through the stack
+// (the x86-64-v3 batch-norm kernels had 1,234 stack ymm moves with 64-byte vectors, 203
+// with 32-byte ones). Arithmetic is element-wise IEEE, never reassociated, so every
+// sum's order is fixed by the source and the build's vector width.
 #include <immintrin.h>
 
 #include <algorithm>
@@ -20,26 +23,32 @@
 #include "core/saved_data.h"
 #include "core/tensor.h"
 
+#if defined(__AVX512F__)
+#define TAPEGRAD_NV_BYTES 64
+#else
+#define TAPEGRAD_NV_BYTES 32
+#endif
+
 namespace tapegrad::layers::functional::nv {
 
 template <class T>
 struct VecOf;
 template <>
 struct VecOf<float> {
-  typedef float type __attribute__((vector_size(64)));
-  typedef float unaligned __attribute__((vector_size(64), aligned(4), may_alias));
+  typedef float type __attribute__((vector_size(TAPEGRAD_NV_BYTES)));
+  typedef float unaligned __attribute__((vector_size(TAPEGRAD_NV_BYTES), aligned(4), may_alias));
 };
 template <>
 struct VecOf<double> {
-  typedef double type __attribute__((vector_size(64)));
-  typedef double unaligned __attribute__((vector_size(64), aligned(8), may_alias));
+  typedef double type __attribute__((vector_size(TAPEGRAD_NV_BYTES)));
+  typedef double unaligned __attribute__((vector_size(TAPEGRAD_NV_BYTES), aligned(8), may_alias));
 };
 
-/// A 64-byte vector of T (16 floats or 8 doubles) and its lane count.
+/// A vector of T (16 floats or 8 doubles with AVX-512, 8 or 4 otherwise) and its lane count.
 template <class T>
 using Vec = typename VecOf<T>::type;
 template <class T>
-constexpr std::int64_t kLanes = 64 / static_cast<std::int64_t>(sizeof(T));
+constexpr std::int64_t kLanes = TAPEGRAD_NV_BYTES / static_cast<std::int64_t>(sizeof(T));
 
 /// Unaligned loads and stores; splat(s) has every lane equal to s.
 template <class T>
@@ -58,35 +67,44 @@ inline Vec<T> splat(T s) {
 // Σ of the lanes in double, as a pairwise tree of vector halves: a fixed order, a few
 // additions deep, and all in registers (spilling the vector to memory and reading the lanes
 // back would wait for the row's streaming stores to leave the store queue).
-using D8 = Vec<double>;
+typedef double D8 __attribute__((vector_size(64)));
 typedef double D4 __attribute__((vector_size(32)));
 typedef double D2 __attribute__((vector_size(16)));
 typedef float F8 __attribute__((vector_size(32)));
-inline double hsum(D8 v) {
-  const D4 a = __builtin_shufflevector(v, v, 0, 1, 2, 3) + __builtin_shufflevector(v, v, 4, 5, 6, 7);
-  const D2 b = __builtin_shufflevector(a, a, 0, 1) + __builtin_shufflevector(a, a, 2, 3);
+typedef float F4 __attribute__((vector_size(16)));
+inline double hsum(D4 v) {
+  const D2 b = __builtin_shufflevector(v, v, 0, 1) + __builtin_shufflevector(v, v, 2, 3);
   return b[0] + b[1];
 }
+inline double hsum(D8 v) {
+  return hsum(D4(__builtin_shufflevector(v, v, 0, 1, 2, 3) + __builtin_shufflevector(v, v, 4, 5, 6, 7)));
+}
+#if TAPEGRAD_NV_BYTES == 64
 inline double hsum(Vec<float> v) {
   const F8 lo = __builtin_shufflevector(v, v, 0, 1, 2, 3, 4, 5, 6, 7);
   const F8 hi = __builtin_shufflevector(v, v, 8, 9, 10, 11, 12, 13, 14, 15);
   return hsum(__builtin_convertvector(lo, D8) + __builtin_convertvector(hi, D8));
 }
+#else
+inline double hsum(Vec<float> v) {
+  const F4 lo = __builtin_shufflevector(v, v, 0, 1, 2, 3), hi = __builtin_shufflevector(v, v, 4, 5, 6, 7);
+  return hsum(__builtin_convertvector(lo, D4) + __builtin_convertvector(hi, D4));
+}
+#endif
 
-/// Stores one vector to a 64-byte aligned p, bypassing the cache (a non-temporal store):
+/// Stores one vector to a vector-aligned p, bypassing the cache (a non-temporal store):
 /// an output larger than the cache then costs one write instead of a read and a write.
 /// Call fence() after a thread's last streaming store.
 template <class T>
-inline void stream(T* p, Vec<T> v) {  // the same 64 bytes whatever T: integer streaming stores
+inline void stream(T* p, Vec<T> v) {  // the same bytes whatever T: integer streaming stores
 #if defined(__AVX512F__)
   __m512i w;
   __builtin_memcpy(&w, &v, sizeof v);
   _mm512_stream_si512(reinterpret_cast<__m512i*>(p), w);
 #elif defined(__AVX__)
-  __m256i h[2];
-  __builtin_memcpy(h, &v, sizeof v);
-  _mm256_stream_si256(reinterpret_cast<__m256i*>(p), h[0]);
-  _mm256_stream_si256(reinterpret_cast<__m256i*>(p) + 1, h[1]);
+  __m256i w;
+  __builtin_memcpy(&w, &v, sizeof v);
+  _mm256_stream_si256(reinterpret_cast<__m256i*>(p), w);
 #else
   store(p, v);
 #endif
@@ -118,6 +136,12 @@ inline void inverse_std(const double* v, double eps, double* out, std::int64_t n
   for (; i + 8 <= n; i += 8) {
     const Vec<double> s = load(v + i) + eps;
     const Vec<double> r = 1.0 / _mm512_sqrt_pd(s);
+    store(out + i, s == 0.0 ? Vec<double>{} : r);
+  }
+#elif defined(__AVX__)
+  for (; i + 4 <= n; i += 4) {
+    const Vec<double> s = load(v + i) + eps;
+    const Vec<double> r = 1.0 / _mm256_sqrt_pd(s);
     store(out + i, s == 0.0 ? Vec<double>{} : r);
   }
 #endif

@@ -1,0 +1,49 @@
+#pragma once
+// The backends behind detail::gemm (core/ops/matmul.h) and how it picks one.
+//   Xsmm   libxsmm 1.17: a kernel generated at run time for the CPU's ISA (SSE to AVX-512)
+//          and the exact (M, N, K), cached per thread. Small products.
+//   Eigen  Eigen's packed kernel: fallback for small products libxsmm does not take
+//          (fewer than 8 output columns, or no kernel for this CPU).
+//   Blas   OpenBLAS cblas_?gemm: large products, spread over the threads.
+// The crossovers were measured on both ISA builds; see chosen_gemm_backend().
+#include <cstdint>
+
+#include "core/dtype.h"
+
+namespace tapegrad::detail {
+
+enum class GemmBackend { Auto, Xsmm, Eigen, Blas };
+
+/// Name of a backend ("auto", "libxsmm", "eigen", "openblas").
+const char* gemm_backend_name(GemmBackend b);
+
+/// The backend detail::gemm takes for C (M, N) = op(A) (M, K) · op(B) (K, N) when not forced
+/// (`ta`, `tb`: whether A, B are transposed).
+GemmBackend chosen_gemm_backend(Dtype dtype, std::int64_t M, std::int64_t N, std::int64_t K, bool ta = false,
+                                bool tb = false);
+
+/// Forces every detail::gemm call on the calling thread to one backend (Auto restores the
+/// choice by shape). For tests and benchmarks; Xsmm falls back to Eigen when libxsmm has no
+/// kernel for this CPU (xsmm_available() says whether it has).
+void force_gemm_backend(GemmBackend b);
+GemmBackend forced_gemm_backend();
+
+/// Whether libxsmm generates kernels on this CPU (x86-64 with at least SSE3).
+bool xsmm_available();
+
+/// The ISA libxsmm generates code for, e.g. "hsw" (AVX2) or "cpx"/"spr" (AVX-512). A build
+/// targeting AVX2 (-march=x86-64-v3, TAPEGRAD_ISA=avx2) caps it at "hsw" unless the
+/// LIBXSMM_TARGET environment variable says otherwise.
+const char* xsmm_target();
+
+/// C (M, N) row-major = op(A)·op(B), or += when `accumulate`; A (M, K) row-major, (K, M) when
+/// `ta`; B (K, N), (N, K) when `tb`. NN and TN map straight onto libxsmm's column-major
+/// kernels; libxsmm 1.17 generates no kernel for the NT case (its TRANS_A), so op(B) is first
+/// transposed into a per-thread (K, N) panel. Returns false (C untouched) when libxsmm has no
+/// kernel for this shape or CPU.
+bool xsmm_gemm(bool ta, bool tb, const float* A, const float* B, float* C, std::int64_t M, std::int64_t N,
+               std::int64_t K, bool accumulate);
+bool xsmm_gemm(bool ta, bool tb, const double* A, const double* B, double* C, std::int64_t M, std::int64_t N,
+               std::int64_t K, bool accumulate);
+
+}  // namespace tapegrad::detail
