@@ -12,7 +12,9 @@ double momentum_from_decay(double decay);
 /// PyTorch momentum to Keras / textbook decay (1 - momentum).
 double decay_from_momentum(double momentum);
 
-/// Options shared by the batch-norm family. Defaults are PyTorch's.
+/// Options shared by the batch-norm family. Defaults are PyTorch's. Checked at
+/// construction and again at every forward (the field is public): eps finite and >= 0,
+/// momentum in [0, 1]; std::invalid_argument names the value otherwise.
 struct BatchNormOptions {
   double eps = 1e-5;                     ///< added to the variance inside the sqrt
   std::optional<double> momentum = 0.1;  ///< PyTorch convention; nullopt = cumulative average
@@ -20,6 +22,10 @@ struct BatchNormOptions {
   bool track_running_stats = true;       ///< keep running_mean (0), running_var (1), num_batches_tracked (0)
   Dtype dtype = Dtype::Float32;
 };
+
+/// Throws std::invalid_argument (prefixed with `who`) unless eps is finite and >= 0 and
+/// momentum, when set, is in [0, 1].
+void check_batch_norm_options(const std::string& who, const BatchNormOptions& opts);
 
 /// Common implementation: statistics per channel (dim 1) over N and every dim after C.
 ///

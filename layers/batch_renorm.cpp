@@ -21,6 +21,7 @@ Tensor batch_renorm_train(BatchNormBase& bn, const Tensor& x, double rmax, doubl
                           Tensor& d_out) {
   const std::int64_t C = x.size(1);
   const std::int64_t m = x.numel() / C;
+  check_batch_norm_options(bn.type_name(), bn.options);
   if (m <= 1)  // refuse before touching any buffer
     throw std::invalid_argument(bn.type_name() + ": expected more than 1 value per channel when training, got input "
                                 "of shape " + shape_str(x.shape()) +
