@@ -76,6 +76,9 @@ TEST_CASE("reliability: reshape, flatten and broadcasting refuse overflowing sha
   CHECK_THAT(thrown<std::invalid_argument>([&] { reshape(e, {-1, 0}); }), Contains("reshape"));
   // an expand/broadcast to a huge shape: refused before anything is allocated
   CHECK_THAT(thrown<std::invalid_argument>([&] { broadcast_to(f64({1, 1}), {kBig, kBig}); }), Contains("overflow"));
+  // cat: sizes along the joined dimension that add up past int64
+  const Tensor wide = Tensor::empty({0, kMax / 2 + 1});
+  CHECK_THAT(thrown<std::invalid_argument>([&] { cat({wide, wide}, 1); }), Contains("cat") && Contains("overflow"));
 }
 
 TEST_CASE("reliability: a checkpoint entry whose sizes overflow beside a zero is a corrupt file",
@@ -167,13 +170,19 @@ TEST_CASE("reliability: every in-place op, under NoGradGuard and through views, 
   }
 }
 
-TEST_CASE("reliability: in-place writes after a backward, or to unsaved tensors, are fine", "[reliability]") {
+TEST_CASE("reliability: in-place writes after a backward, or to unsaved tensors, are fine", "[errors][reliability]") {
   Tensor w = leaf64({2}, 2.0);
   Tensor x = f64({2}, 3.0);
   Tensor y = sum(mul(w, x));
   y.backward();
   x.fill_(1.0);  // the graph is freed: nothing reads x any more
   CHECK(w.grad().to_vector() == std::vector<double>{3, 3});
+  // add and sum do not read their inputs in backward: writing into them is fine (PyTorch too)
+  Tensor a = f64({2}, 1.0);
+  Tensor z = sum(add(w, a));
+  a.fill_(5.0);
+  z.backward();
+  CHECK(w.grad().to_vector() == std::vector<double>{4, 4});
   // retain_graph: a second backward after an in-place write is refused
   Tensor y2 = sum(mul(w, x));
   y2.backward(Tensor(), true);
@@ -225,7 +234,7 @@ TEST_CASE("reliability: backward through a node recorded on another thread throw
 
 // ---- 10. NaN is never hidden ---------------------------------------------------------------
 
-TEST_CASE("reliability: relu and every selection propagate NaN like PyTorch", "[reliability]") {
+TEST_CASE("reliability: relu and every selection propagate NaN like PyTorch", "[errors][reliability]") {
   const double nan = std::numeric_limits<double>::quiet_NaN();
   for (Dtype dt : {Dtype::Float32, Dtype::Float64}) {
     const Tensor x = Tensor::from_vector({nan, -1.0, 2.0}, {3}, dt);

@@ -16,6 +16,7 @@
 #include "layers/linear.h"
 #include "layers/sequential.h"
 #include "optim/adam.h"
+#include "optim/lr_scheduler.h"
 #include "optim/rmsprop.h"
 #include "optim/sgd.h"
 #include "test_errors_support.h"
@@ -175,4 +176,27 @@ TEST_CASE("reliability: optimizer state with a negative step or impossible value
   rs.insert("state.0.square_avg", Tensor::from_vector({-3, 1}, {2}));
   CHECK_THAT(thrown<std::invalid_argument>([&] { rms.load_state_dict(rs); }),
              Contains("square_avg") && Contains(">= 0"));
+}
+
+TEST_CASE("reliability: scheduler options and loaded scheduler state are validated", "[errors][reliability]") {
+  Tensor w = Tensor::ones({2}, Dtype::Float64);
+  w.requires_grad_();
+  optim::SGD sgd({w}, {.lr = 0.1});
+  CHECK_THAT(thrown<std::invalid_argument>([&] { optim::StepLR s(sgd, 2, -0.5); }), Contains("gamma") && Contains("-0.5"));
+  CHECK_THAT(thrown<std::invalid_argument>([&] { optim::ExponentialLR s(sgd, kNaN); }), Contains("gamma"));
+  CHECK_THAT(thrown<std::invalid_argument>([&] { optim::MultiStepLR s(sgd, {1, 2}, -1.0); }), Contains("gamma"));
+  CHECK_THAT(thrown<std::invalid_argument>([&] { optim::CosineAnnealingLR s(sgd, 10, -1.0); }), Contains("eta_min"));
+  CHECK(sgd.lr(0) == 0.1);
+  optim::CosineAnnealingLR cos(sgd, 10);
+  cos.step();
+  auto good = cos.state_dict();
+  auto bad_epoch = good;
+  bad_epoch.insert("last_epoch", Tensor::from_int64({-5}, {}));
+  CHECK_THAT(thrown<std::invalid_argument>([&] { cos.load_state_dict(bad_epoch); }),
+             Contains("last_epoch") && Contains("-5"));
+  auto bad_lr = good;
+  bad_lr.insert("base_lrs", Tensor::from_vector({-0.1}, {1}));
+  CHECK_THAT(thrown<std::invalid_argument>([&] { cos.load_state_dict(bad_lr); }), Contains("base_lrs") && Contains("-0.1"));
+  CHECK(cos.last_epoch() == 1);
+  cos.load_state_dict(good);
 }

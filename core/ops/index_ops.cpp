@@ -106,7 +106,10 @@ Tensor cat(const std::vector<Tensor>& ts, std::int64_t dim) {
                                   " but tensor 0 has shape " + shape_str(t0.shape()) +
                                   "; sizes must match except in dimension " + std::to_string(d));
     R.push_back(t.shape()[d]);
-    total += t.shape()[d];
+    if (__builtin_add_overflow(total, t.shape()[d], &total))
+      throw std::invalid_argument("cat: the sizes along dimension " + std::to_string(d) +
+                                  " add up to more than a 64-bit count holds (size overflow); tensor " +
+                                  std::to_string(i) + " has shape " + shape_str(t.shape()));
   }
   std::int64_t outer = 1, inner = 1;
   for (std::int64_t k = 0; k < d; ++k) outer *= t0.shape()[k];
