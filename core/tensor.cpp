@@ -81,7 +81,8 @@ Tensor Tensor::from_int64(const std::vector<std::int64_t>& values, const Shape& 
     throw std::invalid_argument("from_vector: " + std::to_string(values.size()) + " values for shape " +
                                 shape_str(shape));
   Tensor t = empty(shape, Dtype::Int64);
-  std::memcpy(t.raw_data(), values.data(), values.size() * sizeof(std::int64_t));
+  if (!values.empty())  // an empty vector's data() may be null, which memcpy must not see
+    std::memcpy(t.raw_data(), values.data(), values.size() * sizeof(std::int64_t));
   return t;
 }
 
