@@ -33,6 +33,9 @@ struct AutogradMeta {
   /// of consumers still to run in the current backward.
   std::function<void()> post_accumulate_grad_hook;
   std::int64_t hook_pending = 0;
+  /// A leaf's gradient from the backward in progress, added to `grad` only once the whole
+  /// backward has succeeded (a backward that throws leaves `grad` as it was).
+  Tensor pending_grad;
 };
 
 /// Collects the gradients a node's backward produces for its inputs.
@@ -44,10 +47,12 @@ class GradSink {
   void add(std::size_t i, Tensor g);
   /// Shape of input i as recorded (what add(i, g) expects of g).
   Shape input_shape(std::size_t i) const;
-  explicit GradSink(Node* node) : node_(node) {}
+  /// `tape_id`: the tape of the thread running the backward (see Node::tape_id).
+  GradSink(Node* node, std::uint64_t tape_id) : node_(node), tape_id_(tape_id) {}
 
  private:
   Node* node_;
+  std::uint64_t tape_id_;
 };
 
 /// One input of a recorded op: where its gradient goes, and the shape and dtype that
@@ -56,9 +61,15 @@ class Edge {
  public:
   Edge() = default;
   /// An edge to `t` (no gradient is routed when t does not require grad).
-  explicit Edge(const Tensor& t);
+  /// track_version: remember t's storage version for the backward's check (the op's
+  /// backward reads t's values).
+  explicit Edge(const Tensor& t, bool track_version = true);
   std::shared_ptr<AutogradMeta> meta;  ///< null where no gradient is needed
   Dtype dtype = Dtype::Float32;
+  /// The input's storage and its version when the op was recorded: a backward finding
+  /// the storage alive (a closure saved it) at another version throws.
+  std::weak_ptr<Storage> storage;
+  std::uint64_t version = 0;
   bool same_shape(const Shape& s) const;
   Shape shape() const;
 
@@ -77,7 +88,9 @@ class Node {
   Node() = default;
   Node(const Node&) = delete;
   Node& operator=(const Node&) = delete;
-  virtual ~Node() = default;
+  /// Hands the inputs it was the last holder of to an iterative teardown: dropping a
+  /// chain of a million nodes does not recurse.
+  virtual ~Node();
 
   /// Runs the backward closure: d(root)/d(output) in, d(root)/d(input_i) into grads.
   virtual void apply(const Tensor& grad_output, GradSink& grads) = 0;
@@ -87,7 +100,7 @@ class Node {
   std::size_t num_inputs() const { return n_inputs_; }
   Edge& input(std::size_t i) { return i < kInlineInputs ? inline_[i] : more_[i - kInlineInputs]; }
   /// Sets the edges (called once, by autograd::record).
-  void set_inputs(const Tensor* inputs, std::size_t n);
+  void set_inputs(const Tensor* inputs, std::size_t n, bool track_versions = true);
 
   const char* name = "";
   Tensor grad;            ///< gradient of the output, accumulated during backward
@@ -95,6 +108,11 @@ class Node {
   std::uint64_t seq = 0;  ///< recording order on the tape
   bool freed = false;
   std::string where;  ///< recording site, filled only in anomaly mode
+  std::uint64_t tape_id = 0;  ///< the recording thread's tape (a backward elsewhere throws)
+  std::weak_ptr<Storage> out_storage;  ///< the output's storage and version when recorded
+  std::uint64_t out_version = 0;
+  std::shared_ptr<AutogradMeta> teardown_self;  ///< set only while queued for teardown
+  Node* teardown_next = nullptr;
 
  private:
   static constexpr std::size_t kInlineInputs = 3;
@@ -154,6 +172,12 @@ class RecordSiteGuard {
 
 namespace autograd {
 
+/// What an op's backward reads, for the version check (PyTorch's saved tensors): a
+/// backward that finds a read tensor modified in place since the forward throws, naming
+/// the op. Ops whose backward reads neither (add, sum, views) pass kSavesNothing, so
+/// in-place writes to their inputs are allowed, as in PyTorch.
+enum Saves : unsigned { kSavesNothing = 0, kSavesInputs = 1, kSavesOutput = 2 };
+
 /// True when an op on these inputs must record a node.
 bool needs_grad(std::initializer_list<const Tensor*> inputs);
 bool needs_grad(const std::vector<Tensor>& inputs);
@@ -170,21 +194,25 @@ class FnNode final : public Node {
   std::optional<F> fn_;
 };
 // Wires `node` to its inputs and output and appends it to the tape.
-void attach(const char* name, Tensor& out, const Tensor* inputs, std::size_t n, std::shared_ptr<Node> node);
+void attach(const char* name, Tensor& out, const Tensor* inputs, std::size_t n, std::shared_ptr<Node> node,
+            unsigned saves);
 }  // namespace detail
 
 /// Records `out` as the result of op `name` on `inputs`, with `backward(grad_output,
 /// GradSink&)` as its backward closure (stored inline in the node). Undefined inputs (an
-/// absent bias) get no edge. Call only when needs_grad(...) is true.
+/// absent bias) get no edge. Call only when needs_grad(...) is true. `saves` (see Saves)
+/// says which tensors the backward reads: by default the inputs.
 template <class F>
-void record(const char* name, Tensor& out, std::initializer_list<Tensor> inputs, F&& backward) {
+void record(const char* name, Tensor& out, std::initializer_list<Tensor> inputs, F&& backward,
+            unsigned saves = kSavesInputs) {
   detail::attach(name, out, inputs.begin(), inputs.size(),
-                 std::make_shared<detail::FnNode<std::decay_t<F>>>(std::decay_t<F>(std::forward<F>(backward))));
+                 std::make_shared<detail::FnNode<std::decay_t<F>>>(std::decay_t<F>(std::forward<F>(backward))), saves);
 }
 template <class F>
-void record(const char* name, Tensor& out, const std::vector<Tensor>& inputs, F&& backward) {
+void record(const char* name, Tensor& out, const std::vector<Tensor>& inputs, F&& backward,
+            unsigned saves = kSavesInputs) {
   detail::attach(name, out, inputs.data(), inputs.size(),
-                 std::make_shared<detail::FnNode<std::decay_t<F>>>(std::decay_t<F>(std::forward<F>(backward))));
+                 std::make_shared<detail::FnNode<std::decay_t<F>>>(std::decay_t<F>(std::forward<F>(backward))), saves);
 }
 
 /// Post-accumulate-grad hook of a leaf (like PyTorch's register_post_accumulate_grad_hook):

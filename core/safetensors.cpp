@@ -222,6 +222,7 @@ SafetensorsContent parse_safetensors(const std::uint8_t* data, std::size_t size)
     if (!v.contains("shape") || !v["shape"].is_array()) fail("entry '" + name + "' has no shape array", at());
     // numel bounded by the data size, so the product never overflows.
     std::uint64_t numel = 1;
+    std::int64_t nonzero = 1;
     bool zero = false;
     for (auto& d : v["shape"]) {
       const auto u = as_u64(d);
@@ -230,6 +231,11 @@ SafetensorsContent parse_safetensors(const std::uint8_t* data, std::size_t size)
         fail("entry '" + name + "' has a dimension too large: " + std::to_string(*u), at());
       e.shape.push_back(static_cast<std::int64_t>(*u));
       if (*u == 0) zero = true;
+      // with a zero size the element count is 0, but the other sizes must still multiply
+      // without overflow (as every tensor shape must, see numel_of)
+      if (*u != 0 && __builtin_mul_overflow(nonzero, static_cast<std::int64_t>(*u), &nonzero))
+        fail("entry '" + name + "' shape " + shape_str(e.shape) + "... has more elements than a 64-bit count holds",
+             at());
       if (!zero) {
         if (numel > data_size / *u)
           fail("entry '" + name + "' shape " + shape_str(e.shape) + "... holds more elements than the file's " +

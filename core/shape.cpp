@@ -5,9 +5,29 @@
 namespace tapegrad {
 
 std::int64_t numel_of(const Shape& s) {
+  // The product of the non-zero sizes must fit too: every partial product an op takes
+  // (outer and inner extents of an axis) is then safe, even where a zero size makes
+  // the element count 0.
   std::int64_t n = 1;
-  for (auto d : s) n *= d;
-  return n;
+  bool overflow = false, zero = false;
+  for (auto d : s) {
+    zero |= d == 0;
+    overflow |= __builtin_mul_overflow(n, d == 0 ? 1 : d, &n);
+  }
+  if (overflow)
+    throw std::invalid_argument("shape " + shape_str(s) +
+                                " has more elements than a 64-bit count holds (size overflow)");
+  return zero ? 0 : n;
+}
+
+std::size_t nbytes_of(const Shape& s, std::size_t element_size) {
+  for (auto d : s)
+    if (d < 0) throw std::invalid_argument("negative dimension in shape " + shape_str(s));
+  const std::int64_t n = numel_of(s);
+  std::size_t bytes = 0;
+  if (__builtin_mul_overflow(static_cast<std::size_t>(n), element_size, &bytes))
+    throw std::invalid_argument("shape " + shape_str(s) + " needs more bytes than a 64-bit count holds (size overflow)");
+  return bytes;
 }
 
 std::string shape_str(const Shape& s) {

@@ -1,5 +1,6 @@
 #pragma once
 // Shapes: a list of dimension sizes, row-major (last index fastest).
+#include <cstddef>
 #include <cstdint>
 #include <initializer_list>
 #include <string>
@@ -9,8 +10,12 @@ namespace tapegrad {
 
 using Shape = std::vector<std::int64_t>;
 
-/// Product of the sizes (1 for a scalar, shape {}).
+/// Product of the sizes (1 for a scalar, shape {}; 0 when any size is 0). Throws
+/// std::invalid_argument naming the shape when the product overflows int64.
 std::int64_t numel_of(const Shape& s);
+/// numel_of(s) · element_size, in bytes. Throws std::invalid_argument naming the shape for
+/// a negative size or when the count overflows.
+std::size_t nbytes_of(const Shape& s, std::size_t element_size);
 /// "[2, 3]" style text, used in every shape error message.
 std::string shape_str(const Shape& s);
 /// Row-major strides in elements.

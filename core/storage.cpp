@@ -53,6 +53,10 @@ Cache& cache() {
 }  // namespace
 
 Storage::Storage(std::size_t nbytes) : ptr_(nullptr), nbytes_(nbytes) {
+  // No machine maps more than 2^47 bytes for a process (x86-64 and AArch64 user space):
+  // refuse such a request as the allocator would, without asking it (a sanitizer's
+  // allocator aborts instead of failing on absurd sizes).
+  if (nbytes > (std::size_t(1) << 47)) throw std::bad_alloc();
   const SizeClass cls = size_class(nbytes);
   Cache& c = cache();
   {

@@ -3,6 +3,7 @@
 // so steady-state training loops neither call the system allocator nor page-fault on
 // fresh large buffers.
 #include <cstddef>
+#include <cstdint>
 #include <memory>
 
 namespace tapegrad {
@@ -16,10 +17,16 @@ class Storage {
   Storage& operator=(const Storage&) = delete;
   void* data() const { return ptr_; }
   std::size_t nbytes() const { return nbytes_; }
+  /// Version counter: every in-place write to any tensor on this storage (views and
+  /// detached handles included) increments it; autograd compares it at backward time
+  /// with the value it had when an op recorded the tensor (PyTorch's version counter).
+  std::uint64_t version() const { return version_; }
+  void bump_version() { ++version_; }
 
  private:
   void* ptr_;
   std::size_t nbytes_;
+  std::uint64_t version_ = 0;
 };
 
 /// Statistics of the block cache (for tests and benchmarks).

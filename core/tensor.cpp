@@ -11,12 +11,11 @@ namespace tapegrad {
 namespace {
 
 std::shared_ptr<TensorImpl> new_impl(const Shape& shape, Dtype dtype) {
-  for (auto d : shape)
-    if (d < 0) throw std::invalid_argument("negative dimension in shape " + shape_str(shape));
+  const std::size_t bytes = nbytes_of(shape, dtype_size(dtype));  // throws on a negative size or overflow
   auto impl = std::make_shared<TensorImpl>();
   impl->shape = shape;
   impl->dtype = dtype;
-  impl->storage = std::make_shared<Storage>(static_cast<std::size_t>(numel_of(shape)) * dtype_size(dtype));
+  impl->storage = std::make_shared<Storage>(bytes);
   return impl;
 }
 
@@ -35,12 +34,15 @@ void require_defined(const Tensor& t, const char* what) {
 
 // In-place updates are for buffers, optimizer steps and no-grad code. Writing into a
 // tensor that the tape may still read would silently corrupt the backward.
+// Every in-place write bumps the storage's version counter, so a backward that would read
+// the overwritten values throws instead.
 void check_inplace_allowed(const Tensor& t, const char* op) {
   require_defined(t, op);
   if (t.requires_grad() && grad_mode_enabled())
     throw std::logic_error(std::string(op) +
                            ": in-place update of a tensor that requires grad while grad mode is on; "
                            "wrap it in NoGradGuard");
+  t.impl()->storage->bump_version();
 }
 
 }  // namespace
@@ -79,7 +81,8 @@ Tensor Tensor::from_int64(const std::vector<std::int64_t>& values, const Shape& 
     throw std::invalid_argument("from_vector: " + std::to_string(values.size()) + " values for shape " +
                                 shape_str(shape));
   Tensor t = empty(shape, Dtype::Int64);
-  std::memcpy(t.raw_data(), values.data(), values.size() * sizeof(std::int64_t));
+  if (!values.empty())  // an empty vector's data() may be null, which memcpy must not see
+    std::memcpy(t.raw_data(), values.data(), values.size() * sizeof(std::int64_t));
   return t;
 }
 
@@ -187,7 +190,7 @@ Tensor Tensor::to(Dtype d) const {
   if (is_floating(d) && autograd::needs_grad({this})) {
     const Dtype from = dtype();
     autograd::record("to", out, {*this},
-                     [from](const Tensor& g, GradSink& gs) { gs.add(0, convert(g, from)); });
+                     [from](const Tensor& g, GradSink& gs) { gs.add(0, convert(g, from)); }, autograd::kSavesNothing);
   }
   return out;
 }

@@ -27,7 +27,16 @@ struct TensorImpl {
   Shape shape;
   Dtype dtype = Dtype::Float32;
   std::shared_ptr<AutogradMeta> autograd;  ///< null unless it requires grad
+  TensorImpl() = default;
+  TensorImpl(const TensorImpl&) = default;
+  TensorImpl& operator=(const TensorImpl&) = default;
+  /// Drops `autograd` through release_autograd (iterative teardown of deep graphs).
+  ~TensorImpl();
 };
+
+/// Resets `meta`; when it was the last handle on an op's node, the node is destroyed by
+/// an iterative loop instead of a chain of nested destructors (defined in autograd.cpp).
+void release_autograd(std::shared_ptr<AutogradMeta>& meta) noexcept;
 
 class Tensor {
  public:
@@ -86,6 +95,8 @@ class Tensor {
   Tensor detach() const;
 
   // ---- in-place updates (never recorded; throw if autograd would need them) ------
+  // Each one increments the storage's version counter, so a backward that saved this
+  // tensor (or a view of its storage) throws instead of reading the new values.
   Tensor& fill_(double value);
   Tensor& zero_() { return fill_(0.0); }
   /// this = src (same shape; dtype converted).

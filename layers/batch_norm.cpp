@@ -1,5 +1,6 @@
 #include "layers/batch_norm.h"
 
+#include <cmath>
 #include <sstream>
 #include <stdexcept>
 
@@ -20,13 +21,18 @@ double decay_from_momentum(double momentum) {
   return 1.0 - momentum;
 }
 
-BatchNormBase::BatchNormBase(std::int64_t c, BatchNormOptions opts) : num_features(c), options(opts) {
-  if (c <= 0) throw std::invalid_argument("BatchNorm: num_features must be positive, got " + std::to_string(c));
-  if (!(opts.eps >= 0)) throw std::invalid_argument("BatchNorm: eps must be >= 0, got " + std::to_string(opts.eps));
+void check_batch_norm_options(const std::string& who, const BatchNormOptions& opts) {
+  if (!(opts.eps >= 0 && std::isfinite(opts.eps)))
+    throw std::invalid_argument(who + ": eps must be >= 0 and finite, got " + std::to_string(opts.eps));
   if (opts.momentum && !(*opts.momentum >= 0.0 && *opts.momentum <= 1.0))
-    throw std::invalid_argument("BatchNorm: momentum must be in [0, 1] (PyTorch convention; a Keras decay of 0.99 is "
+    throw std::invalid_argument(who + ": momentum must be in [0, 1] (PyTorch convention; a Keras decay of 0.99 is "
                                 "momentum 0.01, see momentum_from_decay), got " +
                                 std::to_string(*opts.momentum));
+}
+
+BatchNormBase::BatchNormBase(std::int64_t c, BatchNormOptions opts) : num_features(c), options(opts) {
+  if (c <= 0) throw std::invalid_argument("BatchNorm: num_features must be positive, got " + std::to_string(c));
+  check_batch_norm_options("BatchNorm", opts);
   register_norm_state(c, opts.dtype, opts.affine, opts.track_running_stats);
 }
 
@@ -57,6 +63,8 @@ void BatchNorm2d::check_input(const Tensor& x) const {
 Tensor BatchNormBase::forward(const Tensor& x) {
   if (!x.defined()) throw std::invalid_argument(type_name() + ": the input is undefined");
   check_input(x);
+  // options is a public field: check what may have been set since construction
+  check_batch_norm_options(type_name(), options);
   check_dtype(x);
   if (!options.track_running_stats) {  // batch statistics in both modes
     check_batch_statistics(x);

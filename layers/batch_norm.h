@@ -12,7 +12,9 @@ double momentum_from_decay(double decay);
 /// PyTorch momentum to Keras / textbook decay (1 - momentum).
 double decay_from_momentum(double momentum);
 
-/// Options shared by the batch-norm family. Defaults are PyTorch's.
+/// Options shared by the batch-norm family. Defaults are PyTorch's. Checked at
+/// construction and again at every forward (the field is public): eps finite and >= 0,
+/// momentum in [0, 1]; std::invalid_argument names the value otherwise.
 struct BatchNormOptions {
   double eps = 1e-5;                     ///< added to the variance inside the sqrt
   std::optional<double> momentum = 0.1;  ///< PyTorch convention; nullopt = cumulative average
@@ -24,6 +26,10 @@ struct BatchNormOptions {
   bool unbiased_running_var = true;
   Dtype dtype = Dtype::Float32;
 };
+
+/// Throws std::invalid_argument (prefixed with `who`) unless eps is finite and >= 0 and
+/// momentum, when set, is in [0, 1].
+void check_batch_norm_options(const std::string& who, const BatchNormOptions& opts);
 
 /// Common implementation: statistics per channel (dim 1) over N and every dim after C.
 ///
@@ -69,6 +75,7 @@ class BatchNormBase : public ChannelNormBase {
   /// running_mean / running_var with f, then increments num_batches_tracked.
   template <class F>
   Tensor tracked_train_step(const Tensor& x, F&& normalise) {
+    check_batch_norm_options(type_name(), options);  // options is public: it may have changed since construction
     check_batch_statistics(x);
     std::int64_t& tracked = num_batches_tracked.data<std::int64_t>()[0];
     const double factor = options.momentum ? *options.momentum : 1.0 / static_cast<double>(tracked + 1);

@@ -1,5 +1,6 @@
 #include "layers/group_norm.h"
 
+#include <cmath>
 #include <sstream>
 #include <stdexcept>
 
@@ -15,7 +16,7 @@ GroupNorm::GroupNorm(std::int64_t g, std::int64_t c, double e, bool aff, Dtype d
   if (c % g != 0)
     throw std::invalid_argument("GroupNorm: num_channels (" + std::to_string(c) + ") must be divisible by num_groups (" +
                                 std::to_string(g) + ")");
-  if (!(eps >= 0)) throw std::invalid_argument("GroupNorm: eps must be >= 0, got " + std::to_string(eps));
+  if (!(eps >= 0 && std::isfinite(eps))) throw std::invalid_argument("GroupNorm: eps must be >= 0 and finite, got " + std::to_string(eps));
   if (aff) {
     weight = register_parameter("weight", Tensor::ones({c}, dtype));
     bias = register_parameter("bias", Tensor::zeros({c}, dtype));

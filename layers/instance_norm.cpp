@@ -1,5 +1,8 @@
 #include "layers/instance_norm.h"
 
+#include <cmath>
+#include <string>
+
 #include <sstream>
 #include <stdexcept>
 
@@ -8,17 +11,26 @@
 
 namespace tapegrad::layers {
 
+namespace {
+// options is a public field: checked at construction and again at every forward.
+void check_options(const std::string& who, const InstanceNormOptions& opts) {
+  if (!(opts.eps >= 0 && std::isfinite(opts.eps)))
+    throw std::invalid_argument(who + ": eps must be >= 0 and finite, got " + std::to_string(opts.eps));
+  if (!(opts.momentum >= 0.0 && opts.momentum <= 1.0))
+    throw std::invalid_argument(who + ": momentum must be in [0, 1] (PyTorch convention), got " +
+                                std::to_string(opts.momentum));
+}
+}  // namespace
+
 InstanceNormBase::InstanceNormBase(std::int64_t c, InstanceNormOptions opts) : num_features(c), options(opts) {
   if (c <= 0) throw std::invalid_argument("InstanceNorm: num_features must be positive, got " + std::to_string(c));
-  if (!(opts.eps >= 0)) throw std::invalid_argument("InstanceNorm: eps must be >= 0, got " + std::to_string(opts.eps));
-  if (!(opts.momentum >= 0.0 && opts.momentum <= 1.0))
-    throw std::invalid_argument("InstanceNorm: momentum must be in [0, 1] (PyTorch convention), got " +
-                                std::to_string(opts.momentum));
+  check_options("InstanceNorm", opts);
   register_norm_state(c, opts.dtype, opts.affine, opts.track_running_stats);
 }
 
 Tensor InstanceNormBase::forward(const Tensor& x) {
   if (!x.defined()) throw std::invalid_argument(type_name() + ": the input is undefined");
+  check_options(type_name(), options);
   const std::int64_t rank = batched_rank();
   if (x.dim() != rank && x.dim() != rank - 1)
     throw std::invalid_argument(type_name() + ": expected " + shape_text() + " input, got " + std::to_string(x.dim()) +

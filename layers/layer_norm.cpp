@@ -1,5 +1,6 @@
 #include "layers/layer_norm.h"
 
+#include <cmath>
 #include <sstream>
 #include <stdexcept>
 
@@ -14,7 +15,7 @@ LayerNorm::LayerNorm(Shape shape, double e, bool affine, bool use_bias, Dtype dt
     if (d <= 0)
       throw std::invalid_argument("LayerNorm: normalized_shape must have positive dims, got " +
                                   shape_str(normalized_shape));
-  if (!(eps >= 0)) throw std::invalid_argument("LayerNorm: eps must be >= 0, got " + std::to_string(eps));
+  if (!(eps >= 0 && std::isfinite(eps))) throw std::invalid_argument("LayerNorm: eps must be >= 0 and finite, got " + std::to_string(eps));
   if (affine) {
     weight = register_parameter("weight", Tensor::ones(normalized_shape, dtype));
     if (use_bias) bias = register_parameter("bias", Tensor::zeros(normalized_shape, dtype));

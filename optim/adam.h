@@ -44,6 +44,7 @@ class Adam : public OptimizerWithOptions<AdamOptions> {
   explicit Adam(bool decoupled) : decoupled_(decoupled) {}
   void validate(const AdamOptions& o) const override;
   std::vector<std::string> state_names() const override { return {"step", "exp_avg", "exp_avg_sq", "max_exp_avg_sq"}; }
+  std::vector<std::string> nonnegative_state_names() const override { return {"exp_avg_sq", "max_exp_avg_sq"}; }
 
  private:
   bool decoupled_ = false;

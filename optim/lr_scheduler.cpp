@@ -8,6 +8,13 @@
 
 namespace tapegrad::optim {
 
+namespace {
+void check_gamma(const char* who, double gamma) {
+  if (!(gamma >= 0 && std::isfinite(gamma)))
+    throw std::invalid_argument(std::string(who) + ": expected a finite gamma >= 0, got " + detail::num(gamma));
+}
+}  // namespace
+
 LRScheduler::LRScheduler(Optimizer& optimizer) : optimizer_(optimizer) {
   for (std::size_t g = 0; g < optimizer.num_param_groups(); ++g) base_lrs_.push_back(optimizer.lr(g));
 }
@@ -44,6 +51,21 @@ void LRScheduler::load_state_dict(const OptimizerState& s) {
   }
   for (auto& [k, v] : s)
     if (k != "last_epoch" && k != "base_lrs" && k != "last_lr") problems.push_back("unexpected key '" + k + "'");
+  // the values, not only the shapes: an epoch before the first (-1 is "not started") or a
+  // negative or non-finite lr would fail later, at a step, far from the file
+  if (problems.empty()) {
+    if (const std::int64_t v = e->data<std::int64_t>()[0]; v < -1)
+      problems.push_back("'last_epoch' must be >= -1, got " + std::to_string(v));
+    for (const char* key : {"base_lrs", "last_lr"}) {
+      const auto v = s.at(key).to_vector();
+      for (std::size_t g = 0; g < v.size(); ++g)
+        if (!(v[g] >= 0 && std::isfinite(v[g]))) {
+          problems.push_back(std::string("'") + key + "' must hold finite lrs >= 0, got " + detail::num(v[g]) +
+                             " for group " + std::to_string(g));
+          break;
+        }
+    }
+  }
   if (!problems.empty()) {
     std::string msg = type_name() + "::load_state_dict: nothing was loaded.";
     for (auto& p : problems) msg += " " + p + ";";
@@ -59,6 +81,7 @@ void LRScheduler::load_state_dict(const OptimizerState& s) {
 StepLR::StepLR(Optimizer& optimizer, std::int64_t step_size, double gamma)
     : LRScheduler(optimizer), step_size_(step_size), gamma_(gamma) {
   if (step_size < 1) throw std::invalid_argument("StepLR: expected step_size >= 1, got " + std::to_string(step_size));
+  check_gamma("StepLR", gamma);
   initial_step();
 }
 
@@ -73,6 +96,7 @@ MultiStepLR::MultiStepLR(Optimizer& optimizer, std::vector<std::int64_t> milesto
     : LRScheduler(optimizer), milestones_(std::move(milestones)), gamma_(gamma) {
   for (auto m : milestones_)
     if (m < 0) throw std::invalid_argument("MultiStepLR: expected milestones >= 0, got " + std::to_string(m));
+  check_gamma("MultiStepLR", gamma);
   initial_step();
 }
 
@@ -85,6 +109,7 @@ double MultiStepLR::next_lr(std::size_t, double current) const {
 // ---- ExponentialLR ----------------------------------------------------------------------
 
 ExponentialLR::ExponentialLR(Optimizer& optimizer, double gamma) : LRScheduler(optimizer), gamma_(gamma) {
+  check_gamma("ExponentialLR", gamma);
   initial_step();
 }
 
@@ -97,6 +122,8 @@ double ExponentialLR::next_lr(std::size_t, double current) const {
 CosineAnnealingLR::CosineAnnealingLR(Optimizer& optimizer, std::int64_t T_max, double eta_min)
     : LRScheduler(optimizer), T_max_(T_max), eta_min_(eta_min) {
   if (T_max < 1) throw std::invalid_argument("CosineAnnealingLR: expected T_max >= 1, got " + std::to_string(T_max));
+  if (!(eta_min >= 0 && std::isfinite(eta_min)))
+    throw std::invalid_argument("CosineAnnealingLR: expected a finite eta_min >= 0, got " + detail::num(eta_min));
   initial_step();
 }
 

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <charconv>
+#include <cmath>
 #include <optional>
 #include <set>
 
@@ -90,6 +91,31 @@ OptimizerState Optimizer::state_dict() const {
   return out;
 }
 
+namespace {
+// What is wrong with a state tensor's values ("" if nothing): a step count below 0 (the
+// bias corrections would divide by 1 - β^t <= 0), a non-finite moment, a negative second
+// moment (its square root is NaN).
+std::string check_state_values(const Tensor& t, bool is_step, bool nonnegative) {
+  if (is_step) {
+    const std::int64_t v = t.data<std::int64_t>()[0];
+    return v >= 0 ? "" : "expected a step count >= 0, got " + std::to_string(v);
+  }
+  const std::vector<double> v = t.to_vector();
+  for (std::size_t k = 0; k < v.size(); ++k) {
+    if (!std::isfinite(v[k]))
+      return "expected finite values, got " + detail::num(v[k]) + " at index " + std::to_string(k);
+    if (nonnegative && v[k] < 0)
+      return "expected values >= 0 (a second moment), got " + detail::num(v[k]) + " at index " + std::to_string(k);
+  }
+  return "";
+}
+}  // namespace
+
+void Optimizer::follow_dtype(const Tensor& p, ParamState& st) {
+  for (auto& [name, t] : st)
+    if (is_floating(t.dtype()) && t.dtype() != p.dtype()) t = t.to(p.dtype());
+}
+
 void Optimizer::load_state_dict(const OptimizerState& dict) {
   const std::vector<Tensor> params = parameters();
   const auto names = state_names();
@@ -98,6 +124,8 @@ void Optimizer::load_state_dict(const OptimizerState& dict) {
   std::vector<std::map<std::string, Tensor>> new_state(params.size());
   std::vector<std::map<std::string, double>> new_options(groups);
   std::vector<bool> have_params(groups, false);
+  const auto nonneg_names = nonnegative_state_names();
+  const std::set<std::string> nonneg(nonneg_names.begin(), nonneg_names.end());
 
   for (auto& [key, t] : dict) {
     if (key.rfind("state.", 0) == 0) {
@@ -122,6 +150,10 @@ void Optimizer::load_state_dict(const OptimizerState& dict) {
       if (!ok) {
         problems.push_back("'" + key + "': expected " +
                            (is_step ? std::string("an int64 scalar") : describe(params[i])) + ", got " + describe(t));
+        continue;
+      }
+      if (const std::string bad = check_state_values(t, is_step, nonneg.count(name) > 0); !bad.empty()) {
+        problems.push_back("'" + key + "': " + bad);
         continue;
       }
       new_state[i][name] = is_step ? Tensor::from_int64({t.data<std::int64_t>()[0]}, {}) : t.clone();

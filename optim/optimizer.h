@@ -88,6 +88,11 @@ class Optimizer {
   void check_grad(const Tensor& p, const Tensor& grad, std::size_t i) const;
   /// One parameter's state by name ("momentum_buffer", "step", ...).
   using ParamState = std::map<std::string, Tensor>;
+  /// Converts p's floating state to p's dtype when they differ (after Module::to(dtype)
+  /// converted the parameter); int64 counters stay as they are.
+  static void follow_dtype(const Tensor& p, ParamState& st);
+  /// State names whose values must be >= 0 (second moments), checked on load.
+  virtual std::vector<std::string> nonnegative_state_names() const { return {}; }
   /// State of the i-th parameter (over all groups), created on demand.
   ParamState& state(std::size_t i);
   /// Called when a group is added: keeps state_ one entry per parameter.
@@ -139,6 +144,9 @@ class OptimizerWithOptions : public Optimizer {
   /// check_grad(p, grad). Parameters without a gradient are skipped and keep their state.
   template <class F>
   void for_each_param_with_grad(F&& f) {
+    // options(g) hands out a mutable reference: check what may have been set since, before
+    // any parameter changes (a refused step changes nothing)
+    for (const auto& group : groups_) validate(group.options);
     run_step_hooks();
     std::size_t index = 0;
     for (auto& group : groups_) {
@@ -149,7 +157,9 @@ class OptimizerWithOptions : public Optimizer {
         const Tensor grad = p.grad();
         if (!grad.defined()) continue;
         check_grad(p, grad, i);
+        follow_dtype(p, st);
         f(p, grad, st, o);
+        p.impl()->storage->bump_version();  // an in-place write, like every optimizer step in PyTorch
       }
     }
   }

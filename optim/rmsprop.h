@@ -43,6 +43,7 @@ class RMSprop : public OptimizerWithOptions<RMSpropOptions> {
   std::vector<std::string> state_names() const override {
     return {"step", "square_avg", "momentum_buffer", "grad_avg"};
   }
+  std::vector<std::string> nonnegative_state_names() const override { return {"square_avg"}; }
 };
 
 }  // namespace tapegrad::optim

@@ -25,7 +25,7 @@ Tensor sigmoid(const Tensor& x) {
                return kernels::map_binary_same<scalar_t>(
                    g, y, [](scalar_t gv, scalar_t yv) { return gv * yv * (scalar_t(1) - yv); });
              }));
-    });
+    }, autograd::kSavesOutput);
   return out;
 }
 
@@ -41,7 +41,7 @@ Tensor tanh(const Tensor& x) {
                return kernels::map_binary_same<scalar_t>(
                    g, y, [](scalar_t gv, scalar_t yv) { return gv * (scalar_t(1) - yv * yv); });
              }));
-    });
+    }, autograd::kSavesOutput);
   return out;
 }
 

@@ -43,7 +43,7 @@ Tensor add(const Tensor& a, const Tensor& b) {
     autograd::record("add", out, {a, b}, [sa = a.shape(), sb = b.shape()](const Tensor& g, GradSink& gs) {
       if (gs.needs(0)) gs.add(0, sum_to(g, sa));
       if (gs.needs(1)) gs.add(1, sum_to(g, sb));
-    });
+    }, autograd::kSavesNothing);
   }
   return out;
 }
@@ -57,7 +57,7 @@ Tensor sub(const Tensor& a, const Tensor& b) {
     autograd::record("sub", out, {a, b}, [sa = a.shape(), sb = b.shape()](const Tensor& g, GradSink& gs) {
       if (gs.needs(0)) gs.add(0, sum_to(g, sa));
       if (gs.needs(1)) gs.add(1, sum_to(neg(g), sb));
-    });
+    }, autograd::kSavesNothing);
   }
   return out;
 }
@@ -99,7 +99,7 @@ Tensor add(const Tensor& a, double s) {
     return kernels::map_unary<scalar_t>(a, [c](scalar_t x) { return x + c; });
   });
   if (autograd::needs_grad({&a}))
-    autograd::record("add_scalar", out, {a}, [](const Tensor& g, GradSink& gs) { gs.add(0, g); });
+    autograd::record("add_scalar", out, {a}, [](const Tensor& g, GradSink& gs) { gs.add(0, g); }, autograd::kSavesNothing);
   return out;
 }
 
@@ -110,7 +110,7 @@ Tensor mul(const Tensor& a, double s) {
     return kernels::map_unary<scalar_t>(a, [c](scalar_t x) { return x * c; });
   });
   if (autograd::needs_grad({&a}))
-    autograd::record("mul_scalar", out, {a}, [s](const Tensor& g, GradSink& gs) { gs.add(0, mul(g, s)); });
+    autograd::record("mul_scalar", out, {a}, [s](const Tensor& g, GradSink& gs) { gs.add(0, mul(g, s)); }, autograd::kSavesNothing);
   return out;
 }
 
@@ -149,14 +149,15 @@ Tensor pow(const Tensor& a, double p) {
 Tensor relu(const Tensor& a) {
   kernels::check_floating(a, "relu");
   Tensor out = TAPEGRAD_DISPATCH_FLOAT(a.dtype(), "relu", [&] {
-    return kernels::map_unary<scalar_t>(a, [](scalar_t x) { return x > scalar_t(0) ? x : scalar_t(0); });
+    // NaN stays NaN (as in PyTorch): `x <= 0` is false for NaN, so it passes through
+    return kernels::map_unary<scalar_t>(a, [](scalar_t x) { return x <= scalar_t(0) ? scalar_t(0) : x; });
   });
   if (autograd::needs_grad({&a}))
     // The mask is a > 0; holding the input (not the output) makes no cycle and no copy.
     autograd::record("relu", out, {a}, [a](const Tensor& g, GradSink& gs) {
       Tensor gi = TAPEGRAD_DISPATCH_FLOAT(g.dtype(), "relu_backward", [&] {
         return kernels::map_binary_same<scalar_t>(
-            g, a, [](scalar_t gv, scalar_t av) { return av > scalar_t(0) ? gv : scalar_t(0); });
+            g, a, [](scalar_t gv, scalar_t av) { return av <= scalar_t(0) ? scalar_t(0) : gv; });  // PyTorch's threshold_backward
       });
       gs.add(0, std::move(gi));
     });

@@ -106,7 +106,10 @@ Tensor cat(const std::vector<Tensor>& ts, std::int64_t dim) {
                                   " but tensor 0 has shape " + shape_str(t0.shape()) +
                                   "; sizes must match except in dimension " + std::to_string(d));
     R.push_back(t.shape()[d]);
-    total += t.shape()[d];
+    if (__builtin_add_overflow(total, t.shape()[d], &total))
+      throw std::invalid_argument("cat: the sizes along dimension " + std::to_string(d) +
+                                  " add up to more than a 64-bit count holds (size overflow); tensor " +
+                                  std::to_string(i) + " has shape " + shape_str(t.shape()));
   }
   std::int64_t outer = 1, inner = 1;
   for (std::int64_t k = 0; k < d; ++k) outer *= t0.shape()[k];
@@ -127,7 +130,7 @@ Tensor cat(const std::vector<Tensor>& ts, std::int64_t dim) {
         if (gs.needs(i)) gs.add(i, narrow(g, d, off, R[i]));
         off += R[i];
       }
-    });
+    }, autograd::kSavesNothing);
   return out;
 }
 
@@ -179,7 +182,7 @@ Tensor where(const Tensor& cond, const Tensor& a, const Tensor& b) {
     autograd::record("where", out, {a, b}, [mask, sa = a.shape(), sb = b.shape()](const Tensor& g, GradSink& gs) {
       if (gs.needs(0)) gs.add(0, masked_grad(g, *mask, true, sa));
       if (gs.needs(1)) gs.add(1, masked_grad(g, *mask, false, sb));
-    });
+    }, autograd::kSavesNothing);
   return out;
 }
 
@@ -202,7 +205,7 @@ Tensor masked_fill(const Tensor& x, const Tensor& mask, double value) {
     // d/dx = g where the mask is false
     autograd::record("masked_fill", out, {x}, [m, xs = x.shape()](const Tensor& g, GradSink& gs) {
       gs.add(0, masked_grad(g, *m, false, xs));
-    });
+    }, autograd::kSavesNothing);
   return out;
 }
 

@@ -156,7 +156,8 @@ Tensor linear(const Tensor& x, const Tensor& weight, const Tensor& bias) {
       throw std::invalid_argument("linear: expected bias (" + std::to_string(out_f) + "), got " +
                                   shape_str(bias.shape()));
   }
-  const std::int64_t rows = in_f == 0 ? 0 : x.numel() / in_f;
+  std::int64_t rows = 1;  // product of the leading sizes (not numel / in_f: in_f may be 0)
+  for (std::int64_t d = 0; d + 1 < x.dim(); ++d) rows *= x.shape()[static_cast<std::size_t>(d)];
   const bool flat = x.dim() == 2;  // (N, in): no reshaping views needed
   Tensor x2 = flat ? x : alias_with_shape(x, {rows, in_f});
   Tensor y2 = Tensor::empty({rows, out_f}, x.dtype());

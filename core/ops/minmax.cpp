@@ -173,7 +173,7 @@ Tensor value_op(const Tensor& x, std::int64_t dim, bool keepdim) {
           po[(k / v.inner) * v.R * v.inner + pi[k] * v.inner + k % v.inner] += pg[k];
       });
       gs.add(0, std::move(gi));
-    });
+    }, autograd::kSavesNothing);
   return out;
 }
 

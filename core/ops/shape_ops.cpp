@@ -17,8 +17,10 @@ Tensor reshape(const Tensor& x, const Shape& shape_in) {
       infer = static_cast<std::int64_t>(i);
     } else if (shape[i] < 0) {
       throw std::invalid_argument("reshape: invalid shape " + shape_str(shape_in));
-    } else {
-      known *= shape[i];
+    } else if (__builtin_mul_overflow(known, shape[i], &known)) {
+      throw std::invalid_argument("reshape: shape " + shape_str(shape_in) +
+                                  " has more elements than a 64-bit count holds (size overflow); input shape " +
+                                  shape_str(x.shape()));
     }
   }
   if (infer >= 0) {
@@ -27,13 +29,13 @@ Tensor reshape(const Tensor& x, const Shape& shape_in) {
                                   shape_str(x.shape()));
     shape[infer] = x.numel() / known;
   }
-  if (numel_of(shape) != x.numel())
+  if (known * (infer >= 0 ? shape[infer] : 1) != x.numel())
     throw std::invalid_argument("reshape: shape " + shape_str(shape_in) + " is invalid for input of shape " +
                                 shape_str(x.shape()) + " (" + std::to_string(x.numel()) + " elements)");
   Tensor out = alias_with_shape(x, shape);
   if (autograd::needs_grad({&x}))
     autograd::record("reshape", out, {x},
-                     [xs = x.shape()](const Tensor& g, GradSink& gs) { gs.add(0, alias_with_shape(g, xs)); });
+                     [xs = x.shape()](const Tensor& g, GradSink& gs) { gs.add(0, alias_with_shape(g, xs)); }, autograd::kSavesNothing);
   return out;
 }
 
@@ -84,7 +86,7 @@ Tensor permute(const Tensor& x, const std::vector<std::int64_t>& dims_in) {
   if (autograd::needs_grad({&x})) {
     std::vector<std::int64_t> inv(dims.size());
     for (std::size_t i = 0; i < dims.size(); ++i) inv[dims[i]] = static_cast<std::int64_t>(i);
-    autograd::record("permute", out, {x}, [inv](const Tensor& g, GradSink& gs) { gs.add(0, permute_values(g, inv)); });
+    autograd::record("permute", out, {x}, [inv](const Tensor& g, GradSink& gs) { gs.add(0, permute_values(g, inv)); }, autograd::kSavesNothing);
   }
   return out;
 }

@@ -122,7 +122,7 @@ Tensor softmax(const Tensor& x, std::int64_t dim) {
         return o;
       });
       gs.add(0, std::move(gi));
-    });
+    }, autograd::kSavesOutput);
   return out;
 }
 
@@ -148,7 +148,7 @@ Tensor log_softmax(const Tensor& x, std::int64_t dim) {
         return o;
       });
       gs.add(0, std::move(gi));
-    });
+    }, autograd::kSavesOutput);
   return out;
 }
 
@@ -183,7 +183,7 @@ Tensor logsumexp(const Tensor& x, std::int64_t dim, bool keepdim) {
         return o;
       });
       gs.add(0, std::move(gi));
-    });
+    }, autograd::kSavesInputs | autograd::kSavesOutput);
   return out;
 }
 

@@ -27,7 +27,7 @@ Tensor exp(const Tensor& x) {
     // d(eˣ)/dx = eˣ = y
     autograd::record("exp", out, {x}, [y = out.detach()](const Tensor& g, GradSink& gs) {
       gs.add(0, grad_map(g, y, "exp_backward", [](auto gv, auto yv) { return gv * yv; }));
-    });
+    }, autograd::kSavesOutput);
   return out;
 }
 
@@ -53,7 +53,7 @@ Tensor sqrt(const Tensor& x) {
     // d(√x)/dx = 1/(2√x) = 1/(2y)
     autograd::record("sqrt", out, {x}, [y = out.detach()](const Tensor& g, GradSink& gs) {
       gs.add(0, grad_map(g, y, "sqrt_backward", [](auto gv, auto yv) { return gv / (yv + yv); }));
-    });
+    }, autograd::kSavesOutput);
   return out;
 }
 
@@ -69,7 +69,7 @@ Tensor rsqrt(const Tensor& x) {
                using T = decltype(yv);
                return T(-0.5) * gv * yv * yv * yv;
              }));
-    });
+    }, autograd::kSavesOutput);
   return out;
 }
 

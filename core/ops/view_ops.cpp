@@ -29,7 +29,7 @@ Tensor view_as(const Tensor& x, const Shape& shape, const char* op) {
   Tensor out = alias_with_shape(x, shape);
   if (autograd::needs_grad({&x}))
     autograd::record(op, out, {x},
-                     [xs = x.shape()](const Tensor& g, GradSink& gs) { gs.add(0, alias_with_shape(g, xs)); });
+                     [xs = x.shape()](const Tensor& g, GradSink& gs) { gs.add(0, alias_with_shape(g, xs)); }, autograd::kSavesNothing);
   return out;
 }
 
@@ -85,7 +85,7 @@ Tensor slice_impl(const Tensor& x, std::int64_t dim, std::int64_t start, std::in
     out = gather_slice(x, sp, os);
   if (autograd::needs_grad({&x}))
     autograd::record(op, out, {x},
-                     [sp, xs = s](const Tensor& g, GradSink& gs) { gs.add(0, scatter_slice(g, sp, xs)); });
+                     [sp, xs = s](const Tensor& g, GradSink& gs) { gs.add(0, scatter_slice(g, sp, xs)); }, autograd::kSavesNothing);
   return out;
 }
 
@@ -138,7 +138,7 @@ Tensor narrow(const Tensor& x, std::int64_t dim, std::int64_t start, std::int64_
   const std::int64_t d = axis_or_throw(dim, x.dim(), x, "narrow");
   const std::int64_t size = x.shape()[d];
   const std::int64_t st = start < 0 ? start + size : start;
-  if (st < 0 || length < 0 || st + length > size)
+  if (st < 0 || st > size || length < 0 || length > size - st)  // no start + length: it may overflow
     throw std::out_of_range("narrow: start " + std::to_string(start) + " + length " + std::to_string(length) +
                             " exceeds dimension " + std::to_string(d) + " of size " + std::to_string(size) +
                             " (input shape " + shape_str(x.shape()) + ")");
@@ -158,7 +158,7 @@ Tensor slice(const Tensor& x, std::int64_t dim, std::optional<std::int64_t> star
   };
   const std::int64_t b = start ? clampi(*start) : 0;
   const std::int64_t e = end ? clampi(*end) : size;
-  const std::int64_t n = e > b ? (e - b + step - 1) / step : 0;
+  const std::int64_t n = e > b ? (e - b - 1) / step + 1 : 0;  // ceil((e - b) / step) without overflow
   return slice_impl(x, d, n > 0 ? b : 0, n, step, "slice");
 }
 

@@ -296,6 +296,21 @@ void batch_moments(const Tensor& x, Tensor& mean_out, Tensor& var_out) {
   var_out = Tensor::from_vector(var, {d.C}, Dtype::Float64);
 }
 
+namespace {
+// An input with no elements gives an empty output, as PyTorch: no statistics are taken
+// (running statistics stay as they are) and weight and bias get zero gradients.
+Tensor empty_norm_output(const Tensor& x, const Tensor& weight, const Tensor& bias, const char* op) {
+  Tensor out = Tensor::zeros(x.shape(), x.dtype());
+  if (autograd::needs_grad({&x, &weight, &bias}))
+    autograd::record(op, out, {x, weight, bias}, [](const Tensor& g, GradSink& gs) {
+      for (std::size_t i = 0; i < 3; ++i)
+        if (gs.needs(i)) gs.add(i, Tensor::zeros(gs.input_shape(i), g.dtype()));
+    });
+  return out;
+}
+
+}  // namespace
+
 Tensor batch_norm(const Tensor& x, const Tensor& running_mean, const Tensor& running_var, const Tensor& weight,
                   const Tensor& bias, bool training, double momentum, double eps, bool unbiased_running_var) {
   if (!x.defined() || x.dim() < 2)
@@ -312,12 +327,17 @@ Tensor batch_norm(const Tensor& x, const Tensor& running_mean, const Tensor& run
     throw std::invalid_argument("batch_norm: running_mean and running_var must both be given or both be omitted");
   if (!training && !running_mean.defined())
     throw std::invalid_argument("batch_norm: eval mode (training=false) needs running_mean and running_var");
-  if (!(eps >= 0)) throw std::invalid_argument("batch_norm: eps must be >= 0, got " + std::to_string(eps));
+  if (!(eps >= 0 && std::isfinite(eps)))
+    throw std::invalid_argument("batch_norm: eps must be >= 0 and finite, got " + std::to_string(eps));
+  if (training && running_mean.defined() && !(momentum >= 0.0 && momentum <= 1.0))
+    throw std::invalid_argument("batch_norm: momentum must be in [0, 1] (PyTorch convention; a Keras decay of 0.99 "
+                                "is momentum 0.01), got " + std::to_string(momentum));
   const std::int64_t m = d.N * d.S;
   if (training && m <= 1)
     throw std::invalid_argument("batch_norm: expected more than 1 value per channel when training, got input of shape " +
                                 shape_str(x.shape()) + " (" + std::to_string(m) +
                                 " value per channel); use eval() for single-sample inference");
+  if (x.numel() == 0) return empty_norm_output(x, weight, bias, "batch_norm");  // eval on an empty batch
   // mean (C values) then rstd (C values): what the backward keeps
   std::vector<double> stats(static_cast<std::size_t>(2 * d.C));
   double* mean = stats.data();
@@ -331,6 +351,8 @@ Tensor batch_norm(const Tensor& x, const Tensor& running_mean, const Tensor& run
       // zero gradients) instead of dividing by zero.
       nv::inverse_std(var, eps, rstd, d.C);
       if (running_mean.defined()) {
+        running_mean.impl()->storage->bump_version();  // in-place writes: a graph that saved them notices
+        running_var.impl()->storage->bump_version();
         scalar_t* rm = running_mean.data<scalar_t>();
         scalar_t* rv = running_var.data<scalar_t>();
         const double unbias = unbiased_running_var ? static_cast<double>(m) / static_cast<double>(m - 1) : 1.0;

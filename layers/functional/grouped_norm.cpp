@@ -212,6 +212,21 @@ void check_affine(const Tensor& t, const char* what, const Tensor& x, std::int64
 
 }  // namespace
 
+namespace {
+// An input with no elements gives an empty output, as PyTorch: no statistics are taken
+// (running statistics stay as they are) and weight and bias get zero gradients.
+Tensor empty_norm_output(const Tensor& x, const Tensor& weight, const Tensor& bias, const char* op) {
+  Tensor out = Tensor::zeros(x.shape(), x.dtype());
+  if (autograd::needs_grad({&x, &weight, &bias}))
+    autograd::record(op, out, {x, weight, bias}, [](const Tensor& g, GradSink& gs) {
+      for (std::size_t i = 0; i < 3; ++i)
+        if (gs.needs(i)) gs.add(i, Tensor::zeros(gs.input_shape(i), g.dtype()));
+    });
+  return out;
+}
+
+}  // namespace
+
 Tensor grouped_norm(const Tensor& x, std::int64_t C, std::int64_t S, std::int64_t G, const Tensor& weight,
                     const Tensor& bias, double eps, const char* op, std::vector<double>* group_mean,
                     std::vector<double>* group_var) {
@@ -219,6 +234,15 @@ Tensor grouped_norm(const Tensor& x, std::int64_t C, std::int64_t S, std::int64_
   if (!is_floating(x.dtype()))
     throw std::invalid_argument(std::string(op) + ": expected a float32 or float64 input, got " +
                                 dtype_name(x.dtype()));
+  if (!(eps >= 0 && std::isfinite(eps)))
+    throw std::invalid_argument(std::string(op) + ": eps must be >= 0 and finite, got " + std::to_string(eps));
+  if (C > 0 && G > 0 && C % G == 0 && S >= 0 && x.numel() == 0) {  // an empty batch or spatial size
+    check_affine(weight, "weight", x, C, op);
+    check_affine(bias, "bias", x, C, op);
+    if (group_mean) group_mean->clear();
+    if (group_var) group_var->clear();
+    return empty_norm_output(x, weight, bias, op);
+  }
   if (C <= 0 || S <= 0 || G <= 0 || C % G != 0 || x.numel() % (C * S) != 0)
     throw std::invalid_argument(std::string(op) + ": cannot split input of shape " + shape_str(x.shape()) + " into " +
                                 std::to_string(G) + " groups of " + std::to_string(C) + " channels x " +
