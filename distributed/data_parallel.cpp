@@ -8,7 +8,7 @@
 #include "distributed/comm.h"
 #include "distributed/environment.h"
 #include "distributed/module_sync.h"
-#include "layers/hooks.h"
+#include "optim/step_hooks.h"
 
 namespace tapegrad::distributed {
 namespace {
@@ -130,7 +130,7 @@ DistributedDataParallel::DistributedDataParallel(layers::ModulePtr module, DDPOp
     State* st = s_.get();
     autograd::set_post_accumulate_grad_hook(s.params[k], [st, k] { st->on_grad_final(k); });
   }
-  s.step_hook = layers::hooks::add_step_hook([st = s_.get()](const std::vector<Tensor>&) {
+  s.step_hook = optim::hooks::add_step_hook([st = s_.get()](const std::vector<Tensor>&) {
     if (st->dirty)
       throw std::logic_error(
           "DistributedDataParallel: optimizer.step() before finish(): call ddp.finish() after loss.backward() so the "
@@ -140,7 +140,7 @@ DistributedDataParallel::DistributedDataParallel(layers::ModulePtr module, DDPOp
 
 DistributedDataParallel::~DistributedDataParallel() {
   State& s = *s_;
-  layers::hooks::remove_hook(s.step_hook);
+  optim::hooks::remove_step_hook(s.step_hook);
   for (auto& p : s.params) autograd::set_post_accumulate_grad_hook(p, {});
   int finalized = 0;
   if (s.mpi) MPI_Finalized(&finalized);
