@@ -3,11 +3,16 @@
 #include <string>
 #include <vector>
 
-#include "gnuplot.h"  // gnuplot_available
+#include "gnuplot.h"  // report_kit: gnuplot without a shell
 #include "stats.h"
 #include "study.h"
 
 namespace bnexp {
+
+using report_kit::gnuplot_available;
+using report_kit::gnuplot_quote;
+using report_kit::spawn_gnuplot;
+using report_kit::wait_ok;
 
 /// Header of the tidy CSV: one row per (experiment, config, policy, seed, epoch, split).
 inline constexpr const char* kCsvHeader = "experiment,config,norm,lr,depth,preset,policy,seed,epoch,split,loss";

@@ -272,13 +272,7 @@ std::string batch_size_summary(const BatchSizeResult& r) {
 
 std::vector<std::string> write_batch_size(const BatchSizeResult& r, const std::string& dir_s) {
   const fs::path dir(dir_s), plots = fs::path(dir_s) / "plots";
-  fs::create_directories(plots);
-  report_kit::write_file((dir / "results.csv").string(), batch_size_csv(r));
-  report_kit::write_file((dir / "summary.md").string(), batch_size_summary(r));
-  if (!report_kit::gnuplot_available()) {
-    spdlog::warn("gnuplot (pngcairo) not found: no figure; the CSV and summary are written");
-    return {};
-  }
+  if (!report_kit::write_tables(dir_s, batch_size_csv(r), batch_size_summary(r))) return {};
   static const std::map<NormKind, std::string> color{{NormKind::Batch, "#1f77b4"}, {NormKind::Sync, "#17becf"},
                                                      {NormKind::Renorm, "#ff7f0e"}, {NormKind::Group, "#9467bd"},
                                                      {NormKind::Layer, "#2ca02c"}, {NormKind::None, "#d62728"}};
@@ -311,16 +305,8 @@ std::vector<std::string> write_batch_size(const BatchSizeResult& r, const std::s
        << "' title '" << kind_name(k) << "'";
   }
   gp << "\n";
-  const std::string script = (plots / "accuracy_vs_m.gp").string();
-  report_kit::write_file(script, gp.str());
-  std::error_code ec;
-  fs::remove(png, ec);
-  const int rc = report_kit::run_gnuplot({script}, (plots / "gnuplot.log").string());
-  if (rc != 0 || !fs::exists(png)) {
-    spdlog::warn("gnuplot failed on {} (see {}); the CSV is unaffected", script, (plots / "gnuplot.log").string());
-    return {};
-  }
-  return {png.string()};
+  return report_kit::render_figure((plots / "accuracy_vs_m.gp").string(), gp.str(), png.string(),
+                                  (plots / "gnuplot.log").string());
 }
 
 }  // namespace normstudy

@@ -171,13 +171,7 @@ std::string gap_summary(const GapResult& r) {
 
 std::vector<std::string> write_gap(const GapResult& r, const std::string& dir_s) {
   const fs::path dir(dir_s), plots = dir / "plots";
-  fs::create_directories(plots);
-  report_kit::write_file((dir / "results.csv").string(), gap_csv(r));
-  report_kit::write_file((dir / "summary.md").string(), gap_summary(r));
-  if (!report_kit::gnuplot_available()) {
-    spdlog::warn("gnuplot (pngcairo) not found: no figure; the CSV and summary are written");
-    return {};
-  }
+  if (!report_kit::write_tables(dir_s, gap_csv(r), gap_summary(r))) return {};
   const auto& o = r.options;
   const fs::path png = dir / "train_eval_gap.png";
   const std::vector<std::string> colors{"#1f77b4", "#ff7f0e", "#d62728", "#2ca02c", "#9467bd"};
@@ -211,15 +205,8 @@ std::vector<std::string> write_gap(const GapResult& r, const std::string& dir_s)
     gp << "\n";
   }
   gp << "unset multiplot\n";
-  const std::string script = (plots / "train_eval_gap.gp").string();
-  report_kit::write_file(script, gp.str());
-  std::error_code ec;
-  fs::remove(png, ec);
-  if (report_kit::run_gnuplot({script}, (plots / "gnuplot.log").string()) != 0 || !fs::exists(png)) {
-    spdlog::warn("gnuplot failed on {}; the CSV is unaffected", script);
-    return {};
-  }
-  return {png.string()};
+  return report_kit::render_figure((plots / "train_eval_gap.gp").string(), gp.str(), png.string(),
+                                  (plots / "gnuplot.log").string());
 }
 
 }  // namespace normstudy

@@ -55,13 +55,7 @@ std::string mode_bugs_summary(const BugResult& r) {
 
 std::vector<std::string> write_mode_bugs(const BugResult& r, const std::string& dir_s) {
   const fs::path dir(dir_s), plots = dir / "plots";
-  fs::create_directories(plots);
-  report_kit::write_file((dir / "results.csv").string(), mode_bugs_csv(r));
-  report_kit::write_file((dir / "summary.md").string(), mode_bugs_summary(r));
-  if (!report_kit::gnuplot_available()) {
-    spdlog::warn("gnuplot (pngcairo) not found: no figure; the CSV and summary are written");
-    return {};
-  }
+  if (!report_kit::write_tables(dir_s, mode_bugs_csv(r), mode_bugs_summary(r))) return {};
   std::ostringstream d;
   for (std::size_t i = 0; i < r.rows.size(); ++i) {
     std::string label = r.rows[i].bug;
@@ -83,15 +77,8 @@ std::vector<std::string> write_mode_bugs(const BugResult& r, const std::string& 
      << r.options.seed << "): correct vs buggy variant'\n"
      << "plot " << report_kit::gnuplot_quote(f) << " using 3:xtic(2) title 'correct' lc rgb '#1f77b4', '' using 4 "
         "title 'buggy' lc rgb '#d62728'\n";
-  const std::string script = (plots / "mode_bugs.gp").string();
-  report_kit::write_file(script, gp.str());
-  std::error_code ec;
-  fs::remove(png, ec);
-  if (report_kit::run_gnuplot({script}, (plots / "gnuplot.log").string()) != 0 || !fs::exists(png)) {
-    spdlog::warn("gnuplot failed on {}; the CSV is unaffected", script);
-    return {};
-  }
-  return {png.string()};
+  return report_kit::render_figure((plots / "mode_bugs.gp").string(), gp.str(), png.string(),
+                                  (plots / "gnuplot.log").string());
 }
 
 }  // namespace normstudy
