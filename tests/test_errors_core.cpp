@@ -12,15 +12,9 @@
 using namespace tapegrad;
 using Catch::Matchers::Contains;
 using tapegrad::test::f64;
+using tapegrad::test::leaf64;
 using tapegrad::test::thrown;
 
-namespace {
-Tensor leaf64(const Shape& s, double v = 1.0) {
-  Tensor t = f64(s, v);
-  t.requires_grad_();
-  return t;
-}
-}  // namespace
 
 // ---- tensors and ops ------------------------------------------------------------------
 

@@ -26,5 +26,11 @@ std::string thrown(F&& f) {
 /// A float32 / float64 tensor of shape s filled with v: the inputs of the error cases.
 inline Tensor f32(const Shape& s, double v = 1.0) { return Tensor::full(s, v, Dtype::Float32); }
 inline Tensor f64(const Shape& s, double v = 1.0) { return Tensor::full(s, v, Dtype::Float64); }
+/// f64(s, v) as a leaf that requires grad.
+inline Tensor leaf64(const Shape& s, double v = 1.0) {
+  Tensor t = f64(s, v);
+  t.requires_grad_();
+  return t;
+}
 
 }  // namespace tapegrad::test

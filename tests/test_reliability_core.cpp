@@ -20,14 +20,10 @@ using namespace tapegrad;
 using Catch::Matchers::Contains;
 using tapegrad::test::f32;
 using tapegrad::test::f64;
+using tapegrad::test::leaf64;
 using tapegrad::test::thrown;
 
 namespace {
-Tensor leaf64(const Shape& s, double v = 1.0) {
-  Tensor t = f64(s, v);
-  t.requires_grad_();
-  return t;
-}
 constexpr std::int64_t kBig = std::int64_t(1) << 31;
 constexpr std::int64_t kMax = std::numeric_limits<std::int64_t>::max();
 }  // namespace

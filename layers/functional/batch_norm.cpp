@@ -18,6 +18,7 @@
 
 #include "core/autograd.h"
 #include "core/parallel.h"
+#include "layers/functional/empty_input.h"
 #include "layers/functional/kernels/batch_norm_nc.h"
 #include "layers/functional/kernels/moments.h"
 #include "layers/functional/kernels/simd.h"
@@ -296,21 +297,6 @@ void batch_moments(const Tensor& x, Tensor& mean_out, Tensor& var_out) {
   var_out = Tensor::from_vector(var, {d.C}, Dtype::Float64);
 }
 
-namespace {
-// An input with no elements gives an empty output, as PyTorch: no statistics are taken
-// (running statistics stay as they are) and weight and bias get zero gradients.
-Tensor empty_norm_output(const Tensor& x, const Tensor& weight, const Tensor& bias, const char* op) {
-  Tensor out = Tensor::zeros(x.shape(), x.dtype());
-  if (autograd::needs_grad({&x, &weight, &bias}))
-    autograd::record(op, out, {x, weight, bias}, [](const Tensor& g, GradSink& gs) {
-      for (std::size_t i = 0; i < 3; ++i)
-        if (gs.needs(i)) gs.add(i, Tensor::zeros(gs.input_shape(i), g.dtype()));
-    });
-  return out;
-}
-
-}  // namespace
-
 Tensor batch_norm(const Tensor& x, const Tensor& running_mean, const Tensor& running_var, const Tensor& weight,
                   const Tensor& bias, bool training, double momentum, double eps, bool unbiased_running_var) {
   if (!x.defined() || x.dim() < 2)
@@ -337,7 +323,7 @@ Tensor batch_norm(const Tensor& x, const Tensor& running_mean, const Tensor& run
     throw std::invalid_argument("batch_norm: expected more than 1 value per channel when training, got input of shape " +
                                 shape_str(x.shape()) + " (" + std::to_string(m) +
                                 " value per channel); use eval() for single-sample inference");
-  if (x.numel() == 0) return empty_norm_output(x, weight, bias, "batch_norm");  // eval on an empty batch
+  if (x.numel() == 0) return detail::empty_norm_output(x, weight, bias, "batch_norm");  // eval on an empty batch
   // mean (C values) then rstd (C values): what the backward keeps
   std::vector<double> stats(static_cast<std::size_t>(2 * d.C));
   double* mean = stats.data();

@@ -10,6 +10,7 @@
 
 #include "core/autograd.h"
 #include "core/parallel.h"
+#include "layers/functional/empty_input.h"
 #include "layers/functional/kernels/layer_norm_rows.h"
 #include "layers/functional/kernels/simd.h"
 
@@ -208,21 +209,6 @@ void check_affine(const Tensor& t, const char* what, const Tensor& x, std::int64
   if (t.dtype() != x.dtype())
     throw std::invalid_argument(std::string(op) + ": " + what + " has dtype " + dtype_name(t.dtype()) +
                                 " but the input is " + dtype_name(x.dtype()));
-}
-
-}  // namespace
-
-namespace {
-// An input with no elements gives an empty output, as PyTorch: no statistics are taken
-// (running statistics stay as they are) and weight and bias get zero gradients.
-Tensor empty_norm_output(const Tensor& x, const Tensor& weight, const Tensor& bias, const char* op) {
-  Tensor out = Tensor::zeros(x.shape(), x.dtype());
-  if (autograd::needs_grad({&x, &weight, &bias}))
-    autograd::record(op, out, {x, weight, bias}, [](const Tensor& g, GradSink& gs) {
-      for (std::size_t i = 0; i < 3; ++i)
-        if (gs.needs(i)) gs.add(i, Tensor::zeros(gs.input_shape(i), g.dtype()));
-    });
-  return out;
 }
 
 }  // namespace
