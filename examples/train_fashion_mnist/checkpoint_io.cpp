@@ -34,13 +34,20 @@ optim::CheckpointExtras checkpoint_extras(const Config& c, const data::Standardi
   const auto n = static_cast<std::int64_t>(s.mean().size());
   x.tensors.emplace_back("preprocess.mean", Tensor::from_vector(s.mean(), {n}, Dtype::Float64));
   x.tensors.emplace_back("preprocess.std", Tensor::from_vector(s.stddev(), {n}, Dtype::Float64));
-  std::string hidden;
-  for (auto h : c.hidden) {
-    if (!hidden.empty()) hidden += ',';
-    hidden += std::to_string(h);
-  }
+  auto join = [](const std::vector<std::int64_t>& v) {
+    std::string out;
+    for (auto h : v) {
+      if (!out.empty()) out += ',';
+      out += std::to_string(h);
+    }
+    return out;
+  };
   x.metadata = {{"preprocess", "x = pixels / 255; input = (x - preprocess.mean) / preprocess.std"},
-                {"fmnist.hidden", hidden},
+                {"fmnist.model", c.model},
+                {"fmnist.hidden", join(c.hidden)},
+                {"fmnist.cnn.channels", join(c.cnn.channels)},
+                {"fmnist.cnn.head", std::to_string(c.cnn.head)},
+                {"fmnist.cnn.groups", std::to_string(c.cnn.groups)},
                 {"fmnist.norm", c.norm},
                 {"fmnist.dropout", g17(c.dropout)},
                 {"fmnist.epochs", std::to_string(c.epochs)},
@@ -70,6 +77,10 @@ CheckpointInfo read_checkpoint_info(const std::string& path) {
       a.hidden = parse_hidden(*meta("fmnist.hidden"));
       a.dropout = std::stod(*meta("fmnist.dropout"));
       if (meta("fmnist.epochs")) a.epochs = std::stoi(*meta("fmnist.epochs"));
+      if (meta("fmnist.model")) a.model = *meta("fmnist.model");  // absent: written before --model cnn, an MLP
+      if (meta("fmnist.cnn.channels")) a.cnn.channels = parse_hidden(*meta("fmnist.cnn.channels"));
+      if (meta("fmnist.cnn.head")) a.cnn.head = std::stoll(*meta("fmnist.cnn.head"));
+      if (meta("fmnist.cnn.groups")) a.cnn.groups = std::stoll(*meta("fmnist.cnn.groups"));
     } catch (const std::exception& e) {
       throw std::invalid_argument("'" + path + "': malformed fmnist.* metadata: " + e.what());
     }

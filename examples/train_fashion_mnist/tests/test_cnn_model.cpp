@@ -33,7 +33,7 @@ fmnist::Config small_cnn_config() {
 
 }  // namespace
 
-TEST_CASE("--model cnn builds Unflatten + models::CNN with the chosen norm", "[fmnist][cnn]") {
+TEST_CASE("the cnn model (--model cnn) builds Unflatten + models::CNN with the chosen norm", "[fmnist][cnn]") {
   fmnist::Config c = small_cnn_config();
   Generator init(0), drop(1);
   for (const char* norm : {"batch", "group", "instance", "layer", "none"}) {
