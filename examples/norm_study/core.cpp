@@ -153,15 +153,11 @@ Eval evaluate_batches(layers::Module& net, const data::Dataset& ds, std::int64_t
     const data::Dataset part = ds.slice(begin, end);
     const Tensor logits = net(part.X).to(Dtype::Float64);
     loss_sum += layers::cross_entropy(logits, part.y, layers::Reduction::Sum).item();
-    const std::int64_t m = logits.size(0), c = logits.size(1);
-    const double* p = logits.data<double>();
+    const std::int64_t m = logits.size(0);
+    const Tensor predicted = argmax(logits, 1);  // the first maximum of each row
+    const std::int64_t* best = predicted.data<std::int64_t>();
     const std::int64_t* y = part.y.data<std::int64_t>();
-    for (std::int64_t i = 0; i < m; ++i) {
-      std::int64_t best = 0;
-      for (std::int64_t j = 1; j < c; ++j)
-        if (p[i * c + j] > p[i * c + best]) best = j;
-      correct += best == y[i];
-    }
+    for (std::int64_t i = 0; i < m; ++i) correct += best[i] == y[i];
     seen += m;
   }
   if (seen == 0) return {std::nan(""), std::nan("")};

@@ -14,6 +14,7 @@
 #include "checkpoint_io.h"
 #include "core/autograd.h"
 #include "core/file_io.h"
+#include "core/ops/minmax.h"
 #include "core/ops/view_ops.h"
 #include "core/parallel.h"
 #include "data/dataloader.h"
@@ -203,12 +204,11 @@ double evaluate(layers::Module& model, const data::Dataset& ds, std::vector<std:
     const std::int64_t m = logits.size(0), c = logits.size(1);
     if (confusion && confusion->empty())
       confusion->assign(static_cast<std::size_t>(c), std::vector<std::int64_t>(static_cast<std::size_t>(c), 0));
-    const float* p = logits.data<float>();
+    const Tensor predicted = argmax(logits, 1);  // the first maximum of each row
+    const std::int64_t* bests = predicted.data<std::int64_t>();
     const std::int64_t* y = part.y.data<std::int64_t>();
     for (std::int64_t i = 0; i < m; ++i) {
-      std::int64_t best = 0;
-      for (std::int64_t j = 1; j < c; ++j)
-        if (p[i * c + j] > p[i * c + best]) best = j;
+      const std::int64_t best = bests[i];
       correct += best == y[i];
       if (confusion && y[i] >= 0 && y[i] < c) (*confusion)[static_cast<std::size_t>(y[i])][static_cast<std::size_t>(best)]++;
     }
