@@ -17,6 +17,7 @@
 #include "distributed/data_parallel.h"
 #include "distributed/environment.h"
 #include "ghost_batch.h"
+#include "../test_data.h"
 #include "layers/loss.h"
 #include "core.h"
 #include "optim/sgd.h"
@@ -26,16 +27,8 @@ using namespace normstudy;
 
 namespace {
 
-Tensor random_x(Generator& g, std::int64_t n, std::int64_t d) {
-  std::vector<double> v(static_cast<std::size_t>(n * d));
-  for (auto& x : v) x = 1.5 * g.normal() + 0.3;
-  return Tensor::from_vector(v, {n, d}, Dtype::Float64);
-}
-Tensor random_y(Generator& g, std::int64_t n, std::int64_t classes) {
-  std::vector<std::int64_t> v(static_cast<std::size_t>(n));
-  for (auto& y : v) y = static_cast<std::int64_t>(g.uniform() * static_cast<double>(classes)) % classes;
-  return Tensor::from_int64(v, {n});
-}
+using normstudy::testing::random_x;
+using normstudy::testing::random_y;
 double max_abs_diff(const std::vector<Tensor>& a, const std::vector<Tensor>& b) {
   if (a.size() != b.size()) throw std::logic_error("tensor lists differ in length");
   double m = 0;
