@@ -160,7 +160,9 @@ std::string machine_line() {
 #else
   const char* isa = "SSE2";
 #endif
-  return "CPU " + cpu + " | build ISA " + isa + " | libxsmm " + tapegrad::detail::xsmm_target();
+  return "CPU " + cpu + " | build ISA " + isa + " | libxsmm " + tapegrad::detail::xsmm_target() +
+         " | OpenBLAS " + tapegrad::detail::blas_core_name() +
+         (tapegrad::detail::blas_is_fallback() ? " (a fallback for this CPU: large products in Eigen)" : "");
 }
 
 }  // namespace tgbench

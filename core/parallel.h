@@ -5,8 +5,9 @@
 
 namespace tapegrad {
 
-/// Sets the threads used by tapegrad's loops and OpenBLAS (default: all cores). Eigen, which
-/// only runs the small products below the BLAS crossover, always stays on one thread.
+/// Sets the threads used by tapegrad's loops and OpenBLAS (default: all cores). Eigen runs
+/// small products on the calling thread; large ones only when OpenBLAS runs a fallback kernel
+/// set (detail::blas_is_fallback()), then on these threads.
 /// Throws std::invalid_argument for n < 1.
 void set_num_threads(int n);
 int get_num_threads();

@@ -10,6 +10,7 @@
 
 #include "core/ops/gemm_backends.h"
 #include "core/ops/matmul.h"
+#include "core/parallel.h"
 #include "core/tensor.h"
 
 using namespace tapegrad;
@@ -106,6 +107,31 @@ TEST_CASE("gemm takes libxsmm for small products, Eigen for thin ones, OpenBLAS 
   CHECK(detail::chosen_gemm_backend(Dtype::Float32, 32, 128, 50, false, true) == GemmBackend::Xsmm);
   CHECK(detail::chosen_gemm_backend(Dtype::Float32, 32, 64, 128, false, true) == GemmBackend::Eigen);  // wide panel
   CHECK(detail::chosen_gemm_backend(Dtype::Float64, 32, 128, 50, false, true) == GemmBackend::Eigen);
-  CHECK(detail::chosen_gemm_backend(Dtype::Float32, 1024, 1024, 1024) == GemmBackend::Blas);
+  INFO("OpenBLAS core " << detail::blas_core_name());
+  CHECK(detail::chosen_gemm_backend(Dtype::Float32, 1024, 1024, 1024) ==
+        (detail::blas_is_fallback() ? GemmBackend::Eigen : GemmBackend::Blas));
   CHECK(detail::forced_gemm_backend() == GemmBackend::Auto);
+}
+
+TEST_CASE("OpenBLAS counts as a fallback only when its kernel set is older than the CPU's AVX2", "[matmul][gemm]") {
+  const std::string core = detail::blas_core_name();
+  INFO("OpenBLAS core " << core);
+  if (!__builtin_cpu_supports("avx2") || !__builtin_cpu_supports("fma")) {
+    CHECK_FALSE(detail::blas_is_fallback());
+  } else {
+    const bool modern = core == "Haswell" || core == "Zen" || core == "SkylakeX" || core == "Cooperlake" ||
+                        core == "SapphireRapids";
+    CHECK(detail::blas_is_fallback() == !modern);
+  }
+}
+
+TEST_CASE("large products in Eigen on 2 threads (the path taken when OpenBLAS is a fallback) are exact",
+          "[matmul][gemm]") {
+  const int before = get_num_threads();
+  set_num_threads(2);
+  for (int t = 0; t < 4; ++t) {
+    check_product<float>(GemmBackend::Eigen, Dtype::Float32, t & 1, t & 2, 203, 257, 181, t == 3);
+    check_product<double>(GemmBackend::Eigen, Dtype::Float64, t & 1, t & 2, 181, 203, 257, t == 0);
+  }
+  set_num_threads(before);
 }

@@ -4,7 +4,9 @@
 //          and the exact (M, N, K), cached per thread. Small products.
 //   Eigen  Eigen's packed kernel: fallback for small products libxsmm does not take
 //          (fewer than 8 output columns, or no kernel for this CPU).
-//   Blas   OpenBLAS cblas_?gemm: large products, spread over the threads.
+//   Blas   OpenBLAS cblas_?gemm: large products, spread over the threads, unless OpenBLAS
+//          runs a fallback kernel set on this CPU (blas_is_fallback()): then Eigen, on
+//          tapegrad's threads.
 // The crossovers were measured on both ISA builds; see chosen_gemm_backend().
 #include <cstdint>
 
@@ -27,6 +29,15 @@ GemmBackend chosen_gemm_backend(Dtype dtype, std::int64_t M, std::int64_t N, std
 /// kernel for this CPU (xsmm_available() says whether it has).
 void force_gemm_backend(GemmBackend b);
 GemmBackend forced_gemm_backend();
+
+/// The kernel set OpenBLAS picked for this CPU (openblas_get_corename(), e.g. "Haswell",
+/// "SkylakeX", "Prescott"); the OPENBLAS_CORETYPE environment variable overrides its choice.
+const char* blas_core_name();
+
+/// True when the CPU has AVX2 + FMA but OpenBLAS runs an older kernel set (OpenBLAS 0.3.21
+/// gives CPU models it does not know, e.g. Sapphire Rapids, its SSE3 "Prescott" kernels, 4-5x
+/// slower); large products then go to Eigen instead. Computed once.
+bool blas_is_fallback();
 
 /// Whether libxsmm generates kernels on this CPU (x86-64 with at least SSE3).
 bool xsmm_available();
