@@ -1,7 +1,9 @@
-"""One-off PyTorch reference for train_fashion_mnist: the same MLP, data pipeline and
-optimizer, to compare accuracy and epoch time on the same machine.
+"""PyTorch reference for train_fashion_mnist: the same MLP or CNN, data pipeline and
+optimizer, to compare accuracy and epoch time on the same machine (bench/compare_fashion_mnist.sh
+runs both).
 
     /usr/bin/python3 examples/train_fashion_mnist/pytorch_reference.py --norm batch --threads 2
+    /usr/bin/python3 examples/train_fashion_mnist/pytorch_reference.py --model cnn --epochs 1 --threads 1
 """
 import argparse
 import gzip
@@ -31,12 +33,16 @@ def main():
     p.add_argument("--schedule", choices=["none", "cosine"], default="cosine")
     p.add_argument("--threads", type=int, default=2)
     p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--model", choices=["mlp", "cnn"], default="mlp")
+    p.add_argument("--limit", type=int, default=0, help="use only the first N training images")
     a = p.parse_args()
     torch.set_num_threads(a.threads)
     torch.manual_seed(a.seed)
 
     X = read_idx(f"{a.data}/train-images-idx3-ubyte.gz").reshape(-1, 784).astype(np.float32) / 255
     y = read_idx(f"{a.data}/train-labels-idx1-ubyte.gz").astype(np.int64)
+    if a.limit > 0:
+        X, y = X[:a.limit], y[:a.limit]
     Xt = read_idx(f"{a.data}/t10k-images-idx3-ubyte.gz").reshape(-1, 784).astype(np.float32) / 255
     yt = read_idx(f"{a.data}/t10k-labels-idx1-ubyte.gz").astype(np.int64)
     perm = np.random.default_rng(a.seed).permutation(len(X))
@@ -45,16 +51,26 @@ def main():
     f = lambda v: torch.from_numpy((v - mean) / std)
     Xtr, ytr, Xva, yva, Xte, yte = f(X[tr]), torch.from_numpy(y[tr]), f(X[va]), torch.from_numpy(y[va]), f(Xt), torch.from_numpy(yt)
 
-    layers, width = [], 784
-    for h in (256, 128):
-        layers.append(nn.Linear(width, h))
-        if a.norm == "batch":
-            layers.append(nn.BatchNorm1d(h))
-        elif a.norm == "layer":
-            layers.append(nn.LayerNorm(h))
-        layers += [nn.ReLU(), nn.Dropout(a.dropout)]
-        width = h
-    model = nn.Sequential(*layers, nn.Linear(width, 10))
+    if a.model == "mlp":
+        layers, width = [], 784
+        for h in (256, 128):
+            layers.append(nn.Linear(width, h))
+            if a.norm == "batch":
+                layers.append(nn.BatchNorm1d(h))
+            elif a.norm == "layer":
+                layers.append(nn.LayerNorm(h))
+            layers += [nn.ReLU(), nn.Dropout(a.dropout)]
+            width = h
+        model = nn.Sequential(*layers, nn.Linear(width, 10))
+    else:  # models::CNN's defaults: Conv(1->32)-BN-ReLU-Pool-Conv(32->64)-BN-ReLU-Pool-Linear(3136->128)-BN-ReLU-Linear(128->10)
+        bn = a.norm == "batch"
+        layers, c = [nn.Unflatten(1, (1, 28, 28))], 1
+        for w in (32, 64):
+            layers += [nn.Conv2d(c, w, 3, padding=1), nn.BatchNorm2d(w) if bn else nn.Identity(), nn.ReLU(), nn.MaxPool2d(2)]
+            c = w
+        layers += [nn.Flatten(), nn.Linear(64 * 7 * 7, 128), nn.BatchNorm1d(128) if bn else nn.Identity(), nn.ReLU(),
+                   nn.Linear(128, 10)]
+        model = nn.Sequential(*layers)
     opt = torch.optim.Adam(model.parameters(), lr=a.lr)
     sched = torch.optim.lr_scheduler.CosineAnnealingLR(opt, T_max=a.epochs) if a.schedule == "cosine" else None
     loss_fn = nn.CrossEntropyLoss()
@@ -85,8 +101,8 @@ def main():
         va_acc = accuracy(Xva, yva)
         if va_acc > best:
             best, best_state = va_acc, {k: v.clone() for k, v in model.state_dict().items()}
-        print(f"epoch {epoch:2d}: train loss {total / seen:.4f}, validation accuracy {100 * va_acc:.2f}%, {times[-1]:.1f} s",
-              flush=True)
+        print(f"epoch {epoch:2d}: train loss {total / seen:.4f}, validation accuracy {100 * va_acc:.2f}%, {times[-1]:.2f} s "
+              f"({seen / times[-1]:.0f} samples/s)", flush=True)
     model.load_state_dict(best_state)
     print(f"test accuracy {100 * accuracy(Xte, yte):.2f}%, mean epoch time {np.mean(times):.2f} s")
 
