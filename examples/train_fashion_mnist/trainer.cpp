@@ -6,6 +6,7 @@
 #include <chrono>
 #include <cmath>
 #include <cstdio>
+#include <ctime>
 #include <filesystem>
 #include <memory>
 #include <sstream>
@@ -35,6 +36,15 @@ namespace fmnist {
 
 using namespace tapegrad;
 using Clock = std::chrono::steady_clock;
+
+namespace {
+// CPU time (user + sys, all threads) of this process, in seconds.
+double process_cpu_seconds() {
+  timespec ts{};
+  ::clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts);
+  return static_cast<double>(ts.tv_sec) + 1e-9 * static_cast<double>(ts.tv_nsec);
+}
+}  // namespace
 
 std::vector<std::int64_t> parse_hidden(const std::string& text) {
   std::vector<std::int64_t> out;
@@ -316,6 +326,7 @@ Result train(const Config& cfg) {
     if (cfg.stop_after && run_here >= *cfg.stop_after) break;
     model->train();
     const auto t0 = Clock::now();
+    const double cpu0 = process_cpu_seconds();
     Progress bar(cfg.progress, epoch, cfg.epochs, loader.num_batches());
     double loss_sum = 0;
     std::int64_t seen = 0, done = 0;
@@ -337,13 +348,17 @@ Result train(const Config& cfg) {
     }
     bar.finish();
     const double secs = std::chrono::duration<double>(Clock::now() - t0).count();
+    const double cpu = process_cpu_seconds() - cpu0;
     EpochStats es;
     es.epoch = epoch;
     es.train_loss = loss_sum / static_cast<double>(seen);
     if (par) es.train_loss = par->mean(es.train_loss);  // rank r's loss sums were over its rows
     es.seconds = secs;
     es.samples_per_second = static_cast<double>(seen) / secs;
+    es.cpu_seconds = cpu;
+    const auto v0 = Clock::now();
     es.val_accuracy = evaluate(*model, val_ds);
+    es.val_seconds = std::chrono::duration<double>(Clock::now() - v0).count();
     result.history.push_back(es);
     ++run_here;
     if (sched) sched->step();
@@ -353,9 +368,10 @@ Result train(const Config& cfg) {
       st.best_val_accuracy = es.val_accuracy;
       st.best_epoch = epoch;
     }
-    spdlog::info("epoch {:2d}/{}: train loss {:.4f}, validation accuracy {:.2f}%{}, {:.1f} s ({:.0f} samples/s)",
+    spdlog::info("epoch {:2d}/{}: train loss {:.4f}, validation accuracy {:.2f}%{}, {:.1f} s ({:.0f} samples/s, "
+                 "CPU {:.2f} s; validation {:.2f} s)",
                  epoch, cfg.epochs, es.train_loss, 100 * es.val_accuracy, improved ? " (best)" : "", secs,
-                 es.samples_per_second);
+                 es.samples_per_second, es.cpu_seconds, es.val_seconds);
     if (!cfg.checkpoint.empty() && rank == 0) {  // ranks hold the same state: rank 0 writes
       if (improved) optim::save_training_checkpoint(cfg.checkpoint, *model, *opt, epoch, sched.get(), &gen, &extras);
       optim::save_training_checkpoint(cfg.checkpoint + ".last", *model, *opt, epoch, sched.get(), &gen, &extras);

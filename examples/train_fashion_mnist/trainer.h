@@ -63,8 +63,10 @@ struct EpochStats {
   int epoch = 0;  ///< 1-based
   double train_loss = 0;
   double val_accuracy = 0;
-  double seconds = 0;
-  double samples_per_second = 0;
+  double seconds = 0;             ///< wall time of the training steps (no validation)
+  double samples_per_second = 0;  ///< global batch rows per wall second of training steps
+  double cpu_seconds = 0;         ///< this process's CPU time (user + sys) in the training steps
+  double val_seconds = 0;         ///< wall time of the validation pass
 };
 
 struct Result {
