@@ -31,9 +31,21 @@ Batch DataLoader::batch(std::int64_t i) const {
   if (i < 0 || i >= num_batches())
     throw std::out_of_range("DataLoader::batch: index " + std::to_string(i) + " out of range for " +
                             std::to_string(num_batches()) + " batches");
+  const std::int64_t begin = i * options_.batch_size;
+  return batch(i, 0, std::min(begin + options_.batch_size, dataset_.size()) - begin);
+}
+
+Batch DataLoader::batch(std::int64_t i, std::int64_t row_begin, std::int64_t rows) const {
+  if (i < 0 || i >= num_batches())
+    throw std::out_of_range("DataLoader::batch: index " + std::to_string(i) + " out of range for " +
+                            std::to_string(num_batches()) + " batches");
   const std::int64_t b = options_.batch_size;
-  const std::int64_t begin = i * b, end = std::min(begin + b, dataset_.size());
-  const std::int64_t m = end - begin, d = dataset_.num_features();
+  const std::int64_t size = std::min(i * b + b, dataset_.size()) - i * b;
+  if (row_begin < 0 || rows < 0 || row_begin + rows > size)
+    throw std::out_of_range("DataLoader::batch: rows [" + std::to_string(row_begin) + ", " +
+                            std::to_string(row_begin + rows) + ") outside batch " + std::to_string(i) + " of " +
+                            std::to_string(size) + " rows");
+  const std::int64_t begin = i * b + row_begin, m = rows, d = dataset_.num_features();
   Batch out{Tensor::empty({m, d}, Dtype::Float32), Tensor::empty({m}, Dtype::Int64)};
   const float* xs = dataset_.X.data<float>();
   const std::int64_t* ys = dataset_.y.data<std::int64_t>();

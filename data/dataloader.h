@@ -43,6 +43,10 @@ class DataLoader {
   void reset();
   /// Batch i of the current epoch (0 <= i < num_batches()); throws std::out_of_range.
   Batch batch(std::int64_t i) const;
+  /// Rows [row_begin, row_begin + rows) of batch i only, gathering nothing else: a rank's
+  /// share of a global batch in data-parallel training (every rank draws the same order).
+  /// Throws std::out_of_range for a bad i or a row range outside the batch.
+  Batch batch(std::int64_t i, std::int64_t row_begin, std::int64_t rows) const;
   /// The current epoch's sample order.
   const std::vector<std::int64_t>& order() const { return order_; }
 

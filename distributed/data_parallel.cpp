@@ -34,6 +34,7 @@ struct DistributedDataParallel::State {
   std::vector<std::size_t> bucket_of, offset_of;  // per parameter
   std::vector<char> param_ready;
   std::vector<Bucket> buckets;
+  std::vector<char> buffer_bytes;  // the buffers packed for the broadcast
   std::size_t next_launch = 0;
   bool dirty = false;  // some hook fired since the last finish()
   bool no_sync = false;
@@ -157,11 +158,27 @@ Tensor DistributedDataParallel::forward(const Tensor& x) {
     throw std::logic_error("DistributedDataParallel: forward() while the last backward's gradients are not averaged; "
                            "call finish() after loss.backward()");
   if (s.options.broadcast_buffers && module_->is_training() && s.mpi) {
-    MPI_Comm comm = detail::world_comm();
+    // Every buffer in one message: one latency per forward instead of one per buffer.
+    std::vector<Tensor> buffers = module_->buffers();
+    std::size_t total = 0;
+    for (const auto& b : buffers) total += b.nbytes();
+    s.buffer_bytes.resize(total);
+    std::size_t at = 0;
+    if (rank() == 0)
+      for (const auto& b : buffers) {
+        std::memcpy(s.buffer_bytes.data() + at, b.raw_data(), b.nbytes());
+        at += b.nbytes();
+      }
     const double t0 = now();
-    for (auto& b : module_->buffers())
-      detail::check(MPI_Bcast(b.raw_data(), static_cast<int>(b.nbytes()), MPI_BYTE, 0, comm), "MPI_Bcast");
+    detail::check(MPI_Bcast(s.buffer_bytes.data(), static_cast<int>(total), MPI_BYTE, 0, detail::world_comm()),
+                  "MPI_Bcast");
     s.comm_s += now() - t0;
+    at = 0;
+    if (rank() != 0)
+      for (auto& b : buffers) {
+        std::memcpy(b.raw_data(), s.buffer_bytes.data() + at, b.nbytes());
+        at += b.nbytes();
+      }
   }
   return (*module_)(x);
 }

@@ -278,6 +278,28 @@ TEST_CASE("DataLoader: batch counts and drop_last and a seeded shuffle per epoch
   REQUIRE_THROWS_AS(plain.batch(3), std::out_of_range);
 }
 
+TEST_CASE("DataLoader: a row range of a batch is that batch's rows, for a rank's share", "[data]") {
+  Dataset d = counting_dataset(10);
+  Generator g(7);
+  DataLoader l(d, {4, true, false}, g);
+  l.reset();
+  for (std::int64_t i = 0; i < l.num_batches(); ++i) {
+    const Batch whole = l.batch(i);
+    std::vector<double> joined;
+    for (std::int64_t r = 0; r < whole.size(); r += 2) {  // ranks of 2 rows (the last batch has 2)
+      const Batch part = l.batch(i, r, 2);
+      REQUIRE(part.size() == 2);
+      REQUIRE(part.X.to_vector() == part.y.to_vector());  // X and y stay paired
+      for (double v : part.y.to_vector()) joined.push_back(v);
+    }
+    REQUIRE(joined == whole.y.to_vector());
+  }
+  REQUIRE(l.batch(2, 0, 0).size() == 0);
+  REQUIRE_THROWS_WITH(l.batch(2, 1, 2), Catch::Contains("rows [1, 3) outside batch 2 of 2 rows"));
+  REQUIRE_THROWS_WITH(l.batch(0, -1, 2), Catch::Contains("rows [-1, 1)"));
+  REQUIRE_THROWS_AS(l.batch(3, 0, 1), std::out_of_range);
+}
+
 TEST_CASE("train_val_split holds out disjoint rows and standardisation uses training statistics", "[data]") {
   const std::int64_t n = 20;
   Dataset d = counting_dataset(n);

@@ -189,7 +189,8 @@ std::string batch_size_summary(const BatchSizeResult& r) {
   for (auto h : o.hidden) md << "-" << h;
   md << "-10 (Linear → norm → ReLU); Fashion-MNIST, " << o.train_size
      << " training images (a fixed random subset), test set " << (o.test_size > 0 ? o.test_size : 10000) << "\n";
-  md << "- R = " << o.replicas << " virtual replicas, per-replica batch m, global batch R·m; " << o.epochs
+  md << "- R = " << o.replicas << (o.mpi_ranks ? " replicas as MPI ranks" : " virtual replicas")
+     << ", per-replica batch m, global batch R·m; " << o.epochs
      << " epochs for every m and norm (the same samples seen)\n";
   md << "- SGD momentum " << fmt9(o.sgd_momentum) << ", lr = " << fmt9(o.base_lr) << " · R·m / " << o.ref_batch
      << " (linear scaling), constant; cross-entropy; BN momentum " << fmt9(o.bn_momentum) << "\n";

@@ -26,6 +26,7 @@ struct BatchSizeOptions {
   std::string model = "mlp";
   std::string data_dir;
   int threads = 2;
+  bool mpi_ranks = false;  ///< set by run_batch_size_ranks: the replicas ran as MPI ranks
 };
 
 struct BatchSizeRun {

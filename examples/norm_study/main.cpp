@@ -16,12 +16,25 @@
 #include "data/fashion_mnist.h"
 #include "gap.h"
 #include "mode_bug_study.h"
+#ifdef NORM_STUDY_MPI  // batch-size under mpirun -np R: the replicas as ranks
+#include "distributed/environment.h"
+#include "mpi/batch_size_ranks.h"
+#endif
 
 int main(int argc, char** argv) {
   using namespace normstudy;
   mallopt(M_TRIM_THRESHOLD, 512 << 20);
   mallopt(M_TOP_PAD, 16 << 20);
   mallopt(M_MMAP_THRESHOLD, 64 << 20);
+#ifdef NORM_STUDY_MPI
+  // Started by mpirun -np R (detected from the environment): batch-size runs each replica
+  // as a rank (mpi/batch_size_ranks.h); rank 0 writes the results.
+  tapegrad::distributed::Environment env(&argc, &argv);
+  const int world = env.world_size(), rank = env.rank();
+  if (rank != 0) spdlog::set_level(spdlog::level::warn);
+#else
+  const int world = 1, rank = 0;
+#endif
   CLI::App app{"The Batch Normalization chapter's claims measured on Fashion-MNIST"};
   app.require_subcommand(1);
   std::string data_dir = tapegrad::data::kFashionMnistDir, out;
@@ -72,6 +85,11 @@ int main(int argc, char** argv) {
   }
   CLI11_PARSE(app, argc, argv);
   if (quiet) spdlog::set_level(spdlog::level::warn);
+  if (world > 1 && !bs->parsed()) {
+    if (rank == 0) std::cerr << "norm_study: only batch-size runs on several ranks; start this subcommand without mpirun\n";
+    return 1;
+  }
+  if (world > 1 && bs->get_option("--replicas")->count() == 0) bo.replicas = world;  // R = the ranks
   try {
     const auto t0 = std::chrono::steady_clock::now();
     std::vector<std::string> pngs;
@@ -89,7 +107,12 @@ int main(int argc, char** argv) {
       }
       if (out.empty()) out = "norm_study_batch_size";
       const StudyData d = load_data(data_dir, bo.train_size, bo.test_size);
+#ifdef NORM_STUDY_MPI
+      const BatchSizeResult r = world > 1 ? run_batch_size_ranks(bo, d) : run_batch_size(bo, d);
+#else
       const BatchSizeResult r = run_batch_size(bo, d);
+#endif
+      if (rank != 0) return 0;  // rank 0 writes the results
       pngs = write_batch_size(r, out);
       std::cout << batch_size_summary(r);
     } else if (gap->parsed()) {
@@ -112,6 +135,9 @@ int main(int argc, char** argv) {
     for (const auto& p : pngs) std::cout << ", " << p;
     std::cout << " (" << secs << " s)\n";
   } catch (const std::exception& e) {
+#ifdef NORM_STUDY_MPI
+    if (world > 1) tapegrad::distributed::abort_job(std::string("norm_study: ") + e.what());  // ranks may wait
+#endif
     std::cerr << "norm_study: " << e.what() << "\n";
     return 1;
   }

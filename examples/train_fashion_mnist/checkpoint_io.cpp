@@ -94,7 +94,7 @@ CheckpointInfo read_checkpoint_info(const std::string& path) {
 }
 
 double evaluate_checkpoint(const std::string& path, const data::Dataset& raw,
-                           std::vector<std::vector<std::int64_t>>* confusion) {
+                           std::vector<std::vector<std::int64_t>>* confusion, DataParallel* parallel) {
   const CheckpointInfo info = read_checkpoint_info(path);
   if (!info.standardizer)
     throw std::invalid_argument("'" + path + "' holds no input preprocessing (preprocess.mean / preprocess.std); "
@@ -108,7 +108,9 @@ double evaluate_checkpoint(const std::string& path, const data::Dataset& raw,
   for (const auto& [k, v] : c.tensors)
     if (k.rfind("model.", 0) == 0) state.insert(k.substr(6), v);
   model->load_state_dict(state, true);
-  return evaluate(*model, info.standardizer->transform(raw), confusion);
+  Evaluation e = evaluate_model(*model, info.standardizer->transform(raw), parallel);
+  if (confusion) *confusion = std::move(e.confusion);
+  return e.accuracy();
 }
 
 }  // namespace fmnist

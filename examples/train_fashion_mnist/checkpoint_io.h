@@ -36,8 +36,10 @@ CheckpointInfo read_checkpoint_info(const std::string& path);
 /// weights and buffers (strict), standardises `raw` (pixels / 255, as load_fashion_mnist
 /// returns them) with the stored statistics and returns the test accuracy (and the
 /// confusion matrix). Throws std::invalid_argument when the file lacks the preprocessing
-/// or the architecture.
+/// or the architecture. With `parallel`, every rank reads the file and evaluates its
+/// share of the batches (evaluate_model), with the single-process result.
 double evaluate_checkpoint(const std::string& path, const tapegrad::data::Dataset& raw,
-                           std::vector<std::vector<std::int64_t>>* confusion = nullptr);
+                           std::vector<std::vector<std::int64_t>>* confusion = nullptr,
+                           DataParallel* parallel = nullptr);
 
 }  // namespace fmnist

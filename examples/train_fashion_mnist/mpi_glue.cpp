@@ -29,6 +29,8 @@ class MpiDataParallel final : public DataParallel {
     dist::allreduce_sum(&v, 1);
     return v / dist::world_size();
   }
+  void sum(double* values, std::int64_t n) override { dist::allreduce_sum(values, n); }
+  void sum(std::int64_t* values, std::int64_t n) override { dist::allreduce_sum(values, n); }
   void barrier() override { dist::barrier(); }
   double comm_seconds() const { return ddp_ ? ddp_->comm_seconds() : 0.0; }
 

@@ -6,6 +6,7 @@
 #include <chrono>
 #include <cmath>
 #include <cstdio>
+#include <ctime>
 #include <filesystem>
 #include <memory>
 #include <sstream>
@@ -14,7 +15,6 @@
 #include "checkpoint_io.h"
 #include "core/autograd.h"
 #include "core/file_io.h"
-#include "core/ops/minmax.h"
 #include "core/ops/view_ops.h"
 #include "core/parallel.h"
 #include "data/dataloader.h"
@@ -35,6 +35,15 @@ namespace fmnist {
 
 using namespace tapegrad;
 using Clock = std::chrono::steady_clock;
+
+namespace {
+// CPU time (user + sys, all threads) of this process, in seconds.
+double process_cpu_seconds() {
+  timespec ts{};
+  ::clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts);
+  return static_cast<double>(ts.tv_sec) + 1e-9 * static_cast<double>(ts.tv_nsec);
+}
+}  // namespace
 
 std::vector<std::int64_t> parse_hidden(const std::string& text) {
   std::vector<std::int64_t> out;
@@ -189,34 +198,6 @@ void check_resume_preprocessing(const Config& cfg, const CheckpointInfo& info, c
 
 }  // namespace
 
-double evaluate(layers::Module& model, const data::Dataset& ds, std::vector<std::vector<std::int64_t>>* confusion,
-                std::int64_t batch_size) {
-  const bool was_training = model.is_training();
-  model.eval();
-  NoGradGuard no_grad;
-  const std::int64_t n = ds.size();
-  std::int64_t correct = 0;
-  if (confusion) confusion->clear();
-  for (std::int64_t begin = 0; begin < n; begin += batch_size) {
-    const std::int64_t end = std::min(n, begin + batch_size);
-    const data::Dataset part = ds.slice(begin, end);
-    const Tensor logits = model(part.X).to(Dtype::Float32);
-    const std::int64_t m = logits.size(0), c = logits.size(1);
-    if (confusion && confusion->empty())
-      confusion->assign(static_cast<std::size_t>(c), std::vector<std::int64_t>(static_cast<std::size_t>(c), 0));
-    const Tensor predicted = argmax(logits, 1);  // the first maximum of each row
-    const std::int64_t* bests = predicted.data<std::int64_t>();
-    const std::int64_t* y = part.y.data<std::int64_t>();
-    for (std::int64_t i = 0; i < m; ++i) {
-      const std::int64_t best = bests[i];
-      correct += best == y[i];
-      if (confusion && y[i] >= 0 && y[i] < c) (*confusion)[static_cast<std::size_t>(y[i])][static_cast<std::size_t>(best)]++;
-    }
-  }
-  model.train(was_training);
-  return n > 0 ? static_cast<double>(correct) / static_cast<double>(n) : 0.0;
-}
-
 std::string format_confusion(const std::vector<std::vector<std::int64_t>>& confusion) {
   const auto& names = data::fashion_mnist_classes();
   std::ostringstream os;
@@ -302,7 +283,7 @@ Result train(const Config& cfg) {
       auto [state, epoch] = read_model_state(cfg.checkpoint);
       best->load_state_dict(state, true);
       st.best_epoch = epoch;
-      st.best_val_accuracy = evaluate(*best, val_ds);
+      st.best_val_accuracy = evaluate_model(*best, val_ds, cfg.parallel.get()).accuracy();
     }
     spdlog::info("resumed from {} after epoch {} (best validation accuracy so far {:.2f}% at epoch {})", cfg.resume,
                  st.epoch, 100 * std::max(0.0, st.best_val_accuracy), st.best_epoch);
@@ -316,13 +297,16 @@ Result train(const Config& cfg) {
     if (cfg.stop_after && run_here >= *cfg.stop_after) break;
     model->train();
     const auto t0 = Clock::now();
+    const double cpu0 = process_cpu_seconds();
     Progress bar(cfg.progress, epoch, cfg.epochs, loader.num_batches());
     double loss_sum = 0;
     std::int64_t seen = 0, done = 0;
-    for (const data::Batch& b : loader) {
-      const std::int64_t per = b.size() / world;  // this rank's rows of the global batch
-      Tensor logits = par ? par->forward(narrow(b.X, 0, rank * per, per)) : (*model)(b.X);
-      Tensor loss = layers::cross_entropy(logits, par ? narrow(b.y, 0, rank * per, per) : b.y);
+    loader.reset();  // the epoch's order, the same on every rank (shared generator)
+    const std::int64_t per = cfg.batch_size / world;  // this rank's rows of each global batch
+    for (std::int64_t i = 0; i < loader.num_batches(); ++i) {
+      const data::Batch b = par ? loader.batch(i, rank * per, per) : loader.batch(i);
+      Tensor logits = par ? par->forward(b.X) : (*model)(b.X);
+      Tensor loss = layers::cross_entropy(logits, b.y);
       opt->zero_grad();
       loss.backward();
       if (par) par->after_backward();  // gradients averaged over ranks
@@ -332,18 +316,32 @@ Result train(const Config& cfg) {
         throw std::runtime_error("training diverged: loss " + std::to_string(l) + " at epoch " +
                                  std::to_string(epoch) + ", batch " + std::to_string(done));
       loss_sum += l * static_cast<double>(b.size());
-      seen += b.size();
-      bar.update(++done, loss_sum / static_cast<double>(seen), seen);
+      seen += b.size() * world;  // global rows
+      bar.update(++done, loss_sum * world / static_cast<double>(seen), seen);
     }
     bar.finish();
     const double secs = std::chrono::duration<double>(Clock::now() - t0).count();
+    const double cpu = process_cpu_seconds() - cpu0;
     EpochStats es;
     es.epoch = epoch;
-    es.train_loss = loss_sum / static_cast<double>(seen);
-    if (par) es.train_loss = par->mean(es.train_loss);  // rank r's loss sums were over its rows
+    es.train_loss = loss_sum * world / static_cast<double>(seen);  // over this rank's rows
+    if (par) es.train_loss = par->mean(es.train_loss);  // equal rows per rank: the global mean
     es.seconds = secs;
     es.samples_per_second = static_cast<double>(seen) / secs;
-    es.val_accuracy = evaluate(*model, val_ds);
+    es.cpu_seconds = cpu;
+    std::string rank_cpu;  // every rank's CPU seconds, for the log
+    if (par) {
+      std::vector<double> all(static_cast<std::size_t>(world), 0.0);
+      all[static_cast<std::size_t>(rank)] = cpu;
+      par->sum(all.data(), world);
+      for (double c : all) rank_cpu += fmt::format("{}{:.2f}", rank_cpu.empty() ? "" : ", ", c);
+      rank_cpu = " (ranks: " + rank_cpu + ")";
+    }
+    const auto v0 = Clock::now();
+    const Evaluation val = evaluate_model(*model, val_ds, par);  // split across ranks
+    es.val_accuracy = val.accuracy();
+    es.val_loss = val.mean_loss();
+    es.val_seconds = std::chrono::duration<double>(Clock::now() - v0).count();
     result.history.push_back(es);
     ++run_here;
     if (sched) sched->step();
@@ -353,9 +351,10 @@ Result train(const Config& cfg) {
       st.best_val_accuracy = es.val_accuracy;
       st.best_epoch = epoch;
     }
-    spdlog::info("epoch {:2d}/{}: train loss {:.4f}, validation accuracy {:.2f}%{}, {:.1f} s ({:.0f} samples/s)",
-                 epoch, cfg.epochs, es.train_loss, 100 * es.val_accuracy, improved ? " (best)" : "", secs,
-                 es.samples_per_second);
+    spdlog::info("epoch {:2d}/{}: train loss {:.4f}, validation loss {:.4f} accuracy {:.2f}%{}, {:.1f} s "
+                 "({:.0f} samples/s, CPU {:.2f} s{}; validation {:.2f} s)",
+                 epoch, cfg.epochs, es.train_loss, es.val_loss, 100 * es.val_accuracy, improved ? " (best)" : "", secs,
+                 es.samples_per_second, es.cpu_seconds, rank_cpu, es.val_seconds);
     if (!cfg.checkpoint.empty() && rank == 0) {  // ranks hold the same state: rank 0 writes
       if (improved) optim::save_training_checkpoint(cfg.checkpoint, *model, *opt, epoch, sched.get(), &gen, &extras);
       optim::save_training_checkpoint(cfg.checkpoint + ".last", *model, *opt, epoch, sched.get(), &gen, &extras);
@@ -372,9 +371,11 @@ Result train(const Config& cfg) {
     // The checkpoint alone: its architecture, weights, buffers and input preprocessing.
     spdlog::info("test evaluation with the best checkpoint (epoch {}, validation accuracy {:.2f}%)", st.best_epoch,
                  100 * st.best_val_accuracy);
-    result.test_accuracy = evaluate_checkpoint(cfg.checkpoint, test_raw, &result.confusion);
+    result.test_accuracy = evaluate_checkpoint(cfg.checkpoint, test_raw, &result.confusion, par);
   } else {
-    result.test_accuracy = evaluate(*model, test_ds, &result.confusion);
+    Evaluation test = evaluate_model(*model, test_ds, par);  // split across ranks
+    result.test_accuracy = test.accuracy();
+    result.confusion = std::move(test.confusion);
   }
   spdlog::info("test accuracy {:.2f}% ({} images)", 100 * result.test_accuracy, test_ds.size());
   return result;

@@ -18,6 +18,7 @@
 #include "cnn_model.h"
 #include "data/fashion_mnist.h"
 #include "data_parallel_hooks.h"
+#include "evaluation.h"
 #include "layers/sequential.h"
 
 namespace fmnist {
@@ -63,8 +64,11 @@ struct EpochStats {
   int epoch = 0;  ///< 1-based
   double train_loss = 0;
   double val_accuracy = 0;
-  double seconds = 0;
-  double samples_per_second = 0;
+  double val_loss = 0;  ///< mean cross-entropy over the validation images
+  double seconds = 0;             ///< wall time of the training steps (no validation)
+  double samples_per_second = 0;  ///< global batch rows per wall second of training steps
+  double cpu_seconds = 0;         ///< this process's CPU time (user + sys) in the training steps
+  double val_seconds = 0;         ///< wall time of the validation pass
 };
 
 struct Result {
@@ -85,10 +89,6 @@ std::shared_ptr<tapegrad::layers::Sequential> build_model(const Config& config, 
                                                           std::int64_t classes, tapegrad::Generator& init,
                                                           tapegrad::Generator* drop);
 
-/// Accuracy and confusion matrix of `model` on (X, y): eval() and NoGradGuard, then the
-/// model's previous mode is restored.
-double evaluate(tapegrad::layers::Module& model, const tapegrad::data::Dataset& ds,
-                std::vector<std::vector<std::int64_t>>* confusion = nullptr, std::int64_t batch_size = 1000);
 
 /// Trains as the config says, logging through spdlog. Throws std::runtime_error for
 /// missing data (naming the Debian package), std::invalid_argument for bad options.
