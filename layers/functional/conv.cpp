@@ -2,6 +2,8 @@
 #include "layers/functional/conv.h"
 
 #include <algorithm>
+#include <atomic>
+#include <cstdlib>
 #include <stdexcept>
 #include <vector>
 
@@ -9,6 +11,7 @@
 #include "core/ops/kernels.h"
 #include "core/ops/matmul.h"
 #include "core/parallel.h"
+#include "layers/functional/kernels/conv_dnnl.h"
 #include "layers/functional/kernels/im2col.h"
 
 namespace tapegrad::layers::functional {
@@ -25,6 +28,46 @@ std::string Size2::str() const {
 std::int64_t conv_output_size(std::int64_t in, std::int64_t kernel, std::int64_t stride, std::int64_t pad,
                               std::int64_t dilation) {
   return (in + 2 * pad - dilation * (kernel - 1) - 1) / stride + 1;
+}
+
+bool conv_onednn_available() {
+#if defined(TAPEGRAD_HAVE_DNNL)
+  return true;
+#else
+  return false;
+#endif
+}
+
+namespace {
+
+ConvBackend backend_from_env() {
+  const char* v = std::getenv("TAPEGRAD_CONV_BACKEND");
+  const std::string s = v ? v : "";
+  if (s.empty() || s == "auto") return ConvBackend::Auto;
+  if (s == "im2col") return ConvBackend::Im2col;
+  if (s == "onednn" && conv_onednn_available()) return ConvBackend::OneDNN;
+  throw std::invalid_argument("conv2d: expected TAPEGRAD_CONV_BACKEND auto, im2col" +
+                              std::string(conv_onednn_available() ? " or onednn" : " (built without oneDNN)") +
+                              ", got '" + s + "'");
+}
+
+std::atomic<int> g_backend{-1};  // -1: not read from the environment yet
+
+}  // namespace
+
+void set_conv_backend(ConvBackend backend) {
+  if (backend == ConvBackend::OneDNN && !conv_onednn_available())
+    throw std::invalid_argument("set_conv_backend: expected Auto or Im2col, got OneDNN (tapegrad was built without oneDNN)");
+  g_backend = static_cast<int>(backend);
+}
+
+ConvBackend conv_backend() {
+  int b = g_backend.load();
+  if (b < 0) {
+    b = static_cast<int>(backend_from_env());
+    g_backend = b;
+  }
+  return static_cast<ConvBackend>(b);
 }
 
 namespace {
@@ -194,11 +237,62 @@ void backward_impl(const Tensor& gy_in, const Tensor& x, const Tensor& w, bool h
   }
 }
 
+namespace dnnl_conv = kernels::dnnl_conv;
+
+dnnl_conv::Shape dnnl_shape(const ConvPlan& pl, bool bias) {
+  const ConvGeom& g = pl.geom;
+  return {pl.N, pl.Cin, g.H, g.W, pl.Cout, g.kh, g.kw, g.sh, g.sw, g.ph, g.pw, g.dh, g.dw, pl.G, g.OH, g.OW, bias};
+}
+
+// oneDNN for a float32 convolution when the backend (and, for Auto, the measured rule) says so.
+bool use_dnnl(const Tensor& x, const ConvPlan& pl, const dnnl_conv::Shape& sh) {
+  if (x.dtype() != Dtype::Float32 || pl.N == 0 || !dnnl_conv::supports(sh)) return false;
+  switch (conv_backend()) {
+    case ConvBackend::Im2col: return false;
+    case ConvBackend::OneDNN: return true;
+    case ConvBackend::Auto: break;
+  }
+  // Measured at the reference CNN's shapes (batch 128 and 16, 1 and 2 threads): oneDNN runs
+  // Conv(32→64) on 14×14 1.6-2.4× faster than im2col, im2col runs Conv(1→32) on 28×28 1.8×
+  // faster (oneDNN's reorders and its kernel for one input channel). Grouped convolutions
+  // were not measured and stay on im2col.
+  return pl.G == 1 && pl.Cin >= 16;
+}
+
+void dnnl_backward(const Tensor& gy_in, const Tensor& x, const Tensor& w, const dnnl_conv::Shape& sh, GradSink& gs) {
+  const Tensor gy = gy_in.detach();
+  if (gs.needs(0)) {
+    Tensor dx = Tensor::empty(x.shape(), Dtype::Float32);
+    dnnl_conv::backward_data(sh, gy.data<float>(), w.data<float>(), dx.data<float>());
+    gs.add(0, dx);
+  }
+  const bool need_b = sh.bias && gs.needs(2);
+  if (gs.needs(1) || need_b) {
+    Tensor dw = Tensor::empty(w.shape(), Dtype::Float32);
+    Tensor db = sh.bias ? Tensor::empty({sh.O}, Dtype::Float32) : Tensor();
+    dnnl_conv::backward_weights(sh, x.data<float>(), gy.data<float>(), dw.data<float>(),
+                                sh.bias ? db.data<float>() : nullptr);
+    if (gs.needs(1)) gs.add(1, dw);
+    if (need_b) gs.add(2, db);
+  }
+}
+
 }  // namespace
 
 Tensor conv2d(const Tensor& x, const Tensor& weight, const Tensor& bias, Size2 stride, Size2 padding, Size2 dilation,
               std::int64_t groups) {
   const ConvPlan pl = plan(x, weight, bias, stride, padding, dilation, groups);
+  const dnnl_conv::Shape sh = dnnl_shape(pl, bias.defined());
+  if (use_dnnl(x, pl, sh)) {
+    Tensor y = Tensor::empty({pl.N, pl.Cout, pl.geom.OH, pl.geom.OW}, Dtype::Float32);
+    dnnl_conv::forward(sh, x.data<float>(), weight.data<float>(), bias.defined() ? bias.data<float>() : nullptr,
+                       y.data<float>());
+    if (autograd::needs_grad({&x, &weight, &bias}))
+      autograd::record("conv2d", y, {x, weight, bias}, [x = x.detach(), weight = weight.detach(), sh](const Tensor& gy, GradSink& gs) {
+        dnnl_backward(gy, x, weight, sh, gs);
+      });
+    return y;
+  }
   Tensor y = TAPEGRAD_DISPATCH_FLOAT(x.dtype(), "conv2d", [&] { return forward_impl<scalar_t>(x, weight, bias, pl); });
   if (autograd::needs_grad({&x, &weight, &bias})) {
     const bool has_bias = bias.defined();
