@@ -1,5 +1,6 @@
-// Memory behaviour of a long CNN training loop: the im2col buffers, pooling indices and
-// BatchNorm2d statistics all come from the block cache, so nothing grows.
+// Memory behaviour of a long CNN training loop, with either Conv2d backend: the im2col
+// buffers, oneDNN's reorder buffers (its primitives are cached), pooling indices and BatchNorm2d statistics all come from the block
+// cache, so nothing grows.
 #include <catch2/catch.hpp>
 
 #include <cmath>
@@ -9,6 +10,7 @@
 #include "core/parallel.h"
 #include "core/random.h"
 #include "core/storage.h"
+#include "layers/functional/conv.h"
 #include "layers/loss.h"
 #include "models/cnn.h"
 #include "optim/sgd.h"
@@ -16,9 +18,20 @@
 using namespace tapegrad;
 
 TEST_CASE("1,000 training steps (300 on 2 threads) of a Conv-BN2d-ReLU-MaxPool CNN neither grow memory nor the tape", "[perf][cnn]") {
-  for (int threads : {1, 2}) {
+  namespace F = layers::functional;
+  const F::ConvBackend saved = F::conv_backend();
+  struct Pass {
+    int threads;
+    F::ConvBackend backend;
+  };
+  std::vector<Pass> passes{{1, F::ConvBackend::Im2col}, {2, F::ConvBackend::Im2col}};
+  if (F::conv_onednn_available()) passes.push_back({1, F::ConvBackend::OneDNN});
+  for (const Pass& pass : passes) {
+    const int threads = pass.threads;
     const int prev = get_num_threads();
     set_num_threads(threads);
+    F::set_conv_backend(pass.backend);
+    INFO((pass.backend == F::ConvBackend::OneDNN ? "oneDNN" : "im2col") << " convolutions");
     Generator gen(9);
     models::CNNOptions o;
     o.height = o.width = 12;
@@ -65,4 +78,5 @@ TEST_CASE("1,000 training steps (300 on 2 threads) of a Conv-BN2d-ReLU-MaxPool C
     if (threads == 1) CHECK(end.bytes_cached == warm.bytes_cached);
     set_num_threads(prev);
   }
+  F::set_conv_backend(saved);
 }
