@@ -223,12 +223,20 @@ void backward_impl(const Tensor& gy_in, const Tensor& x, const Tensor& w, bool h
     Tensor db = Tensor::empty({pl.Cout}, x.dtype());
     T* d = db.data<T>();
     const T* p = gy.data<T>();
+    // per row, 8 fixed lanes (j mod 8) added in order: independent accumulators instead of
+    // one serial chain, the same order on every run
+    constexpr std::int64_t kLanes = 8;
     for (std::int64_t o = 0; o < pl.Cout; ++o) {
       double acc = 0;
       for (std::int64_t n = 0; n < pl.N; ++n) {
-        const T* row = p + (n * pl.Cout + o) * L;
+        const T* __restrict row = p + (n * pl.Cout + o) * L;
+        T lane[kLanes] = {};
+        std::int64_t j = 0;
+        for (; j + kLanes <= L; j += kLanes)
+          for (std::int64_t l = 0; l < kLanes; ++l) lane[l] += row[j + l];
+        for (std::int64_t l = 0; j < L; ++j, ++l) lane[l] += row[j];
         T s = 0;
-        for (std::int64_t j = 0; j < L; ++j) s += row[j];
+        for (std::int64_t l = 0; l < kLanes; ++l) s += lane[l];
         acc += s;
       }
       d[o] = static_cast<T>(acc);
