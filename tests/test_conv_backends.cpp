@@ -105,6 +105,12 @@ TEST_CASE("conv2d with oneDNN: repeatable bit for bit, no primitives created onc
 
 TEST_CASE("conv2d backend: the environment's choice, and Auto's rule", "[conv]") {
   BackendGuard guard;
+  REQUIRE(parse_conv_backend("") == ConvBackend::Auto);
+  REQUIRE(parse_conv_backend("auto") == ConvBackend::Auto);
+  REQUIRE(parse_conv_backend("im2col") == ConvBackend::Im2col);
+  REQUIRE_THROWS_WITH(parse_conv_backend("gemm"), Catch::Contains("expected auto, im2col") && Catch::Contains("got 'gemm'"));
+  if (conv_onednn_available()) REQUIRE(parse_conv_backend("onednn") == ConvBackend::OneDNN);
+  else REQUIRE_THROWS_WITH(parse_conv_backend("onednn"), Catch::Contains("built without oneDNN"));
   set_conv_backend(ConvBackend::Auto);
   REQUIRE(conv_backend() == ConvBackend::Auto);
   set_conv_backend(ConvBackend::Im2col);

@@ -38,17 +38,20 @@ bool conv_onednn_available() {
 #endif
 }
 
+ConvBackend parse_conv_backend(const std::string& name) {
+  if (name.empty() || name == "auto") return ConvBackend::Auto;
+  if (name == "im2col") return ConvBackend::Im2col;
+  if (name == "onednn" && conv_onednn_available()) return ConvBackend::OneDNN;
+  throw std::invalid_argument("conv backend: expected auto, im2col" +
+                              std::string(conv_onednn_available() ? " or onednn" : " (built without oneDNN)") +
+                              ", got '" + name + "'");
+}
+
 namespace {
 
 ConvBackend backend_from_env() {
   const char* v = std::getenv("TAPEGRAD_CONV_BACKEND");
-  const std::string s = v ? v : "";
-  if (s.empty() || s == "auto") return ConvBackend::Auto;
-  if (s == "im2col") return ConvBackend::Im2col;
-  if (s == "onednn" && conv_onednn_available()) return ConvBackend::OneDNN;
-  throw std::invalid_argument("conv2d: expected TAPEGRAD_CONV_BACKEND auto, im2col" +
-                              std::string(conv_onednn_available() ? " or onednn" : " (built without oneDNN)") +
-                              ", got '" + s + "'");
+  return parse_conv_backend(v ? v : "");
 }
 
 std::atomic<int> g_backend{-1};  // -1: not read from the environment yet

@@ -39,6 +39,10 @@ void set_conv_backend(ConvBackend backend);
 ConvBackend conv_backend();
 /// True when tapegrad was built with oneDNN (CMake found libdnnl-dev).
 bool conv_onednn_available();
+/// "auto" or "" -> Auto, "im2col", "onednn" (TAPEGRAD_CONV_BACKEND's values). Throws
+/// std::invalid_argument naming the accepted values for anything else, and for "onednn" in a
+/// build without oneDNN.
+ConvBackend parse_conv_backend(const std::string& name);
 
 /// y[n, o, i, j] = bias[o] + Σ_{c, p, q} w[o, c, p, q] · x[n, g·C/G + c, i·sh − ph + p·dh, j·sw − pw + q·dw]
 /// with g = o / (O/G) and zeros outside the input.
