@@ -31,10 +31,20 @@ using dt = memory::data_type;
 
 std::atomic<std::int64_t> g_created{0};
 
-dnnl::engine& cpu_engine() {
-  static dnnl::engine e(dnnl::engine::kind::cpu, 0);
-  return e;
-}
+using Key = std::array<std::int64_t, 18>;
+struct Entry;
+
+// The engine and the primitive cache, created on first use and never destroyed (reachable
+// until exit): no destruction-order question against oneDNN's own globals or the threads'
+// streams at exit.
+struct State {
+  dnnl::engine engine{dnnl::engine::kind::cpu, 0};
+  std::mutex mu;
+  std::map<Key, std::unique_ptr<Entry>> cache;
+};
+State& state();
+
+dnnl::engine& cpu_engine() { return state().engine; }
 
 std::int64_t pad_right(std::int64_t in, std::int64_t out, std::int64_t k, std::int64_t s, std::int64_t p,
                        std::int64_t d) {
@@ -101,23 +111,21 @@ bool plain_activations() {
 }
 memory::desc act(const memory::desc& m) { return plain_activations() ? m : any_like(m); }
 
-using Key = std::array<std::int64_t, 18>;
-
 Key key_of(const Shape& s) {
   return {s.N, s.C, s.H, s.W, s.O, s.kh, s.kw, s.sh, s.sw, s.ph, s.pw, s.dh, s.dw, s.G, s.OH, s.OW, s.bias ? 1 : 0,
           get_num_threads()};
 }
 
-std::mutex g_mu;
-std::map<Key, std::unique_ptr<Entry>>& cache() {
-  static std::map<Key, std::unique_ptr<Entry>> c;
-  return c;
+State& state() {
+  static State* const st = new State;
+  return *st;
 }
 
 Entry& entry(const Shape& s) {
   const Key k = key_of(s);
-  std::lock_guard<std::mutex> lock(g_mu);
-  auto& slot = cache()[k];
+  State& st = state();
+  std::lock_guard<std::mutex> lock(st.mu);
+  auto& slot = st.cache[k];
   if (!slot) {
     auto e = std::make_unique<Entry>();
     const Descs d = user_descs(s);
