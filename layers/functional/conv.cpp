@@ -272,20 +272,15 @@ bool use_dnnl(const Tensor& x, const ConvPlan& pl, const dnnl_conv::Shape& sh) {
 
 void dnnl_backward(const Tensor& gy_in, const Tensor& x, const Tensor& w, const dnnl_conv::Shape& sh, GradSink& gs) {
   const Tensor gy = gy_in.detach();
-  if (gs.needs(0)) {
-    Tensor dx = Tensor::empty(x.shape(), Dtype::Float32);
-    dnnl_conv::backward_data(sh, gy.data<float>(), w.data<float>(), dx.data<float>());
-    gs.add(0, dx);
-  }
-  const bool need_b = sh.bias && gs.needs(2);
-  if (gs.needs(1) || need_b) {
-    Tensor dw = Tensor::empty(w.shape(), Dtype::Float32);
-    Tensor db = sh.bias ? Tensor::empty({sh.O}, Dtype::Float32) : Tensor();
-    dnnl_conv::backward_weights(sh, x.data<float>(), gy.data<float>(), dw.data<float>(),
-                                sh.bias ? db.data<float>() : nullptr);
-    if (gs.needs(1)) gs.add(1, dw);
-    if (need_b) gs.add(2, db);
-  }
+  const bool need_x = gs.needs(0), need_w = gs.needs(1), need_b = sh.bias && gs.needs(2);
+  Tensor dx = need_x ? Tensor::empty(x.shape(), Dtype::Float32) : Tensor();
+  Tensor dw = need_w || need_b ? Tensor::empty(w.shape(), Dtype::Float32) : Tensor();
+  Tensor db = (need_w || need_b) && sh.bias ? Tensor::empty({sh.O}, Dtype::Float32) : Tensor();
+  dnnl_conv::backward(sh, x.data<float>(), gy.data<float>(), w.data<float>(), need_x ? dx.data<float>() : nullptr,
+                      dw.defined() ? dw.data<float>() : nullptr, db.defined() ? db.data<float>() : nullptr);
+  if (need_x) gs.add(0, dx);
+  if (need_w) gs.add(1, dw);
+  if (need_b) gs.add(2, db);
 }
 
 }  // namespace

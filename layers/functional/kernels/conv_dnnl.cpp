@@ -212,57 +212,63 @@ void forward(const Shape& s, const float* x, const float* w, const float* b, flo
   cpu_stream().wait();
 }
 
-void backward_data(const Shape& s, const float* dy, const float* w, float* dx) {
-  match_threads();
-  Entry& e = entry(s);
-  {
-    std::lock_guard<std::mutex> lock(e.mu);
-    if (!e.bwd_data) {
-      const Descs d = user_descs(s);
-      dnnl::convolution_backward_data::desc desc(dnnl::algorithm::convolution_direct, act(d.src), any_like(d.wei),
-                                                 act(d.dst), d.strides, d.dilates, d.pl, d.pr);
-      dnnl::convolution_backward_data::primitive_desc pd(desc, cpu_engine(), e.fwd_pd);
-      e.bwd_data = std::make_unique<dnnl::convolution_backward_data>(pd);
-      ++g_created;
-      e.d_dst.init(d.dst, pd.diff_dst_desc(), true);
-      e.d_wei.init(d.wei, pd.weights_desc(), true);
-      e.d_src.init(d.src, pd.diff_src_desc(), false);
-    }
-  }
-  std::unique_ptr<Scratch> hd, hw, hs;
-  memory ddst = input(e.d_dst, dy, hd), wei = input(e.d_wei, w, hw), dsrc = output(e.d_src, dx, hs);
-  e.bwd_data->execute(cpu_stream(), {{DNNL_ARG_DIFF_DST, ddst}, {DNNL_ARG_WEIGHTS, wei}, {DNNL_ARG_DIFF_SRC, dsrc}});
-  finish(e.d_src, dx, hs);
-  cpu_stream().wait();
+namespace {
+
+void ensure_backward_data(Entry& e, const Shape& s) {
+  std::lock_guard<std::mutex> lock(e.mu);
+  if (e.bwd_data) return;
+  const Descs d = user_descs(s);
+  dnnl::convolution_backward_data::desc desc(dnnl::algorithm::convolution_direct, act(d.src), any_like(d.wei),
+                                             act(d.dst), d.strides, d.dilates, d.pl, d.pr);
+  dnnl::convolution_backward_data::primitive_desc pd(desc, cpu_engine(), e.fwd_pd);
+  e.bwd_data = std::make_unique<dnnl::convolution_backward_data>(pd);
+  ++g_created;
+  e.d_dst.init(d.dst, pd.diff_dst_desc(), true);
+  e.d_wei.init(d.wei, pd.weights_desc(), true);
+  e.d_src.init(d.src, pd.diff_src_desc(), false);
 }
 
-void backward_weights(const Shape& s, const float* x, const float* dy, float* dw, float* db) {
+void ensure_backward_weights(Entry& e, const Shape& s) {
+  std::lock_guard<std::mutex> lock(e.mu);
+  if (e.bwd_wei) return;
+  const Descs d = user_descs(s);
+  auto desc = s.bias ? dnnl::convolution_backward_weights::desc(dnnl::algorithm::convolution_direct, act(d.src),
+                                                                any_like(d.wei), d.bias, act(d.dst), d.strides,
+                                                                d.dilates, d.pl, d.pr)
+                     : dnnl::convolution_backward_weights::desc(dnnl::algorithm::convolution_direct, act(d.src),
+                                                                any_like(d.wei), act(d.dst), d.strides, d.dilates,
+                                                                d.pl, d.pr);
+  dnnl::convolution_backward_weights::primitive_desc pd(desc, cpu_engine(), e.fwd_pd);
+  e.bwd_wei = std::make_unique<dnnl::convolution_backward_weights>(pd);
+  ++g_created;
+  e.w_src.init(d.src, pd.src_desc(), true);
+  e.w_dst.init(d.dst, pd.diff_dst_desc(), true);
+  e.w_wei.init(d.wei, pd.diff_weights_desc(), false);
+}
+
+}  // namespace
+
+void backward(const Shape& s, const float* x, const float* dy, const float* w, float* dx, float* dw, float* db) {
   match_threads();
   Entry& e = entry(s);
-  {
-    std::lock_guard<std::mutex> lock(e.mu);
-    if (!e.bwd_wei) {
-      const Descs d = user_descs(s);
-      auto desc = s.bias ? dnnl::convolution_backward_weights::desc(dnnl::algorithm::convolution_direct, act(d.src),
-                                                                    any_like(d.wei), d.bias, act(d.dst), d.strides,
-                                                                    d.dilates, d.pl, d.pr)
-                         : dnnl::convolution_backward_weights::desc(dnnl::algorithm::convolution_direct, act(d.src),
-                                                                    any_like(d.wei), act(d.dst), d.strides,
-                                                                    d.dilates, d.pl, d.pr);
-      dnnl::convolution_backward_weights::primitive_desc pd(desc, cpu_engine(), e.fwd_pd);
-      e.bwd_wei = std::make_unique<dnnl::convolution_backward_weights>(pd);
-      ++g_created;
-      e.w_src.init(d.src, pd.src_desc(), true);
-      e.w_dst.init(d.dst, pd.diff_dst_desc(), true);
-      e.w_wei.init(d.wei, pd.diff_weights_desc(), false);
-    }
+  if (dx) ensure_backward_data(e, s);
+  if (dw) ensure_backward_weights(e, s);
+  // dy in oneDNN's layout once when both primitives want the same one
+  std::unique_ptr<Scratch> h_dy, h_dy2, hw, hs, hx, hdw;
+  memory ddst = input(dx ? e.d_dst : e.w_dst, dy, h_dy);
+  if (dx) {
+    memory wei = input(e.d_wei, w, hw), dsrc = output(e.d_src, dx, hs);
+    e.bwd_data->execute(cpu_stream(), {{DNNL_ARG_DIFF_DST, ddst}, {DNNL_ARG_WEIGHTS, wei}, {DNNL_ARG_DIFF_SRC, dsrc}});
+    finish(e.d_src, dx, hs);
   }
-  std::unique_ptr<Scratch> hs, hd, hw;
-  memory src = input(e.w_src, x, hs), ddst = input(e.w_dst, dy, hd), dwei = output(e.w_wei, dw, hw);
-  std::unordered_map<int, memory> args{{DNNL_ARG_SRC, src}, {DNNL_ARG_DIFF_DST, ddst}, {DNNL_ARG_DIFF_WEIGHTS, dwei}};
-  if (s.bias) args.insert({DNNL_ARG_DIFF_BIAS, memory(user_descs(s).bias, cpu_engine(), db)});
-  e.bwd_wei->execute(cpu_stream(), args);
-  finish(e.w_wei, dw, hw);
+  if (dw) {
+    memory wdst = !dx || e.w_dst.prim == e.d_dst.prim ? ddst : input(e.w_dst, dy, h_dy2);
+    memory src = input(e.w_src, x, hx), dwei = output(e.w_wei, dw, hdw);
+    std::unordered_map<int, memory> args{{DNNL_ARG_SRC, src}, {DNNL_ARG_DIFF_DST, wdst}, {DNNL_ARG_DIFF_WEIGHTS, dwei}};
+    if (s.bias) args.insert({DNNL_ARG_DIFF_BIAS, memory(user_descs(s).bias, cpu_engine(), db)});
+    e.bwd_wei->execute(cpu_stream(), args);
+    finish(e.w_wei, dw, hdw);
+  }
   cpu_stream().wait();
 }
 
@@ -279,8 +285,7 @@ namespace {
 bool supports(const Shape&) { return false; }
 std::int64_t primitives_created() { return 0; }
 void forward(const Shape&, const float*, const float*, const float*, float*) { missing(); }
-void backward_data(const Shape&, const float*, const float*, float*) { missing(); }
-void backward_weights(const Shape&, const float*, const float*, float*, float*) { missing(); }
+void backward(const Shape&, const float*, const float*, const float*, float*, float*, float*) { missing(); }
 }  // namespace tapegrad::layers::functional::kernels::dnnl_conv
 
 #endif

@@ -22,10 +22,10 @@ bool supports(const Shape& s);
 
 /// y = conv(x, w) + b; b may be null when !s.bias. All pointers plain row-major.
 void forward(const Shape& s, const float* x, const float* w, const float* b, float* y);
-/// dx = conv_transpose(dy, w) (overwrites dx).
-void backward_data(const Shape& s, const float* dy, const float* w, float* dx);
-/// dw = Σ_n dy ⋆ x (overwrites dw), db = Σ_{n,i,j} dy (overwrites db; null when !s.bias).
-void backward_weights(const Shape& s, const float* x, const float* dy, float* dw, float* db);
+/// The backward: dx = conv_transpose(dy, w) when dx is not null; dw = Σ_n dy ⋆ x and, with
+/// s.bias, db = Σ_{n,i,j} dy when dw is not null (db must then be too). Overwrites them; dy
+/// is reordered to oneDNN's layout once for both.
+void backward(const Shape& s, const float* x, const float* dy, const float* w, float* dx, float* dw, float* db);
 
 /// Primitives created so far (cache misses), for tests that check steady state creates none.
 std::int64_t primitives_created();
