@@ -37,17 +37,19 @@ inline std::vector<Row> conv_rows() {
   struct ConvShape {
     std::int64_t cin, cout, hw;
   };
+  // batch 128 (the training step) and a small batch (16, where per-call overheads show)
+  for (std::int64_t nb : {B, std::int64_t{16}})
   for (ConvShape s : {ConvShape{1, 32, 28}, ConvShape{32, 64, 14}}) {
     tg::Generator gen(0);
     auto conv = std::make_shared<tg::layers::Conv2d>(s.cin, s.cout, 3, 1, 1, 1, 1, true, tg::Dtype::Float32, gen);
-    auto x = std::make_shared<tg::Tensor>(tg::randn({B, s.cin, s.hw, s.hw}));
+    auto x = std::make_shared<tg::Tensor>(tg::randn({nb, s.cin, s.hw, s.hw}));
     x->requires_grad_();
-    auto g = std::make_shared<tg::Tensor>(tg::randn({B, s.cout, s.hw, s.hw}));
+    auto g = std::make_shared<tg::Tensor>(tg::randn({nb, s.cout, s.hw, s.hw}));
     auto tconv = torch::nn::Conv2d(torch::nn::Conv2dOptions(s.cin, s.cout, 3).padding(1));
-    auto tx = std::make_shared<torch::Tensor>(torch::randn({B, s.cin, s.hw, s.hw}).requires_grad_());
-    auto tgr = std::make_shared<torch::Tensor>(torch::randn({B, s.cout, s.hw, s.hw}));
+    auto tx = std::make_shared<torch::Tensor>(torch::randn({nb, s.cin, s.hw, s.hw}).requires_grad_());
+    auto tgr = std::make_shared<torch::Tensor>(torch::randn({nb, s.cout, s.hw, s.hw}));
     rows.emplace_back("Conv2d " + std::to_string(s.cin) + "->" + std::to_string(s.cout) + " 3x3 on " +
-                          std::to_string(s.hw) + "x" + std::to_string(s.hw) + " fwd+bwd, batch 128",
+                          std::to_string(s.hw) + "x" + std::to_string(s.hw) + " fwd+bwd, batch " + std::to_string(nb),
                       [=] {
                         x->zero_grad();
                         conv->zero_grad();

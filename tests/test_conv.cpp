@@ -7,21 +7,17 @@
 #include "core/tapegrad.h"
 #include "layers/conv.h"
 #include "layers/functional/conv.h"
+#include "conv_configs.h"
 #include "test_errors_support.h"
 #include "test_support.h"
 
 using namespace tapegrad;
 using namespace tapegrad::layers;
 using functional::conv2d;
+using test::Cfg;
+using test::kConfigs;
 
 namespace {
-
-struct Cfg {
-  std::int64_t N, C, H, W, O, kh, kw;
-  Size2 s, p, d;
-  std::int64_t g;
-  bool bias;
-};
 
 // The definition, loop by loop: y[n,o,i,j] = b[o] + Σ w[o,c,p,q]·x[n, g·Cg + c, i·sh−ph+p·dh, j·sw−pw+q·dw].
 std::vector<double> direct(const Tensor& x, const Tensor& w, const Tensor& b, const Cfg& c, std::int64_t OH,
@@ -46,18 +42,6 @@ std::vector<double> direct(const Tensor& x, const Tensor& w, const Tensor& b, co
   return y;
 }
 
-const std::vector<Cfg> kConfigs = {
-    {2, 3, 5, 5, 4, 3, 3, 1, 0, 1, 1, true},             // plain
-    {2, 2, 4, 5, 3, 3, 3, 1, 1, 1, 1, false},            // same padding, no bias
-    {1, 3, 7, 6, 2, 3, 3, 2, 1, 1, 1, true},             // stride 2, odd sizes
-    {1, 2, 3, 7, 2, 1, 3, {1, 2}, {0, 1}, 1, 1, true},   // rectangular kernel and stride
-    {2, 1, 6, 6, 2, 3, 3, 1, 2, 2, 1, true},             // dilation 2
-    {1, 2, 7, 8, 2, 2, 3, {2, 3}, {1, 0}, {2, 1}, 1, true},  // mixed everything
-    {2, 4, 4, 4, 6, 3, 3, 1, 1, 1, 2, true},             // groups 2
-    {2, 3, 5, 4, 3, 3, 3, 1, 1, 1, 3, false},            // depthwise
-    {2, 4, 3, 3, 2, 1, 1, 1, 0, 1, 1, true},             // 1x1 (the image is its own im2col)
-    {1, 2, 5, 5, 3, 5, 5, 1, 0, 1, 1, true},             // kernel = input
-};
 
 }  // namespace
 

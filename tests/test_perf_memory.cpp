@@ -14,23 +14,12 @@
 #include "layers/loss.h"
 #include "models/mlp.h"
 #include "optim/sgd.h"
+#include "perf_memory_support.h"
 
 using namespace tapegrad;
 
-namespace {
-// Restores the thread count a test changed.
-struct ThreadsGuard {
-  int prev = get_num_threads();
-  ~ThreadsGuard() { set_num_threads(prev); }
-};
-// Under AddressSanitizer the block cache is off (core/storage.cpp: freed blocks go back to
-// the system so use-after-free stays detectable), so the cache-reuse checks do not apply.
-#if defined(__SANITIZE_ADDRESS__)
-constexpr bool kBlockCacheOn = false;
-#else
-constexpr bool kBlockCacheOn = true;
-#endif
-}  // namespace
+using test::kBlockCacheOn;
+using test::ThreadsGuard;
 
 TEST_CASE("10,000 training steps of the chapter's BN net neither grow memory nor the tape", "[perf]") {
   Generator gen(7);
@@ -40,29 +29,15 @@ TEST_CASE("10,000 training steps of the chapter's BN net neither grow memory nor
   net.train();
   optim::SGD sgd(net.parameters(), {.lr = 0.01});
   const Tensor x = randn({32, 50}, Dtype::Float32, gen), y = randn({32, 1}, Dtype::Float32, gen);
-  auto step = [&] {
-    Tensor loss = layers::mse_loss(net(x), y);
-    sgd.zero_grad();
-    loss.backward();
-    sgd.step();
-    return loss.item();
-  };
-  for (int i = 0; i < 20; ++i) step();  // warm the block cache
-  const AllocatorStats warm = allocator_stats();
-  double last = 0;
-  for (int i = 0; i < 10000; ++i) {
-    last = step();
-    if (i % 1000 == 0) {
-      REQUIRE(autograd::tape_size() == 0);
-      REQUIRE(allocator_stats().bytes_in_use == warm.bytes_in_use);
-    }
-  }
-  const AllocatorStats end = allocator_stats();
-  CHECK(std::isfinite(last));
-  CHECK(autograd::tape_size() == 0);
-  CHECK(end.bytes_in_use == warm.bytes_in_use);  // same live tensors after every step
-  if (kBlockCacheOn) CHECK(end.system_allocations == warm.system_allocations);  // every block came from the cache
-  CHECK(end.bytes_cached == warm.bytes_cached);
+  test::require_flat_memory(
+      [&] {
+        Tensor loss = layers::mse_loss(net(x), y);
+        sgd.zero_grad();
+        loss.backward();
+        sgd.step();
+        return loss.item();
+      },
+      {.steps = 10000, .check_every = 1000});
 }
 
 TEST_CASE("the block cache reuses freed blocks of the same size class", "[perf]") {

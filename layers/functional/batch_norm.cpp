@@ -73,6 +73,24 @@ void write_row_maybe_streamed(T* dst, std::int64_t len, bool stream, F&& f) {
   }
 }
 
+// Sums over rows in kSumLanes fixed lanes: element i of a row goes to lane i mod kSumLanes,
+// and the lanes are added in order at the end. Independent accumulators (one vector) instead
+// of one serial chain of additions; the order is still fixed by the source, the same on every
+// run and at every thread count.
+constexpr int kSumLanes = 8;
+template <class T, class F>
+inline void lane_sums(const T* __restrict r, std::int64_t len, double* __restrict acc, F f) {
+  std::int64_t i = 0;
+  for (; i + kSumLanes <= len; i += kSumLanes)
+    for (int l = 0; l < kSumLanes; ++l) acc[l] += f(r[i + l]);
+  for (int l = 0; i < len; ++i, ++l) acc[l] += f(r[i]);
+}
+inline double fold_lanes(const double* acc) {
+  double s = 0;
+  for (int l = 0; l < kSumLanes; ++l) s += acc[l];
+  return s;
+}
+
 // Statistics of channels [c0, c1) of a (N, C, S) tensor (S > 1), in blocks of rows of S.
 template <class T>
 void moments_channels(const T* x, Dims d, std::int64_t c0, std::int64_t c1, nv::PartialMoments& p) {
@@ -81,19 +99,15 @@ void moments_channels(const T* x, Dims d, std::int64_t c0, std::int64_t c1, nv::
     nv::PartialMoments pc{0, p.mean + c, p.m2 + c};
     for (std::int64_t b = 0; b < d.N; b += G) {
       const std::int64_t e = std::min(b + G, d.N), nb = (e - b) * d.S;
-      double s = 0, q = 0;
-      for (std::int64_t n = b; n < e; ++n) {
-        const T* xr = x + (n * d.C + c) * d.S;
-        for (std::int64_t i = 0; i < d.S; ++i) s += xr[i];
-      }
-      const double bmean = s / static_cast<double>(nb);
-      for (std::int64_t n = b; n < e; ++n) {
-        const T* xr = x + (n * d.C + c) * d.S;
-        for (std::int64_t i = 0; i < d.S; ++i) {
-          const double v = xr[i] - bmean;
-          q += v * v;
-        }
-      }
+      double sl[kSumLanes] = {}, ql[kSumLanes] = {};
+      for (std::int64_t n = b; n < e; ++n) lane_sums(x + (n * d.C + c) * d.S, d.S, sl, [](T v) { return double(v); });
+      const double bmean = fold_lanes(sl) / static_cast<double>(nb);
+      for (std::int64_t n = b; n < e; ++n)
+        lane_sums(x + (n * d.C + c) * d.S, d.S, ql, [bmean](T v) {
+          const double u = v - bmean;
+          return u * u;
+        });
+      double q = fold_lanes(ql);
       nv::merge_moments(pc, 1, nb, &bmean, &q);
     }
   }
@@ -138,18 +152,20 @@ void backward_sums(const T* x, const T* g, Dims d, const double* mu, double* s1,
     double* p1 = part + 2 * C * t;
     double* p2 = p1 + C;
     for (std::int64_t c = C * t / n_t, e = C * (t + 1) / n_t; c < e; ++c) {
-      double a1 = 0, a2 = 0;
+      double l1[kSumLanes] = {}, l2[kSumLanes] = {};
       const double m = mu[c];
+      const std::int64_t S = d.S;
       for (std::int64_t n = 0; n < d.N; ++n) {
-        const T* xr = x + (n * C + c) * d.S;
-        const T* gr = g + (n * C + c) * d.S;
-        for (std::int64_t s = 0; s < d.S; ++s) {
-          a1 += gr[s];
-          a2 += (xr[s] - m) * static_cast<double>(gr[s]);
-        }
+        const T* __restrict xr = x + (n * C + c) * S;
+        const T* __restrict gr = g + (n * C + c) * S;
+        lane_sums(gr, S, l1, [](T v) { return double(v); });
+        std::int64_t s = 0;  // Σ (x - μ)·dy in the same lanes as lane_sums
+        for (; s + kSumLanes <= S; s += kSumLanes)
+          for (int l = 0; l < kSumLanes; ++l) l2[l] += (xr[s + l] - m) * static_cast<double>(gr[s + l]);
+        for (int l = 0; s < S; ++s, ++l) l2[l] += (xr[s] - m) * static_cast<double>(gr[s]);
       }
-      p1[c] = a1;
-      p2[c] = a2;
+      p1[c] = fold_lanes(l1);
+      p2[c] = fold_lanes(l2);
     }
   });
   for (std::int64_t c = 0; c < C; ++c) s1[c] = s2[c] = 0.0;

@@ -2,6 +2,8 @@
 #include "layers/functional/conv.h"
 
 #include <algorithm>
+#include <atomic>
+#include <cstdlib>
 #include <stdexcept>
 #include <vector>
 
@@ -9,6 +11,7 @@
 #include "core/ops/kernels.h"
 #include "core/ops/matmul.h"
 #include "core/parallel.h"
+#include "layers/functional/kernels/conv_dnnl.h"
 #include "layers/functional/kernels/im2col.h"
 
 namespace tapegrad::layers::functional {
@@ -25,6 +28,49 @@ std::string Size2::str() const {
 std::int64_t conv_output_size(std::int64_t in, std::int64_t kernel, std::int64_t stride, std::int64_t pad,
                               std::int64_t dilation) {
   return (in + 2 * pad - dilation * (kernel - 1) - 1) / stride + 1;
+}
+
+bool conv_onednn_available() {
+#if defined(TAPEGRAD_HAVE_DNNL)
+  return true;
+#else
+  return false;
+#endif
+}
+
+ConvBackend parse_conv_backend(const std::string& name) {
+  if (name.empty() || name == "auto") return ConvBackend::Auto;
+  if (name == "im2col") return ConvBackend::Im2col;
+  if (name == "onednn" && conv_onednn_available()) return ConvBackend::OneDNN;
+  throw std::invalid_argument("conv backend: expected auto, im2col" +
+                              std::string(conv_onednn_available() ? " or onednn" : " (built without oneDNN)") +
+                              ", got '" + name + "'");
+}
+
+namespace {
+
+ConvBackend backend_from_env() {
+  const char* v = std::getenv("TAPEGRAD_CONV_BACKEND");
+  return parse_conv_backend(v ? v : "");
+}
+
+std::atomic<int> g_backend{-1};  // -1: not read from the environment yet
+
+}  // namespace
+
+void set_conv_backend(ConvBackend backend) {
+  if (backend == ConvBackend::OneDNN && !conv_onednn_available())
+    throw std::invalid_argument("set_conv_backend: expected Auto or Im2col, got OneDNN (tapegrad was built without oneDNN)");
+  g_backend = static_cast<int>(backend);
+}
+
+ConvBackend conv_backend() {
+  int b = g_backend.load();
+  if (b < 0) {
+    b = static_cast<int>(backend_from_env());
+    g_backend = b;
+  }
+  return static_cast<ConvBackend>(b);
 }
 
 namespace {
@@ -180,12 +226,20 @@ void backward_impl(const Tensor& gy_in, const Tensor& x, const Tensor& w, bool h
     Tensor db = Tensor::empty({pl.Cout}, x.dtype());
     T* d = db.data<T>();
     const T* p = gy.data<T>();
+    // per row, 8 fixed lanes (j mod 8) added in order: independent accumulators instead of
+    // one serial chain, the same order on every run
+    constexpr std::int64_t kLanes = 8;
     for (std::int64_t o = 0; o < pl.Cout; ++o) {
       double acc = 0;
       for (std::int64_t n = 0; n < pl.N; ++n) {
-        const T* row = p + (n * pl.Cout + o) * L;
+        const T* __restrict row = p + (n * pl.Cout + o) * L;
+        T lane[kLanes] = {};
+        std::int64_t j = 0;
+        for (; j + kLanes <= L; j += kLanes)
+          for (std::int64_t l = 0; l < kLanes; ++l) lane[l] += row[j + l];
+        for (std::int64_t l = 0; j < L; ++j, ++l) lane[l] += row[j];
         T s = 0;
-        for (std::int64_t j = 0; j < L; ++j) s += row[j];
+        for (std::int64_t l = 0; l < kLanes; ++l) s += lane[l];
         acc += s;
       }
       d[o] = static_cast<T>(acc);
@@ -194,11 +248,57 @@ void backward_impl(const Tensor& gy_in, const Tensor& x, const Tensor& w, bool h
   }
 }
 
+namespace dnnl_conv = kernels::dnnl_conv;
+
+dnnl_conv::Shape dnnl_shape(const ConvPlan& pl, bool bias) {
+  const ConvGeom& g = pl.geom;
+  return {pl.N, pl.Cin, g.H, g.W, pl.Cout, g.kh, g.kw, g.sh, g.sw, g.ph, g.pw, g.dh, g.dw, pl.G, g.OH, g.OW, bias};
+}
+
+// oneDNN for a float32 convolution when the backend (and, for Auto, the measured rule) says so.
+bool use_dnnl(const Tensor& x, const ConvPlan& pl, const dnnl_conv::Shape& sh) {
+  if (x.dtype() != Dtype::Float32 || pl.N == 0 || !dnnl_conv::supports(sh)) return false;
+  switch (conv_backend()) {
+    case ConvBackend::Im2col: return false;
+    case ConvBackend::OneDNN: return true;
+    case ConvBackend::Auto: break;
+  }
+  // Measured at the reference CNN's shapes (batch 128 and 16, 1 and 2 threads): oneDNN runs
+  // Conv(32→64) on 14×14 1.6-2.4× faster than im2col, im2col runs Conv(1→32) on 28×28 1.8×
+  // faster (oneDNN's reorders and its kernel for one input channel). Grouped convolutions
+  // were not measured and stay on im2col.
+  return pl.G == 1 && pl.Cin >= 16;
+}
+
+void dnnl_backward(const Tensor& gy_in, const Tensor& x, const Tensor& w, const dnnl_conv::Shape& sh, GradSink& gs) {
+  const Tensor gy = gy_in.detach();
+  const bool need_x = gs.needs(0), need_w = gs.needs(1), need_b = sh.bias && gs.needs(2);
+  Tensor dx = need_x ? Tensor::empty(x.shape(), Dtype::Float32) : Tensor();
+  Tensor dw = need_w || need_b ? Tensor::empty(w.shape(), Dtype::Float32) : Tensor();
+  Tensor db = (need_w || need_b) && sh.bias ? Tensor::empty({sh.O}, Dtype::Float32) : Tensor();
+  dnnl_conv::backward(sh, x.data<float>(), gy.data<float>(), w.data<float>(), need_x ? dx.data<float>() : nullptr,
+                      dw.defined() ? dw.data<float>() : nullptr, db.defined() ? db.data<float>() : nullptr);
+  if (need_x) gs.add(0, dx);
+  if (need_w) gs.add(1, dw);
+  if (need_b) gs.add(2, db);
+}
+
 }  // namespace
 
 Tensor conv2d(const Tensor& x, const Tensor& weight, const Tensor& bias, Size2 stride, Size2 padding, Size2 dilation,
               std::int64_t groups) {
   const ConvPlan pl = plan(x, weight, bias, stride, padding, dilation, groups);
+  const dnnl_conv::Shape sh = dnnl_shape(pl, bias.defined());
+  if (use_dnnl(x, pl, sh)) {
+    Tensor y = Tensor::empty({pl.N, pl.Cout, pl.geom.OH, pl.geom.OW}, Dtype::Float32);
+    dnnl_conv::forward(sh, x.data<float>(), weight.data<float>(), bias.defined() ? bias.data<float>() : nullptr,
+                       y.data<float>());
+    if (autograd::needs_grad({&x, &weight, &bias}))
+      autograd::record("conv2d", y, {x, weight, bias}, [x = x.detach(), weight = weight.detach(), sh](const Tensor& gy, GradSink& gs) {
+        dnnl_backward(gy, x, weight, sh, gs);
+      });
+    return y;
+  }
   Tensor y = TAPEGRAD_DISPATCH_FLOAT(x.dtype(), "conv2d", [&] { return forward_impl<scalar_t>(x, weight, bias, pl); });
   if (autograd::needs_grad({&x, &weight, &bias})) {
     const bool has_bias = bias.defined();

@@ -24,14 +24,35 @@ struct Size2 {
 std::int64_t conv_output_size(std::int64_t in, std::int64_t kernel, std::int64_t stride, std::int64_t pad,
                               std::int64_t dilation);
 
+/// Which implementation float32 conv2d runs. float64 always runs im2col + GEMM (oneDNN has no
+/// float64 convolution).
+///  - Auto: oneDNN's convolution primitives where they measured faster (see the README's CNN
+///    rows), im2col + GEMM elsewhere and whenever tapegrad was built without oneDNN;
+///  - Im2col: im2col + GEMM always;
+///  - OneDNN: oneDNN for every float32 shape it can run (im2col for the rest).
+/// The initial value comes from the environment variable TAPEGRAD_CONV_BACKEND
+/// (auto | im2col | onednn; unset: auto). Process-wide; the backward of a recorded conv2d
+/// uses the backend its forward used.
+enum class ConvBackend { Auto, Im2col, OneDNN };
+/// Throws std::invalid_argument for OneDNN when tapegrad was built without oneDNN.
+void set_conv_backend(ConvBackend backend);
+ConvBackend conv_backend();
+/// True when tapegrad was built with oneDNN (CMake found libdnnl-dev).
+bool conv_onednn_available();
+/// "auto" or "" -> Auto, "im2col", "onednn" (TAPEGRAD_CONV_BACKEND's values). Throws
+/// std::invalid_argument naming the accepted values for anything else, and for "onednn" in a
+/// build without oneDNN.
+ConvBackend parse_conv_backend(const std::string& name);
+
 /// y[n, o, i, j] = bias[o] + Σ_{c, p, q} w[o, c, p, q] · x[n, g·C/G + c, i·sh − ph + p·dh, j·sw − pw + q·dw]
 /// with g = o / (O/G) and zeros outside the input.
 /// x (N, C_in, H, W), weight (C_out, C_in/groups, kH, kW), bias (C_out) or undefined
 /// -> (N, C_out, H_out, W_out), H_out = conv_output_size(H, kH, sh, ph, dh) (same for W).
 /// groups = C_in = C_out is a depthwise convolution.
 /// Backward: dW_g = Σ_n dY_g · colsᵀ, dcols = W_gᵀ · dY_g scattered back (col2im), db = Σ dY.
-/// Samples run in parallel on the configured threads; the im2col buffers come from the
-/// block cache. Throws std::invalid_argument naming expected and actual values for a rank
+/// im2col: samples run in parallel on the configured threads; the im2col buffers come from
+/// the block cache. oneDNN (float32, see ConvBackend): cached primitives on the configured
+/// threads, deterministic at a given thread count. Throws std::invalid_argument naming expected and actual values for a rank
 /// other than 4, non-floating or mixed dtypes, stride/dilation/groups < 1, padding < 0,
 /// C_in != weight.size(1)·groups, C_out not divisible by groups, a bias not of shape
 /// (C_out), or a dilated kernel larger than the padded input.

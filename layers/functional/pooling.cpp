@@ -1,10 +1,12 @@
 // 2-D max, average and adaptive average pooling: forward and backward side by side.
 #include "layers/functional/pooling.h"
 
+#include <algorithm>
 #include <cmath>
 #include <limits>
 #include <stdexcept>
 #include <string>
+#include <vector>
 
 #include "core/autograd.h"
 #include "core/ops/kernels.h"
@@ -55,32 +57,91 @@ void over_planes(std::int64_t planes, std::int64_t plane_size, F&& f) {
   parallel_for(planes, std::max<std::int64_t>(1, kParallelGrain / std::max<std::int64_t>(plane_size, 1)), f);
 }
 
+// ---- the window walk every pool shares ------------------------------------------------
+// One pooling window: rows [h0, h1) step dh, columns [w0, w1) step dw, all inside the input,
+// and the divisor of an average over it.
+struct Window {
+  std::int64_t h0, h1, w0, w1, dh = 1, dw = 1, div = 1;
+};
+
+// Calls f(plane, o, window(i, j)) for every output o = (plane·OH + i)·OW + j, planes split
+// over the threads.
+template <class WindowOf, class F>
+void walk_windows(std::int64_t planes, std::int64_t HW, std::int64_t OH, std::int64_t OW, WindowOf window, F f) {
+  over_planes(planes, HW, [&](std::int64_t b, std::int64_t e) {
+    for (std::int64_t pl = b; pl < e; ++pl)
+      for (std::int64_t i = 0; i < OH; ++i)
+        for (std::int64_t j = 0; j < OW; ++j) f(pl, (pl * OH + i) * OW + j, window(i, j));
+  });
+}
+
+// y[o] = Σ window / divisor (avg and adaptive avg forward).
+template <class T, class WindowOf>
+void average_windows(const T* x, T* y, std::int64_t planes, std::int64_t H, std::int64_t W, std::int64_t OH,
+                     std::int64_t OW, WindowOf window) {
+  walk_windows(planes, H * W, OH, OW, window, [&](std::int64_t pl, std::int64_t o, const Window& a) {
+    T s = 0;
+    for (std::int64_t h = a.h0; h < a.h1; ++h)
+      for (std::int64_t w = a.w0; w < a.w1; ++w) s += x[(pl * H + h) * W + w];
+    y[o] = s / static_cast<T>(a.div);
+  });
+}
+
+// dx[window] += dy[o] / divisor (their backward); dx zero-filled by the caller.
+template <class T, class WindowOf>
+void spread_windows(const T* dy, T* dx, std::int64_t planes, std::int64_t H, std::int64_t W, std::int64_t OH,
+                    std::int64_t OW, WindowOf window) {
+  walk_windows(planes, H * W, OH, OW, window, [&](std::int64_t pl, std::int64_t o, const Window& a) {
+    const T v = dy[o] / static_cast<T>(a.div);
+    for (std::int64_t h = a.h0; h < a.h1; ++h)
+      for (std::int64_t w = a.w0; w < a.w1; ++w) dx[(pl * H + h) * W + w] += v;
+  });
+}
+
 // ---- max ------------------------------------------------------------------------------
-// The common 2×2, stride 2 pool with every window inside the input: the same rule as the
-// general loop below (strictly greater or NaN replaces, in row-major window order).
+// "v replaces the running maximum m": strictly greater, or NaN (PyTorch's max-pool rule).
+template <class T>
+inline bool replaces(T v, T m) {
+  return v > m || v != v;
+}
+
+// The common 2×2, stride 2 pool with every window inside the input and an even width: the
+// same rule as the general loop below, in row-major window order. Output rows are short (14
+// or 7 in the reference CNN), so both passes run over whole planes as contiguous loops (they
+// vectorise, with selects instead of branches that random data mispredicts):
+//   1. each horizontal pair (x[2t], x[2t+1]) of the plane -> its maximum and which one;
+//   2. pair t combined with the pair below it, t + W/2, for every t (the rows between the
+//      windows' top rows are computed and unused), then the windows' rows copied out.
 template <class T>
 void max_forward_2x2(const T* x, T* y, std::int64_t* idx, const PoolGeom& g) {
-  over_planes(g.planes(), g.H * g.W, [&](std::int64_t b, std::int64_t e) {
+  const std::int64_t HW = g.H * g.W, P = HW / 2, half = g.W / 2, L = g.OH * g.OW;
+  const std::int64_t span = (2 * g.OH - 1) * half;  // pairs t whose combination is needed
+  over_planes(g.planes(), HW, [=](std::int64_t b, std::int64_t e) {  // by value: stores can't alias the bounds
+    const std::int64_t OH = g.OH, OW = g.OW;
+    std::vector<T> hv(static_cast<std::size_t>(P)), cv(static_cast<std::size_t>(span));
+    std::vector<std::int64_t> hk(static_cast<std::size_t>(P)), ck(static_cast<std::size_t>(span));
+    T* __restrict hvp = hv.data();
+    T* __restrict cvp = cv.data();
+    std::int64_t* __restrict hkp = hk.data();
+    std::int64_t* __restrict ckp = ck.data();
     for (std::int64_t pl = b; pl < e; ++pl) {
-      const T* xp = x + pl * g.H * g.W;
-      T* yp = y + pl * g.OH * g.OW;
-      std::int64_t* ip = idx + pl * g.OH * g.OW;
-      for (std::int64_t i = 0; i < g.OH; ++i)
-        for (std::int64_t j = 0; j < g.OW; ++j) {
-          const std::int64_t p0 = 2 * i * g.W + 2 * j;
-          const std::int64_t cand[4] = {p0, p0 + 1, p0 + g.W, p0 + g.W + 1};
-          T m = -std::numeric_limits<T>::infinity();
-          std::int64_t best = p0;
-          for (std::int64_t c : cand) {
-            const T v = xp[c];
-            if (v > m || v != v) {
-              m = v;
-              best = c;
-            }
-          }
-          yp[i * g.OW + j] = m;
-          ip[i * g.OW + j] = best;
-        }
+      const T* __restrict xp = x + pl * HW;
+      for (std::int64_t t = 0; t < P; ++t) {
+        const T v0 = xp[2 * t], v1 = xp[2 * t + 1];
+        const bool r = replaces(v1, v0);
+        hvp[t] = r ? v1 : v0;
+        hkp[t] = 2 * t + (r ? 1 : 0);
+      }
+      for (std::int64_t t = 0; t < span; ++t) {
+        const T top = hvp[t], bot = hvp[t + half];
+        const bool r = replaces(bot, top);
+        cvp[t] = r ? bot : top;
+        ckp[t] = r ? hkp[t + half] : hkp[t];
+      }
+      for (std::int64_t i = 0; i < OH; ++i) {
+        std::copy_n(cvp + 2 * i * half, OW, y + pl * L + i * OW);
+        std::copy_n(ckp + 2 * i * half, OW, idx + pl * L + i * OW);
+      }
     }
   });
 }
@@ -88,43 +149,40 @@ void max_forward_2x2(const T* x, T* y, std::int64_t* idx, const PoolGeom& g) {
 template <class T>
 void max_forward(const T* x, T* y, std::int64_t* idx, const PoolGeom& g) {
   if (g.k == Size2(2) && g.s == Size2(2) && g.p == Size2(0) && g.d == Size2(1) && 2 * g.OH <= g.H &&
-      2 * g.OW <= g.W)
+      2 * g.OW == g.W)
     return max_forward_2x2(x, y, idx, g);
-  over_planes(g.planes(), g.H * g.W, [&](std::int64_t b, std::int64_t e) {
-    for (std::int64_t pl = b; pl < e; ++pl) {
-      const T* xp = x + pl * g.H * g.W;
-      for (std::int64_t i = 0; i < g.OH; ++i) {
-        std::int64_t h0 = i * g.s.h - g.p.h;
-        const std::int64_t h1 = std::min(h0 + (g.k.h - 1) * g.d.h + 1, g.H);
-        while (h0 < 0) h0 += g.d.h;
-        for (std::int64_t j = 0; j < g.OW; ++j) {
-          std::int64_t w0 = j * g.s.w - g.p.w;
-          const std::int64_t w1 = std::min(w0 + (g.k.w - 1) * g.d.w + 1, g.W);
-          while (w0 < 0) w0 += g.d.w;
-          std::int64_t best = h0 * g.W + w0;
-          T m = -std::numeric_limits<T>::infinity();
-          for (std::int64_t h = h0; h < h1; h += g.d.h)
-            for (std::int64_t w = w0; w < w1; w += g.d.w) {
-              const T v = xp[h * g.W + w];
-              if (v > m || std::isnan(v)) {
-                m = v;
-                best = h * g.W + w;
-              }
-            }
-          const std::int64_t o = (pl * g.OH + i) * g.OW + j;
-          y[o] = m;
-          idx[o] = best;
+  // the dilated window clipped to the input (its first row/column the first tap inside)
+  auto window = [&g](std::int64_t i, std::int64_t j) {
+    Window a;
+    a.h0 = i * g.s.h - g.p.h;
+    a.w0 = j * g.s.w - g.p.w;
+    a.h1 = std::min(a.h0 + (g.k.h - 1) * g.d.h + 1, g.H);
+    a.w1 = std::min(a.w0 + (g.k.w - 1) * g.d.w + 1, g.W);
+    while (a.h0 < 0) a.h0 += g.d.h;
+    while (a.w0 < 0) a.w0 += g.d.w;
+    a.dh = g.d.h;
+    a.dw = g.d.w;
+    return a;
+  };
+  walk_windows(g.planes(), g.H * g.W, g.OH, g.OW, window, [&](std::int64_t pl, std::int64_t o, const Window& a) {
+    const T* xp = x + pl * g.H * g.W;
+    std::int64_t best = a.h0 * g.W + a.w0;
+    T m = -std::numeric_limits<T>::infinity();
+    for (std::int64_t h = a.h0; h < a.h1; h += a.dh)
+      for (std::int64_t w = a.w0; w < a.w1; w += a.dw) {
+        const T v = xp[h * g.W + w];
+        if (replaces(v, m)) {
+          m = v;
+          best = h * g.W + w;
         }
       }
-    }
+    y[o] = m;
+    idx[o] = best;
   });
 }
 
 // ---- average: the window and its divisor (PyTorch's avg_pool2d CPU rule) -------------------
-struct AvgWindow {
-  std::int64_t h0, h1, w0, w1, div;
-};
-AvgWindow avg_window(const PoolGeom& g, std::int64_t i, std::int64_t j, bool count_include_pad) {
+Window avg_window(const PoolGeom& g, std::int64_t i, std::int64_t j, bool count_include_pad) {
   std::int64_t h0 = i * g.s.h - g.p.h, w0 = j * g.s.w - g.p.w;
   std::int64_t h1 = std::min(h0 + g.k.h, g.H + g.p.h), w1 = std::min(w0 + g.k.w, g.W + g.p.w);
   const std::int64_t pool_size = (h1 - h0) * (w1 - w0);
@@ -132,12 +190,17 @@ AvgWindow avg_window(const PoolGeom& g, std::int64_t i, std::int64_t j, bool cou
   w0 = std::max<std::int64_t>(w0, 0);
   h1 = std::min(h1, g.H);
   w1 = std::min(w1, g.W);
-  return {h0, h1, w0, w1, count_include_pad ? pool_size : (h1 - h0) * (w1 - w0)};
+  return {h0, h1, w0, w1, 1, 1, count_include_pad ? pool_size : (h1 - h0) * (w1 - w0)};
 }
 
 // ---- adaptive average ------------------------------------------------------------------------
 std::int64_t start_index(std::int64_t o, std::int64_t out, std::int64_t in) { return (o * in) / out; }
 std::int64_t end_index(std::int64_t o, std::int64_t out, std::int64_t in) { return ((o + 1) * in + out - 1) / out; }
+Window adaptive_window(std::int64_t i, std::int64_t j, std::int64_t H, std::int64_t W, Size2 out) {
+  Window a{start_index(i, out.h, H), end_index(i, out.h, H), start_index(j, out.w, W), end_index(j, out.w, W)};
+  a.div = (a.h1 - a.h0) * (a.w1 - a.w0);
+  return a;
+}
 
 }  // namespace
 
@@ -178,39 +241,17 @@ Tensor max_pool2d(const Tensor& x, Size2 kernel_size, std::optional<Size2> strid
 Tensor avg_pool2d(const Tensor& x, Size2 kernel_size, std::optional<Size2> stride, Size2 padding, bool ceil_mode,
                   bool count_include_pad) {
   const PoolGeom g = pool_geom(x, "avg_pool2d", kernel_size, stride, padding, 1, ceil_mode);
+  auto window = [g, count_include_pad](std::int64_t i, std::int64_t j) { return avg_window(g, i, j, count_include_pad); };
   Tensor y = Tensor::empty({g.N, g.C, g.OH, g.OW}, x.dtype());
   TAPEGRAD_DISPATCH_FLOAT(x.dtype(), "avg_pool2d", [&] {
-    const scalar_t* xp = x.data<scalar_t>();
-    scalar_t* yp = y.data<scalar_t>();
-    over_planes(g.planes(), g.H * g.W, [&](std::int64_t b, std::int64_t e) {
-      for (std::int64_t pl = b; pl < e; ++pl)
-        for (std::int64_t i = 0; i < g.OH; ++i)
-          for (std::int64_t j = 0; j < g.OW; ++j) {
-            const AvgWindow a = avg_window(g, i, j, count_include_pad);
-            scalar_t s = 0;
-            for (std::int64_t h = a.h0; h < a.h1; ++h)
-              for (std::int64_t w = a.w0; w < a.w1; ++w) s += xp[(pl * g.H + h) * g.W + w];
-            yp[(pl * g.OH + i) * g.OW + j] = s / static_cast<scalar_t>(a.div);
-          }
-    });
+    average_windows(x.data<scalar_t>(), y.data<scalar_t>(), g.planes(), g.H, g.W, g.OH, g.OW, window);
   });
   if (autograd::needs_grad({&x}))
-    autograd::record("avg_pool2d", y, {x}, [g, count_include_pad](const Tensor& gy, GradSink& gs) {
+    autograd::record("avg_pool2d", y, {x}, [g, window](const Tensor& gy, GradSink& gs) {
       // dx[window] += dy / divisor
       Tensor dx = Tensor::zeros({g.N, g.C, g.H, g.W}, gy.dtype());
       TAPEGRAD_DISPATCH_FLOAT(gy.dtype(), "avg_pool2d_backward", [&] {
-        const scalar_t* d = gy.data<scalar_t>();
-        scalar_t* o = dx.data<scalar_t>();
-        over_planes(g.planes(), g.H * g.W, [&](std::int64_t b, std::int64_t e) {
-          for (std::int64_t pl = b; pl < e; ++pl)
-            for (std::int64_t i = 0; i < g.OH; ++i)
-              for (std::int64_t j = 0; j < g.OW; ++j) {
-                const AvgWindow a = avg_window(g, i, j, count_include_pad);
-                const scalar_t v = d[(pl * g.OH + i) * g.OW + j] / static_cast<scalar_t>(a.div);
-                for (std::int64_t h = a.h0; h < a.h1; ++h)
-                  for (std::int64_t w = a.w0; w < a.w1; ++w) o[(pl * g.H + h) * g.W + w] += v;
-              }
-        });
+        spread_windows(gy.data<scalar_t>(), dx.data<scalar_t>(), g.planes(), g.H, g.W, g.OH, g.OW, window);
       });
       gs.add(0, dx);
     });
@@ -228,41 +269,17 @@ Tensor adaptive_avg_pool2d(const Tensor& x, Size2 out) {
   if (H < 1 || W < 1)
     throw std::invalid_argument("adaptive_avg_pool2d: expected a non-empty spatial size, got input shape " +
                                 shape_str(x.shape()));
+  auto window = [H, W, out](std::int64_t i, std::int64_t j) { return adaptive_window(i, j, H, W, out); };
   Tensor y = Tensor::empty({N, C, out.h, out.w}, x.dtype());
   TAPEGRAD_DISPATCH_FLOAT(x.dtype(), "adaptive_avg_pool2d", [&] {
-    const scalar_t* xp = x.data<scalar_t>();
-    scalar_t* yp = y.data<scalar_t>();
-    over_planes(N * C, H * W, [&](std::int64_t b, std::int64_t e) {
-      for (std::int64_t pl = b; pl < e; ++pl)
-        for (std::int64_t i = 0; i < out.h; ++i)
-          for (std::int64_t j = 0; j < out.w; ++j) {
-            const std::int64_t h0 = start_index(i, out.h, H), h1 = end_index(i, out.h, H);
-            const std::int64_t w0 = start_index(j, out.w, W), w1 = end_index(j, out.w, W);
-            scalar_t s = 0;
-            for (std::int64_t h = h0; h < h1; ++h)
-              for (std::int64_t w = w0; w < w1; ++w) s += xp[(pl * H + h) * W + w];
-            yp[(pl * out.h + i) * out.w + j] = s / static_cast<scalar_t>((h1 - h0) * (w1 - w0));
-          }
-    });
+    average_windows(x.data<scalar_t>(), y.data<scalar_t>(), N * C, H, W, out.h, out.w, window);
   });
   if (autograd::needs_grad({&x}))
-    autograd::record("adaptive_avg_pool2d", y, {x}, [N, C, H, W, out](const Tensor& gy, GradSink& gs) {
+    autograd::record("adaptive_avg_pool2d", y, {x}, [N, C, H, W, out, window](const Tensor& gy, GradSink& gs) {
       // dx[window] += dy / window size
       Tensor dx = Tensor::zeros({N, C, H, W}, gy.dtype());
       TAPEGRAD_DISPATCH_FLOAT(gy.dtype(), "adaptive_avg_pool2d_backward", [&] {
-        const scalar_t* d = gy.data<scalar_t>();
-        scalar_t* o = dx.data<scalar_t>();
-        over_planes(N * C, H * W, [&](std::int64_t b, std::int64_t e) {
-          for (std::int64_t pl = b; pl < e; ++pl)
-            for (std::int64_t i = 0; i < out.h; ++i)
-              for (std::int64_t j = 0; j < out.w; ++j) {
-                const std::int64_t h0 = start_index(i, out.h, H), h1 = end_index(i, out.h, H);
-                const std::int64_t w0 = start_index(j, out.w, W), w1 = end_index(j, out.w, W);
-                const scalar_t v = d[(pl * out.h + i) * out.w + j] / static_cast<scalar_t>((h1 - h0) * (w1 - w0));
-                for (std::int64_t h = h0; h < h1; ++h)
-                  for (std::int64_t w = w0; w < w1; ++w) o[(pl * H + h) * W + w] += v;
-              }
-        });
+        spread_windows(gy.data<scalar_t>(), dx.data<scalar_t>(), N * C, H, W, out.h, out.w, window);
       });
       gs.add(0, dx);
     });
