@@ -1,7 +1,7 @@
 #include "core/object_pool.h"
 
 #include <cstdint>
-#include <limits>
+#include <new>
 
 namespace tapegrad::detail {
 namespace {
@@ -68,9 +68,7 @@ void pool_deallocate(void* p, std::size_t bytes) noexcept {
         lists.registered = true;
         register_drainer();
       }
-      auto* b = static_cast<Block*>(p);
-      b->next = lists.head[c];
-      lists.head[c] = b;
+      lists.head[c] = ::new (p) Block{lists.head[c]};
       ++lists.count[c];
       return;
     }
