@@ -1,14 +1,11 @@
 #include "workloads.h"
 
-#include <algorithm>
 #include <cmath>
-#include <cstring>
 #include <fstream>
-#include <numeric>
 #include <stdexcept>
 
 #include "chapter/data.h"
-#include "core/autograd.h"
+#include "chapter/run.h"
 #include "core/ops.h"
 #include "core/ops/gemm_backends.h"
 #include "core/parallel.h"
@@ -48,87 +45,38 @@ double TrainStep::step() {
   return loss.item();
 }
 
-namespace {
-
-struct Data {
-  Tensor x_train, y_train, x_test, y_test;
-};
-
-bool crashed(double loss) { return !std::isfinite(loss) || loss > 1e10; }
-
-struct Config {
-  std::vector<std::int64_t> sizes;
-  bool bn;
-  double lr;
-  bool grad_clip;
-};
-
-std::int64_t train_one(const Config& c, const Data& d, const ChapterOptions& o, std::uint64_t seed) {
-  tg::Generator init(seed + 1), shuffle(seed + 2);
-  auto net = make_net(c.sizes, c.bn, 0.01, 10.0, init);
-  net->train();
-  const auto params = net->parameters();
-  tg::optim::SGDOptions so;
-  so.lr = c.lr;
-  tg::optim::SGD sgd(params, so);
-  const std::int64_t n = d.x_train.size(0), f = d.x_train.size(1), steps = n / o.batch;
-  Tensor xs = Tensor::empty({n, f}), ys = Tensor::empty({n, 1});
-  std::vector<std::int64_t> perm(static_cast<std::size_t>(n));
-  std::int64_t taken = 0;
-  for (int epoch = 0; epoch < o.epochs; ++epoch) {
-    std::iota(perm.begin(), perm.end(), std::int64_t{0});
-    for (std::int64_t i = n - 1; i > 0; --i)
-      std::swap(perm[i], perm[static_cast<std::size_t>(shuffle.uniform() * static_cast<double>(i + 1)) % (i + 1)]);
-    for (std::int64_t i = 0; i < n; ++i) {
-      std::memcpy(xs.data<float>() + i * f, d.x_train.data<float>() + perm[i] * f, sizeof(float) * f);
-      ys.data<float>()[i] = d.y_train.data<float>()[perm[i]];
-    }
-    for (std::int64_t s = 0; s < steps; ++s) {
-      Tensor xb = tg::alias_with_shape(xs, {o.batch, f}, sizeof(float) * s * o.batch * f);
-      Tensor yb = tg::alias_with_shape(ys, {o.batch, 1}, sizeof(float) * s * o.batch);
-      Tensor loss = tg::layers::mse_loss((*net)(xb), yb);
-      if (crashed(loss.item())) return taken;
-      sgd.zero_grad();
-      loss.backward();
-      if (c.grad_clip)
-        for (const auto& p : params) {
-          Tensor g = p.grad();
-          if (!g.defined()) continue;
-          float* q = g.data<float>();
-          for (std::int64_t i = 0, m = g.numel(); i < m; ++i) q[i] = std::clamp(q[i], -5.0f, 5.0f);
-        }
-      sgd.step();
-      ++taken;
-    }
-    // the chapter evaluates in train mode: BN uses (and tracks) the evaluated set's statistics
-    tg::NoGradGuard ng;
-    const double l1 = tg::layers::mse_loss((*net)(d.x_train), d.y_train).item();
-    const double l2 = tg::layers::mse_loss((*net)(d.x_test), d.y_test).item();
-    if (crashed(l1) || crashed(l2)) return taken;
-  }
-  return taken;
-}
-
-}  // namespace
-
 std::int64_t run_chapter(const ChapterOptions& o) {
+  chapter::Dataset d;
   tg::Generator gen(o.seed);
-  Data d;
   chapter::fill_chapter_rows(gen, 200, 50, 0.1, d.x_train, d.y_train);
   chapter::fill_chapter_rows(gen, 100, 50, 0.1, d.x_test, d.y_test);
-  std::vector<Config> configs;
+  std::vector<chapter::RunConfig> configs;
+  auto add = [&](std::vector<std::int64_t> sizes, bool bn, double lr, bool grad_clip) {
+    chapter::RunConfig c;
+    c.sizes = std::move(sizes);
+    c.norm = bn ? tg::models::Norm::Batch : tg::models::Norm::None;
+    c.lr = lr;
+    c.epochs = o.epochs;
+    c.batch = o.batch;
+    c.bn_momentum = 0.01;
+    if (grad_clip) c.grad_clip = 5.0;
+    c.act_clip = 10.0;
+    c.policies = {chapter::EvalPolicy::Train};  // the chapter evaluates in train mode
+    c.seed = o.seed;
+    configs.push_back(std::move(c));
+  };
   const std::vector<std::int64_t> base{50, 128, 64, 32, 1};
-  for (bool bn : {true, false}) configs.push_back({base, bn, 0.01, true});  // Experiment 1
-  for (double lr : {0.001, 0.01, 0.05})                                       // Experiment 2
-    for (bool bn : {true, false}) configs.push_back({base, bn, lr, true});
+  for (bool bn : {true, false}) add(base, bn, 0.01, true);  // Experiment 1
+  for (double lr : {0.001, 0.01, 0.05})                      // Experiment 2
+    for (bool bn : {true, false}) add(base, bn, lr, true);
   std::vector<std::int64_t> d15{50};
   for (int i = 0; i < 14; ++i) d15.push_back(64);
   d15.push_back(1);
   for (const auto& s : {std::vector<std::int64_t>{50, 128, 64, 32, 16, 1},  // Experiment 3
                         std::vector<std::int64_t>{50, 128, 128, 64, 64, 32, 32, 16, 16, 8, 1}, d15})
-    for (bool bn : {true, false}) configs.push_back({s, bn, 0.01, bn});  // no clipping for plain depth nets
+    for (bool bn : {true, false}) add(s, bn, 0.01, bn);  // no clipping for plain depth nets
   std::int64_t steps = 0;
-  for (const auto& c : configs) steps += train_one(c, d, o, o.seed);
+  for (const auto& c : configs) steps += chapter::train_run(c, d).steps;
   return steps;
 }
 

@@ -37,9 +37,10 @@ class TrainStep {
   Tensor x_, y_;
 };
 
-/// The chapter's full workload (Experiments 1-3 as the chapter's code runs them):
-/// 14 trainings x epochs x floor(200/batch) SGD steps, train-mode evaluation of the train
-/// and test sets after each epoch. Returns the number of SGD steps taken.
+/// The chapter's full workload (Experiments 1-3 as the chapter's code runs them), each
+/// training through chapter::train_run: 14 trainings x epochs x floor(200/batch) SGD steps,
+/// train-mode evaluation of the train and test sets after each epoch. Returns the number of
+/// SGD steps taken.
 struct ChapterOptions {
   int epochs = 200;
   std::int64_t batch = 32;

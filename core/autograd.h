@@ -16,6 +16,7 @@
 #include <string>
 #include <vector>
 
+#include "core/object_pool.h"
 #include "core/tensor.h"
 
 namespace tapegrad {
@@ -206,13 +207,15 @@ template <class F>
 void record(const char* name, Tensor& out, std::initializer_list<Tensor> inputs, F&& backward,
             unsigned saves = kSavesInputs) {
   detail::attach(name, out, inputs.begin(), inputs.size(),
-                 std::make_shared<detail::FnNode<std::decay_t<F>>>(std::decay_t<F>(std::forward<F>(backward))), saves);
+                 std::allocate_shared<detail::FnNode<std::decay_t<F>>>(PoolAllocator<detail::FnNode<std::decay_t<F>>>(),
+                                                                          std::decay_t<F>(std::forward<F>(backward))), saves);
 }
 template <class F>
 void record(const char* name, Tensor& out, const std::vector<Tensor>& inputs, F&& backward,
             unsigned saves = kSavesInputs) {
   detail::attach(name, out, inputs.data(), inputs.size(),
-                 std::make_shared<detail::FnNode<std::decay_t<F>>>(std::decay_t<F>(std::forward<F>(backward))), saves);
+                 std::allocate_shared<detail::FnNode<std::decay_t<F>>>(PoolAllocator<detail::FnNode<std::decay_t<F>>>(),
+                                                                          std::decay_t<F>(std::forward<F>(backward))), saves);
 }
 
 /// Post-accumulate-grad hook of a leaf (like PyTorch's register_post_accumulate_grad_hook):

@@ -6,16 +6,17 @@
 #include <stdexcept>
 
 #include "core/autograd.h"
+#include "core/object_pool.h"
 
 namespace tapegrad {
 namespace {
 
 std::shared_ptr<TensorImpl> new_impl(const Shape& shape, Dtype dtype) {
   const std::size_t bytes = nbytes_of(shape, dtype_size(dtype));  // throws on a negative size or overflow
-  auto impl = std::make_shared<TensorImpl>();
+  auto impl = std::allocate_shared<TensorImpl>(PoolAllocator<TensorImpl>());
   impl->shape = shape;
   impl->dtype = dtype;
-  impl->storage = std::make_shared<Storage>(bytes);
+  impl->storage = std::allocate_shared<Storage>(PoolAllocator<Storage>(), bytes);
   return impl;
 }
 
@@ -162,7 +163,7 @@ Tensor Tensor::clone() const {
 
 Tensor Tensor::detach() const {
   require_defined(*this, "detach");
-  auto impl = std::make_shared<TensorImpl>(*impl_);
+  auto impl = std::allocate_shared<TensorImpl>(PoolAllocator<TensorImpl>(), *impl_);
   impl->autograd.reset();
   return Tensor(std::move(impl));
 }
@@ -319,7 +320,7 @@ void Tensor::backward(const Tensor& gradient, bool retain_graph) const {
 }
 
 Tensor alias_with_shape(const Tensor& t, const Shape& shape, std::size_t extra_offset_bytes) {
-  auto impl = std::make_shared<TensorImpl>();
+  auto impl = std::allocate_shared<TensorImpl>(PoolAllocator<TensorImpl>());
   impl->storage = t.impl()->storage;
   impl->offset = t.impl()->offset + extra_offset_bytes;
   impl->shape = shape;

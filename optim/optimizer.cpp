@@ -66,7 +66,9 @@ void Optimizer::check_params(const std::vector<Tensor>& params) const {
   }
 }
 
-void Optimizer::run_step_hooks() const { hooks::run_step_hooks(parameters()); }
+void Optimizer::run_step_hooks() const {
+  if (hooks::any_step_hooks()) hooks::run_step_hooks(parameters());
+}
 
 void Optimizer::check_grad(const Tensor& p, const Tensor& g, std::size_t i) const {
   if (g.shape() != p.shape() || g.dtype() != p.dtype())

@@ -40,6 +40,7 @@ void SGD::step() {
         T* __restrict wr = w;
         const T* __restrict gr = g;
         parallel_for(p.numel(), kParallelGrain, [&](std::int64_t b, std::int64_t e) {
+          _Pragma("GCC unroll 4")  // four vectors an iteration: fewer loop instructions
           for (std::int64_t i = b; i < e; ++i) wr[i] = wr[i] + neg_lr * gr[i];
         });
         return;

@@ -19,5 +19,7 @@ std::uint64_t add_step_hook(StepHook hook);
 void remove_step_hook(std::uint64_t id);
 /// Invoked by every optimizer's step() (Optimizer::run_step_hooks).
 void run_step_hooks(const std::vector<Tensor>& params);
+/// Whether any step hook is installed (a step without hooks builds no parameter list).
+bool any_step_hooks();
 
 }  // namespace tapegrad::optim::hooks

@@ -4,6 +4,7 @@
 #include <Eigen/Core>
 #include <cstdlib>
 #include <mutex>
+#include <type_traits>
 #include <unordered_map>
 #include <vector>
 
@@ -23,24 +24,18 @@ void init_once() {
   });
 }
 
+// libxsmm's dispatch for T (float: smm, double: dmm); `flags` says the transposes and
+// whether C is overwritten (BETA_0) or accumulated into.
 template <class T>
-struct Kernel;
-template <>
-struct Kernel<float> {
-  using fn = libxsmm_smmfunction;
+struct Kernel {
+  using fn = std::conditional_t<std::is_same_v<T, float>, libxsmm_smmfunction, libxsmm_dmmfunction>;
   static fn dispatch(libxsmm_blasint m, libxsmm_blasint n, libxsmm_blasint k, libxsmm_blasint lda, libxsmm_blasint ldb,
                      libxsmm_blasint ldc, int flags) {
-    const float alpha = 1, beta = (flags & LIBXSMM_GEMM_FLAG_BETA_0) ? 0 : 1;
-    return libxsmm_smmdispatch(m, n, k, &lda, &ldb, &ldc, &alpha, &beta, &flags, nullptr);
-  }
-};
-template <>
-struct Kernel<double> {
-  using fn = libxsmm_dmmfunction;
-  static fn dispatch(libxsmm_blasint m, libxsmm_blasint n, libxsmm_blasint k, libxsmm_blasint lda, libxsmm_blasint ldb,
-                     libxsmm_blasint ldc, int flags) {
-    const double alpha = 1, beta = (flags & LIBXSMM_GEMM_FLAG_BETA_0) ? 0 : 1;
-    return libxsmm_dmmdispatch(m, n, k, &lda, &ldb, &ldc, &alpha, &beta, &flags, nullptr);
+    const T alpha = 1, beta = (flags & LIBXSMM_GEMM_FLAG_BETA_0) ? 0 : 1;
+    if constexpr (std::is_same_v<T, float>)
+      return libxsmm_smmdispatch(m, n, k, &lda, &ldb, &ldc, &alpha, &beta, &flags, nullptr);
+    else
+      return libxsmm_dmmdispatch(m, n, k, &lda, &ldb, &ldc, &alpha, &beta, &flags, nullptr);
   }
 };
 

@@ -26,6 +26,7 @@ Tensor map_unary(const Tensor& x, F f) {
   T* __restrict q = out.data<T>();
   parallel_for(x.numel(), kParallelGrain, [&](std::int64_t b, std::int64_t e) {
     const F fl = f;  // captures in registers, not reloaded after every store: the loop vectorises
+#pragma GCC unroll 4  // four vectors an iteration: fewer loop instructions
     for (std::int64_t i = b; i < e; ++i) q[i] = fl(p[i]);
   });
   return out;
@@ -40,6 +41,7 @@ Tensor map_binary_same(const Tensor& x, const Tensor& y, F f) {
   T* __restrict q = out.data<T>();
   parallel_for(x.numel(), kParallelGrain, [&](std::int64_t b, std::int64_t e) {
     const F fl = f;  // as in map_unary
+#pragma GCC unroll 4
     for (std::int64_t i = b; i < e; ++i) q[i] = fl(p[i], r[i]);
   });
   return out;

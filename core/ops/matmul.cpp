@@ -4,6 +4,7 @@
 #include <cblas.h>
 
 #include <Eigen/Core>
+#include <type_traits>
 
 #include <algorithm>
 #include <cctype>
@@ -74,6 +75,27 @@ void eigen_gemm(bool ta, bool tb, const T* A, const T* B, T* C, std::int64_t M, 
   else c.noalias() += a.transpose() * b.transpose();
 }
 
+// C = op(A)·op(B) (or +=) on `use`; libxsmm falls back to Eigen when it has no kernel.
+template <class T>
+void run_gemm(GemmBackend use, bool ta, bool tb, const Tensor& a, const Tensor& b, Tensor& c, std::int64_t M,
+              std::int64_t N, std::int64_t K, bool accumulate) {
+  const std::int64_t ar = a.shape()[0], ac = a.shape()[1], br = b.shape()[0], bc = b.shape()[1];
+  const T *A = a.data<T>(), *B = b.data<T>();
+  T* C = c.data<T>();
+  if (use == GemmBackend::Xsmm && !xsmm_gemm(ta, tb, A, B, C, M, N, K, accumulate)) use = GemmBackend::Eigen;
+  if (use == GemmBackend::Eigen) {
+    eigen_gemm<T>(ta, tb, A, B, C, M, N, K, ar, ac, br, bc, accumulate);
+  } else if (use == GemmBackend::Blas) {
+    const auto TA = ta ? CblasTrans : CblasNoTrans, TB = tb ? CblasTrans : CblasNoTrans;
+    const int m = static_cast<int>(M), n = static_cast<int>(N), k = static_cast<int>(K);
+    const int lda = static_cast<int>(ac), ldb = static_cast<int>(bc);
+    if constexpr (std::is_same_v<T, float>)
+      cblas_sgemm(CblasRowMajor, TA, TB, m, n, k, 1.0f, A, lda, B, ldb, accumulate ? 1.0f : 0.0f, C, n);
+    else
+      cblas_dgemm(CblasRowMajor, TA, TB, m, n, k, 1.0, A, lda, B, ldb, accumulate ? 1.0 : 0.0, C, n);
+  }
+}
+
 }  // namespace
 
 void gemm(bool ta, bool tb, const Tensor& a, const Tensor& b, Tensor& c, bool accumulate) {
@@ -89,26 +111,10 @@ void gemm(bool ta, bool tb, const Tensor& a, const Tensor& b, Tensor& c, bool ac
     return;
   }
   GemmBackend use = forced != GemmBackend::Auto ? forced : chosen_gemm_backend(a.dtype(), M, N, K, ta, tb);
-  const auto TA = ta ? CblasTrans : CblasNoTrans, TB = tb ? CblasTrans : CblasNoTrans;
-  if (a.dtype() == Dtype::Float32) {
-    const float *A = a.data<float>(), *B = b.data<float>();
-    float* C = c.data<float>();
-    if (use == GemmBackend::Xsmm && !xsmm_gemm(ta, tb, A, B, C, M, N, K, accumulate)) use = GemmBackend::Eigen;
-    if (use == GemmBackend::Eigen)
-      eigen_gemm<float>(ta, tb, A, B, C, M, N, K, ar, ac, br, bc, accumulate);
-    else if (use == GemmBackend::Blas)
-      cblas_sgemm(CblasRowMajor, TA, TB, static_cast<int>(M), static_cast<int>(N), static_cast<int>(K), 1.0f, A,
-                  static_cast<int>(ac), B, static_cast<int>(bc), accumulate ? 1.0f : 0.0f, C, static_cast<int>(N));
-  } else {
-    const double *A = a.data<double>(), *B = b.data<double>();
-    double* C = c.data<double>();
-    if (use == GemmBackend::Xsmm && !xsmm_gemm(ta, tb, A, B, C, M, N, K, accumulate)) use = GemmBackend::Eigen;
-    if (use == GemmBackend::Eigen)
-      eigen_gemm<double>(ta, tb, A, B, C, M, N, K, ar, ac, br, bc, accumulate);
-    else if (use == GemmBackend::Blas)
-      cblas_dgemm(CblasRowMajor, TA, TB, static_cast<int>(M), static_cast<int>(N), static_cast<int>(K), 1.0, A,
-                  static_cast<int>(ac), B, static_cast<int>(bc), accumulate ? 1.0 : 0.0, C, static_cast<int>(N));
-  }
+  if (a.dtype() == Dtype::Float32)
+    run_gemm<float>(use, ta, tb, a, b, c, M, N, K, accumulate);
+  else
+    run_gemm<double>(use, ta, tb, a, b, c, M, N, K, accumulate);
 }
 
 const char* gemm_backend_name(GemmBackend b) {

@@ -1,17 +1,16 @@
 #include "chapter/run.h"
 
+#include "chapter/sgd_epoch.h"
+
 #include <algorithm>
 #include <chrono>
 #include <cmath>
-#include <cstring>
-#include <numeric>
 #include <sstream>
 #include <stdexcept>
 
 #include "core/autograd.h"
 #include "core/ops.h"
 #include "layers/loss.h"
-#include "optim/clip_grad.h"
 #include "optim/sgd.h"
 
 namespace chapter {
@@ -59,15 +58,6 @@ namespace {
 
 bool has_running_stats(tapegrad::models::MLP& model) { return !model.buffers().empty(); }
 
-// Copies rows perm[i] of src into dst (same shape, float32, (N, F)).
-void gather_rows(const Tensor& src, const std::vector<std::int64_t>& perm, Tensor& dst) {
-  const std::int64_t f = src.size(1);
-  const float* s = src.data<float>();
-  float* d = dst.data<float>();
-  for (std::size_t i = 0; i < perm.size(); ++i)
-    std::memcpy(d + i * f, s + perm[i] * f, static_cast<std::size_t>(f) * sizeof(float));
-}
-
 }  // namespace
 
 RunResult train_run(const RunConfig& cfg, const Dataset& data) {
@@ -86,18 +76,18 @@ RunResult train_run(const RunConfig& cfg, const Dataset& data) {
   tapegrad::Generator init_gen(derive_seed(cfg.seed, 1)), shuffle_gen(derive_seed(cfg.seed, 2));
   auto model = std::make_shared<tapegrad::models::MLP>(cfg.sizes, mlp_options(cfg), init_gen);
   model->train();
-  const auto params = model->parameters();
-  tapegrad::optim::SGD sgd(params, {.lr = cfg.lr});
+  tapegrad::optim::SGD sgd(model->parameters(), {.lr = cfg.lr});
 
   RunResult r;
   r.model = model;
   r.loss.resize(cfg.policies.size());
-  const std::int64_t steps_per_epoch = n / cfg.batch;
-  const std::int64_t out_f = data.y_train.size(1);
-  Tensor xs = Tensor::empty({n, f}), ys = Tensor::empty({n, out_f});
   std::vector<std::int64_t> perm(static_cast<std::size_t>(n));
   const bool stats = has_running_stats(*model);
   const auto buffers = model->buffers();
+  EpochOptions eo;
+  eo.batch = cfg.batch;
+  eo.grad_clip = cfg.grad_clip;
+  eo.stop_on_crash = true;
 
   auto record_crash = [&](int epoch, const std::string& why) {
     r.crashed = true;
@@ -106,28 +96,14 @@ RunResult train_run(const RunConfig& cfg, const Dataset& data) {
   };
 
   for (int epoch = 1; epoch <= cfg.epochs && !r.crashed; ++epoch) {
-    // Fisher–Yates with the run's own generator: every net of a seed sees the same order.
-    std::iota(perm.begin(), perm.end(), std::int64_t{0});
-    for (std::int64_t i = n - 1; i > 0; --i) std::swap(perm[i], perm[shuffle_gen.randint(i + 1)]);
-    gather_rows(data.x_train, perm, xs);
-    gather_rows(data.y_train, perm, ys);
-    for (std::int64_t s = 0; s < steps_per_epoch; ++s) {
-      const std::size_t off = static_cast<std::size_t>(s * cfg.batch);
-      Tensor xb = tapegrad::alias_with_shape(xs, {cfg.batch, f}, off * f * sizeof(float));
-      Tensor yb = tapegrad::alias_with_shape(ys, {cfg.batch, out_f}, off * out_f * sizeof(float));
-      Tensor loss = tapegrad::layers::mse_loss((*model)(xb), yb);
-      const double lv = loss.item();
-      if (is_crash_loss(lv)) {
-        std::ostringstream os;
-        os << "minibatch loss " << lv << " at step " << (s + 1);
-        record_crash(epoch, os.str());
-        break;
-      }
-      sgd.zero_grad();
-      loss.backward();
-      if (cfg.grad_clip) tapegrad::optim::clip_grad_value_(params, *cfg.grad_clip);
-      sgd.step();
-      ++r.steps;
+    // the run's own generator: every net of a seed sees the same order
+    shuffle_order(perm, shuffle_gen);
+    const EpochStats es = sgd_epoch(*model, sgd, data.x_train, data.y_train, perm, eo);
+    r.steps += es.steps;
+    if (es.crashed) {
+      std::ostringstream os;
+      os << "minibatch loss " << es.crash_loss << " at step " << es.crash_step;
+      record_crash(epoch, os.str());
     }
     // Evaluate every policy on both splits. Without running statistics the policies agree,
     // so the net is evaluated once.

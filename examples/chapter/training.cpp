@@ -1,6 +1,7 @@
 #include "chapter/training.h"
 
 #include "chapter/data.h"
+#include "chapter/sgd_epoch.h"
 
 #include <algorithm>
 #include <cmath>
@@ -11,7 +12,6 @@
 #include "core/ops.h"
 #include "core/random.h"
 #include "debug/mode_audit.h"
-#include "debug/row_selection.h"
 #include "layers/batch_norm.h"
 #include "layers/loss.h"
 #include "models/mlp.h"
@@ -115,27 +115,18 @@ TrainLog train_regression(layers::Module& net, const RegressionData& d, const Tr
   so.lr = c.lr;
   optim::SGD sgd(net.parameters(), so);
   Generator gen(c.shuffle_seed);
-  const std::int64_t N = d.x_train.size(0);
-  std::vector<std::int64_t> order(static_cast<std::size_t>(N));
+  std::vector<std::int64_t> order(static_cast<std::size_t>(d.x_train.size(0)));
+  EpochOptions eo;
+  eo.batch = c.batch;
+  eo.drop_last = false;
+  eo.min_batch = 2;  // BatchNorm refuses a training batch of one
   TrainLog log;
   for (int epoch = 0; epoch < c.epochs; ++epoch) {
     if (c.freeze_bn) set_bn_mode(net, false);
-    std::iota(order.begin(), order.end(), 0);
-    for (std::int64_t i = N - 1; i > 0; --i) std::swap(order[i], order[gen.randint(i + 1)]);
-    double total = 0;
-    int batches = 0;
-    for (std::int64_t s = 0; s < N; s += c.batch) {
-      const std::int64_t e = std::min(N, s + c.batch);
-      if (e - s < 2) continue;  // BatchNorm refuses a training batch of one
-      std::vector<std::int64_t> idx(order.begin() + s, order.begin() + e);
-      Tensor xb = take_rows(d.x_train, idx), yb = take_rows(d.y_train, idx);
-      sgd.zero_grad();
-      Tensor loss = layers::mse_loss(net(xb), yb);
-      loss.backward();
-      sgd.step();
-      total += loss.item();
-      ++batches;
-    }
+    shuffle_order(order, gen);
+    const EpochStats es = sgd_epoch(net, sgd, d.x_train, d.y_train, order, eo);
+    const double total = es.loss_sum;
+    const int batches = es.steps;
     log.train_loss.push_back(batches ? total / batches : 0.0);
     if (c.validation != Validation::None) {
       if (c.validation != Validation::TrainModeNoGrad) net.eval();
