@@ -63,7 +63,8 @@ int main(int argc, char** argv) {
 
   BugOptions mo;
   auto* mb = app.add_subcommand("mode-bugs", "The mode-bug table on Fashion-MNIST, with each detector's verdict");
-  mb->add_option("--seed", mo.seed, "Seed")->capture_default_str();
+  mb->add_option("--seeds", mo.seeds, "Seeds (rows: mean ± std over them)")->capture_default_str();
+  mb->add_option("--seed", mo.seed, "First seed")->capture_default_str();
   mb->add_option("--epochs", mo.epochs, "Epochs of each training")->capture_default_str();
   mb->add_option("--train-size", mo.train_size, "Training images")->capture_default_str();
   mb->add_option("--threads", mo.threads, "Worker threads (each run single-threaded)")->capture_default_str();
