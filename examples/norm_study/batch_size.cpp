@@ -22,6 +22,15 @@ using bnexp::mean_std;
 using bnexp::MeanStd;
 namespace fs = std::filesystem;
 
+BatchSizeOptions with_cnn_defaults(BatchSizeOptions o, const std::vector<std::string>& keep) {
+  auto kept = [&](const char* name) { return std::find(keep.begin(), keep.end(), name) != keep.end(); };
+  o.model = "cnn";
+  if (!kept("--groups")) o.groups = 4;
+  if (!kept("--epochs")) o.epochs = 3;
+  if (!kept("--train-size")) o.train_size = 10000;
+  return o;
+}
+
 double scaled_lr(const BatchSizeOptions& o, std::int64_t m) {
   return o.base_lr * static_cast<double>(o.replicas * m) / static_cast<double>(o.ref_batch);
 }
@@ -32,9 +41,8 @@ void check(const BatchSizeOptions& o, const StudyData& d) {
   if (o.replicas < 1) throw std::invalid_argument("--replicas must be >= 1, got " + std::to_string(o.replicas));
   if (o.seeds < 1) throw std::invalid_argument("--seeds must be >= 1, got " + std::to_string(o.seeds));
   if (o.epochs < 1) throw std::invalid_argument("--epochs must be >= 1, got " + std::to_string(o.epochs));
-  if (o.model != "mlp")
-    throw std::invalid_argument("--model: only mlp is available in this build (cnn needs Conv2d), got '" + o.model +
-                                "'");
+  if (o.model != "mlp" && o.model != "cnn")
+    throw std::invalid_argument("--model: expected mlp or cnn, got '" + o.model + "'");
   for (auto m : o.ms) {
     if (m < 2) throw std::invalid_argument("per-replica batch m must be >= 2 (BatchNorm refuses 1), got " +
                                            std::to_string(m));
@@ -55,7 +63,11 @@ BatchSizeRun train_one(const BatchSizeOptions& o, const StudyData& d, NormKind k
   ModelConfig mc;
   mc.norm = kind;
   mc.replicas = o.replicas;
+  mc.arch = o.model;
   mc.hidden = o.hidden;
+  mc.channels = o.channels;
+  mc.head = o.head;
+  mc.groups = o.groups;
   mc.bn_momentum = o.bn_momentum;
   Generator init(seed);
   Model model = build_model(mc, d.train.num_features(), 10, init);
@@ -185,9 +197,16 @@ std::string batch_size_summary(const BatchSizeResult& r) {
   const auto& o = r.options;
   std::ostringstream md;
   md << "# norm_study batch-size: summary\n\n";
-  md << "- model " << o.model << " 784";
-  for (auto h : o.hidden) md << "-" << h;
-  md << "-10 (Linear → norm → ReLU); Fashion-MNIST, " << o.train_size
+  if (o.model == "cnn") {
+    md << "- model cnn 1×28×28";
+    for (auto c : o.channels) md << " → Conv3×3(" << c << ") → norm → ReLU → MaxPool2";
+    md << " → Linear(" << o.head << ") → norm → ReLU → Linear(10); Fashion-MNIST, " << o.train_size;
+  } else {
+    md << "- model " << o.model << " 784";
+    for (auto h : o.hidden) md << "-" << h;
+    md << "-10 (Linear → norm → ReLU); Fashion-MNIST, " << o.train_size;
+  }
+  md
      << " training images (a fixed random subset), test set " << (o.test_size > 0 ? o.test_size : 10000) << "\n";
   md << "- R = " << o.replicas << (o.mpi_ranks ? " replicas as MPI ranks" : " virtual replicas")
      << ", per-replica batch m, global batch R·m; " << o.epochs
@@ -195,7 +214,8 @@ std::string batch_size_summary(const BatchSizeResult& r) {
   md << "- SGD momentum " << fmt9(o.sgd_momentum) << ", lr = " << fmt9(o.base_lr) << " · R·m / " << o.ref_batch
      << " (linear scaling), constant; cross-entropy; BN momentum " << fmt9(o.bn_momentum) << "\n";
   md << "- batch/renorm: statistics per replica (m rows), running stats of replica 0 (DDP broadcast_buffers); "
-        "sync: statistics over all R·m rows; group: GroupNorm(32); layer: LayerNorm\n";
+        "sync: statistics over all R·m rows; group: GroupNorm("
+     << o.groups << "); layer: LayerNorm" << (o.model == "cnn" ? " over (C, H, W) and (width)" : "") << "\n";
   md << "- seeds " << o.seed << ".." << o.seed + static_cast<std::uint64_t>(o.seeds) - 1
      << "; test accuracy (eval mode, %) mean ± sample std over the runs that did not crash\n";
   md << "- wall time " << fmt4(r.seconds) << " s with " << o.threads << " worker threads\n\n";
@@ -249,7 +269,8 @@ std::string batch_size_summary(const BatchSizeResult& r) {
        << "): " << signed_pm(paired(r, k, lo, k, hi)) << "\n";
   }
   if (has(o, K::Group) && has(o, K::Batch)) {
-    md << "\n**GN beats BN for small batches** (MLP here; the chapter's claim is about CNNs)\n";
+    md << "\n**GN beats BN for small batches**"
+       << (o.model == "cnn" ? " (the chapter's claim is about CNNs)\n" : " (MLP here; the chapter's claim is about CNNs)\n");
     for (auto m : o.ms) line("GN − BN at m = " + std::to_string(m), paired(r, K::Group, m, K::Batch, m));
   }
   if (has(o, K::Batch)) {

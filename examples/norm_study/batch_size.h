@@ -22,8 +22,11 @@ struct BatchSizeOptions {
   std::int64_t ref_batch = 256;
   double sgd_momentum = 0.9;
   double bn_momentum = 0.1;
-  std::vector<std::int64_t> hidden = {256, 128};
-  std::string model = "mlp";
+  std::vector<std::int64_t> hidden = {256, 128};   ///< mlp
+  std::vector<std::int64_t> channels = {8, 16};    ///< cnn: conv widths
+  std::int64_t head = 64;                          ///< cnn: hidden width of the head
+  std::int64_t groups = 32;                        ///< GroupNorm groups
+  std::string model = "mlp";                       ///< "mlp" or "cnn"
   std::string data_dir;
   int threads = 2;
   bool mpi_ranks = false;  ///< set by run_batch_size_ranks: the replicas ran as MPI ranks
@@ -45,6 +48,10 @@ struct BatchSizeResult {
   std::vector<BatchSizeRun> runs;  ///< kind-major, then m, then seed
   double seconds = 0;
 };
+
+/// The CNN's defaults (model "cnn"; see the README for the protocol): o with model = "cnn"
+/// and every field not named in `keep` (CLI option names such as "--epochs") replaced.
+BatchSizeOptions with_cnn_defaults(BatchSizeOptions o, const std::vector<std::string>& keep = {});
 
 /// Linear scaling (Goyal et al. 2017): base_lr · R·m / ref_batch.
 double scaled_lr(const BatchSizeOptions& o, std::int64_t m);

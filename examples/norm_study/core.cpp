@@ -15,11 +15,14 @@
 #include "data/fashion_mnist.h"
 #include "ghost_batch.h"
 #include "layers/activation.h"
+#include "layers/conv.h"
+#include "layers/flatten.h"
 #include "layers/functional/batch_norm.h"
 #include "layers/group_norm.h"
 #include "layers/layer_norm.h"
 #include "layers/linear.h"
 #include "layers/loss.h"
+#include "layers/pooling.h"
 
 namespace normstudy {
 
@@ -85,48 +88,68 @@ StudyData load_data(const std::string& dir, std::int64_t train_size, std::int64_
   return {st.transform(train), st.transform(test)};
 }
 
-Model build_model(const ModelConfig& c, std::int64_t in_features, std::int64_t classes, Generator& init) {
-  Model m;
-  m.net = std::make_shared<layers::Sequential>();
-  std::int64_t width = in_features;
+namespace {
+
+// The norm after a layer of `width` features: (N, width) for the MLP and the CNN's head
+// (conv = false), (N, width, H, W) after a convolution (conv = true, layer_shape = (C, H, W)).
+layers::ModulePtr make_norm(const ModelConfig& c, Model& m, std::int64_t width, bool conv, const Shape& layer_shape) {
   layers::BatchNormOptions bo;
   bo.momentum = c.bn_momentum;
   bo.dtype = c.dtype;
+  switch (c.norm) {
+    case NormKind::Batch: {
+      std::shared_ptr<layers::BatchNormBase> bn;
+      if (conv) bn = std::make_shared<layers::BatchNorm2d>(width, bo);
+      else bn = std::make_shared<layers::BatchNorm1d>(width, bo);
+      m.bns.push_back(bn.get());
+      return std::make_shared<GhostBatchNorm>(bn, c.replicas);
+    }
+    case NormKind::Sync: {
+      std::shared_ptr<layers::BatchNormBase> bn;
+      if (conv) {
+        if (c.biased_running_var)
+          throw std::invalid_argument("biased_running_var: only the MLP's BatchNorm1d has this variant");
+        bn = std::make_shared<layers::BatchNorm2d>(width, bo);
+      } else if (c.biased_running_var) {
+        bn = std::make_shared<BiasedVarBatchNorm1d>(width, bo);
+      } else {
+        bn = std::make_shared<layers::BatchNorm1d>(width, bo);
+      }
+      m.bns.push_back(bn.get());
+      return bn;
+    }
+    case NormKind::Renorm: {
+      std::shared_ptr<layers::BatchNormBase> bn;
+      if (conv) {
+        auto r = std::make_shared<layers::BatchRenorm2d>(width, bo, 1.0, 0.0);
+        m.renorms2d.push_back(r.get());
+        bn = r;
+      } else {
+        auto r = std::make_shared<layers::BatchRenorm1d>(width, bo, 1.0, 0.0);
+        m.renorms.push_back(r.get());
+        bn = r;
+      }
+      m.bns.push_back(bn.get());
+      return std::make_shared<GhostBatchNorm>(bn, c.replicas);
+    }
+    case NormKind::Group:
+      if (c.groups < 1 || width % c.groups != 0)
+        throw std::invalid_argument("GroupNorm: width " + std::to_string(width) + " is not divisible by " +
+                                    std::to_string(c.groups) + " groups");
+      return std::make_shared<layers::GroupNorm>(c.groups, width, 1e-5, true, c.dtype);
+    case NormKind::Layer: return std::make_shared<layers::LayerNorm>(layer_shape, 1e-5, true, true, c.dtype);
+    case NormKind::None: break;
+  }
+  return nullptr;
+}
+
+Model build_mlp(const ModelConfig& c, std::int64_t in_features, std::int64_t classes, Generator& init) {
+  Model m;
+  m.net = std::make_shared<layers::Sequential>();
+  std::int64_t width = in_features;
   for (std::int64_t h : c.hidden) {
     m.net->push_back(std::make_shared<layers::Linear>(width, h, true, c.dtype, init));
-    switch (c.norm) {
-      case NormKind::Batch: {
-        auto bn = std::make_shared<layers::BatchNorm1d>(h, bo);
-        m.bns.push_back(bn.get());
-        m.net->push_back(std::make_shared<GhostBatchNorm>(bn, c.replicas));
-        break;
-      }
-      case NormKind::Sync: {
-        std::shared_ptr<layers::BatchNorm1d> bn;
-        if (c.biased_running_var) bn = std::make_shared<BiasedVarBatchNorm1d>(h, bo);
-        else bn = std::make_shared<layers::BatchNorm1d>(h, bo);
-        m.bns.push_back(bn.get());
-        m.net->push_back(bn);
-        break;
-      }
-      case NormKind::Renorm: {
-        auto bn = std::make_shared<layers::BatchRenorm1d>(h, bo, 1.0, 0.0);
-        m.bns.push_back(bn.get());
-        m.renorms.push_back(bn.get());
-        m.net->push_back(std::make_shared<GhostBatchNorm>(bn, c.replicas));
-        break;
-      }
-      case NormKind::Group:
-        if (h % c.groups != 0)
-          throw std::invalid_argument("GroupNorm: width " + std::to_string(h) + " is not divisible by " +
-                                      std::to_string(c.groups) + " groups");
-        m.net->push_back(std::make_shared<layers::GroupNorm>(c.groups, h, 1e-5, true, c.dtype));
-        break;
-      case NormKind::Layer:
-        m.net->push_back(std::make_shared<layers::LayerNorm>(Shape{h}, 1e-5, true, true, c.dtype));
-        break;
-      case NormKind::None: break;
-    }
+    if (auto n = make_norm(c, m, h, false, Shape{h})) m.net->push_back(n);
     m.net->push_back(std::make_shared<layers::ReLU>());
     width = h;
   }
@@ -134,11 +157,50 @@ Model build_model(const ModelConfig& c, std::int64_t in_features, std::int64_t c
   return m;
 }
 
+Model build_cnn(const ModelConfig& c, std::int64_t in_features, std::int64_t classes, Generator& init) {
+  if (c.image.size() != 3 || c.image[0] * c.image[1] * c.image[2] != in_features)
+    throw std::invalid_argument("cnn: expected input rows of C·H·W = image's product features, got " +
+                                std::to_string(in_features) + " features for an image of " +
+                                std::to_string(c.image.size()) + " dims");
+  if (c.channels.empty() || c.head < 1)
+    throw std::invalid_argument("cnn: expected at least one conv width and a head >= 1, got " +
+                                std::to_string(c.channels.size()) + " widths, head " + std::to_string(c.head));
+  Model m;
+  m.net = std::make_shared<layers::Sequential>();
+  m.net->push_back(std::make_shared<layers::Unflatten>(1, c.image));
+  std::int64_t ch = c.image[0], h = c.image[1], w = c.image[2];
+  for (std::int64_t out : c.channels) {
+    if (h < 2 || w < 2)
+      throw std::invalid_argument("cnn: a " + std::to_string(h) + "x" + std::to_string(w) +
+                                  " feature map cannot be pooled by 2");
+    m.net->push_back(std::make_shared<layers::Conv2d>(ch, out, 3, 1, 1, 1, 1, true, c.dtype, init));
+    if (auto n = make_norm(c, m, out, true, Shape{out, h, w})) m.net->push_back(n);
+    m.net->push_back(std::make_shared<layers::ReLU>());
+    m.net->push_back(std::make_shared<layers::MaxPool2d>(2));
+    ch = out, h /= 2, w /= 2;
+  }
+  m.net->push_back(std::make_shared<layers::Flatten>());
+  m.net->push_back(std::make_shared<layers::Linear>(ch * h * w, c.head, true, c.dtype, init));
+  if (auto n = make_norm(c, m, c.head, false, Shape{c.head})) m.net->push_back(n);
+  m.net->push_back(std::make_shared<layers::ReLU>());
+  m.net->push_back(std::make_shared<layers::Linear>(c.head, classes, true, c.dtype, init));
+  return m;
+}
+
+}  // namespace
+
+Model build_model(const ModelConfig& c, std::int64_t in_features, std::int64_t classes, Generator& init) {
+  if (c.arch == "mlp") return build_mlp(c, in_features, classes, init);
+  if (c.arch == "cnn") return build_cnn(c, in_features, classes, init);
+  throw std::invalid_argument("unknown model '" + c.arch + "': expected mlp or cnn");
+}
+
 void renorm_schedule(Model& m, std::int64_t step, std::int64_t total) {
-  if (m.renorms.empty()) return;
+  if (m.renorms.empty() && m.renorms2d.empty()) return;
   const double f = total > 0 ? static_cast<double>(step) / static_cast<double>(total) : 1.0;
   const double t = std::clamp((f - 0.1) / 0.4, 0.0, 1.0);
   for (auto* r : m.renorms) r->set_clipping(1.0 + 2.0 * t, 5.0 * t);
+  for (auto* r : m.renorms2d) r->set_clipping(1.0 + 2.0 * t, 5.0 * t);
 }
 
 namespace {

@@ -16,10 +16,11 @@
 
 namespace normstudy {
 
-/// Normalisation after each hidden Linear.
-///  batch: BatchNorm1d per replica (GhostBatchNorm with R replicas);
-///  sync: BatchNorm1d over the whole R·m batch (= SyncBatchNorm across R ranks);
-///  renorm: BatchRenorm1d per replica; group: GroupNorm(32 groups); layer: LayerNorm; none.
+/// Normalisation after each hidden Linear (MLP) or each Conv2d and the head's Linear (CNN).
+///  batch: BatchNorm1d/2d per replica (GhostBatchNorm with R replicas);
+///  sync: BatchNorm1d/2d over the whole R·m batch (= SyncBatchNorm across R ranks);
+///  renorm: BatchRenorm1d/2d per replica; group: GroupNorm(ModelConfig::groups);
+///  layer: LayerNorm over (width) or (C, H, W); none.
 enum class NormKind { Batch, Sync, Renorm, Group, Layer, None };
 std::string kind_name(NormKind k);
 /// Inverse of kind_name; throws std::invalid_argument naming the accepted values.
@@ -37,23 +38,33 @@ StudyData load_data(const std::string& dir, std::int64_t train_size, std::int64_
                     std::uint64_t subset_seed = 1234);
 
 struct ModelConfig {
+  std::string arch = "mlp";                    ///< "mlp" or "cnn"
   NormKind norm = NormKind::Batch;
   int replicas = 1;                            ///< R (batch and renorm only)
-  std::vector<std::int64_t> hidden = {256, 128};
+  std::vector<std::int64_t> hidden = {256, 128};  ///< mlp: hidden widths
+  tapegrad::Shape image = {1, 28, 28};         ///< cnn: (C, H, W) of a flat input row
+  std::vector<std::int64_t> channels = {8, 16};  ///< cnn: conv widths
+  std::int64_t head = 64;                      ///< cnn: width of the hidden Linear of the head
   std::optional<double> bn_momentum = 0.1;     ///< PyTorch convention, nullopt = cumulative
-  std::int64_t groups = 32;                    ///< GroupNorm groups
+  std::int64_t groups = 32;                    ///< GroupNorm groups (must divide every width)
   /// sync only: running_var takes the biased batch variance (divide by m), the convention
   /// of some other frameworks and many hand-written layers (a mode-bug row).
   bool biased_running_var = false;
   tapegrad::Dtype dtype = tapegrad::Dtype::Float32;
 };
 
-/// 784 -> [Linear -> norm -> ReLU] per hidden width -> Linear(10). Linear weights come
-/// from `init` in layer order, so nets differing only in the norm start from the same weights.
+/// mlp: 784 -> [Linear -> norm -> ReLU] per hidden width -> Linear(10).
+/// cnn: Unflatten to `image` -> [Conv2d(3×3, padding 1) -> norm -> ReLU -> MaxPool2d(2)] per
+/// conv width -> Flatten -> Linear(C·H·W, head) -> norm -> ReLU -> Linear(head, 10), the
+/// block of models::CNN with the study's norms (per-replica and renorm variants included).
+/// Conv and Linear weights come from `init` in layer order, so nets differing only in the
+/// norm start from the same weights. Throws std::invalid_argument for an unknown arch,
+/// groups not dividing a width, or an input size that does not match `image`.
 struct Model {
   std::shared_ptr<tapegrad::layers::Sequential> net;
   std::vector<tapegrad::layers::BatchNormBase*> bns;          ///< every BatchNorm / BatchRenorm
   std::vector<tapegrad::layers::BatchRenorm1d*> renorms;      ///< for the clipping schedule
+  std::vector<tapegrad::layers::BatchRenorm2d*> renorms2d;    ///< for the clipping schedule (cnn)
 };
 Model build_model(const ModelConfig& c, std::int64_t in_features, std::int64_t classes, tapegrad::Generator& init);
 

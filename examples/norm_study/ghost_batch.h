@@ -19,8 +19,9 @@ namespace normstudy {
 /// which copies rank 0's buffers to every rank before each forward, so rank 0's buffers
 /// are the ones that persist and are checkpointed. Gradients: with every replica's loss a
 /// mean over its m rows, the mean of the R losses is the mean over all R·m rows, whose
-/// gradient is DDP's average of the per-replica gradients (tests/test_ghost_batch.cpp
-/// checks this against R separate replicas, float64).
+/// gradient is DDP's average of the per-replica gradients (tests/test_norm_study.cpp
+/// "[ghost]" checks this against R separate replicas in float64, for the MLP's
+/// BatchNorm1d/BatchRenorm1d on (N, C) and the CNN's BatchNorm2d/BatchRenorm2d on (N, C, H, W)).
 /// Eval mode: the whole batch through `bn` (running statistics; no batch dependence).
 /// R = 1 is `bn` itself. Throws std::invalid_argument for R < 1, or in train mode when
 /// the batch is not a multiple of R (naming both).

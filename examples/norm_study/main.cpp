@@ -1,6 +1,7 @@
 // norm_study: the Batch Normalization chapter's claims about batch size, synchronised
 // statistics, the train/eval gap and the mode bugs, measured on Fashion-MNIST.
 //   norm_study batch-size --out results/batch_size        # R = 4 replicas, m = 2..64, 6 norms, 3 seeds
+//   norm_study batch-size --model cnn --out results/batch_size_cnn
 //   norm_study train-eval-gap --out results/gap
 //   norm_study mode-bugs --out results/mode_bugs
 //   norm_study <subcommand> --quick                       # CI smoke test (< 2 minutes)
@@ -55,7 +56,11 @@ int main(int argc, char** argv) {
   bs->add_option("--ref-batch", bo.ref_batch, "Reference global batch of --base-lr")->capture_default_str();
   bs->add_option("--bn-momentum", bo.bn_momentum, "BN running-stat momentum (PyTorch convention)")
       ->capture_default_str();
-  bs->add_option("--model", bo.model, "mlp (cnn once Conv2d has landed)")->capture_default_str();
+  bs->add_option("--model", bo.model, "mlp or cnn (cnn: its own --epochs, --train-size, --groups defaults)")
+      ->capture_default_str();
+  bs->add_option("--channels", bo.channels, "cnn: conv widths")->capture_default_str();
+  bs->add_option("--head", bo.head, "cnn: hidden width of the head")->capture_default_str();
+  bs->add_option("--groups", bo.groups, "GroupNorm groups (cnn default: 4)")->capture_default_str();
   bs->add_option("--threads", bo.threads, "Worker threads (each run single-threaded)")->capture_default_str();
 
   GapOptions go;
@@ -71,7 +76,8 @@ int main(int argc, char** argv) {
 
   BugOptions mo;
   auto* mb = app.add_subcommand("mode-bugs", "The mode-bug table on Fashion-MNIST, with each detector's verdict");
-  mb->add_option("--seed", mo.seed, "Seed")->capture_default_str();
+  mb->add_option("--seeds", mo.seeds, "Seeds (rows: mean ± std over them)")->capture_default_str();
+  mb->add_option("--seed", mo.seed, "First seed")->capture_default_str();
   mb->add_option("--epochs", mo.epochs, "Epochs of each training")->capture_default_str();
   mb->add_option("--train-size", mo.train_size, "Training images")->capture_default_str();
   mb->add_option("--threads", mo.threads, "Worker threads (each run single-threaded)")->capture_default_str();
@@ -97,6 +103,12 @@ int main(int argc, char** argv) {
       if (!norms.empty()) {
         bo.kinds.clear();
         for (const auto& n : norms) bo.kinds.push_back(parse_kind(n));
+      }
+      if (bo.model == "cnn") {
+        std::vector<std::string> keep;
+        for (const char* f : {"--groups", "--epochs", "--train-size"})
+          if (bs->count(f) > 0) keep.push_back(f);
+        bo = with_cnn_defaults(bo, keep);
       }
       if (quick) {
         bo.ms = {2, 8, 32};

@@ -28,6 +28,7 @@ BugOptions quick_bug_options(BugOptions o) {
   o.epochs = 1;
   o.train_size = 2048;
   o.test_size = 2000;
+  o.seeds = 2;
   return o;
 }
 
@@ -185,12 +186,8 @@ Finetune finetune(const BugOptions& o, const StudyData& d, const data::Dataset& 
   return f;
 }
 
-}  // namespace
-
-BugResult run_mode_bugs(const BugOptions& o, const StudyData& d) {
-  if (o.epochs < 1 || o.batch < 2 || o.small_batch < 2)
-    throw std::invalid_argument("mode-bugs: expected epochs >= 1 and batches >= 2");
-  const auto t0 = std::chrono::steady_clock::now();
+// Every row for the seed o.seed.
+BugResult run_one_seed(const BugOptions& o, const StudyData& d) {
   BugResult r;
   r.options = o;
   // Phase 1: the trainings, in parallel (each single-threaded).
@@ -407,6 +404,43 @@ BugResult run_mode_bugs(const BugOptions& o, const StudyData& d) {
     row.quiet_on_correct = tr.step_in_eval == 0 && fz.step_in_eval_allowed == 0;
     r.rows.push_back(row);
   }
+  return r;
+}
+
+}  // namespace
+
+BugResult run_mode_bugs(const BugOptions& o, const StudyData& d) {
+  if (o.epochs < 1 || o.batch < 2 || o.small_batch < 2)
+    throw std::invalid_argument("mode-bugs: expected epochs >= 1 and batches >= 2, got epochs " +
+                                std::to_string(o.epochs) + ", batches " + std::to_string(o.batch) + " and " +
+                                std::to_string(o.small_batch));
+  if (o.seeds < 1) throw std::invalid_argument("--seeds must be >= 1, got " + std::to_string(o.seeds));
+  const auto t0 = std::chrono::steady_clock::now();
+  BugResult r;
+  for (int s = 0; s < o.seeds; ++s) {
+    BugOptions one = o;
+    one.seed = o.seed + static_cast<std::uint64_t>(s);
+    const BugResult x = run_one_seed(one, d);
+    spdlog::info("mode-bugs seed {}: correct loop {:.2f}%", one.seed, x.baseline_accuracy);
+    if (s == 0) {
+      r = x;
+      for (auto& row : r.rows) row.fires_seeds = row.quiet_seeds = 0;
+    }
+    r.baseline_by_seed.push_back(x.baseline_accuracy);
+    for (std::size_t i = 0; i < r.rows.size(); ++i) {
+      auto& row = r.rows[i];
+      const auto& xr = x.rows.at(i);
+      row.correct_by_seed.push_back(xr.correct_accuracy);
+      row.buggy_by_seed.push_back(xr.buggy_accuracy);
+      row.fires_seeds += xr.fires;
+      row.quiet_seeds += xr.quiet_on_correct;
+    }
+  }
+  for (auto& row : r.rows) {
+    row.fires = row.fires_seeds == o.seeds;
+    row.quiet_on_correct = row.quiet_seeds == o.seeds;
+  }
+  r.options = o;
   r.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   return r;
 }

@@ -38,14 +38,20 @@ struct Compare {
 // Trains a GhostBatchNorm net (R replicas of m rows) and R separate nets run as DDP would
 // (rank 0's buffers broadcast before every forward, gradients averaged, one SGD step
 // each) for `steps` steps in float64, and a net whose BN sees the whole R·m batch.
-Compare ghost_vs_replicas(NormKind kind, int R, std::int64_t m, int steps) {
-  const std::int64_t D = 10, C = 5;
+// arch "cnn": 1×6×6 images, Conv(2) → Conv(4) → Linear(8), so the per-replica norms are
+// BatchNorm2d / BatchRenorm2d on (m, C, H, W) and BatchNorm1d / BatchRenorm1d in the head.
+Compare ghost_vs_replicas(NormKind kind, int R, std::int64_t m, int steps, const std::string& arch = "mlp") {
+  const std::int64_t D = arch == "cnn" ? 36 : 10, C = 5;
   ModelConfig mc;
+  mc.arch = arch;
   mc.norm = kind;
   mc.replicas = R;
   mc.hidden = {16, 8};
+  mc.image = {1, 6, 6};
+  mc.channels = {2, 4};
+  mc.head = 8;
   mc.dtype = Dtype::Float64;
-  mc.groups = 4;
+  mc.groups = arch == "cnn" ? 2 : 4;
   Generator g0(11);
   Model ghost = build_model(mc, D, C, g0);
   ModelConfig sc = mc;
@@ -120,6 +126,34 @@ TEST_CASE("ghost batches equal R separate replicas with averaged gradients (floa
   }
 }
 
+TEST_CASE("ghost batches on (N, C, H, W) equal R separate CNN replicas with averaged gradients (float64)",
+          "[norm_study][ghost]") {
+  for (NormKind kind : {NormKind::Batch, NormKind::Renorm}) {
+    INFO(kind_name(kind));
+    const Compare c = ghost_vs_replicas(kind, 3, 4, 6, "cnn");
+    CHECK(c.params < 1e-12);
+    CHECK(c.buffers < 1e-12);
+    CHECK(c.losses < 1e-12);
+    CHECK(c.params_vs_sync > 1e-4);
+  }
+  // The net: Unflatten, two conv blocks with a per-replica BatchNorm2d each, a BatchNorm1d head.
+  ModelConfig mc;
+  mc.arch = "cnn";
+  mc.replicas = 2;
+  mc.image = {1, 6, 6};
+  mc.channels = {2, 4};
+  mc.head = 8;
+  Generator g(1);
+  const Model model = build_model(mc, 36, 5, g);
+  REQUIRE(model.bns.size() == 3);
+  CHECK(model.bns[0]->type_name() == "BatchNorm2d");
+  CHECK(model.bns[2]->type_name() == "BatchNorm1d");
+  CHECK_THROWS_WITH(build_model(mc, 35, 5, g), Catch::Contains("got 35 features"));
+  mc.norm = NormKind::Group;
+  mc.groups = 3;
+  CHECK_THROWS_WITH(build_model(mc, 36, 5, g), Catch::Contains("width 2 is not divisible by 3 groups"));
+}
+
 TEST_CASE("ghost batches with R = 1 are the wrapped BatchNorm", "[norm_study][ghost]") {
   const Compare c = ghost_vs_replicas(NormKind::Batch, 1, 8, 4);
   CHECK(c.params < 1e-13);
@@ -143,6 +177,33 @@ TEST_CASE("GhostBatchNorm keeps replica 0's running statistics and refuses uneve
   ghost.eval();
   const Tensor all = ghost(x), one = ghost(narrow(x, 0, 5, 1));
   CHECK(max_abs_diff(narrow(all, 0, 5, 1), one) < 1e-15);
+}
+
+TEST_CASE("GhostBatchNorm on (N, C, H, W) normalises each replica's rows with their own statistics",
+          "[norm_study][ghost]") {
+  auto bn = std::make_shared<layers::BatchNorm2d>(3, layers::BatchNormOptions{.dtype = Dtype::Float64});
+  GhostBatchNorm ghost(bn, 2);
+  Generator g(4);
+  const Tensor x = reshape(random_x(g, 6, 3 * 2 * 2), {6, 3, 2, 2});
+  const Tensor y = ghost(x);
+  CHECK(y.shape() == x.shape());
+  for (int r = 0; r < 2; ++r) {
+    layers::BatchNorm2d ref(3, layers::BatchNormOptions{.dtype = Dtype::Float64});
+    const Tensor part = narrow(x, 0, 3 * r, 3);
+    CHECK(max_abs_diff(narrow(y, 0, 3 * r, 3), ref(part)) < 1e-14);
+    if (r == 0) {  // replica 0's running statistics are kept
+      CHECK(max_abs_diff(bn->running_mean, ref.running_mean) < 1e-15);
+      CHECK(max_abs_diff(bn->running_var, ref.running_var) < 1e-15);
+    }
+  }
+  // By hand: replica 1's channel 0 (β = 0) sums to 0 over its (m, H, W).
+  const auto v = narrow(y, 0, 3, 3).to_vector();
+  double s = 0;
+  for (int n = 0; n < 3; ++n)
+    for (int k = 0; k < 4; ++k) s += v[static_cast<std::size_t>(n * 12 + k)];
+  CHECK(std::fabs(s) < 1e-12);
+  CHECK(bn->batches_tracked() == 1);
+  CHECK_THROWS_WITH(ghost(reshape(random_x(g, 5, 12), {5, 3, 2, 2})), Catch::Contains("got 5 rows"));
 }
 
 TEST_CASE("batch-size CSV is byte-identical for any --threads", "[norm_study][determinism]") {
