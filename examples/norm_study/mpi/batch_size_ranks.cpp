@@ -27,8 +27,6 @@ void check_ranks(const BatchSizeOptions& o, const StudyData& d) {
     throw std::invalid_argument("batch-size under mpirun: --replicas " + std::to_string(o.replicas) +
                                 " must equal the " + std::to_string(world) + " ranks (run mpirun -np " +
                                 std::to_string(o.replicas) + ", or pass --replicas " + std::to_string(world) + ")");
-  if (o.model != "mlp")
-    throw std::invalid_argument("batch-size under mpirun: only --model mlp runs as ranks, got '" + o.model + "'");
   if (o.seeds < 1) throw std::invalid_argument("--seeds must be >= 1, got " + std::to_string(o.seeds));
   if (o.epochs < 1) throw std::invalid_argument("--epochs must be >= 1, got " + std::to_string(o.epochs));
   for (auto m : o.ms) {
@@ -54,7 +52,11 @@ BatchSizeRun train_one_rank(const BatchSizeOptions& o, const StudyData& d, NormK
   ModelConfig mc;
   mc.norm = kind;
   mc.replicas = 1;  // this rank is one replica: plain BatchNorm / BatchRenorm on its m rows
+  mc.arch = o.model;
   mc.hidden = o.hidden;
+  mc.channels = o.channels;
+  mc.head = o.head;
+  mc.groups = o.groups;
   mc.bn_momentum = o.bn_momentum;
   Generator init(seed);
   Model model = build_model(mc, d.train.num_features(), 10, init);  // the in-process run's weights
