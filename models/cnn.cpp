@@ -99,7 +99,11 @@ CNN::CNN(CNNOptions o, Generator& gen) {
     w /= 2;
   }
   push_back(std::make_shared<layers::Flatten>());
-  std::int64_t features = c * h * w;
+  std::int64_t features = 0;
+  if (__builtin_mul_overflow(c, h, &features) || __builtin_mul_overflow(features, w, &features))
+    throw std::invalid_argument("CNN: expected a flattened size C·H·W that fits in 64 bits, got " + std::to_string(c) +
+                                "·" + std::to_string(h) + "·" + std::to_string(w) + " (height " +
+                                std::to_string(o.height) + ", width " + std::to_string(o.width) + ")");
   if (o.hidden > 0) {
     push_back(std::make_shared<layers::Linear>(features, o.hidden, true, o.dtype, gen));
     if (auto n = head_norm(o, o.hidden)) push_back(n);

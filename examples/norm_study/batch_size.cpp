@@ -43,12 +43,13 @@ void check(const BatchSizeOptions& o, const StudyData& d) {
   if (o.epochs < 1) throw std::invalid_argument("--epochs must be >= 1, got " + std::to_string(o.epochs));
   if (o.model != "mlp" && o.model != "cnn")
     throw std::invalid_argument("--model: expected mlp or cnn, got '" + o.model + "'");
+  if (o.ms.empty()) throw std::invalid_argument("--ms: expected at least one per-replica batch size, got none");
   for (auto m : o.ms) {
     if (m < 2) throw std::invalid_argument("per-replica batch m must be >= 2 (BatchNorm refuses 1), got " +
                                            std::to_string(m));
-    if (o.replicas * m > d.train.size())
-      throw std::invalid_argument("global batch " + std::to_string(o.replicas * m) + " exceeds the " +
-                                  std::to_string(d.train.size()) + " training images");
+    if (m > d.train.size() / o.replicas)  // R·m itself may overflow
+      throw std::invalid_argument("global batch " + std::to_string(o.replicas) + "·" + std::to_string(m) +
+                                  " exceeds the " + std::to_string(d.train.size()) + " training images");
   }
 }
 

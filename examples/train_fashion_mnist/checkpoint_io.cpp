@@ -78,7 +78,7 @@ CheckpointInfo read_checkpoint_info(const std::string& path) {
       a.dropout = std::stod(*meta("fmnist.dropout"));
       if (meta("fmnist.epochs")) a.epochs = std::stoi(*meta("fmnist.epochs"));
       if (meta("fmnist.model")) a.model = *meta("fmnist.model");  // absent: written before --model cnn, an MLP
-      if (meta("fmnist.cnn.channels")) a.cnn.channels = parse_hidden(*meta("fmnist.cnn.channels"));
+      if (meta("fmnist.cnn.channels")) a.cnn.channels = parse_hidden(*meta("fmnist.cnn.channels"), "fmnist.cnn.channels");
       if (meta("fmnist.cnn.head")) a.cnn.head = std::stoll(*meta("fmnist.cnn.head"));
       if (meta("fmnist.cnn.groups")) a.cnn.groups = std::stoll(*meta("fmnist.cnn.groups"));
     } catch (const std::exception& e) {

@@ -1,6 +1,7 @@
 #include "cnn_model.h"
 
 #include <cmath>
+#include <new>
 #include <stdexcept>
 
 #include "layers/flatten.h"
@@ -25,7 +26,14 @@ std::shared_ptr<tapegrad::layers::Sequential> build_cnn(const CNNConfig& c, cons
   o.groups = c.groups;
   auto model = std::make_shared<layers::Sequential>();
   model->push_back(std::make_shared<layers::Unflatten>(1, Shape{1, side, side}));
-  model->push_back(std::make_shared<models::CNN>(o, init));
+  try {
+    model->push_back(std::make_shared<models::CNN>(o, init));
+  } catch (const std::bad_alloc&) {  // a huge --channels / --head: name them, not "std::bad_alloc"
+    std::string widths;
+    for (auto ch : c.channels) widths += (widths.empty() ? "" : ",") + std::to_string(ch);
+    throw std::runtime_error("--model cnn: out of memory allocating the parameters of --channels " + widths +
+                             " --head " + std::to_string(c.head) + "; use smaller widths");
+  }
   return model;
 }
 

@@ -113,7 +113,7 @@ int main(int argc, char** argv) {
       return 0;
     }
     cfg.hidden = fmnist::parse_hidden(hidden);
-    cfg.cnn.channels = fmnist::parse_hidden(channels);
+    cfg.cnn.channels = fmnist::parse_hidden(channels, "--channels");
     const fmnist::Result r = fmnist::train(cfg);
     double total = 0;
     for (const auto& e : r.history) total += e.seconds;

@@ -45,10 +45,15 @@ double process_cpu_seconds() {
 }
 }  // namespace
 
-std::vector<std::int64_t> parse_hidden(const std::string& text) {
+std::vector<std::int64_t> parse_hidden(const std::string& text, const std::string& flag) {
   std::vector<std::int64_t> out;
   std::stringstream ss(text);
   std::string item;
+  const auto bad = [&](const std::string& it) {
+    return std::invalid_argument(flag + ": expected positive integers separated by commas (e.g. 256,128), got '" + it +
+                                 "' in '" + text + "'");
+  };
+  if (!text.empty() && text.back() == ',') throw bad("");  // getline drops a trailing empty item
   while (std::getline(ss, item, ',')) {
     std::size_t used = 0;
     long long v = 0;
@@ -57,9 +62,7 @@ std::vector<std::int64_t> parse_hidden(const std::string& text) {
     } catch (const std::exception&) {
       used = 0;
     }
-    if (used == 0 || used != item.size() || v < 1)
-      throw std::invalid_argument("--hidden: expected positive integers separated by commas (e.g. 256,128), got '" +
-                                  item + "' in '" + text + "'");
+    if (used == 0 || used != item.size() || v < 1) throw bad(item);
     out.push_back(v);
   }
   return out;

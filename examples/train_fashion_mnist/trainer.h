@@ -57,8 +57,9 @@ struct Config {
   std::shared_ptr<DataParallel> parallel;
 };
 
-/// Parses "256,128" into {256, 128}; throws std::invalid_argument naming the bad item.
-std::vector<std::int64_t> parse_hidden(const std::string& text);
+/// Parses "256,128" into {256, 128}; throws std::invalid_argument naming `flag` and the bad item
+/// (an empty item, a trailing comma, a non-integer or a value < 1).
+std::vector<std::int64_t> parse_hidden(const std::string& text, const std::string& flag = "--hidden");
 
 struct EpochStats {
   int epoch = 0;  ///< 1-based

@@ -42,6 +42,17 @@ PoolGeom pool_geom(const Tensor& x, const char* op, Size2 k, std::optional<Size2
   if (p.h < 0 || p.w < 0 || p.h > k.h / 2 || p.w > k.w / 2)
     throw std::invalid_argument(o + ": expected 0 <= padding <= kernel_size/2 (kernel_size " + k.str() +
                                 "), got padding " + p.str());
+  // The padded input, the dilated window and the stride stay below 2^62, so the window
+  // arithmetic (sums of two such sizes) cannot overflow.
+  constexpr __int128 kMaxExtent = __int128{1} << 62;
+  const auto too_big = [&](std::int64_t in, std::int64_t kk, std::int64_t ss, std::int64_t pp, std::int64_t dd) {
+    return in + 2 * static_cast<__int128>(pp) >= kMaxExtent || static_cast<__int128>(dd) * (kk - 1) + 1 >= kMaxExtent ||
+           ss >= kMaxExtent;
+  };
+  if (too_big(x.size(2), k.h, s.h, p.h, d.h) || too_big(x.size(3), k.w, s.w, p.w, d.w))
+    throw std::invalid_argument(o + ": expected the padded input size, the dilated kernel size and the stride below "
+                                "2^62, got input " + shape_str(x.shape()) + ", kernel_size " + k.str() + ", stride " +
+                                s.str() + ", padding " + p.str() + ", dilation " + d.str());
   PoolGeom g{x.size(0), x.size(1), x.size(2), x.size(3), 0, 0, k, s, p, d};
   g.OH = pool_output_size(g.H, k.h, s.h, p.h, d.h, ceil_mode);
   g.OW = pool_output_size(g.W, k.w, s.w, p.w, d.w, ceil_mode);

@@ -230,6 +230,23 @@ TEST_CASE("batch-size CSV is byte-identical for any --threads", "[norm_study][de
   CHECK(one.find("nan") == std::string::npos);
 }
 
+TEST_CASE("batch-size refuses no m and a global batch R·m that overflows, naming the values", "[norm_study][errors]") {
+  Generator g(9);
+  StudyData d;
+  d.train = data::Dataset::make(random_x(g, 16, 4).to(Dtype::Float32), random_y(g, 16, 10));
+  d.test = d.train;
+  BatchSizeOptions o;
+  o.hidden = {4};
+  o.replicas = 2;
+  o.ms = {};
+  CHECK_THROWS_WITH(run_batch_size(o, d), "--ms: expected at least one per-replica batch size, got none");
+  o.ms = {std::int64_t{1} << 62};  // 2·2^62 wraps to a negative global batch
+  CHECK_THROWS_WITH(run_batch_size(o, d),
+                    "global batch 2·4611686018427387904 exceeds the 16 training images");
+  o.ms = {9};
+  CHECK_THROWS_WITH(run_batch_size(o, d), "global batch 2·9 exceeds the 16 training images");
+}
+
 TEST_CASE("gnuplot_quote doubles single quotes and refuses newlines", "[norm_study][report]") {
   CHECK(report_kit::gnuplot_quote("/tmp/a b/x.png") == "'/tmp/a b/x.png'");
   CHECK(report_kit::gnuplot_quote("it's; rm -rf $HOME") == "'it''s; rm -rf $HOME'");

@@ -53,6 +53,9 @@ TEST_CASE("parse_hidden", "[fmnist]") {
   REQUIRE_THROWS_WITH(fmnist::parse_hidden("256,x"), Catch::Contains("'x'"));
   REQUIRE_THROWS_WITH(fmnist::parse_hidden("256,0"), Catch::Contains("'0'"));
   REQUIRE_THROWS_WITH(fmnist::parse_hidden("12a"), Catch::Contains("'12a'"));
+  REQUIRE_THROWS_WITH(fmnist::parse_hidden("32,64,"), Catch::Contains("got '' in '32,64,'"));
+  REQUIRE_THROWS_WITH(fmnist::parse_hidden("1,,2", "--channels"),
+                      Catch::StartsWith("--channels: expected positive integers") && Catch::Contains("got '' in '1,,2'"));
 }
 
 TEST_CASE("model layout and evaluate() in eval mode without tape and with the mode restored", "[fmnist]") {

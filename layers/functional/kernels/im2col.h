@@ -21,7 +21,7 @@ struct ConvGeom {
   /// [lo, hi): the output columns j whose input column j·sw − pw + q·dw lies in [0, W).
   void col_range(std::int64_t q, std::int64_t& lo, std::int64_t& hi) const {
     const std::int64_t off = q * dw - pw;  // iw = j·sw + off
-    lo = off >= 0 ? 0 : (-off + sw - 1) / sw;
+    lo = off >= 0 ? 0 : (-off - 1) / sw + 1;  // ceil(-off / sw), no overflow for a huge stride
     hi = W - 1 - off < 0 ? 0 : (W - 1 - off) / sw + 1;
     lo = std::min(lo, OW);
     hi = std::clamp(hi, lo, OW);
