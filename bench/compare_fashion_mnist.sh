@@ -21,8 +21,8 @@ PY="$HERE/examples/train_fashion_mnist/pytorch_reference.py"
 export OMP_WAIT_POLICY=${OMP_WAIT_POLICY:-passive}
 
 median() { sort -n | awk '{v[NR]=$1} END {if (NR%2) print v[(NR+1)/2]; else print (v[NR/2]+v[NR/2+1])/2}'; }
-# samples/s of every epoch in a log: "... (12345 samples/s)"
-rates() { sed -n 's/.*(\([0-9.]*\) samples\/s).*/\1/p'; }
+# samples/s of every epoch in a log: "... (12345 samples/s" (tapegrad adds ", CPU ...")
+rates() { sed -n 's/.*(\([0-9.]*\) samples\/s.*/\1/p'; }
 
 TMP=$(mktemp -d)
 trap 'rm -rf "$TMP"' EXIT
