@@ -53,6 +53,44 @@ void check(const BatchSizeOptions& o, const StudyData& d) {
   }
 }
 
+}  // namespace
+
+ModelConfig run_model_config(const BatchSizeOptions& o, NormKind kind, int replicas) {
+  ModelConfig mc;
+  mc.norm = kind;
+  mc.replicas = replicas;
+  mc.arch = o.model;
+  mc.hidden = o.hidden;
+  mc.channels = o.channels;
+  mc.head = o.head;
+  mc.groups = o.groups;
+  mc.bn_momentum = o.bn_momentum;
+  return mc;
+}
+
+data::DataLoaderOptions run_loader_options(const BatchSizeOptions& o, std::int64_t m) {
+  data::DataLoaderOptions lo;
+  lo.batch_size = o.replicas * m;
+  lo.shuffle = true;
+  lo.drop_last = true;
+  return lo;
+}
+
+std::uint64_t run_shuffle_seed(std::uint64_t seed) { return seed + 1000003; }
+
+void score_run(BatchSizeRun& r, layers::Module& net, const data::Dataset& test) {
+  if (r.crashed) {
+    r.train_loss = r.test_loss = r.test_accuracy = std::nan("");
+    return;
+  }
+  const Eval ev = evaluate_eval_mode(net, test);
+  r.test_loss = ev.loss;
+  r.test_accuracy = ev.accuracy;
+  if (crashed_loss(ev.loss)) r.crashed = true;
+}
+
+namespace {
+
 BatchSizeRun train_one(const BatchSizeOptions& o, const StudyData& d, NormKind kind, std::int64_t m,
                        std::uint64_t seed) {
   const auto t0 = std::chrono::steady_clock::now();
@@ -61,27 +99,14 @@ BatchSizeRun train_one(const BatchSizeOptions& o, const StudyData& d, NormKind k
   r.m = m;
   r.seed = seed;
   r.lr = scaled_lr(o, m);
-  ModelConfig mc;
-  mc.norm = kind;
-  mc.replicas = o.replicas;
-  mc.arch = o.model;
-  mc.hidden = o.hidden;
-  mc.channels = o.channels;
-  mc.head = o.head;
-  mc.groups = o.groups;
-  mc.bn_momentum = o.bn_momentum;
   Generator init(seed);
-  Model model = build_model(mc, d.train.num_features(), 10, init);
+  Model model = build_model(run_model_config(o, kind, o.replicas), d.train.num_features(), 10, init);
   optim::SGDOptions so;
   so.lr = r.lr;
   so.momentum = o.sgd_momentum;
   optim::SGD opt(model.net->parameters(), so);
-  Generator shuffle(seed + 1000003);
-  data::DataLoaderOptions lo;
-  lo.batch_size = o.replicas * m;
-  lo.shuffle = true;
-  lo.drop_last = true;
-  data::DataLoader loader(d.train, lo, shuffle);
+  Generator shuffle(run_shuffle_seed(seed));
+  data::DataLoader loader(d.train, run_loader_options(o, m), shuffle);
   const std::int64_t total = loader.num_batches() * o.epochs;
   std::int64_t step = 0;
   model.net->train();
@@ -100,14 +125,7 @@ BatchSizeRun train_one(const BatchSizeOptions& o, const StudyData& d, NormKind k
     }
     r.train_loss = n ? sum / static_cast<double>(n) : std::nan("");
   }
-  if (r.crashed) {
-    r.train_loss = r.test_loss = r.test_accuracy = std::nan("");
-  } else {
-    const Eval ev = evaluate_eval_mode(*model.net, d.test);
-    r.test_loss = ev.loss;
-    r.test_accuracy = ev.accuracy;
-    if (crashed_loss(ev.loss)) r.crashed = true;
-  }
+  score_run(r, *model.net, d.test);
   r.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   return r;
 }

@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "core.h"
+#include "data/dataloader.h"
 
 namespace normstudy {
 
@@ -55,6 +56,19 @@ BatchSizeOptions with_cnn_defaults(BatchSizeOptions o, const std::vector<std::st
 
 /// Linear scaling (Goyal et al. 2017): base_lr · R·m / ref_batch.
 double scaled_lr(const BatchSizeOptions& o, std::int64_t m);
+
+/// A run's model settings from the options: norm `kind`, with per-replica statistics over
+/// `replicas` sub-batches (the in-process run: o.replicas; a rank that is one replica: 1).
+ModelConfig run_model_config(const BatchSizeOptions& o, NormKind kind, int replicas);
+
+/// A run's global batches: R·m rows (R = o.replicas), shuffled, drop_last. The shuffle's
+/// generator is seeded with run_shuffle_seed(seed), the same on every rank.
+tapegrad::data::DataLoaderOptions run_loader_options(const BatchSizeOptions& o, std::int64_t m);
+std::uint64_t run_shuffle_seed(std::uint64_t seed);
+
+/// Scores a trained run on `test` in eval mode. A crashed run gets NaN losses and accuracy;
+/// a test loss that is not finite (or above 1e10) marks the run crashed.
+void score_run(BatchSizeRun& r, tapegrad::layers::Module& net, const tapegrad::data::Dataset& test);
 
 /// Trains every (kind, m, seed) on `threads` workers. Throws std::invalid_argument for bad
 /// options (naming them).

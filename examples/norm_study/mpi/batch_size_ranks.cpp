@@ -51,17 +51,9 @@ BatchSizeRun train_one_rank(const BatchSizeOptions& o, const StudyData& d, NormK
   r.m = m;
   r.seed = seed;
   r.lr = scaled_lr(o, m);
-  ModelConfig mc;
-  mc.norm = kind;
-  mc.replicas = 1;  // this rank is one replica: plain BatchNorm / BatchRenorm on its m rows
-  mc.arch = o.model;
-  mc.hidden = o.hidden;
-  mc.channels = o.channels;
-  mc.head = o.head;
-  mc.groups = o.groups;
-  mc.bn_momentum = o.bn_momentum;
   Generator init(seed);
-  Model model = build_model(mc, d.train.num_features(), 10, init);  // the in-process run's weights
+  // the in-process run's weights; this rank is one replica: plain BatchNorm / BatchRenorm on its m rows
+  Model model = build_model(run_model_config(o, kind, 1), d.train.num_features(), 10, init);
   layers::ModulePtr net = model.net;
   if (kind == NormKind::Sync) {
     net = distributed::convert_sync_batchnorm(net);  // statistics over every rank's rows
@@ -74,12 +66,8 @@ BatchSizeRun train_one_rank(const BatchSizeOptions& o, const StudyData& d, NormK
   so.lr = r.lr;
   so.momentum = o.sgd_momentum;
   optim::SGD opt(net->parameters(), so);
-  Generator shuffle(seed + 1000003);  // the in-process run's global batches, on every rank
-  data::DataLoaderOptions lo;
-  lo.batch_size = o.replicas * m;
-  lo.shuffle = true;
-  lo.drop_last = true;
-  data::DataLoader loader(d.train, lo, shuffle);
+  Generator shuffle(run_shuffle_seed(seed));  // the in-process run's global batches, on every rank
+  data::DataLoader loader(d.train, run_loader_options(o, m), shuffle);
   const std::int64_t total = loader.num_batches() * o.epochs;
   std::int64_t step = 0;
   net->train();
@@ -106,14 +94,7 @@ BatchSizeRun train_one_rank(const BatchSizeOptions& o, const StudyData& d, NormK
     }
     r.train_loss = n ? sum / static_cast<double>(n) : std::nan("");
   }
-  if (r.crashed) {
-    r.train_loss = r.test_loss = r.test_accuracy = std::nan("");
-  } else if (rank == 0) {  // rank 0's buffers are the ones kept (broadcast_buffers)
-    const Eval ev = evaluate_eval_mode(*net, d.test);
-    r.test_loss = ev.loss;
-    r.test_accuracy = ev.accuracy;
-    if (crashed_loss(ev.loss)) r.crashed = true;
-  }
+  if (r.crashed || rank == 0) score_run(r, *net, d.test);  // rank 0's buffers are the ones kept (broadcast_buffers)
   r.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   return r;
 }
