@@ -188,6 +188,33 @@ void check_resume_schedule(const Config& cfg, const CheckpointInfo& info) {
                               " (an exact continuation), or start a new run for a longer schedule");
 }
 
+// The resumed run must build the model the checkpoint holds: say which setting differs
+// instead of a list of missing or mis-shaped tensors.
+void check_resume_architecture(const Config& cfg, const CheckpointInfo& info) {
+  if (!info.architecture) return;
+  const Config& a = *info.architecture;
+  auto differs = [&](const std::string& flag, const std::string& theirs, const std::string& ours) {
+    if (theirs != ours)
+      throw std::invalid_argument("--resume " + cfg.resume + ": the checkpoint holds a model with " + flag + " " +
+                                  theirs + ", this run asks for " + flag + " " + ours + " (resume with " + flag +
+                                  " " + theirs + ")");
+  };
+  auto list = [](const std::vector<std::int64_t>& v) {
+    std::string out;
+    for (std::size_t i = 0; i < v.size(); ++i) out += (i ? "," : "") + std::to_string(v[i]);
+    return out;
+  };
+  differs("--model", a.model, cfg.model);
+  differs("--norm", a.norm, cfg.norm);
+  if (cfg.model == "cnn") {
+    differs("--channels", list(a.cnn.channels), list(cfg.cnn.channels));
+    differs("--head", std::to_string(a.cnn.head), std::to_string(cfg.cnn.head));
+    if (cfg.norm == "group") differs("--groups", std::to_string(a.cnn.groups), std::to_string(cfg.cnn.groups));
+  } else {
+    differs("--hidden", list(a.hidden), list(cfg.hidden));
+  }
+}
+
 // The resumed run must see the inputs the checkpoint was trained on.
 void check_resume_preprocessing(const Config& cfg, const CheckpointInfo& info, const data::Standardizer& s) {
   if (!info.standardizer) return;
@@ -233,6 +260,7 @@ Result train(const Config& cfg) {
     check_output_file(cfg.checkpoint + ".last");
   }
   const CheckpointInfo resumed = cfg.resume.empty() ? CheckpointInfo{} : read_checkpoint_info(cfg.resume);
+  check_resume_architecture(cfg, resumed);
   check_resume_schedule(cfg, resumed);
   if (cfg.threads > 0) set_num_threads(cfg.threads);
 

@@ -150,9 +150,20 @@ TEST_CASE("an interrupted and resumed run matches the uninterrupted one exactly"
   REQUIRE(resumed.test_accuracy == full.test_accuracy);
   REQUIRE(resumed.confusion == full.confusion);
 
-  // A checkpoint does not resume a different network, and says why.
+  // A checkpoint does not resume a different network, and says why: the setting that differs
+  // (from its fmnist.* metadata), or, without that metadata, the tensors strict loading misses.
   c.norm = "none";
-  REQUIRE_THROWS_WITH(fmnist::train(c), Catch::Contains("1.running_mean"));
+  REQUIRE_THROWS_WITH(fmnist::train(c), Catch::Contains("holds a model with --norm batch") &&
+                                            Catch::Contains("asks for --norm none"));
+  {
+    SafetensorsContent f = load_safetensors(c.resume);
+    f.metadata.erase("fmnist.norm");
+    save_safetensors(dir.file("no_arch.last"), f.tensors, f.metadata);
+    const std::string keep = c.resume;
+    c.resume = dir.file("no_arch.last");
+    REQUIRE_THROWS_WITH(fmnist::train(c), Catch::Contains("1.running_mean"));
+    c.resume = keep;
+  }
   c.norm = "batch";
   c.optimizer = "sgd";
   REQUIRE_THROWS_WITH(fmnist::train(c), Catch::Contains("Adam") && Catch::Contains("SGD"));
@@ -259,4 +270,31 @@ TEST_CASE("resuming a cosine run with another --epochs is refused, not trained a
   c.schedule = "none";
   c.limit = 700;
   REQUIRE_THROWS_WITH(fmnist::train(c), Catch::Contains("standardised with mean"));
+}
+
+TEST_CASE("resuming with another model type, widths or norm names the setting that differs", "[fmnist]") {
+  if (!have_data()) {
+    WARN("dataset-fashion-mnist not installed; skipping");
+    return;
+  }
+  TempDir dir;
+  fmnist::Config c = small_config();
+  c.limit = 600;
+  c.epochs = 1;
+  c.checkpoint = dir.file("mlp.safetensors");
+  fmnist::train(c);
+  fmnist::Config r = c;
+  r.checkpoint.clear();
+  r.resume = c.checkpoint + ".last";
+  r.model = "cnn";
+  REQUIRE_THROWS_WITH(fmnist::train(r), Catch::Contains("holds a model with --model mlp") &&
+                                            Catch::Contains("asks for --model cnn"));
+  r = c;
+  r.checkpoint.clear();
+  r.resume = c.checkpoint + ".last";
+  r.hidden = {7, 5};
+  REQUIRE_THROWS_WITH(fmnist::train(r), Catch::Contains("asks for --hidden 7,5"));
+  r.hidden = c.hidden;
+  r.norm = c.norm == "batch" ? "layer" : "batch";
+  REQUIRE_THROWS_WITH(fmnist::train(r), Catch::Contains("--norm " + c.norm) && Catch::Contains("asks for --norm " + r.norm));
 }
