@@ -35,9 +35,7 @@ double scaled_lr(const BatchSizeOptions& o, std::int64_t m) {
   return o.base_lr * static_cast<double>(o.replicas * m) / static_cast<double>(o.ref_batch);
 }
 
-namespace {
-
-void check(const BatchSizeOptions& o, const StudyData& d) {
+void check_batch_size_options(const BatchSizeOptions& o, const StudyData& d) {
   if (o.replicas < 1) throw std::invalid_argument("--replicas must be >= 1, got " + std::to_string(o.replicas));
   if (o.seeds < 1) throw std::invalid_argument("--seeds must be >= 1, got " + std::to_string(o.seeds));
   if (o.epochs < 1) throw std::invalid_argument("--epochs must be >= 1, got " + std::to_string(o.epochs));
@@ -52,8 +50,6 @@ void check(const BatchSizeOptions& o, const StudyData& d) {
                                   " exceeds the " + std::to_string(d.train.size()) + " training images");
   }
 }
-
-}  // namespace
 
 ModelConfig run_model_config(const BatchSizeOptions& o, NormKind kind, int replicas) {
   ModelConfig mc;
@@ -133,7 +129,7 @@ BatchSizeRun train_one(const BatchSizeOptions& o, const StudyData& d, NormKind k
 }  // namespace
 
 BatchSizeResult run_batch_size(const BatchSizeOptions& o, const StudyData& d) {
-  check(o, d);
+  check_batch_size_options(o, d);
   BatchSizeResult res;
   res.options = o;
   for (NormKind k : o.kinds)

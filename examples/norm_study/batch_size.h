@@ -57,6 +57,11 @@ BatchSizeOptions with_cnn_defaults(BatchSizeOptions o, const std::vector<std::st
 /// Linear scaling (Goyal et al. 2017): base_lr · R·m / ref_batch.
 double scaled_lr(const BatchSizeOptions& o, std::int64_t m);
 
+/// Checks the options against the data: replicas, seeds and epochs >= 1, model mlp or cnn,
+/// a non-empty --ms with every m >= 2 and R·m at most the training images. Throws
+/// std::invalid_argument naming the flag and the value.
+void check_batch_size_options(const BatchSizeOptions& o, const StudyData& d);
+
 /// A run's model settings from the options: norm `kind`, with per-replica statistics over
 /// `replicas` sub-batches (the in-process run: o.replicas; a rank that is one replica: 1).
 ModelConfig run_model_config(const BatchSizeOptions& o, NormKind kind, int replicas);

@@ -27,17 +27,7 @@ void check_ranks(const BatchSizeOptions& o, const StudyData& d) {
     throw std::invalid_argument("batch-size under mpirun: --replicas " + std::to_string(o.replicas) +
                                 " must equal the " + std::to_string(world) + " ranks (run mpirun -np " +
                                 std::to_string(o.replicas) + ", or pass --replicas " + std::to_string(world) + ")");
-  if (o.seeds < 1) throw std::invalid_argument("--seeds must be >= 1, got " + std::to_string(o.seeds));
-  if (o.epochs < 1) throw std::invalid_argument("--epochs must be >= 1, got " + std::to_string(o.epochs));
-  if (o.ms.empty()) throw std::invalid_argument("--ms: expected at least one per-replica batch size, got none");
-  for (auto m : o.ms) {
-    if (m < 2)
-      throw std::invalid_argument("per-replica batch m must be >= 2 (BatchNorm refuses 1), got " + std::to_string(m));
-    if (m > d.train.size() / o.replicas)  // R·m > N, without forming R·m (it may overflow)
-      throw std::invalid_argument("global batch R·m (R = " + std::to_string(o.replicas) + ", m = " +
-                                  std::to_string(m) + ") exceeds the " + std::to_string(d.train.size()) +
-                                  " training images");
-  }
+  check_batch_size_options(o, d);
 }
 
 // One (kind, m, seed) run, this rank's replica. Mirrors batch_size.cpp's train_one with the
