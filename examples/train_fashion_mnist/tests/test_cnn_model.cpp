@@ -6,16 +6,14 @@
 #include <filesystem>
 
 #include "trainer.h"
+#include "fmnist_test_support.h"
 
 using namespace tapegrad;
 namespace fs = std::filesystem;
 
 namespace {
 
-bool have_fmnist() {
-  return fs::exists(std::string(data::kFashionMnistDir) + "/train-images-idx3-ubyte.gz") &&
-         fs::exists(std::string(data::kFashionMnistDir) + "/t10k-images-idx3-ubyte.gz");
-}
+bool have_fmnist() { return fmnist_test::have_fashion_mnist(); }
 
 fmnist::Config small_cnn_config() {
   fmnist::Config c;

@@ -10,30 +10,15 @@
 #include "checkpoint_io.h"
 #include "core/safetensors.h"
 #include "trainer.h"
+#include "fmnist_test_support.h"
 
 using namespace tapegrad;
 namespace fs = std::filesystem;
 
 namespace {
 
-bool have_data() {
-  return fs::exists(std::string(data::kFashionMnistDir) + "/train-images-idx3-ubyte.gz") &&
-         fs::exists(std::string(data::kFashionMnistDir) + "/t10k-images-idx3-ubyte.gz");
-}
-
-struct TempDir {
-  fs::path path;
-  TempDir() {
-    static int counter = 0;
-    path = fs::temp_directory_path() / ("tapegrad_fmnist_" + std::to_string(::getpid()) + "_" + std::to_string(counter++));
-    fs::create_directories(path);
-  }
-  ~TempDir() {
-    std::error_code ec;
-    fs::remove_all(path, ec);
-  }
-  std::string file(const std::string& name) const { return (path / name).string(); }
-};
+using fmnist_test::TempDir;
+bool have_data() { return fmnist_test::have_fashion_mnist(); }
 
 fmnist::Config small_config() {
   fmnist::Config c;

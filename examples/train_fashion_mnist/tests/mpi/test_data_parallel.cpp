@@ -20,16 +20,14 @@
 #include "layers/batch_norm.h"
 #include "mpi_glue.h"
 #include "trainer.h"
+#include "../fmnist_test_support.h"
 
 using namespace tapegrad;
 namespace fs = std::filesystem;
 
 namespace {
 
-bool have_data() {
-  return fs::exists(std::string(data::kFashionMnistDir) + "/train-images-idx3-ubyte.gz") &&
-         fs::exists(std::string(data::kFashionMnistDir) + "/t10k-images-idx3-ubyte.gz");
-}
+bool have_data() { return fmnist_test::have_fashion_mnist(); }
 
 // n rows of 20 features and labels in [0, 7), the same on every rank.
 data::Dataset random_dataset(std::int64_t n, std::uint64_t seed) {
