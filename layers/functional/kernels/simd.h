@@ -111,8 +111,14 @@ inline void stream(T* p, Vec<T> v) {  // the same bytes whatever T: integer stre
 }
 inline void fence() { _mm_sfence(); }
 
-/// dst = src (bytes), with streaming stores for the 64-byte aligned whole vectors of dst
-/// (the unaligned head and the tail are copied normally). Call fence() after the last one.
+/// Bytes of one vector (one streaming store): 64 with AVX-512, 32 otherwise.
+constexpr std::size_t kVecBytes = sizeof(Vec<float>);
+static_assert(kVecBytes == TAPEGRAD_NV_BYTES && sizeof(Vec<double>) == kVecBytes);
+
+/// dst = src (bytes), with streaming stores for the whole vectors of dst from its first
+/// 64-byte boundary on (the head before it and the tail are copied normally). Each step
+/// stores exactly one vector of kVecBytes: the step is the store's width, on every ISA.
+/// Call fence() after the last one.
 inline void stream_copy(void* dst_v, const void* src_v, std::size_t bytes) {
   char* dst = static_cast<char*>(dst_v);
   const char* src = static_cast<const char*>(src_v);
@@ -122,7 +128,7 @@ inline void stream_copy(void* dst_v, const void* src_v, std::size_t bytes) {
   src += head;
   bytes -= head;
   std::size_t i = 0;
-  for (; i + 64 <= bytes; i += 64)
+  for (; i + kVecBytes <= bytes; i += kVecBytes)
     stream(reinterpret_cast<float*>(dst + i), load(reinterpret_cast<const float*>(src + i)));
   __builtin_memcpy(dst + i, src + i, bytes - i);
 }
