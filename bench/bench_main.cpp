@@ -13,14 +13,14 @@
 #include <string>
 #include <vector>
 
-#include "core/autograd.h"
-#include "core/ops.h"
-#include "core/parallel.h"
-#include "layers/batch_norm.h"
-#include "layers/linear.h"
+#include <tapegrad/core/autograd.h>
+#include <tapegrad/core/ops.h>
+#include <tapegrad/core/parallel.h>
+#include <tapegrad/layers/batch_norm.h>
+#include <tapegrad/layers/linear.h>
 #include "workloads.h"
 #if __has_include("layers/layer_norm.h")
-#include "layers/layer_norm.h"
+#include <tapegrad/layers/layer_norm.h>
 #define TG_HAVE_LAYER_NORM 1
 #endif
 

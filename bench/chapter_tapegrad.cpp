@@ -6,7 +6,7 @@
 #include <cstdlib>
 #include <cstring>
 
-#include "core/parallel.h"
+#include <tapegrad/core/parallel.h>
 #include "workloads.h"
 
 int main(int argc, char** argv) {

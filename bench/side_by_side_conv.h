@@ -10,11 +10,11 @@
 #include <tuple>
 #include <vector>
 
-#include "core/ops.h"
-#include "layers/conv.h"
-#include "layers/loss.h"
-#include "models/cnn.h"
-#include "optim/sgd.h"
+#include <tapegrad/core/ops.h>
+#include <tapegrad/layers/conv.h>
+#include <tapegrad/layers/loss.h>
+#include <tapegrad/models/cnn.h>
+#include <tapegrad/optim/sgd.h>
 
 namespace tgconv {
 

@@ -11,11 +11,11 @@
 #include <cstdlib>
 #include <vector>
 
-#include "core/autograd.h"
-#include "core/parallel.h"
-#include "core/random.h"
-#include "distributed/environment.h"
-#include "distributed/sync_batch_norm.h"
+#include <tapegrad/core/autograd.h>
+#include <tapegrad/core/parallel.h>
+#include <tapegrad/core/random.h>
+#include <tapegrad/distributed/environment.h>
+#include <tapegrad/distributed/sync_batch_norm.h>
 
 using namespace tapegrad;
 namespace dist = tapegrad::distributed;

@@ -6,11 +6,11 @@
 
 #include "chapter/data.h"
 #include "chapter/run.h"
-#include "core/ops.h"
-#include "core/ops/gemm_backends.h"
-#include "core/parallel.h"
-#include "layers/loss.h"
-#include "models/mlp.h"
+#include <tapegrad/core/ops.h>
+#include <tapegrad/core/ops/gemm_backends.h>
+#include <tapegrad/core/parallel.h>
+#include <tapegrad/layers/loss.h>
+#include <tapegrad/models/mlp.h>
 
 namespace tgbench {
 namespace tg = tapegrad;

@@ -7,10 +7,10 @@
 #include <string>
 #include <vector>
 
-#include "core/random.h"
-#include "core/tensor.h"
-#include "layers/sequential.h"
-#include "optim/sgd.h"
+#include <tapegrad/core/random.h>
+#include <tapegrad/core/tensor.h>
+#include <tapegrad/layers/sequential.h>
+#include <tapegrad/optim/sgd.h>
 
 namespace tgbench {
 

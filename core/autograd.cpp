@@ -1,4 +1,4 @@
-#include "core/autograd.h"
+#include <tapegrad/core/autograd.h>
 
 #include <algorithm>
 #include <atomic>

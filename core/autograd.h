@@ -16,8 +16,8 @@
 #include <string>
 #include <vector>
 
-#include "core/object_pool.h"
-#include "core/tensor.h"
+#include <tapegrad/core/object_pool.h>
+#include <tapegrad/core/tensor.h>
 
 namespace tapegrad {
 

@@ -1,4 +1,4 @@
-#include "core/dtype.h"
+#include <tapegrad/core/dtype.h>
 
 #include <stdexcept>
 

@@ -1,11 +1,11 @@
-#include "core/gradcheck.h"
+#include <tapegrad/core/gradcheck.h>
 
 #include <cmath>
 #include <sstream>
 #include <stdexcept>
 
-#include "core/autograd.h"
-#include "core/random.h"
+#include <tapegrad/core/autograd.h>
+#include <tapegrad/core/random.h>
 
 namespace tapegrad {
 

@@ -1,4 +1,4 @@
-#include "core/object_pool.h"
+#include <tapegrad/core/object_pool.h>
 
 #include <cstdint>
 #include <new>

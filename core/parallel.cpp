@@ -1,4 +1,4 @@
-#include "core/parallel.h"
+#include <tapegrad/core/parallel.h>
 
 #include <atomic>
 #include <stdexcept>

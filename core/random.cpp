@@ -1,4 +1,4 @@
-#include "core/random.h"
+#include <tapegrad/core/random.h>
 
 #include <cmath>
 #include <sstream>

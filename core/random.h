@@ -4,7 +4,7 @@
 #include <random>
 #include <string>
 
-#include "core/tensor.h"
+#include <tapegrad/core/tensor.h>
 
 namespace tapegrad {
 

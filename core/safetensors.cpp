@@ -1,4 +1,4 @@
-#include "core/safetensors.h"
+#include <tapegrad/core/safetensors.h>
 
 #include <fcntl.h>
 #include <sys/stat.h>

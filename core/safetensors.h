@@ -18,8 +18,8 @@
 #include <utility>
 #include <vector>
 
-#include "core/file_io.h"  // atomic_write_file
-#include "core/tensor.h"
+#include <tapegrad/core/file_io.h>  // atomic_write_file
+#include <tapegrad/core/tensor.h>
 
 namespace tapegrad {
 

@@ -3,7 +3,7 @@
 #include <cstddef>
 #include <memory>
 
-#include "core/tensor.h"
+#include <tapegrad/core/tensor.h>
 
 namespace tapegrad {
 

@@ -1,4 +1,4 @@
-#include "core/shape.h"
+#include <tapegrad/core/shape.h>
 
 #include <stdexcept>
 

@@ -1,4 +1,4 @@
-#include "core/storage.h"
+#include <tapegrad/core/storage.h>
 
 #include <cstdlib>
 #include <atomic>

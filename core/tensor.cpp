@@ -1,12 +1,12 @@
-#include "core/tensor.h"
+#include <tapegrad/core/tensor.h>
 
 #include <cmath>
 #include <cstring>
 #include <sstream>
 #include <stdexcept>
 
-#include "core/autograd.h"
-#include "core/object_pool.h"
+#include <tapegrad/core/autograd.h>
+#include <tapegrad/core/object_pool.h>
 
 namespace tapegrad {
 namespace {

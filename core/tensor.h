@@ -11,9 +11,9 @@
 #include <type_traits>
 #include <vector>
 
-#include "core/dtype.h"
-#include "core/shape.h"
-#include "core/storage.h"
+#include <tapegrad/core/dtype.h>
+#include <tapegrad/core/shape.h>
+#include <tapegrad/core/storage.h>
 
 namespace tapegrad {
 

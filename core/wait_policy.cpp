@@ -1,4 +1,4 @@
-#include "core/wait_policy.h"
+#include <tapegrad/core/wait_policy.h>
 
 #include <sys/auxv.h>
 #include <unistd.h>

@@ -1,4 +1,4 @@
-#include "data/dataloader.h"
+#include <tapegrad/data/dataloader.h>
 
 #include <algorithm>
 #include <cstring>

@@ -4,8 +4,8 @@
 #include <cstdint>
 #include <vector>
 
-#include "core/random.h"
-#include "data/dataset.h"
+#include <tapegrad/core/random.h>
+#include <tapegrad/data/dataset.h>
 
 namespace tapegrad::data {
 

@@ -1,4 +1,4 @@
-#include "data/dataset.h"
+#include <tapegrad/data/dataset.h>
 
 #include <algorithm>
 #include <cmath>

@@ -3,8 +3,8 @@
 #include <cstdint>
 #include <vector>
 
-#include "core/random.h"
-#include "core/tensor.h"
+#include <tapegrad/core/random.h>
+#include <tapegrad/core/tensor.h>
 
 namespace tapegrad::data {
 

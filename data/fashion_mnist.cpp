@@ -1,9 +1,9 @@
-#include "data/fashion_mnist.h"
+#include <tapegrad/data/fashion_mnist.h>
 
 #include <filesystem>
 #include <stdexcept>
 
-#include "data/idx.h"
+#include <tapegrad/data/idx.h>
 
 namespace tapegrad::data {
 namespace {

@@ -6,7 +6,7 @@
 #include <cstdint>
 #include <string>
 
-#include "data/dataset.h"
+#include <tapegrad/data/dataset.h>
 
 namespace tapegrad::data {
 

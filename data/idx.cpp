@@ -1,6 +1,6 @@
-#include "data/idx.h"
+#include <tapegrad/data/idx.h>
 
-#include "core/file_io.h"
+#include <tapegrad/core/file_io.h>
 
 #include <zlib.h>
 

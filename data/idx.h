@@ -11,7 +11,7 @@
 #include <string>
 #include <vector>
 
-#include "core/tensor.h"
+#include <tapegrad/core/tensor.h>
 
 namespace tapegrad::data {
 

@@ -1,4 +1,4 @@
-#include "debug/batch_dependence.h"
+#include <tapegrad/debug/batch_dependence.h>
 
 #include <algorithm>
 #include <cmath>
@@ -7,11 +7,11 @@
 #include <stdexcept>
 #include <vector>
 
-#include "core/autograd.h"
-#include "core/random.h"
-#include "debug/buffers.h"
-#include "debug/mode_audit.h"
-#include "debug/row_selection.h"
+#include <tapegrad/core/autograd.h>
+#include <tapegrad/core/random.h>
+#include <tapegrad/debug/buffers.h>
+#include <tapegrad/debug/mode_audit.h>
+#include <tapegrad/debug/row_selection.h>
 
 namespace tapegrad::debug {
 namespace {

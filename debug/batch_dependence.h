@@ -3,7 +3,7 @@
 #include <cstdint>
 #include <string>
 
-#include "layers/module.h"
+#include <tapegrad/layers/module.h>
 
 namespace tapegrad::debug {
 

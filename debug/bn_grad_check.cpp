@@ -1,4 +1,4 @@
-#include "debug/bn_grad_check.h"
+#include <tapegrad/debug/bn_grad_check.h>
 
 #include <algorithm>
 #include <cmath>

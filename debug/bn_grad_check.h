@@ -2,7 +2,7 @@
 // The chapter's sanity checks for a hand-derived BatchNorm backward (train mode).
 #include <string>
 
-#include "core/tensor.h"
+#include <tapegrad/core/tensor.h>
 
 namespace tapegrad::debug {
 

@@ -1,4 +1,4 @@
-#include "debug/buffers.h"
+#include <tapegrad/debug/buffers.h>
 
 #include <algorithm>
 #include <cmath>
@@ -6,7 +6,7 @@
 #include <sstream>
 #include <stdexcept>
 
-#include "core/autograd.h"
+#include <tapegrad/core/autograd.h>
 
 namespace tapegrad::debug {
 

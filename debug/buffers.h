@@ -8,8 +8,8 @@
 #include <string>
 #include <vector>
 
-#include "layers/module.h"
-#include "layers/state_dict.h"
+#include <tapegrad/layers/module.h>
+#include <tapegrad/layers/state_dict.h>
 
 namespace tapegrad::debug {
 

@@ -1,4 +1,4 @@
-#include "debug/mode_audit.h"
+#include <tapegrad/debug/mode_audit.h>
 
 #include <mutex>
 #include <sstream>
@@ -8,11 +8,11 @@
 
 #include <spdlog/spdlog.h>
 
-#include "core/autograd.h"
-#include "layers/batch_norm.h"
-#include "layers/dropout.h"
-#include "layers/hooks.h"
-#include "optim/step_hooks.h"
+#include <tapegrad/core/autograd.h>
+#include <tapegrad/layers/batch_norm.h>
+#include <tapegrad/layers/dropout.h>
+#include <tapegrad/layers/hooks.h>
+#include <tapegrad/optim/step_hooks.h>
 
 namespace tapegrad::debug {
 namespace {

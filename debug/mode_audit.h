@@ -29,7 +29,7 @@
 #include <string>
 #include <vector>
 
-#include "layers/module.h"
+#include <tapegrad/layers/module.h>
 
 namespace tapegrad::debug {
 

@@ -1,4 +1,4 @@
-#include "debug/mode_report.h"
+#include <tapegrad/debug/mode_report.h>
 
 #include <algorithm>
 #include <sstream>

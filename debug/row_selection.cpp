@@ -1,4 +1,4 @@
-#include "debug/row_selection.h"
+#include <tapegrad/debug/row_selection.h>
 
 #include <algorithm>
 #include <cmath>

@@ -3,7 +3,7 @@
 #include <cstdint>
 #include <vector>
 
-#include "core/tensor.h"
+#include <tapegrad/core/tensor.h>
 
 namespace tapegrad::debug {
 

@@ -1,4 +1,4 @@
-#include "debug/stats_gap.h"
+#include <tapegrad/debug/stats_gap.h>
 
 #include <algorithm>
 #include <cmath>
@@ -6,12 +6,12 @@
 #include <sstream>
 #include <stdexcept>
 
-#include "core/autograd.h"
-#include "debug/buffers.h"
-#include "debug/mode_audit.h"
-#include "layers/batch_norm.h"
-#include "layers/functional/batch_norm.h"
-#include "layers/hooks.h"
+#include <tapegrad/core/autograd.h>
+#include <tapegrad/debug/buffers.h>
+#include <tapegrad/debug/mode_audit.h>
+#include <tapegrad/layers/batch_norm.h>
+#include <tapegrad/layers/functional/batch_norm.h>
+#include <tapegrad/layers/hooks.h>
 
 namespace tapegrad::debug {
 namespace {

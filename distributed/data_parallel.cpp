@@ -1,14 +1,14 @@
-#include "distributed/data_parallel.h"
+#include <tapegrad/distributed/data_parallel.h>
 
 #include <chrono>
 #include <cstring>
 #include <stdexcept>
 
-#include "core/autograd.h"
-#include "distributed/comm.h"
-#include "distributed/environment.h"
-#include "distributed/module_sync.h"
-#include "optim/step_hooks.h"
+#include <tapegrad/core/autograd.h>
+#include <tapegrad/distributed/comm.h>
+#include <tapegrad/distributed/environment.h>
+#include <tapegrad/distributed/module_sync.h>
+#include <tapegrad/optim/step_hooks.h>
 
 namespace tapegrad::distributed {
 namespace {

@@ -6,7 +6,7 @@
 #include <memory>
 #include <vector>
 
-#include "layers/module.h"
+#include <tapegrad/layers/module.h>
 
 namespace tapegrad::distributed {
 

@@ -1,10 +1,10 @@
-#include "distributed/distributed_sampler.h"
+#include <tapegrad/distributed/distributed_sampler.h>
 
 #include <numeric>
 #include <stdexcept>
 #include <string>
 
-#include "core/random.h"
+#include <tapegrad/core/random.h>
 
 namespace tapegrad::distributed {
 

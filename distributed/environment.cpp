@@ -1,4 +1,4 @@
-#include "distributed/environment.h"
+#include <tapegrad/distributed/environment.h>
 
 #include <algorithm>
 #include <cstdio>
@@ -6,7 +6,7 @@
 #include <exception>
 #include <stdexcept>
 
-#include "distributed/comm.h"
+#include <tapegrad/distributed/comm.h>
 
 namespace tapegrad::distributed {
 namespace {

@@ -1,12 +1,12 @@
-#include "distributed/module_sync.h"
+#include <tapegrad/distributed/module_sync.h>
 
 #include <cstdint>
 #include <sstream>
 #include <stdexcept>
 #include <vector>
 
-#include "distributed/comm.h"
-#include "distributed/environment.h"
+#include <tapegrad/distributed/comm.h>
+#include <tapegrad/distributed/environment.h>
 
 namespace tapegrad::distributed {
 namespace {

@@ -3,7 +3,7 @@
 // parameters and buffers from rank 0 (what PyTorch's DDP does in its constructor).
 #include <string>
 
-#include "layers/module.h"
+#include <tapegrad/layers/module.h>
 
 namespace tapegrad::distributed {
 

@@ -1,13 +1,13 @@
-#include "distributed/sync_batch_norm.h"
+#include <tapegrad/distributed/sync_batch_norm.h>
 
 #include <cmath>
 #include <stdexcept>
 #include <vector>
 
-#include "core/autograd.h"
-#include "distributed/environment.h"
-#include "layers/functional/batch_norm.h"
-#include "layers/functional/kernels/batch_norm_nc.h"
+#include <tapegrad/core/autograd.h>
+#include <tapegrad/distributed/environment.h>
+#include <tapegrad/layers/functional/batch_norm.h>
+#include <tapegrad/layers/functional/kernels/batch_norm_nc.h>
 
 namespace tapegrad::distributed {
 namespace {

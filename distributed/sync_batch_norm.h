@@ -4,7 +4,7 @@
 // the concatenated batch.
 #include <memory>
 
-#include "layers/batch_norm.h"
+#include <tapegrad/layers/batch_norm.h>
 
 namespace tapegrad::distributed {
 

@@ -10,7 +10,7 @@
 #include <stdexcept>
 #include <vector>
 
-#include "data/idx.h"
+#include <tapegrad/data/idx.h>
 
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
   using namespace tapegrad::data;

@@ -10,7 +10,7 @@
 #include <stdexcept>
 #include <vector>
 
-#include "core/safetensors.h"
+#include <tapegrad/core/safetensors.h>
 
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
   using namespace tapegrad;

@@ -1,10 +1,10 @@
-#include "layers/activation.h"
+#include <tapegrad/layers/activation.h>
 
 #include <cmath>
 #include <sstream>
 #include <stdexcept>
 
-#include "core/ops.h"
+#include <tapegrad/core/ops.h>
 
 namespace tapegrad::layers {
 

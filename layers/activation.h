@@ -1,7 +1,7 @@
 #pragma once
 // Activation modules and shape helpers (stateless; same in train and eval mode).
 // Every one accepts any input shape unless stated; ops live in core/ops/activation.h.
-#include "layers/module.h"
+#include <tapegrad/layers/module.h>
 
 namespace tapegrad::layers {
 

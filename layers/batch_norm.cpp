@@ -1,11 +1,11 @@
-#include "layers/batch_norm.h"
+#include <tapegrad/layers/batch_norm.h>
 
 #include <cmath>
 #include <sstream>
 #include <stdexcept>
 
-#include "core/autograd.h"
-#include "layers/functional/batch_norm.h"
+#include <tapegrad/core/autograd.h>
+#include <tapegrad/layers/functional/batch_norm.h>
 
 namespace tapegrad::layers {
 

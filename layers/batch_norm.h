@@ -2,7 +2,7 @@
 // Batch normalisation modules (Ioffe & Szegedy 2015), PyTorch semantics.
 #include <optional>
 
-#include "layers/channel_norm.h"
+#include <tapegrad/layers/channel_norm.h>
 
 namespace tapegrad::layers {
 

@@ -1,9 +1,9 @@
-#include "layers/batch_renorm.h"
+#include <tapegrad/layers/batch_renorm.h>
 
 #include <sstream>
 #include <stdexcept>
 
-#include "layers/functional/batch_renorm.h"
+#include <tapegrad/layers/functional/batch_renorm.h>
 
 namespace tapegrad::layers {
 

@@ -1,8 +1,8 @@
 #pragma once
 // Batch renormalisation (Ioffe 2017, "Batch Renormalization: Towards Reducing
 // Minibatch Dependence in Batch-Normalized Models", Algorithm 1).
-#include "layers/batch_norm.h"
-#include "layers/functional/batch_renorm.h"
+#include <tapegrad/layers/batch_norm.h>
+#include <tapegrad/layers/functional/batch_renorm.h>
 
 namespace tapegrad::layers {
 

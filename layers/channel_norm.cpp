@@ -1,4 +1,4 @@
-#include "layers/channel_norm.h"
+#include <tapegrad/layers/channel_norm.h>
 
 namespace tapegrad::layers {
 

@@ -3,7 +3,7 @@
 // running-statistics buffers.
 #include <cstdint>
 
-#include "layers/module.h"
+#include <tapegrad/layers/module.h>
 
 namespace tapegrad::layers {
 

@@ -1,9 +1,9 @@
-#include "layers/checkpoint.h"
+#include <tapegrad/layers/checkpoint.h>
 
 #include <set>
 #include <stdexcept>
 
-#include "core/safetensors.h"
+#include <tapegrad/core/safetensors.h>
 
 namespace tapegrad::layers {
 

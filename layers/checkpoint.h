@@ -9,7 +9,7 @@
 // Files are written atomically: a failed save leaves the old file intact.
 #include <string>
 
-#include "layers/module.h"
+#include <tapegrad/layers/module.h>
 
 namespace tapegrad::layers {
 

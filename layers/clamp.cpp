@@ -1,10 +1,10 @@
-#include "layers/clamp.h"
+#include <tapegrad/layers/clamp.h>
 
 #include <cmath>
 #include <sstream>
 #include <stdexcept>
 
-#include "core/ops/unary.h"
+#include <tapegrad/core/ops/unary.h>
 
 namespace tapegrad::layers {
 

@@ -1,6 +1,6 @@
 #pragma once
 // Activation clipping as a module: the chapter clips every hidden activation to [-10, 10].
-#include "layers/module.h"
+#include <tapegrad/layers/module.h>
 
 namespace tapegrad::layers {
 

@@ -1,9 +1,9 @@
-#include "layers/conv.h"
+#include <tapegrad/layers/conv.h>
 
 #include <cmath>
 #include <stdexcept>
 
-#include "layers/init.h"
+#include <tapegrad/layers/init.h>
 
 namespace tapegrad::layers {
 

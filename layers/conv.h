@@ -1,8 +1,8 @@
 #pragma once
 // Conv2d, PyTorch's nn.Conv2d (padding_mode "zeros").
-#include "core/random.h"
-#include "layers/functional/conv.h"
-#include "layers/module.h"
+#include <tapegrad/core/random.h>
+#include <tapegrad/layers/functional/conv.h>
+#include <tapegrad/layers/module.h>
 
 namespace tapegrad::layers {
 

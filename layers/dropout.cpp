@@ -1,9 +1,9 @@
-#include "layers/dropout.h"
+#include <tapegrad/layers/dropout.h>
 
 #include <sstream>
 #include <stdexcept>
 
-#include "layers/functional/dropout.h"
+#include <tapegrad/layers/functional/dropout.h>
 
 namespace tapegrad::layers {
 

@@ -1,7 +1,7 @@
 #pragma once
 // Dropout (Srivastava et al. 2014), inverted as in PyTorch's nn.Dropout.
-#include "core/random.h"
-#include "layers/module.h"
+#include <tapegrad/core/random.h>
+#include <tapegrad/layers/module.h>
 
 namespace tapegrad::layers {
 

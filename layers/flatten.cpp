@@ -1,8 +1,8 @@
-#include "layers/flatten.h"
+#include <tapegrad/layers/flatten.h>
 
 #include <stdexcept>
 
-#include "core/ops/shape_ops.h"
+#include <tapegrad/core/ops/shape_ops.h>
 
 namespace tapegrad::layers {
 

@@ -1,8 +1,8 @@
 #pragma once
 // Flatten and Unflatten, PyTorch's nn.Flatten and nn.Unflatten (Flatten itself is declared
 // in layers/activation.h).
-#include "layers/activation.h"
-#include "layers/module.h"
+#include <tapegrad/layers/activation.h>
+#include <tapegrad/layers/module.h>
 
 namespace tapegrad::layers {
 

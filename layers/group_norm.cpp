@@ -1,10 +1,10 @@
-#include "layers/group_norm.h"
+#include <tapegrad/layers/group_norm.h>
 
 #include <cmath>
 #include <sstream>
 #include <stdexcept>
 
-#include "layers/functional/group_norm.h"
+#include <tapegrad/layers/functional/group_norm.h>
 
 namespace tapegrad::layers {
 

@@ -1,6 +1,6 @@
 #pragma once
 // Group normalisation (Wu & He 2018, "Group Normalization"), PyTorch's nn.GroupNorm.
-#include "layers/module.h"
+#include <tapegrad/layers/module.h>
 
 namespace tapegrad::layers {
 

@@ -1,4 +1,4 @@
-#include "layers/hooks.h"
+#include <tapegrad/layers/hooks.h>
 
 namespace tapegrad::layers::hooks {
 namespace {

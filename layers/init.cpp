@@ -1,9 +1,9 @@
-#include "layers/init.h"
+#include <tapegrad/layers/init.h>
 
 #include <cmath>
 #include <stdexcept>
 
-#include "core/autograd.h"
+#include <tapegrad/core/autograd.h>
 
 namespace tapegrad::layers::init {
 

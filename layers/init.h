@@ -1,7 +1,7 @@
 #pragma once
 // Parameter initialisation, PyTorch's conventions (torch.nn.init).
-#include "core/random.h"
-#include "core/tensor.h"
+#include <tapegrad/core/random.h>
+#include <tapegrad/core/tensor.h>
 
 namespace tapegrad::layers::init {
 

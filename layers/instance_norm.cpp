@@ -1,4 +1,4 @@
-#include "layers/instance_norm.h"
+#include <tapegrad/layers/instance_norm.h>
 
 #include <cmath>
 #include <string>
@@ -6,8 +6,8 @@
 #include <sstream>
 #include <stdexcept>
 
-#include "core/ops/shape_ops.h"
-#include "layers/functional/instance_norm.h"
+#include <tapegrad/core/ops/shape_ops.h>
+#include <tapegrad/layers/functional/instance_norm.h>
 
 namespace tapegrad::layers {
 

@@ -1,7 +1,7 @@
 #pragma once
 // Instance normalisation (Ulyanov, Vedaldi & Lempitsky 2016, "Instance Normalization:
 // The Missing Ingredient for Fast Stylization"), PyTorch's nn.InstanceNorm1d/2d.
-#include "layers/channel_norm.h"
+#include <tapegrad/layers/channel_norm.h>
 
 namespace tapegrad::layers {
 

@@ -1,10 +1,10 @@
-#include "layers/layer_norm.h"
+#include <tapegrad/layers/layer_norm.h>
 
 #include <cmath>
 #include <sstream>
 #include <stdexcept>
 
-#include "layers/functional/layer_norm.h"
+#include <tapegrad/layers/functional/layer_norm.h>
 
 namespace tapegrad::layers {
 

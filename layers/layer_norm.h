@@ -1,7 +1,7 @@
 #pragma once
 // Layer normalisation (Ba, Kiros & Hinton 2016, "Layer Normalization"), PyTorch's
 // nn.LayerNorm.
-#include "layers/module.h"
+#include <tapegrad/layers/module.h>
 
 namespace tapegrad::layers {
 

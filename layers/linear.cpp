@@ -1,9 +1,9 @@
-#include "layers/linear.h"
+#include <tapegrad/layers/linear.h>
 
 #include <cmath>
 
-#include "core/ops.h"
-#include "layers/init.h"
+#include <tapegrad/core/ops.h>
+#include <tapegrad/layers/init.h>
 
 namespace tapegrad::layers {
 

@@ -1,6 +1,6 @@
 #pragma once
-#include "core/random.h"
-#include "layers/module.h"
+#include <tapegrad/core/random.h>
+#include <tapegrad/layers/module.h>
 
 namespace tapegrad::layers {
 

@@ -1,4 +1,4 @@
-#include "layers/local_response_norm.h"
+#include <tapegrad/layers/local_response_norm.h>
 
 #include <sstream>
 #include <stdexcept>

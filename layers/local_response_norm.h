@@ -2,8 +2,8 @@
 // Local response normalisation across channels (Krizhevsky, Sutskever & Hinton 2012,
 // "ImageNet Classification with Deep Convolutional Neural Networks", section 3.3),
 // with PyTorch's conventions (nn.LocalResponseNorm).
-#include "layers/functional/local_response_norm.h"
-#include "layers/module.h"
+#include <tapegrad/layers/functional/local_response_norm.h>
+#include <tapegrad/layers/module.h>
 
 namespace tapegrad::layers {
 

@@ -3,7 +3,7 @@
 // and module-style wrappers holding their options (PyTorch's nn.MSELoss, ...).
 #include <cstdint>
 
-#include "layers/functional/losses.h"
+#include <tapegrad/layers/functional/losses.h>
 
 namespace tapegrad::layers {
 

@@ -1,10 +1,10 @@
-#include "layers/module.h"
+#include <tapegrad/layers/module.h>
 
 #include <algorithm>
 #include <stdexcept>
 
-#include "core/autograd.h"
-#include "layers/hooks.h"
+#include <tapegrad/core/autograd.h>
+#include <tapegrad/layers/hooks.h>
 
 namespace tapegrad::layers {
 

@@ -7,8 +7,8 @@
 #include <utility>
 #include <vector>
 
-#include "core/tensor.h"
-#include "layers/state_dict.h"
+#include <tapegrad/core/tensor.h>
+#include <tapegrad/layers/state_dict.h>
 
 namespace tapegrad::layers {
 

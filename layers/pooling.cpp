@@ -1,4 +1,4 @@
-#include "layers/pooling.h"
+#include <tapegrad/layers/pooling.h>
 
 #include <stdexcept>
 

@@ -4,8 +4,8 @@
 // errors: layers/functional/pooling.h.
 #include <optional>
 
-#include "layers/functional/pooling.h"
-#include "layers/module.h"
+#include <tapegrad/layers/functional/pooling.h>
+#include <tapegrad/layers/module.h>
 
 namespace tapegrad::layers {
 

@@ -1,8 +1,8 @@
-#include "layers/sequential.h"
+#include <tapegrad/layers/sequential.h>
 
 #include <stdexcept>
 
-#include "core/autograd.h"
+#include <tapegrad/core/autograd.h>
 
 namespace tapegrad::layers {
 

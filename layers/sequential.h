@@ -1,7 +1,7 @@
 #pragma once
 #include <initializer_list>
 
-#include "layers/module.h"
+#include <tapegrad/layers/module.h>
 
 namespace tapegrad::layers {
 

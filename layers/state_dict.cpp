@@ -1,4 +1,4 @@
-#include "layers/state_dict.h"
+#include <tapegrad/layers/state_dict.h>
 
 #include <stdexcept>
 

@@ -6,7 +6,7 @@
 #include <utility>
 #include <vector>
 
-#include "core/tensor.h"
+#include <tapegrad/core/tensor.h>
 
 namespace tapegrad::layers {
 

@@ -1,17 +1,17 @@
-#include "models/cnn.h"
+#include <tapegrad/models/cnn.h>
 
 #include <memory>
 #include <stdexcept>
 
-#include "layers/activation.h"
-#include "layers/batch_norm.h"
-#include "layers/conv.h"
-#include "layers/flatten.h"
-#include "layers/group_norm.h"
-#include "layers/instance_norm.h"
-#include "layers/layer_norm.h"
-#include "layers/linear.h"
-#include "layers/pooling.h"
+#include <tapegrad/layers/activation.h>
+#include <tapegrad/layers/batch_norm.h>
+#include <tapegrad/layers/conv.h>
+#include <tapegrad/layers/flatten.h>
+#include <tapegrad/layers/group_norm.h>
+#include <tapegrad/layers/instance_norm.h>
+#include <tapegrad/layers/layer_norm.h>
+#include <tapegrad/layers/linear.h>
+#include <tapegrad/layers/pooling.h>
 
 namespace tapegrad::models {
 

@@ -5,8 +5,8 @@
 #include <string>
 #include <vector>
 
-#include "core/random.h"
-#include "layers/sequential.h"
+#include <tapegrad/core/random.h>
+#include <tapegrad/layers/sequential.h>
 
 namespace tapegrad::models {
 

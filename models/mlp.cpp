@@ -1,15 +1,15 @@
-#include "models/mlp.h"
+#include <tapegrad/models/mlp.h>
 
 #include <memory>
 #include <stdexcept>
 
-#include "layers/activation.h"
-#include "layers/batch_norm.h"
-#include "layers/clamp.h"
-#include "layers/dropout.h"
-#include "layers/group_norm.h"
-#include "layers/layer_norm.h"
-#include "layers/linear.h"
+#include <tapegrad/layers/activation.h>
+#include <tapegrad/layers/batch_norm.h>
+#include <tapegrad/layers/clamp.h>
+#include <tapegrad/layers/dropout.h>
+#include <tapegrad/layers/group_norm.h>
+#include <tapegrad/layers/layer_norm.h>
+#include <tapegrad/layers/linear.h>
 
 namespace tapegrad::models {
 

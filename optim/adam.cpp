@@ -1,10 +1,10 @@
-#include "optim/adam.h"
+#include <tapegrad/optim/adam.h>
 
 #include <cmath>
 #include <stdexcept>
 #include <string>
 
-#include "core/parallel.h"
+#include <tapegrad/core/parallel.h>
 
 namespace tapegrad::optim {
 

@@ -3,7 +3,7 @@
 #include <utility>
 #include <vector>
 
-#include "optim/optimizer.h"
+#include <tapegrad/optim/optimizer.h>
 
 namespace tapegrad::optim {
 

@@ -1,11 +1,11 @@
-#include "optim/clip_grad.h"
+#include <tapegrad/optim/clip_grad.h>
 
 #include <algorithm>
 #include <cmath>
 #include <stdexcept>
 #include <string>
 
-#include "optim/optimizer.h"
+#include <tapegrad/optim/optimizer.h>
 
 namespace tapegrad::optim {
 

@@ -1,12 +1,12 @@
-#include "optim/finite_check.h"
+#include <tapegrad/optim/finite_check.h>
 
 #include <cmath>
 #include <sstream>
 #include <stdexcept>
 #include <unordered_map>
 
-#include "optim/step_hooks.h"
-#include "layers/module.h"
+#include <tapegrad/optim/step_hooks.h>
+#include <tapegrad/layers/module.h>
 
 namespace tapegrad::optim {
 namespace {

@@ -10,7 +10,7 @@
 #include <utility>
 #include <vector>
 
-#include "core/tensor.h"
+#include <tapegrad/core/tensor.h>
 
 namespace tapegrad::layers {
 class Module;

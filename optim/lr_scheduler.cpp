@@ -1,4 +1,4 @@
-#include "optim/lr_scheduler.h"
+#include <tapegrad/optim/lr_scheduler.h>
 
 #include <algorithm>
 #include <cmath>

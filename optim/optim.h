@@ -1,9 +1,9 @@
 #pragma once
 // Everything in optim/: optimizers, gradient clipping, lr schedulers, training checkpoints.
-#include "optim/adam.h"
-#include "optim/clip_grad.h"
-#include "optim/lr_scheduler.h"
-#include "optim/optimizer.h"
-#include "optim/rmsprop.h"
-#include "optim/sgd.h"
-#include "optim/training_checkpoint.h"
+#include <tapegrad/optim/adam.h>
+#include <tapegrad/optim/clip_grad.h>
+#include <tapegrad/optim/lr_scheduler.h>
+#include <tapegrad/optim/optimizer.h>
+#include <tapegrad/optim/rmsprop.h>
+#include <tapegrad/optim/sgd.h>
+#include <tapegrad/optim/training_checkpoint.h>

@@ -1,4 +1,4 @@
-#include "optim/optimizer.h"
+#include <tapegrad/optim/optimizer.h>
 
 #include <algorithm>
 #include <charconv>
@@ -6,7 +6,7 @@
 #include <optional>
 #include <set>
 
-#include "optim/step_hooks.h"
+#include <tapegrad/optim/step_hooks.h>
 
 namespace tapegrad::optim {
 

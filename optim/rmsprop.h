@@ -2,7 +2,7 @@
 // RMSprop, PyTorch's torch.optim.RMSprop.
 #include <vector>
 
-#include "optim/optimizer.h"
+#include <tapegrad/optim/optimizer.h>
 
 namespace tapegrad::optim {
 

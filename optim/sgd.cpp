@@ -1,9 +1,9 @@
-#include "optim/sgd.h"
+#include <tapegrad/optim/sgd.h>
 
 #include <stdexcept>
 #include <string>
 
-#include "core/parallel.h"
+#include <tapegrad/core/parallel.h>
 
 namespace tapegrad::optim {
 

@@ -2,7 +2,7 @@
 // Stochastic gradient descent with momentum, PyTorch's torch.optim.SGD.
 #include <vector>
 
-#include "optim/optimizer.h"
+#include <tapegrad/optim/optimizer.h>
 
 namespace tapegrad::optim {
 

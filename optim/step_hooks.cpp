@@ -1,6 +1,6 @@
-#include "optim/step_hooks.h"
+#include <tapegrad/optim/step_hooks.h>
 
-#include "layers/hooks.h"
+#include <tapegrad/layers/hooks.h>
 
 namespace tapegrad::optim::hooks {
 namespace {

@@ -6,7 +6,7 @@
 #include <functional>
 #include <vector>
 
-#include "core/tensor.h"
+#include <tapegrad/core/tensor.h>
 
 namespace tapegrad::optim::hooks {
 

@@ -1,8 +1,8 @@
-#include "optim/training_checkpoint.h"
+#include <tapegrad/optim/training_checkpoint.h>
 
 #include <stdexcept>
 
-#include "core/safetensors.h"
+#include <tapegrad/core/safetensors.h>
 
 namespace tapegrad::optim {
 

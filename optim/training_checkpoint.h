@@ -16,10 +16,10 @@
 #include <utility>
 #include <vector>
 
-#include "core/random.h"
-#include "layers/module.h"
-#include "optim/lr_scheduler.h"
-#include "optim/optimizer.h"
+#include <tapegrad/core/random.h>
+#include <tapegrad/layers/module.h>
+#include <tapegrad/optim/lr_scheduler.h>
+#include <tapegrad/optim/optimizer.h>
 
 namespace tapegrad::optim {
 

@@ -4,7 +4,7 @@
 #include <cstdint>
 #include <vector>
 
-#include "layers/functional/conv.h"
+#include <tapegrad/layers/functional/conv.h>
 
 namespace tapegrad::test {
 

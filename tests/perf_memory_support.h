@@ -7,9 +7,9 @@
 #include <cmath>
 #include <functional>
 
-#include "core/autograd.h"
-#include "core/parallel.h"
-#include "core/storage.h"
+#include <tapegrad/core/autograd.h>
+#include <tapegrad/core/parallel.h>
+#include <tapegrad/core/storage.h>
 
 namespace tapegrad::test {
 

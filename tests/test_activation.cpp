@@ -1,8 +1,8 @@
 // Activation ops and modules: values and gradients against PyTorch, gradcheck, shapes.
 #include <catch2/catch.hpp>
 
-#include "core/tapegrad.h"
-#include "layers/activation.h"
+#include <tapegrad/core/core.h>
+#include <tapegrad/layers/activation.h>
 #include "test_ops_support.h"
 #include "test_support.h"
 

@@ -5,9 +5,9 @@
 #include <cmath>
 #include <memory>
 
-#include "core/tapegrad.h"
-#include "layers/linear.h"
-#include "layers/sequential.h"
+#include <tapegrad/core/core.h>
+#include <tapegrad/layers/linear.h>
+#include <tapegrad/layers/sequential.h>
 #include "test_errors_support.h"
 
 using namespace tapegrad;

@@ -4,8 +4,8 @@
 
 #include <vector>
 
-#include "core/autograd.h"
-#include "core/ops.h"
+#include <tapegrad/core/autograd.h>
+#include <tapegrad/core/ops.h>
 
 using namespace tapegrad;
 

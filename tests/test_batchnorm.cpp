@@ -2,11 +2,11 @@
 // gradcheck in train and eval mode, and the one-value-per-channel rule.
 #include <catch2/catch.hpp>
 
-#include "core/tapegrad.h"
-#include "layers/batch_norm.h"
-#include "layers/functional/batch_norm.h"
-#include "layers/linear.h"
-#include "layers/loss.h"
+#include <tapegrad/core/core.h>
+#include <tapegrad/layers/batch_norm.h>
+#include <tapegrad/layers/functional/batch_norm.h>
+#include <tapegrad/layers/linear.h>
+#include <tapegrad/layers/loss.h>
 
 using namespace tapegrad;
 using namespace tapegrad::layers;

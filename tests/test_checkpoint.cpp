@@ -11,17 +11,17 @@
 #include <fstream>
 #include <nlohmann/json.hpp>
 
-#include "core/autograd.h"
-#include "core/random.h"
-#include "core/safetensors.h"
+#include <tapegrad/core/autograd.h>
+#include <tapegrad/core/random.h>
+#include <tapegrad/core/safetensors.h>
 #include "golden_runner/support.h"
-#include "layers/batch_norm.h"
-#include "layers/checkpoint.h"
-#include "layers/linear.h"
-#include "layers/loss.h"
-#include "layers/sequential.h"
-#include "models/mlp.h"
-#include "optim/optim.h"
+#include <tapegrad/layers/batch_norm.h>
+#include <tapegrad/layers/checkpoint.h>
+#include <tapegrad/layers/linear.h>
+#include <tapegrad/layers/loss.h>
+#include <tapegrad/layers/sequential.h>
+#include <tapegrad/models/mlp.h>
+#include <tapegrad/optim/optim.h>
 
 using namespace tapegrad;
 namespace fs = std::filesystem;

@@ -4,9 +4,9 @@
 
 #include <cmath>
 
-#include "core/tapegrad.h"
-#include "layers/conv.h"
-#include "layers/functional/conv.h"
+#include <tapegrad/core/core.h>
+#include <tapegrad/layers/conv.h>
+#include <tapegrad/layers/functional/conv.h>
 #include "conv_configs.h"
 #include "test_errors_support.h"
 #include "test_support.h"

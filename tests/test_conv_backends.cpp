@@ -3,9 +3,9 @@
 // primitive creation once a shape has run.
 #include <catch2/catch.hpp>
 
-#include "core/tapegrad.h"
-#include "layers/functional/conv.h"
-#include "layers/functional/kernels/conv_dnnl.h"
+#include <tapegrad/core/core.h>
+#include <tapegrad/layers/functional/conv.h>
+#include <tapegrad/layers/functional/kernels/conv_dnnl.h>
 #include "conv_configs.h"
 #include "test_support.h"
 

@@ -1,7 +1,7 @@
 // Core: tensors, broadcasting, the tape, and gradcheck of every skeleton op.
 #include <catch2/catch.hpp>
 
-#include "core/tapegrad.h"
+#include <tapegrad/core/core.h>
 #include "test_ops_support.h"
 
 using namespace tapegrad;

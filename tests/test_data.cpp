@@ -10,10 +10,10 @@
 #include <fstream>
 #include <set>
 
-#include "data/dataloader.h"
-#include "data/dataset.h"
-#include "data/fashion_mnist.h"
-#include "data/idx.h"
+#include <tapegrad/data/dataloader.h>
+#include <tapegrad/data/dataset.h>
+#include <tapegrad/data/fashion_mnist.h>
+#include <tapegrad/data/idx.h>
 
 using namespace tapegrad;
 using namespace tapegrad::data;

@@ -5,17 +5,17 @@
 #include <cmath>
 #include <memory>
 
-#include "core/tapegrad.h"
-#include "debug/diagnostics.h"
-#include "layers/activation.h"
-#include "layers/batch_norm.h"
-#include "layers/dropout.h"
-#include "layers/functional/batch_norm.h"
-#include "layers/linear.h"
-#include "layers/loss.h"
-#include "layers/sequential.h"
-#include "optim/adam.h"
-#include "optim/sgd.h"
+#include <tapegrad/core/core.h>
+#include <tapegrad/debug/diagnostics.h>
+#include <tapegrad/layers/activation.h>
+#include <tapegrad/layers/batch_norm.h>
+#include <tapegrad/layers/dropout.h>
+#include <tapegrad/layers/functional/batch_norm.h>
+#include <tapegrad/layers/linear.h>
+#include <tapegrad/layers/loss.h>
+#include <tapegrad/layers/sequential.h>
+#include <tapegrad/optim/adam.h>
+#include <tapegrad/optim/sgd.h>
 
 using namespace tapegrad;
 using namespace tapegrad::debug;

@@ -4,9 +4,9 @@
 
 #include <cmath>
 
-#include "debug/diagnostics.h"
+#include <tapegrad/debug/diagnostics.h>
 #include "chapter/mode_bugs.h"
-#include "layers/batch_norm.h"
+#include <tapegrad/layers/batch_norm.h>
 
 using namespace tapegrad;
 using namespace tapegrad::debug;

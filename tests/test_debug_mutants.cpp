@@ -7,9 +7,9 @@
 #include <cmath>
 #include <vector>
 
-#include "core/tapegrad.h"
-#include "debug/bn_grad_check.h"
-#include "layers/functional/batch_norm.h"
+#include <tapegrad/core/core.h>
+#include <tapegrad/debug/bn_grad_check.h>
+#include <tapegrad/layers/functional/batch_norm.h>
 
 using namespace tapegrad;
 

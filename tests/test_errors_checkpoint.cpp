@@ -15,12 +15,12 @@
 
 #include <unistd.h>
 
-#include "core/safetensors.h"
-#include "core/tapegrad.h"
-#include "layers/batch_norm.h"
-#include "layers/checkpoint.h"
-#include "layers/linear.h"
-#include "layers/sequential.h"
+#include <tapegrad/core/safetensors.h>
+#include <tapegrad/core/core.h>
+#include <tapegrad/layers/batch_norm.h>
+#include <tapegrad/layers/checkpoint.h>
+#include <tapegrad/layers/linear.h>
+#include <tapegrad/layers/sequential.h>
 #include "test_errors_support.h"
 
 using namespace tapegrad;

@@ -6,11 +6,11 @@
 #include <cstdint>
 #include <limits>
 
-#include "core/tapegrad.h"
-#include "layers/flatten.h"
-#include "layers/functional/conv.h"
-#include "layers/functional/pooling.h"
-#include "models/cnn.h"
+#include <tapegrad/core/core.h>
+#include <tapegrad/layers/flatten.h>
+#include <tapegrad/layers/functional/conv.h>
+#include <tapegrad/layers/functional/pooling.h>
+#include <tapegrad/models/cnn.h>
 #include "test_errors_support.h"
 
 using namespace tapegrad;

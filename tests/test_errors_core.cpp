@@ -5,8 +5,8 @@
 
 #include <thread>
 
-#include "core/tapegrad.h"
-#include "layers/loss.h"
+#include <tapegrad/core/core.h>
+#include <tapegrad/layers/loss.h>
 #include "test_errors_support.h"
 
 using namespace tapegrad;

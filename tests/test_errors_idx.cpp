@@ -6,7 +6,7 @@
 #include <cstdint>
 #include <vector>
 
-#include "data/idx.h"
+#include <tapegrad/data/idx.h>
 #include "test_errors_support.h"
 
 using namespace tapegrad;

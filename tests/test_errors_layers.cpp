@@ -5,11 +5,11 @@
 
 #include <memory>
 
-#include "core/tapegrad.h"
-#include "layers/batch_norm.h"
-#include "layers/linear.h"
-#include "layers/sequential.h"
-#include "optim/sgd.h"
+#include <tapegrad/core/core.h>
+#include <tapegrad/layers/batch_norm.h>
+#include <tapegrad/layers/linear.h>
+#include <tapegrad/layers/sequential.h>
+#include <tapegrad/optim/sgd.h>
 #include "test_errors_support.h"
 
 using namespace tapegrad;

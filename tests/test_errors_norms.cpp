@@ -4,11 +4,11 @@
 
 #include <cmath>
 
-#include "core/tapegrad.h"
-#include "layers/dropout.h"
-#include "layers/group_norm.h"
-#include "layers/instance_norm.h"
-#include "layers/layer_norm.h"
+#include <tapegrad/core/core.h>
+#include <tapegrad/layers/dropout.h>
+#include <tapegrad/layers/group_norm.h>
+#include <tapegrad/layers/instance_norm.h>
+#include <tapegrad/layers/layer_norm.h>
 #include "test_errors_support.h"
 
 using namespace tapegrad;

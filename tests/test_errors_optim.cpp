@@ -6,13 +6,13 @@
 #include <limits>
 #include <memory>
 
-#include "core/tapegrad.h"
-#include "layers/linear.h"
-#include "layers/sequential.h"
-#include "optim/adam.h"
-#include "optim/finite_check.h"
-#include "optim/rmsprop.h"
-#include "optim/sgd.h"
+#include <tapegrad/core/core.h>
+#include <tapegrad/layers/linear.h>
+#include <tapegrad/layers/sequential.h>
+#include <tapegrad/optim/adam.h>
+#include <tapegrad/optim/finite_check.h>
+#include <tapegrad/optim/rmsprop.h>
+#include <tapegrad/optim/sgd.h>
 #include "test_errors_support.h"
 
 using namespace tapegrad;

@@ -6,7 +6,7 @@
 #include <string>
 #include <typeinfo>
 
-#include "core/tensor.h"
+#include <tapegrad/core/tensor.h>
 
 namespace tapegrad::test {
 

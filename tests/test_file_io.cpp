@@ -17,13 +17,13 @@
 #include <sstream>
 #include <string>
 
-#include "core/file_io.h"
-#include "core/safetensors.h"
-#include "data/idx.h"
-#include "layers/checkpoint.h"
-#include "layers/linear.h"
-#include "optim/sgd.h"
-#include "optim/training_checkpoint.h"
+#include <tapegrad/core/file_io.h>
+#include <tapegrad/core/safetensors.h>
+#include <tapegrad/data/idx.h>
+#include <tapegrad/layers/checkpoint.h>
+#include <tapegrad/layers/linear.h>
+#include <tapegrad/optim/sgd.h>
+#include <tapegrad/optim/training_checkpoint.h>
 
 using namespace tapegrad;
 namespace fs = std::filesystem;

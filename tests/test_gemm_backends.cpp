@@ -8,10 +8,10 @@
 #include <random>
 #include <string>
 
-#include "core/ops/gemm_backends.h"
-#include "core/ops/matmul.h"
-#include "core/parallel.h"
-#include "core/tensor.h"
+#include <tapegrad/core/ops/gemm_backends.h>
+#include <tapegrad/core/ops/matmul.h>
+#include <tapegrad/core/parallel.h>
+#include <tapegrad/core/tensor.h>
 
 using namespace tapegrad;
 using detail::GemmBackend;

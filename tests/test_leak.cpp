@@ -8,13 +8,13 @@
 #include <algorithm>
 #include <memory>
 
-#include "core/tapegrad.h"
-#include "layers/activation.h"
-#include "layers/batch_norm.h"
-#include "layers/linear.h"
-#include "layers/loss.h"
-#include "layers/sequential.h"
-#include "optim/sgd.h"
+#include <tapegrad/core/core.h>
+#include <tapegrad/layers/activation.h>
+#include <tapegrad/layers/batch_norm.h>
+#include <tapegrad/layers/linear.h>
+#include <tapegrad/layers/loss.h>
+#include <tapegrad/layers/sequential.h>
+#include <tapegrad/optim/sgd.h>
 
 using namespace tapegrad;
 using namespace tapegrad::layers;

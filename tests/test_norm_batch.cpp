@@ -2,9 +2,9 @@
 // BatchRenorm1d/2d: equals BN at rmax = 1, dmax = 0; hand-computed values; gradcheck.
 #include <catch2/catch.hpp>
 
-#include "core/tapegrad.h"
-#include "layers/batch_norm.h"
-#include "layers/batch_renorm.h"
+#include <tapegrad/core/core.h>
+#include <tapegrad/layers/batch_norm.h>
+#include <tapegrad/layers/batch_renorm.h>
 #include "test_support.h"
 
 using namespace tapegrad;

@@ -2,9 +2,9 @@
 // eval identity, errors, gradcheck with a fixed mask.
 #include <catch2/catch.hpp>
 
-#include "core/tapegrad.h"
-#include "layers/dropout.h"
-#include "layers/functional/dropout.h"
+#include <tapegrad/core/core.h>
+#include <tapegrad/layers/dropout.h>
+#include <tapegrad/layers/functional/dropout.h>
 
 using namespace tapegrad;
 using namespace tapegrad::layers;

@@ -2,9 +2,9 @@
 // num_batches_tracked never moves, unbatched inputs, errors.
 #include <catch2/catch.hpp>
 
-#include "core/tapegrad.h"
-#include "layers/functional/instance_norm.h"
-#include "layers/instance_norm.h"
+#include <tapegrad/core/core.h>
+#include <tapegrad/layers/functional/instance_norm.h>
+#include <tapegrad/layers/instance_norm.h>
 #include "test_support.h"
 
 using namespace tapegrad;

@@ -9,10 +9,10 @@
 #include <cmath>
 #include <vector>
 
-#include "core/tapegrad.h"
-#include "layers/functional/batch_norm.h"
-#include "layers/functional/group_norm.h"
-#include "layers/functional/layer_norm.h"
+#include <tapegrad/core/core.h>
+#include <tapegrad/layers/functional/batch_norm.h>
+#include <tapegrad/layers/functional/group_norm.h>
+#include <tapegrad/layers/functional/layer_norm.h>
 
 using namespace tapegrad;
 namespace F = tapegrad::layers::functional;

@@ -2,12 +2,12 @@
 // group and a batch of two), invariances, independence of samples, errors.
 #include <catch2/catch.hpp>
 
-#include "core/tapegrad.h"
-#include "layers/functional/group_norm.h"
-#include "layers/functional/layer_norm.h"
-#include "layers/group_norm.h"
-#include "layers/instance_norm.h"
-#include "layers/layer_norm.h"
+#include <tapegrad/core/core.h>
+#include <tapegrad/layers/functional/group_norm.h>
+#include <tapegrad/layers/functional/layer_norm.h>
+#include <tapegrad/layers/group_norm.h>
+#include <tapegrad/layers/instance_norm.h>
+#include <tapegrad/layers/layer_norm.h>
 #include "test_support.h"
 
 using namespace tapegrad;

@@ -3,8 +3,8 @@
 
 #include <cmath>
 
-#include "core/tapegrad.h"
-#include "layers/local_response_norm.h"
+#include <tapegrad/core/core.h>
+#include <tapegrad/layers/local_response_norm.h>
 #include "test_support.h"
 
 using namespace tapegrad;

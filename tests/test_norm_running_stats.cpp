@@ -7,9 +7,9 @@
 #include <optional>
 #include <vector>
 
-#include "core/tapegrad.h"
-#include "layers/batch_norm.h"
-#include "layers/batch_renorm.h"
+#include <tapegrad/core/core.h>
+#include <tapegrad/layers/batch_norm.h>
+#include <tapegrad/layers/batch_renorm.h>
 
 using namespace tapegrad;
 using namespace tapegrad::layers;

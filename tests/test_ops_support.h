@@ -6,7 +6,7 @@
 #include <functional>
 #include <vector>
 
-#include "core/tapegrad.h"
+#include <tapegrad/core/core.h>
 #include "test_support.h"
 
 namespace ops_test {

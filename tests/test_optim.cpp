@@ -8,12 +8,12 @@
 #include <cstring>
 #include <limits>
 
-#include "core/autograd.h"
-#include "core/random.h"
-#include "optim/step_hooks.h"
-#include "layers/loss.h"
-#include "models/mlp.h"
-#include "optim/optim.h"
+#include <tapegrad/core/autograd.h>
+#include <tapegrad/core/random.h>
+#include <tapegrad/optim/step_hooks.h>
+#include <tapegrad/layers/loss.h>
+#include <tapegrad/models/mlp.h>
+#include <tapegrad/optim/optim.h>
 #include "test_support.h"
 
 using namespace tapegrad;

@@ -5,15 +5,15 @@
 #include <cmath>
 #include <vector>
 
-#include "core/autograd.h"
-#include "core/ops.h"
-#include "core/parallel.h"
-#include "core/random.h"
-#include "core/storage.h"
-#include "layers/functional/batch_norm.h"
-#include "layers/loss.h"
-#include "models/mlp.h"
-#include "optim/sgd.h"
+#include <tapegrad/core/autograd.h>
+#include <tapegrad/core/ops.h>
+#include <tapegrad/core/parallel.h>
+#include <tapegrad/core/random.h>
+#include <tapegrad/core/storage.h>
+#include <tapegrad/layers/functional/batch_norm.h>
+#include <tapegrad/layers/loss.h>
+#include <tapegrad/models/mlp.h>
+#include <tapegrad/optim/sgd.h>
 #include "perf_memory_support.h"
 
 using namespace tapegrad;

@@ -5,12 +5,12 @@
 
 #include <vector>
 
-#include "core/ops.h"
-#include "core/random.h"
-#include "layers/functional/conv.h"
-#include "layers/loss.h"
-#include "models/cnn.h"
-#include "optim/sgd.h"
+#include <tapegrad/core/ops.h>
+#include <tapegrad/core/random.h>
+#include <tapegrad/layers/functional/conv.h>
+#include <tapegrad/layers/loss.h>
+#include <tapegrad/models/cnn.h>
+#include <tapegrad/optim/sgd.h>
 #include "perf_memory_support.h"
 
 using namespace tapegrad;

@@ -5,10 +5,10 @@
 #include <cmath>
 #include <limits>
 
-#include "core/tapegrad.h"
-#include "layers/flatten.h"
-#include "layers/functional/pooling.h"
-#include "layers/pooling.h"
+#include <tapegrad/core/core.h>
+#include <tapegrad/layers/flatten.h>
+#include <tapegrad/layers/functional/pooling.h>
+#include <tapegrad/layers/pooling.h>
 #include "test_errors_support.h"
 #include "test_support.h"
 

@@ -10,10 +10,10 @@
 #include <new>
 #include <thread>
 
-#include "core/safetensors.h"
-#include "core/tapegrad.h"
-#include "layers/linear.h"
-#include "layers/loss.h"
+#include <tapegrad/core/safetensors.h>
+#include <tapegrad/core/core.h>
+#include <tapegrad/layers/linear.h>
+#include <tapegrad/layers/loss.h>
 #include "test_errors_support.h"
 
 using namespace tapegrad;

@@ -6,19 +6,19 @@
 #include <cmath>
 #include <limits>
 
-#include "core/tapegrad.h"
-#include "layers/batch_norm.h"
-#include "layers/batch_renorm.h"
-#include "layers/functional/batch_norm.h"
-#include "layers/group_norm.h"
-#include "layers/instance_norm.h"
-#include "layers/layer_norm.h"
-#include "layers/linear.h"
-#include "layers/sequential.h"
-#include "optim/adam.h"
-#include "optim/lr_scheduler.h"
-#include "optim/rmsprop.h"
-#include "optim/sgd.h"
+#include <tapegrad/core/core.h>
+#include <tapegrad/layers/batch_norm.h>
+#include <tapegrad/layers/batch_renorm.h>
+#include <tapegrad/layers/functional/batch_norm.h>
+#include <tapegrad/layers/group_norm.h>
+#include <tapegrad/layers/instance_norm.h>
+#include <tapegrad/layers/layer_norm.h>
+#include <tapegrad/layers/linear.h>
+#include <tapegrad/layers/sequential.h>
+#include <tapegrad/optim/adam.h>
+#include <tapegrad/optim/lr_scheduler.h>
+#include <tapegrad/optim/rmsprop.h>
+#include <tapegrad/optim/sgd.h>
 #include "test_errors_support.h"
 
 using namespace tapegrad;

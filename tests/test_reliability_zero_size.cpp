@@ -7,18 +7,18 @@
 #include <cmath>
 #include <functional>
 
-#include "core/tapegrad.h"
-#include "layers/batch_norm.h"
-#include "layers/functional/batch_norm.h"
-#include "layers/functional/group_norm.h"
-#include "layers/functional/instance_norm.h"
-#include "layers/functional/layer_norm.h"
-#include "layers/group_norm.h"
-#include "layers/instance_norm.h"
-#include "layers/layer_norm.h"
-#include "layers/linear.h"
-#include "layers/local_response_norm.h"
-#include "layers/loss.h"
+#include <tapegrad/core/core.h>
+#include <tapegrad/layers/batch_norm.h>
+#include <tapegrad/layers/functional/batch_norm.h>
+#include <tapegrad/layers/functional/group_norm.h>
+#include <tapegrad/layers/functional/instance_norm.h>
+#include <tapegrad/layers/functional/layer_norm.h>
+#include <tapegrad/layers/group_norm.h>
+#include <tapegrad/layers/instance_norm.h>
+#include <tapegrad/layers/layer_norm.h>
+#include <tapegrad/layers/linear.h>
+#include <tapegrad/layers/local_response_norm.h>
+#include <tapegrad/layers/loss.h>
 #include "test_errors_support.h"
 
 using namespace tapegrad;

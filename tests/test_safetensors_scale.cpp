@@ -8,8 +8,8 @@
 #include <string>
 #include <vector>
 
-#include "core/safetensors.h"
-#include "layers/state_dict.h"
+#include <tapegrad/core/safetensors.h>
+#include <tapegrad/layers/state_dict.h>
 
 using namespace tapegrad;
 

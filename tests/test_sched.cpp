@@ -5,8 +5,8 @@
 #include <functional>
 #include <memory>
 
-#include "optim/lr_scheduler.h"
-#include "optim/sgd.h"
+#include <tapegrad/optim/lr_scheduler.h>
+#include <tapegrad/optim/sgd.h>
 
 using namespace tapegrad;
 

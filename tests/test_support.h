@@ -10,9 +10,9 @@
 #include <iomanip>
 #include <vector>
 
-#include "core/tapegrad.h"
-#include "layers/channel_norm.h"
-#include "layers/module.h"
+#include <tapegrad/core/core.h>
+#include <tapegrad/layers/channel_norm.h>
+#include <tapegrad/layers/module.h>
 
 namespace tapegrad::test {
 

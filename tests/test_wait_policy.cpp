@@ -18,7 +18,7 @@
 
 extern char** environ;
 
-#include "core/wait_policy.h"
+#include <tapegrad/core/wait_policy.h>
 
 namespace {
 

@@ -1,10 +1,10 @@
 // Activation ops: each forward is followed by its backward closure.
-#include "core/ops/activation.h"
+#include <tapegrad/core/ops/activation.h>
 
 #include <cmath>
 
-#include "core/autograd.h"
-#include "core/ops/kernels.h"
+#include <tapegrad/core/autograd.h>
+#include <tapegrad/core/ops/kernels.h>
 
 namespace tapegrad {
 

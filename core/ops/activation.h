@@ -2,7 +2,7 @@
 // Activation ops (element-wise, any shape, float32/float64). Each records a tape node
 // when its input requires grad; the backward sits right below the forward in
 // activation.cpp.
-#include "core/tensor.h"
+#include <tapegrad/core/tensor.h>
 
 namespace tapegrad {
 

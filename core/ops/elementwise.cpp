@@ -1,11 +1,11 @@
 // Element-wise ops: each forward is followed by its backward closure.
-#include "core/ops/elementwise.h"
+#include <tapegrad/core/ops/elementwise.h>
 
 #include <cmath>
 
-#include "core/autograd.h"
-#include "core/ops/kernels.h"
-#include "core/ops/reduce.h"
+#include <tapegrad/core/autograd.h>
+#include <tapegrad/core/ops/kernels.h>
+#include <tapegrad/core/ops/reduce.h>
 
 namespace tapegrad {
 namespace kernels {

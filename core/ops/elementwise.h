@@ -2,7 +2,7 @@
 // Element-wise ops with NumPy/PyTorch broadcasting. Binary ops require equal dtypes
 // and broadcastable shapes; errors name both. Each records a tape node when an input
 // requires grad.
-#include "core/tensor.h"
+#include <tapegrad/core/tensor.h>
 
 namespace tapegrad {
 

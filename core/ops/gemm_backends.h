@@ -10,7 +10,7 @@
 // The crossovers were measured on both ISA builds; see chosen_gemm_backend().
 #include <cstdint>
 
-#include "core/dtype.h"
+#include <tapegrad/core/dtype.h>
 
 namespace tapegrad::detail {
 

@@ -8,7 +8,7 @@
 #include <unordered_map>
 #include <vector>
 
-#include "core/ops/gemm_backends.h"
+#include <tapegrad/core/ops/gemm_backends.h>
 
 namespace tapegrad::detail {
 namespace {

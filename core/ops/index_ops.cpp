@@ -1,15 +1,15 @@
 // Joining and selecting: each forward is followed by its backward closure.
-#include "core/ops/index_ops.h"
+#include <tapegrad/core/ops/index_ops.h>
 
 #include <cstring>
 #include <memory>
 #include <stdexcept>
 #include <string>
 
-#include "core/autograd.h"
-#include "core/ops/kernels.h"
-#include "core/ops/reduce.h"
-#include "core/ops/view_ops.h"
+#include <tapegrad/core/autograd.h>
+#include <tapegrad/core/ops/kernels.h>
+#include <tapegrad/core/ops/reduce.h>
+#include <tapegrad/core/ops/view_ops.h>
 
 namespace tapegrad {
 namespace {

@@ -7,7 +7,7 @@
 #include <cstdint>
 #include <vector>
 
-#include "core/tensor.h"
+#include <tapegrad/core/tensor.h>
 
 namespace tapegrad {
 

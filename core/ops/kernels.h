@@ -8,8 +8,8 @@
 #include <stdexcept>
 #include <string>
 
-#include "core/parallel.h"
-#include "core/tensor.h"
+#include <tapegrad/core/parallel.h>
+#include <tapegrad/core/tensor.h>
 
 namespace tapegrad::kernels {
 

@@ -1,5 +1,5 @@
 // Matrix products: forward and backward side by side.
-#include "core/ops/matmul.h"
+#include <tapegrad/core/ops/matmul.h>
 
 #include <cblas.h>
 
@@ -10,12 +10,12 @@
 #include <cctype>
 #include <string>
 
-#include "core/autograd.h"
-#include "core/ops/gemm_backends.h"
-#include "core/ops/kernels.h"
-#include "core/ops/reduce.h"
-#include "core/ops/shape_ops.h"
-#include "core/parallel.h"
+#include <tapegrad/core/autograd.h>
+#include <tapegrad/core/ops/gemm_backends.h>
+#include <tapegrad/core/ops/kernels.h>
+#include <tapegrad/core/ops/reduce.h>
+#include <tapegrad/core/ops/shape_ops.h>
+#include <tapegrad/core/parallel.h>
 
 extern "C" char* openblas_get_corename(void);  // OpenBLAS's own API (not in cblas.h)
 

@@ -1,7 +1,7 @@
 #pragma once
 // Matrix products: libxsmm's generated kernels for small shapes, OpenBLAS cblas_?gemm for
 // large ones, Eigen as the fallback (core/ops/gemm_backends.h says which takes which).
-#include "core/tensor.h"
+#include <tapegrad/core/tensor.h>
 
 namespace tapegrad {
 

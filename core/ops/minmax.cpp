@@ -1,13 +1,13 @@
 // Comparisons and arg-reductions: each forward is followed by its backward closure.
-#include "core/ops/minmax.h"
+#include <tapegrad/core/ops/minmax.h>
 
 #include <cmath>
 #include <stdexcept>
 #include <string>
 
-#include "core/autograd.h"
-#include "core/ops/kernels.h"
-#include "core/ops/reduce.h"
+#include <tapegrad/core/autograd.h>
+#include <tapegrad/core/ops/kernels.h>
+#include <tapegrad/core/ops/reduce.h>
 
 namespace tapegrad {
 namespace {

@@ -9,7 +9,7 @@
 // std::out_of_range naming the axis and the rank.
 #include <cstdint>
 
-#include "core/tensor.h"
+#include <tapegrad/core/tensor.h>
 
 namespace tapegrad {
 

@@ -1,15 +1,15 @@
 // Reductions: forward and backward side by side.
-#include "core/ops/reduce.h"
+#include <tapegrad/core/ops/reduce.h>
 
 #include <algorithm>
 #include <cstring>
 
 #include <Eigen/Core>
 
-#include "core/autograd.h"
-#include "core/ops/kernels.h"
-#include "core/ops/elementwise.h"
-#include "core/ops/shape_ops.h"
+#include <tapegrad/core/autograd.h>
+#include <tapegrad/core/ops/kernels.h>
+#include <tapegrad/core/ops/elementwise.h>
+#include <tapegrad/core/ops/shape_ops.h>
 
 namespace tapegrad {
 namespace {

@@ -2,7 +2,7 @@
 // Reductions. `axes` may be negative; an empty list means all axes.
 #include <vector>
 
-#include "core/tensor.h"
+#include <tapegrad/core/tensor.h>
 
 namespace tapegrad {
 

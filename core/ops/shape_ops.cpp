@@ -1,10 +1,10 @@
 // Shape ops: forward and backward side by side.
-#include "core/ops/shape_ops.h"
+#include <tapegrad/core/ops/shape_ops.h>
 
 #include <algorithm>
 #include <cstring>
 
-#include "core/autograd.h"
+#include <tapegrad/core/autograd.h>
 
 namespace tapegrad {
 

@@ -2,7 +2,7 @@
 // Shape ops. reshape is a view (shares storage); transpose/permute copy.
 #include <vector>
 
-#include "core/tensor.h"
+#include <tapegrad/core/tensor.h>
 
 namespace tapegrad {
 

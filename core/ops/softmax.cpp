@@ -1,15 +1,15 @@
 // softmax, log_softmax and logsumexp: each forward is followed by its backward closure.
 // x is viewed as (outer, C, inner) with C the reduced axis; every (outer, inner) pair is
 // one independent row of C values, inner apart in memory.
-#include "core/ops/softmax.h"
+#include <tapegrad/core/ops/softmax.h>
 
 #include <cmath>
 #include <limits>
 #include <stdexcept>
 #include <string>
 
-#include "core/autograd.h"
-#include "core/ops/kernels.h"
+#include <tapegrad/core/autograd.h>
+#include <tapegrad/core/ops/kernels.h>
 
 namespace tapegrad {
 namespace {

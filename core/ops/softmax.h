@@ -5,7 +5,7 @@
 // An axis out of range throws std::out_of_range naming the axis and the rank.
 #include <cstdint>
 
-#include "core/tensor.h"
+#include <tapegrad/core/tensor.h>
 
 namespace tapegrad {
 

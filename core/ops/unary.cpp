@@ -1,11 +1,11 @@
 // Element-wise math: each forward is followed by its backward closure.
-#include "core/ops/unary.h"
+#include <tapegrad/core/ops/unary.h>
 
 #include <cmath>
 #include <stdexcept>
 
-#include "core/autograd.h"
-#include "core/ops/kernels.h"
+#include <tapegrad/core/autograd.h>
+#include <tapegrad/core/ops/kernels.h>
 
 namespace tapegrad {
 namespace {

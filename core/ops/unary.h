@@ -4,7 +4,7 @@
 // input requires grad; derivatives follow PyTorch 1.13 (derivatives.yaml).
 #include <optional>
 
-#include "core/tensor.h"
+#include <tapegrad/core/tensor.h>
 
 namespace tapegrad {
 

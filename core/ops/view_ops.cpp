@@ -1,13 +1,13 @@
 // Views and slices: each forward is followed by its backward closure.
-#include "core/ops/view_ops.h"
+#include <tapegrad/core/ops/view_ops.h>
 
 #include <algorithm>
 #include <cstring>
 #include <stdexcept>
 #include <string>
 
-#include "core/autograd.h"
-#include "core/ops/kernels.h"
+#include <tapegrad/core/autograd.h>
+#include <tapegrad/core/ops/kernels.h>
 
 namespace tapegrad {
 namespace {

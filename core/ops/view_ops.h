@@ -8,7 +8,7 @@
 #include <cstdint>
 #include <optional>
 
-#include "core/tensor.h"
+#include <tapegrad/core/tensor.h>
 
 namespace tapegrad {
 

@@ -11,11 +11,11 @@
 #include <CLI/CLI.hpp>
 #include <spdlog/spdlog.h>
 
-#include "core/file_io.h"
-#include "core/parallel.h"
+#include <tapegrad/core/file_io.h>
+#include <tapegrad/core/parallel.h>
 #include "report.h"
 #include "study.h"
-#include "core/wait_policy.h"
+#include <tapegrad/core/wait_policy.h>
 
 int main(int argc, char** argv) {
   tapegrad::prefer_passive_wait_policy(argv);  // OpenMP threads sleep, not spin, unless OMP_WAIT_POLICY is set

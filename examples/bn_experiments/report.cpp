@@ -13,7 +13,7 @@
 
 #include <spdlog/spdlog.h>
 
-#include "core/file_io.h"
+#include <tapegrad/core/file_io.h>
 #include "gnuplot.h"
 
 namespace bnexp {

@@ -12,8 +12,8 @@
 
 #include <spdlog/spdlog.h>
 
-#include "core/parallel.h"
-#include "layers/checkpoint.h"
+#include <tapegrad/core/parallel.h>
+#include <tapegrad/layers/checkpoint.h>
 
 namespace bnexp {
 

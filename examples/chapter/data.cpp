@@ -5,7 +5,7 @@
 #include <string>
 #include <vector>
 
-#include "core/random.h"
+#include <tapegrad/core/random.h>
 
 namespace chapter {
 

@@ -3,8 +3,8 @@
 #include <cmath>
 #include <cstdint>
 
-#include "core/random.h"
-#include "core/tensor.h"
+#include <tapegrad/core/random.h>
+#include <tapegrad/core/tensor.h>
 
 namespace chapter {
 

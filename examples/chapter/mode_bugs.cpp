@@ -8,23 +8,23 @@
 
 #include <stdlib.h>  // mkdtemp
 
-#include "core/autograd.h"
-#include "core/ops.h"
-#include "core/random.h"
-#include "debug/batch_dependence.h"
-#include "debug/buffers.h"
-#include "debug/mode_audit.h"
-#include "debug/mode_report.h"
-#include "debug/row_selection.h"
-#include "debug/stats_gap.h"
-#include "layers/activation.h"
-#include "layers/batch_norm.h"
-#include "layers/checkpoint.h"
-#include "layers/functional/batch_norm.h"
-#include "layers/linear.h"
-#include "layers/loss.h"
-#include "models/mlp.h"
-#include "optim/sgd.h"
+#include <tapegrad/core/autograd.h>
+#include <tapegrad/core/ops.h>
+#include <tapegrad/core/random.h>
+#include <tapegrad/debug/batch_dependence.h>
+#include <tapegrad/debug/buffers.h>
+#include <tapegrad/debug/mode_audit.h>
+#include <tapegrad/debug/mode_report.h>
+#include <tapegrad/debug/row_selection.h>
+#include <tapegrad/debug/stats_gap.h>
+#include <tapegrad/layers/activation.h>
+#include <tapegrad/layers/batch_norm.h>
+#include <tapegrad/layers/checkpoint.h>
+#include <tapegrad/layers/functional/batch_norm.h>
+#include <tapegrad/layers/linear.h>
+#include <tapegrad/layers/loss.h>
+#include <tapegrad/models/mlp.h>
+#include <tapegrad/optim/sgd.h>
 
 namespace chapter::bugs {
 namespace {

@@ -14,8 +14,8 @@
 #include <vector>
 
 #include "chapter/training.h"
-#include "debug/bn_grad_check.h"
-#include "layers/sequential.h"
+#include <tapegrad/debug/bn_grad_check.h>
+#include <tapegrad/layers/sequential.h>
 
 namespace chapter::bugs {
 

@@ -8,10 +8,10 @@
 #include <sstream>
 #include <stdexcept>
 
-#include "core/autograd.h"
-#include "core/ops.h"
-#include "layers/loss.h"
-#include "optim/sgd.h"
+#include <tapegrad/core/autograd.h>
+#include <tapegrad/core/ops.h>
+#include <tapegrad/layers/loss.h>
+#include <tapegrad/optim/sgd.h>
 
 namespace chapter {
 

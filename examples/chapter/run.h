@@ -10,7 +10,7 @@
 #include <vector>
 
 #include "chapter/data.h"
-#include "models/mlp.h"
+#include <tapegrad/models/mlp.h>
 
 namespace chapter {
 

@@ -6,9 +6,9 @@
 #include <string>
 
 #include "chapter/run.h"
-#include "core/ops.h"
-#include "layers/loss.h"
-#include "optim/clip_grad.h"
+#include <tapegrad/core/ops.h>
+#include <tapegrad/layers/loss.h>
+#include <tapegrad/optim/clip_grad.h>
 
 namespace chapter {
 

@@ -5,10 +5,10 @@
 #include <optional>
 #include <vector>
 
-#include "core/random.h"
-#include "core/tensor.h"
-#include "layers/module.h"
-#include "optim/sgd.h"
+#include <tapegrad/core/random.h>
+#include <tapegrad/core/tensor.h>
+#include <tapegrad/layers/module.h>
+#include <tapegrad/optim/sgd.h>
 
 namespace chapter {
 

@@ -8,14 +8,14 @@
 #include <numeric>
 #include <stdexcept>
 
-#include "core/autograd.h"
-#include "core/ops.h"
-#include "core/random.h"
-#include "debug/mode_audit.h"
-#include "layers/batch_norm.h"
-#include "layers/loss.h"
-#include "models/mlp.h"
-#include "optim/sgd.h"
+#include <tapegrad/core/autograd.h>
+#include <tapegrad/core/ops.h>
+#include <tapegrad/core/random.h>
+#include <tapegrad/debug/mode_audit.h>
+#include <tapegrad/layers/batch_norm.h>
+#include <tapegrad/layers/loss.h>
+#include <tapegrad/models/mlp.h>
+#include <tapegrad/optim/sgd.h>
 
 namespace chapter::bugs {
 

@@ -12,7 +12,7 @@
 #include <string>
 #include <vector>
 
-#include "layers/sequential.h"
+#include <tapegrad/layers/sequential.h>
 
 namespace chapter::bugs {
 

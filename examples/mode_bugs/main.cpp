@@ -13,7 +13,7 @@
 #endif
 
 #include "chapter/mode_bugs.h"
-#include "core/wait_policy.h"
+#include <tapegrad/core/wait_policy.h>
 
 namespace bugs = chapter::bugs;
 

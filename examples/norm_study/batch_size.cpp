@@ -10,9 +10,9 @@
 
 #include <spdlog/spdlog.h>
 
-#include "data/dataloader.h"
+#include <tapegrad/data/dataloader.h>
 #include "gnuplot.h"
-#include "optim/sgd.h"
+#include <tapegrad/optim/sgd.h>
 #include "stats.h"
 
 namespace normstudy {

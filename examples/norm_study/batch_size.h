@@ -6,7 +6,7 @@
 #include <vector>
 
 #include "core.h"
-#include "data/dataloader.h"
+#include <tapegrad/data/dataloader.h>
 
 namespace normstudy {
 

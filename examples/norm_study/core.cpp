@@ -9,20 +9,20 @@
 #include <stdexcept>
 #include <thread>
 
-#include "core/autograd.h"
-#include "core/ops.h"
-#include "core/parallel.h"
-#include "data/fashion_mnist.h"
+#include <tapegrad/core/autograd.h>
+#include <tapegrad/core/ops.h>
+#include <tapegrad/core/parallel.h>
+#include <tapegrad/data/fashion_mnist.h>
 #include "ghost_batch.h"
-#include "layers/activation.h"
-#include "layers/conv.h"
-#include "layers/flatten.h"
-#include "layers/functional/batch_norm.h"
-#include "layers/group_norm.h"
-#include "layers/layer_norm.h"
-#include "layers/linear.h"
-#include "layers/loss.h"
-#include "layers/pooling.h"
+#include <tapegrad/layers/activation.h>
+#include <tapegrad/layers/conv.h>
+#include <tapegrad/layers/flatten.h>
+#include <tapegrad/layers/functional/batch_norm.h>
+#include <tapegrad/layers/group_norm.h>
+#include <tapegrad/layers/layer_norm.h>
+#include <tapegrad/layers/linear.h>
+#include <tapegrad/layers/loss.h>
+#include <tapegrad/layers/pooling.h>
 
 namespace normstudy {
 

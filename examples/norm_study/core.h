@@ -8,11 +8,11 @@
 #include <string>
 #include <vector>
 
-#include "core/random.h"
-#include "data/dataset.h"
-#include "layers/batch_renorm.h"
-#include "layers/sequential.h"
-#include "optim/optimizer.h"
+#include <tapegrad/core/random.h>
+#include <tapegrad/data/dataset.h>
+#include <tapegrad/layers/batch_renorm.h>
+#include <tapegrad/layers/sequential.h>
+#include <tapegrad/optim/optimizer.h>
 
 namespace normstudy {
 

@@ -4,7 +4,7 @@
 #include <string>
 #include <vector>
 
-#include "core/ops.h"
+#include <tapegrad/core/ops.h>
 
 namespace normstudy {
 

@@ -4,8 +4,8 @@
 // its own m-row share of a global batch of R·m rows with its own batch statistics.
 #include <memory>
 
-#include "layers/batch_norm.h"
-#include "layers/module.h"
+#include <tapegrad/layers/batch_norm.h>
+#include <tapegrad/layers/module.h>
 
 namespace normstudy {
 

@@ -14,11 +14,11 @@
 #include <spdlog/spdlog.h>
 
 #include "batch_size.h"
-#include "data/fashion_mnist.h"
+#include <tapegrad/data/fashion_mnist.h>
 #include "gap.h"
 #include "mode_bug_study.h"
 #ifdef NORM_STUDY_MPI  // batch-size under mpirun -np R: the replicas as ranks
-#include "distributed/environment.h"
+#include <tapegrad/distributed/environment.h>
 #include "mpi/batch_size_ranks.h"
 #endif
 

@@ -11,13 +11,13 @@
 
 #include <spdlog/spdlog.h>
 
-#include "core/autograd.h"
-#include "core/ops.h"
-#include "data/dataloader.h"
-#include "debug/diagnostics.h"
+#include <tapegrad/core/autograd.h>
+#include <tapegrad/core/ops.h>
+#include <tapegrad/data/dataloader.h>
+#include <tapegrad/debug/diagnostics.h>
 #include "gnuplot.h"
-#include "layers/checkpoint.h"
-#include "optim/sgd.h"
+#include <tapegrad/layers/checkpoint.h>
+#include <tapegrad/optim/sgd.h>
 
 namespace normstudy {
 

@@ -2,11 +2,11 @@
 // (eval() + NoGradGuard), save it with its running statistics, and load it back.
 #include <cstdio>
 
-#include "core/tapegrad.h"
-#include "layers/checkpoint.h"
-#include "layers/loss.h"
-#include "models/mlp.h"
-#include "optim/optim.h"
+#include <tapegrad/core/core.h>
+#include <tapegrad/layers/checkpoint.h>
+#include <tapegrad/layers/loss.h>
+#include <tapegrad/models/mlp.h>
+#include <tapegrad/optim/optim.h>
 
 using namespace tapegrad;
 

@@ -11,7 +11,7 @@
 
 #include <spdlog/spdlog.h>
 
-#include "core/file_io.h"
+#include <tapegrad/core/file_io.h>
 
 extern char** environ;
 

@@ -4,8 +4,8 @@
 #include <cstdio>
 #include <stdexcept>
 
-#include "core/safetensors.h"
-#include "data/fashion_mnist.h"
+#include <tapegrad/core/safetensors.h>
+#include <tapegrad/data/fashion_mnist.h>
 
 namespace fmnist {
 

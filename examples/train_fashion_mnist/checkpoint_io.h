@@ -12,8 +12,8 @@
 #include <string>
 #include <vector>
 
-#include "data/dataset.h"
-#include "optim/training_checkpoint.h"
+#include <tapegrad/data/dataset.h>
+#include <tapegrad/optim/training_checkpoint.h>
 #include "trainer.h"
 
 namespace fmnist {

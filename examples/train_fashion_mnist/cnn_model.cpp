@@ -4,8 +4,8 @@
 #include <new>
 #include <stdexcept>
 
-#include "layers/flatten.h"
-#include "models/cnn.h"
+#include <tapegrad/layers/flatten.h>
+#include <tapegrad/models/cnn.h>
 
 namespace fmnist {
 

@@ -5,8 +5,8 @@
 #include <cstdint>
 #include <memory>
 
-#include "core/tensor.h"
-#include "layers/module.h"
+#include <tapegrad/core/tensor.h>
+#include <tapegrad/layers/module.h>
 
 namespace fmnist {
 

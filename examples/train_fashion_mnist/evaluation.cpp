@@ -4,9 +4,9 @@
 #include <stdexcept>
 #include <string>
 
-#include "core/autograd.h"
-#include "core/ops/minmax.h"
-#include "layers/functional/losses.h"
+#include <tapegrad/core/autograd.h>
+#include <tapegrad/core/ops/minmax.h>
+#include <tapegrad/layers/functional/losses.h>
 
 namespace fmnist {
 

@@ -4,9 +4,9 @@
 #include <cstdint>
 #include <vector>
 
-#include "data/dataset.h"
+#include <tapegrad/data/dataset.h>
 #include "data_parallel_hooks.h"
-#include "layers/module.h"
+#include <tapegrad/layers/module.h>
 
 namespace fmnist {
 

@@ -10,9 +10,9 @@
 
 #include "checkpoint_io.h"
 #include "trainer.h"
-#include "core/wait_policy.h"
+#include <tapegrad/core/wait_policy.h>
 #ifdef TAPEGRAD_FMNIST_MPI  // data-parallel over MPI: mpi_glue.h
-#include "distributed/environment.h"
+#include <tapegrad/distributed/environment.h>
 #include "mpi_glue.h"
 #endif
 

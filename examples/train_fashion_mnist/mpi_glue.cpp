@@ -3,9 +3,9 @@
 #include <chrono>
 #include <cstdio>
 
-#include "distributed/data_parallel.h"
-#include "distributed/environment.h"
-#include "distributed/sync_batch_norm.h"
+#include <tapegrad/distributed/data_parallel.h>
+#include <tapegrad/distributed/environment.h>
+#include <tapegrad/distributed/sync_batch_norm.h>
 
 namespace fmnist {
 namespace {

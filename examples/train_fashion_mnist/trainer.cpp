@@ -13,23 +13,23 @@
 #include <stdexcept>
 
 #include "checkpoint_io.h"
-#include "core/autograd.h"
-#include "core/file_io.h"
-#include "core/ops/view_ops.h"
-#include "core/parallel.h"
-#include "data/dataloader.h"
-#include "layers/activation.h"
-#include "layers/batch_norm.h"
-#include "layers/checkpoint.h"
-#include "layers/dropout.h"
-#include "layers/layer_norm.h"
-#include "layers/linear.h"
-#include "layers/loss.h"
-#include "models/mlp.h"
-#include "optim/adam.h"
-#include "optim/lr_scheduler.h"
-#include "optim/sgd.h"
-#include "optim/training_checkpoint.h"
+#include <tapegrad/core/autograd.h>
+#include <tapegrad/core/file_io.h>
+#include <tapegrad/core/ops/view_ops.h>
+#include <tapegrad/core/parallel.h>
+#include <tapegrad/data/dataloader.h>
+#include <tapegrad/layers/activation.h>
+#include <tapegrad/layers/batch_norm.h>
+#include <tapegrad/layers/checkpoint.h>
+#include <tapegrad/layers/dropout.h>
+#include <tapegrad/layers/layer_norm.h>
+#include <tapegrad/layers/linear.h>
+#include <tapegrad/layers/loss.h>
+#include <tapegrad/models/mlp.h>
+#include <tapegrad/optim/adam.h>
+#include <tapegrad/optim/lr_scheduler.h>
+#include <tapegrad/optim/sgd.h>
+#include <tapegrad/optim/training_checkpoint.h>
 
 namespace fmnist {
 

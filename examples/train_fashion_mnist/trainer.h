@@ -16,10 +16,10 @@
 #include <vector>
 
 #include "cnn_model.h"
-#include "data/fashion_mnist.h"
+#include <tapegrad/data/fashion_mnist.h>
 #include "data_parallel_hooks.h"
 #include "evaluation.h"
-#include "layers/sequential.h"
+#include <tapegrad/layers/sequential.h>
 
 namespace fmnist {
 

@@ -7,7 +7,7 @@
 // too large for the cache are written with streaming stores, so they cost no extra read.
 // The (N, C) case (S = 1) runs the kernels of kernels/batch_norm_nc.cpp; this file keeps the
 // argument checks, the running statistics, the tape node and the S > 1 loops.
-#include "layers/functional/batch_norm.h"
+#include <tapegrad/layers/functional/batch_norm.h>
 
 
 #include <algorithm>
@@ -16,12 +16,12 @@
 #include <stdexcept>
 #include <vector>
 
-#include "core/autograd.h"
-#include "core/parallel.h"
-#include "layers/functional/empty_input.h"
-#include "layers/functional/kernels/batch_norm_nc.h"
-#include "layers/functional/kernels/moments.h"
-#include "layers/functional/kernels/simd.h"
+#include <tapegrad/core/autograd.h>
+#include <tapegrad/core/parallel.h>
+#include <tapegrad/layers/functional/empty_input.h>
+#include <tapegrad/layers/functional/kernels/batch_norm_nc.h>
+#include <tapegrad/layers/functional/kernels/moments.h>
+#include <tapegrad/layers/functional/kernels/simd.h>
 
 namespace tapegrad::layers::functional {
 namespace {

@@ -1,7 +1,7 @@
 #pragma once
 // Functional batch normalisation (Ioffe & Szegedy 2015, Algorithm 1), PyTorch's
 // F.batch_norm. For users who keep their own running statistics.
-#include "core/tensor.h"
+#include <tapegrad/core/tensor.h>
 
 namespace tapegrad::layers::functional {
 

@@ -1,6 +1,6 @@
 // Batch renormalisation's train-mode forward: r and d from the batch and running statistics,
 // then batch_norm's fused kernel and tape node with the effective affine γ·r, γ·d + β.
-#include "layers/functional/batch_renorm.h"
+#include <tapegrad/layers/functional/batch_renorm.h>
 
 #include <algorithm>
 #include <cmath>
@@ -8,8 +8,8 @@
 #include <string>
 #include <vector>
 
-#include "core/ops/elementwise.h"
-#include "layers/functional/batch_norm.h"
+#include <tapegrad/core/ops/elementwise.h>
+#include <tapegrad/layers/functional/batch_norm.h>
 
 namespace tapegrad::layers::functional {
 

@@ -2,7 +2,7 @@
 // Functional batch renormalisation, train mode (Ioffe 2017, "Batch Renormalization: Towards
 // Reducing Minibatch Dependence in Batch-Normalized Models", Algorithm 1). The module
 // (layers/batch_renorm.h) documents the formulas; eval mode is batch_norm's.
-#include "core/tensor.h"
+#include <tapegrad/core/tensor.h>
 
 namespace tapegrad::layers::functional {
 

@@ -1,5 +1,5 @@
 // 2-D convolution: im2col + GEMM forward and backward side by side.
-#include "layers/functional/conv.h"
+#include <tapegrad/layers/functional/conv.h>
 
 #include <algorithm>
 #include <atomic>
@@ -8,12 +8,12 @@
 #include <stdexcept>
 #include <vector>
 
-#include "core/autograd.h"
-#include "core/ops/kernels.h"
-#include "core/ops/matmul.h"
-#include "core/parallel.h"
-#include "layers/functional/kernels/conv_dnnl.h"
-#include "layers/functional/kernels/im2col.h"
+#include <tapegrad/core/autograd.h>
+#include <tapegrad/core/ops/kernels.h>
+#include <tapegrad/core/ops/matmul.h>
+#include <tapegrad/core/parallel.h>
+#include <tapegrad/layers/functional/kernels/conv_dnnl.h>
+#include <tapegrad/layers/functional/kernels/im2col.h>
 
 namespace tapegrad::layers::functional {
 

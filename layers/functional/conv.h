@@ -5,7 +5,7 @@
 #include <cstdint>
 #include <string>
 
-#include "core/tensor.h"
+#include <tapegrad/core/tensor.h>
 
 namespace tapegrad::layers::functional {
 

@@ -1,11 +1,11 @@
 // Inverted dropout: forward draws the mask, backward reuses it.
-#include "layers/functional/dropout.h"
+#include <tapegrad/layers/functional/dropout.h>
 
 #include <stdexcept>
 #include <string>
 
-#include "core/autograd.h"
-#include "core/ops/kernels.h"
+#include <tapegrad/core/autograd.h>
+#include <tapegrad/core/ops/kernels.h>
 
 namespace tapegrad::layers::functional {
 

@@ -2,8 +2,8 @@
 // Functional inverted dropout (Srivastava et al. 2014, "Dropout: A Simple Way to
 // Prevent Neural Networks from Overfitting"; the inverted scaling as in PyTorch's
 // F.dropout).
-#include "core/random.h"
-#include "core/tensor.h"
+#include <tapegrad/core/random.h>
+#include <tapegrad/core/tensor.h>
 
 namespace tapegrad::layers::functional {
 

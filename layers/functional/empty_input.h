@@ -2,8 +2,8 @@
 // What every normalisation op returns for an input with no elements (a zero-size batch or
 // spatial size), as PyTorch does: an empty output, no statistics taken (running statistics
 // stay as they are), and zero gradients for the input, weight and bias.
-#include "core/autograd.h"
-#include "core/tensor.h"
+#include <tapegrad/core/autograd.h>
+#include <tapegrad/core/tensor.h>
 
 namespace tapegrad::layers::functional::detail {
 

@@ -1,9 +1,9 @@
-#include "layers/functional/group_norm.h"
+#include <tapegrad/layers/functional/group_norm.h>
 
 #include <stdexcept>
 #include <string>
 
-#include "layers/functional/grouped_norm.h"
+#include <tapegrad/layers/functional/grouped_norm.h>
 
 namespace tapegrad::layers::functional {
 

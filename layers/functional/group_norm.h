@@ -2,7 +2,7 @@
 // Functional group normalisation (Wu & He 2018, "Group Normalization", eq. 1-4),
 // PyTorch's F.group_norm. Its tape node, shared with LayerNorm and InstanceNorm, is
 // detail::grouped_norm (grouped_norm.h).
-#include "core/tensor.h"
+#include <tapegrad/core/tensor.h>
 
 namespace tapegrad::layers::functional {
 

@@ -1,18 +1,18 @@
 // The fused per-group normalisation tape node (forward, then backward) that LayerNorm,
 // GroupNorm and InstanceNorm share; rows of one group with S = 1, G = 1 (LayerNorm) run the
 // vectorised kernels of kernels/layer_norm_rows.cpp.
-#include "layers/functional/grouped_norm.h"
+#include <tapegrad/layers/functional/grouped_norm.h>
 
 #include <algorithm>
 #include <cmath>
 #include <stdexcept>
 #include <string>
 
-#include "core/autograd.h"
-#include "core/parallel.h"
-#include "layers/functional/empty_input.h"
-#include "layers/functional/kernels/layer_norm_rows.h"
-#include "layers/functional/kernels/simd.h"
+#include <tapegrad/core/autograd.h>
+#include <tapegrad/core/parallel.h>
+#include <tapegrad/layers/functional/empty_input.h>
+#include <tapegrad/layers/functional/kernels/layer_norm_rows.h>
+#include <tapegrad/layers/functional/kernels/simd.h>
 
 namespace tapegrad::layers::functional {
 namespace detail {

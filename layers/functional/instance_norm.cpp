@@ -1,11 +1,11 @@
-#include "layers/functional/instance_norm.h"
+#include <tapegrad/layers/functional/instance_norm.h>
 
 #include <stdexcept>
 #include <string>
 #include <vector>
 
-#include "layers/functional/batch_norm.h"
-#include "layers/functional/grouped_norm.h"
+#include <tapegrad/layers/functional/batch_norm.h>
+#include <tapegrad/layers/functional/grouped_norm.h>
 
 namespace tapegrad::layers::functional {
 

@@ -2,7 +2,7 @@
 // Functional instance normalisation (Ulyanov, Vedaldi & Lempitsky 2016, "Instance
 // Normalization: The Missing Ingredient for Fast Stylization", eq. 2), PyTorch's
 // F.instance_norm.
-#include "core/tensor.h"
+#include <tapegrad/core/tensor.h>
 
 namespace tapegrad::layers::functional {
 

@@ -1,9 +1,9 @@
-#include "layers/functional/layer_norm.h"
+#include <tapegrad/layers/functional/layer_norm.h>
 
 #include <stdexcept>
 #include <string>
 
-#include "layers/functional/grouped_norm.h"
+#include <tapegrad/layers/functional/grouped_norm.h>
 
 namespace tapegrad::layers::functional {
 

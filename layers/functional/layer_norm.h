@@ -1,7 +1,7 @@
 #pragma once
 // Functional layer normalisation (Ba, Kiros & Hinton 2016, "Layer Normalization",
 // eq. 4), PyTorch's F.layer_norm.
-#include "core/tensor.h"
+#include <tapegrad/core/tensor.h>
 
 namespace tapegrad::layers::functional {
 

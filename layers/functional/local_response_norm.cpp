@@ -1,5 +1,5 @@
 // Local response normalisation: forward, then its backward closure.
-#include "layers/functional/local_response_norm.h"
+#include <tapegrad/layers/functional/local_response_norm.h>
 
 #include <algorithm>
 #include <cmath>
@@ -7,8 +7,8 @@
 #include <stdexcept>
 #include <vector>
 
-#include "core/autograd.h"
-#include "core/parallel.h"
+#include <tapegrad/core/autograd.h>
+#include <tapegrad/core/parallel.h>
 
 namespace tapegrad::layers::functional {
 namespace {

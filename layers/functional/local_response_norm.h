@@ -4,7 +4,7 @@
 // the backward side by side in local_response_norm.cpp.
 #include <cstdint>
 
-#include "core/tensor.h"
+#include <tapegrad/core/tensor.h>
 
 namespace tapegrad::layers::functional {
 

@@ -1,5 +1,5 @@
 // Losses: each fused forward is followed by its backward closure.
-#include "layers/functional/losses.h"
+#include <tapegrad/layers/functional/losses.h>
 
 #include <cmath>
 #include <limits>
@@ -7,10 +7,10 @@
 #include <stdexcept>
 #include <vector>
 
-#include "core/autograd.h"
-#include "core/ops.h"
-#include "core/ops/kernels.h"
-#include "core/parallel.h"
+#include <tapegrad/core/autograd.h>
+#include <tapegrad/core/ops.h>
+#include <tapegrad/core/ops/kernels.h>
+#include <tapegrad/core/parallel.h>
 
 namespace tapegrad::layers::functional {
 namespace {

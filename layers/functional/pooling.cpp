@@ -1,5 +1,5 @@
 // 2-D max, average and adaptive average pooling: forward and backward side by side.
-#include "layers/functional/pooling.h"
+#include <tapegrad/layers/functional/pooling.h>
 
 #include <algorithm>
 #include <cmath>
@@ -8,9 +8,9 @@
 #include <string>
 #include <vector>
 
-#include "core/autograd.h"
-#include "core/ops/kernels.h"
-#include "core/parallel.h"
+#include <tapegrad/core/autograd.h>
+#include <tapegrad/core/ops/kernels.h>
+#include <tapegrad/core/parallel.h>
 
 namespace tapegrad::layers::functional {
 

@@ -3,8 +3,8 @@
 // F.adaptive_avg_pool2d). Inputs are (N, C, H, W); every (n, c) plane is pooled alone.
 #include <optional>
 
-#include "core/tensor.h"
-#include "layers/functional/conv.h"
+#include <tapegrad/core/tensor.h>
+#include <tapegrad/layers/functional/conv.h>
 
 namespace tapegrad::layers::functional {
 

@@ -1,6 +1,7 @@
 # cmake -P script behind the ctest test consumer_project: install the build tree into a fresh
 # prefix, configure and build tests/consumer against it (find_package(tapegrad CONFIG)), run it.
-# Variables: TAPEGRAD_BUILD_DIR, CONSUMER_SOURCE_DIR, WORK_DIR, CXX_COMPILER, LAUNCHER, BUILD_TYPE.
+# Variables: TAPEGRAD_BUILD_DIR, CONSUMER_SOURCE_DIR, WORK_DIR, CXX_COMPILER, LAUNCHER, BUILD_TYPE,
+# CONSUMER_ARGS (extra configure arguments, `|`-separated, e.g. CMAKE_DISABLE_FIND_PACKAGE_MPI=ON).
 function(run)
   execute_process(COMMAND ${ARGN} RESULT_VARIABLE rc OUTPUT_VARIABLE out ERROR_VARIABLE out)
   if(NOT rc EQUAL 0)
@@ -17,7 +18,12 @@ set(launcher "")
 if(LAUNCHER)
   set(launcher -DCMAKE_CXX_COMPILER_LAUNCHER=${LAUNCHER})
 endif()
+string(REPLACE "|" ";" consumer_args "${CONSUMER_ARGS}")
+set(extra "")
+foreach(a ${consumer_args})
+  list(APPEND extra -D${a})
+endforeach()
 run(${CMAKE_COMMAND} -S ${CONSUMER_SOURCE_DIR} -B ${WORK_DIR}/build -DCMAKE_PREFIX_PATH=${WORK_DIR}/prefix
-    -DCMAKE_CXX_COMPILER=${CXX_COMPILER} -DCMAKE_BUILD_TYPE=${BUILD_TYPE} ${launcher})
+    -DCMAKE_CXX_COMPILER=${CXX_COMPILER} -DCMAKE_BUILD_TYPE=${BUILD_TYPE} ${launcher} ${extra})
 run(${CMAKE_COMMAND} --build ${WORK_DIR}/build)
 run(${WORK_DIR}/build/app)

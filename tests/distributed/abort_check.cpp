@@ -3,7 +3,7 @@
 #include <cstdio>
 #include <stdexcept>
 
-#include "distributed/environment.h"
+#include <tapegrad/distributed/environment.h>
 
 int main(int argc, char** argv) {
   tapegrad::distributed::Environment env(&argc, &argv);

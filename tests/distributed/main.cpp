@@ -3,7 +3,7 @@
 #define CATCH_CONFIG_RUNNER
 #include <catch2/catch.hpp>
 
-#include "distributed/environment.h"
+#include <tapegrad/distributed/environment.h>
 
 int main(int argc, char** argv) {
   tapegrad::distributed::Environment env(&argc, &argv);

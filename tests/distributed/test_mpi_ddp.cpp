@@ -8,18 +8,18 @@
 #include <cstdio>
 #include <vector>
 
-#include "core/autograd.h"
-#include "core/ops.h"
-#include "core/random.h"
-#include "distributed/data_parallel.h"
-#include "distributed/environment.h"
-#include "distributed/module_sync.h"
-#include "distributed/sync_batch_norm.h"
-#include "layers/linear.h"
-#include "layers/loss.h"
-#include "layers/sequential.h"
-#include "models/mlp.h"
-#include "optim/sgd.h"
+#include <tapegrad/core/autograd.h>
+#include <tapegrad/core/ops.h>
+#include <tapegrad/core/random.h>
+#include <tapegrad/distributed/data_parallel.h>
+#include <tapegrad/distributed/environment.h>
+#include <tapegrad/distributed/module_sync.h>
+#include <tapegrad/distributed/sync_batch_norm.h>
+#include <tapegrad/layers/linear.h>
+#include <tapegrad/layers/loss.h>
+#include <tapegrad/layers/sequential.h>
+#include <tapegrad/models/mlp.h>
+#include <tapegrad/optim/sgd.h>
 
 using namespace tapegrad;
 namespace dist = tapegrad::distributed;

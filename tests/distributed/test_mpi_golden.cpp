@@ -6,8 +6,8 @@
 #include <string>
 #include <vector>
 
-#include "distributed/environment.h"
-#include "distributed/sync_batch_norm.h"
+#include <tapegrad/distributed/environment.h>
+#include <tapegrad/distributed/sync_batch_norm.h>
 #include "golden_runner/outcome.h"
 #include "golden_runner/support.h"
 

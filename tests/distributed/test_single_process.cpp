@@ -4,14 +4,14 @@
 #include <algorithm>
 #include <set>
 
-#include "core/autograd.h"
-#include "core/ops.h"
-#include "core/random.h"
-#include "distributed/data_parallel.h"
-#include "distributed/distributed_sampler.h"
-#include "distributed/environment.h"
-#include "distributed/sync_batch_norm.h"
-#include "models/mlp.h"
+#include <tapegrad/core/autograd.h>
+#include <tapegrad/core/ops.h>
+#include <tapegrad/core/random.h>
+#include <tapegrad/distributed/data_parallel.h>
+#include <tapegrad/distributed/distributed_sampler.h>
+#include <tapegrad/distributed/environment.h>
+#include <tapegrad/distributed/sync_batch_norm.h>
+#include <tapegrad/models/mlp.h>
 
 using namespace tapegrad;
 namespace dist = tapegrad::distributed;

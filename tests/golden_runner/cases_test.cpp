@@ -10,8 +10,8 @@
 #include <cmath>
 #include <set>
 
-#include "core/autograd.h"
-#include "core/ops.h"
+#include <tapegrad/core/autograd.h>
+#include <tapegrad/core/ops.h>
 #include "golden_runner/outcome.h"
 #include "golden_runner/support.h"
 

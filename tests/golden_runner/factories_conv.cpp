@@ -3,8 +3,8 @@
 #include <memory>
 
 #include "golden_runner/support.h"
-#include "layers/conv.h"
-#include "layers/pooling.h"
+#include <tapegrad/layers/conv.h>
+#include <tapegrad/layers/pooling.h>
 
 namespace golden {
 namespace {

@@ -2,10 +2,10 @@
 #include <memory>
 
 #include "golden_runner/support.h"
-#include "layers/activation.h"
-#include "layers/batch_norm.h"
-#include "layers/linear.h"
-#include "layers/loss.h"
+#include <tapegrad/layers/activation.h>
+#include <tapegrad/layers/batch_norm.h>
+#include <tapegrad/layers/linear.h>
+#include <tapegrad/layers/loss.h>
 
 namespace golden {
 namespace {

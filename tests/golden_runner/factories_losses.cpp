@@ -1,6 +1,6 @@
 // Factories for the losses (MSELoss is registered with the skeleton's layers).
 #include "golden_runner/support.h"
-#include "layers/loss.h"
+#include <tapegrad/layers/loss.h>
 
 namespace golden {
 namespace {

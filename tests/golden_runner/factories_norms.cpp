@@ -2,13 +2,13 @@
 #include <memory>
 
 #include "golden_runner/support.h"
-#include "layers/activation.h"
-#include "layers/batch_renorm.h"
-#include "layers/dropout.h"
-#include "layers/group_norm.h"
-#include "layers/instance_norm.h"
-#include "layers/layer_norm.h"
-#include "layers/local_response_norm.h"
+#include <tapegrad/layers/activation.h>
+#include <tapegrad/layers/batch_renorm.h>
+#include <tapegrad/layers/dropout.h>
+#include <tapegrad/layers/group_norm.h>
+#include <tapegrad/layers/instance_norm.h>
+#include <tapegrad/layers/layer_norm.h>
+#include <tapegrad/layers/local_response_norm.h>
 
 namespace golden {
 namespace {

@@ -2,9 +2,9 @@
 #include <memory>
 
 #include "golden_runner/support.h"
-#include "optim/adam.h"
-#include "optim/rmsprop.h"
-#include "optim/sgd.h"
+#include <tapegrad/optim/adam.h>
+#include <tapegrad/optim/rmsprop.h>
+#include <tapegrad/optim/sgd.h>
 
 namespace golden {
 namespace {

@@ -11,11 +11,11 @@
 #include <iostream>
 #include <set>
 
-#include "core/autograd.h"
-#include "core/ops.h"
+#include <tapegrad/core/autograd.h>
+#include <tapegrad/core/ops.h>
 #include "golden_runner/outcome.h"
 #include "golden_runner/support.h"
-#include "layers/functional/conv.h"
+#include <tapegrad/layers/functional/conv.h>
 
 using namespace tapegrad;
 using golden::json;

@@ -8,7 +8,7 @@
 #include <sstream>
 #include <stdexcept>
 
-#include "layers/sequential.h"
+#include <tapegrad/layers/sequential.h>
 
 namespace golden {
 

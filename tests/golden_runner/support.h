@@ -11,9 +11,9 @@
 
 #include <nlohmann/json.hpp>
 
-#include "core/tensor.h"
-#include "layers/batch_norm.h"
-#include "layers/module.h"
+#include <tapegrad/core/tensor.h>
+#include <tapegrad/layers/batch_norm.h>
+#include <tapegrad/layers/module.h>
 
 namespace golden {
 

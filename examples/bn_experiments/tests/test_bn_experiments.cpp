@@ -7,14 +7,14 @@
 #include <set>
 #include <sstream>
 
-#include "core/autograd.h"
-#include "core/gradcheck.h"
-#include "core/ops.h"
-#include "core/parallel.h"
+#include <tapegrad/core/autograd.h>
+#include <tapegrad/core/gradcheck.h>
+#include <tapegrad/core/ops.h>
+#include <tapegrad/core/parallel.h>
 #include "chapter/data.h"
-#include "layers/batch_norm.h"
-#include "layers/checkpoint.h"
-#include "layers/clamp.h"
+#include <tapegrad/layers/batch_norm.h>
+#include <tapegrad/layers/checkpoint.h>
+#include <tapegrad/layers/clamp.h>
 #include "report.h"
 #include "chapter/run.h"
 #include "stats.h"

@@ -7,13 +7,13 @@
 
 #include <spdlog/spdlog.h>
 
-#include "core/parallel.h"
-#include "data/dataloader.h"
-#include "distributed/data_parallel.h"
-#include "distributed/environment.h"
-#include "distributed/sync_batch_norm.h"
-#include "layers/loss.h"
-#include "optim/sgd.h"
+#include <tapegrad/core/parallel.h>
+#include <tapegrad/data/dataloader.h>
+#include <tapegrad/distributed/data_parallel.h>
+#include <tapegrad/distributed/environment.h>
+#include <tapegrad/distributed/sync_batch_norm.h>
+#include <tapegrad/layers/loss.h>
+#include <tapegrad/optim/sgd.h>
 
 namespace normstudy {
 

@@ -8,13 +8,13 @@
 #include <spdlog/spdlog.h>
 
 #include "batch_size.h"
-#include "core/ops.h"
-#include "core/random.h"
+#include <tapegrad/core/ops.h>
+#include <tapegrad/core/random.h>
 #include "ghost_batch.h"
 #include "test_data.h"
 #include "gnuplot.h"
-#include "layers/loss.h"
-#include "optim/sgd.h"
+#include <tapegrad/layers/loss.h>
+#include <tapegrad/optim/sgd.h>
 
 using namespace normstudy;
 using namespace tapegrad;

@@ -7,7 +7,7 @@
 #include <string>
 #include <system_error>
 
-#include "data/fashion_mnist.h"
+#include <tapegrad/data/fashion_mnist.h>
 
 namespace fmnist_test {
 

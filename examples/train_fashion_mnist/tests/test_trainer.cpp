@@ -5,10 +5,10 @@
 
 #include <filesystem>
 
-#include "core/autograd.h"
-#include "layers/batch_norm.h"
+#include <tapegrad/core/autograd.h>
+#include <tapegrad/layers/batch_norm.h>
 #include "checkpoint_io.h"
-#include "core/safetensors.h"
+#include <tapegrad/core/safetensors.h>
 #include "trainer.h"
 #include "fmnist_test_support.h"
 

@@ -1,11 +1,11 @@
 // The (N, C) kernels of batch norm; see batch_norm_nc.h for the layout and the passes.
-#include "layers/functional/kernels/batch_norm_nc.h"
+#include <tapegrad/layers/functional/kernels/batch_norm_nc.h>
 
 #include <algorithm>
 #include <type_traits>
 
-#include "layers/functional/kernels/moments.h"
-#include "layers/functional/kernels/simd.h"
+#include <tapegrad/layers/functional/kernels/moments.h>
+#include <tapegrad/layers/functional/kernels/simd.h>
 
 namespace tapegrad::layers::functional::detail {
 namespace {

@@ -1,6 +1,6 @@
 // oneDNN convolution glue: cached primitives, plain user layouts, reorders to and from the
 // layouts oneDNN picks. See conv_dnnl.h.
-#include "layers/functional/kernels/conv_dnnl.h"
+#include <tapegrad/layers/functional/kernels/conv_dnnl.h>
 
 #if defined(TAPEGRAD_HAVE_DNNL)
 
@@ -19,8 +19,8 @@
 #include <omp.h>
 #endif
 
-#include "core/parallel.h"
-#include "core/tensor.h"
+#include <tapegrad/core/parallel.h>
+#include <tapegrad/core/tensor.h>
 
 namespace tapegrad::layers::functional::kernels::dnnl_conv {
 namespace {

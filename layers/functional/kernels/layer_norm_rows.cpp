@@ -1,10 +1,10 @@
 // The per-row LayerNorm kernels; see layer_norm_rows.h for the formulas and the passes.
-#include "layers/functional/kernels/layer_norm_rows.h"
+#include <tapegrad/layers/functional/kernels/layer_norm_rows.h>
 
 #include <algorithm>
 #include <cmath>
 
-#include "layers/functional/kernels/simd.h"
+#include <tapegrad/layers/functional/kernels/simd.h>
 
 namespace tapegrad::layers::functional::detail {
 namespace {

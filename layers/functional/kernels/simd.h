@@ -19,9 +19,9 @@
 #include <memory>
 #include <vector>
 
-#include "core/parallel.h"
-#include "core/saved_data.h"
-#include "core/tensor.h"
+#include <tapegrad/core/parallel.h>
+#include <tapegrad/core/saved_data.h>
+#include <tapegrad/core/tensor.h>
 
 #if defined(__AVX512F__)
 #define TAPEGRAD_NV_BYTES 64

@@ -12,15 +12,15 @@
 #include <cstdio>
 #include <vector>
 
-#include "core/ops.h"
-#include "core/random.h"
-#include "distributed/data_parallel.h"
-#include "distributed/environment.h"
+#include <tapegrad/core/ops.h>
+#include <tapegrad/core/random.h>
+#include <tapegrad/distributed/data_parallel.h>
+#include <tapegrad/distributed/environment.h>
 #include "ghost_batch.h"
 #include "../test_data.h"
-#include "layers/loss.h"
+#include <tapegrad/layers/loss.h>
 #include "core.h"
-#include "optim/sgd.h"
+#include <tapegrad/optim/sgd.h>
 
 using namespace tapegrad;
 using namespace normstudy;

@@ -6,7 +6,7 @@
 
 #include <spdlog/spdlog.h>
 
-#include "distributed/environment.h"
+#include <tapegrad/distributed/environment.h>
 
 int main(int argc, char** argv) {
   tapegrad::distributed::Environment env(&argc, &argv);

@@ -13,11 +13,11 @@
 #include <vector>
 
 #include "checkpoint_io.h"
-#include "core/autograd.h"
-#include "core/random.h"
-#include "distributed/environment.h"
+#include <tapegrad/core/autograd.h>
+#include <tapegrad/core/random.h>
+#include <tapegrad/distributed/environment.h>
 #include "evaluation.h"
-#include "layers/batch_norm.h"
+#include <tapegrad/layers/batch_norm.h>
 #include "mpi_glue.h"
 #include "trainer.h"
 #include "../fmnist_test_support.h"

@@ -4,10 +4,7 @@
 #include <cmath>
 #include <cstdio>
 
-#include "core/tapegrad.h"
-#include "layers/loss.h"
-#include "models/mlp.h"
-#include "optim/optim.h"
+#include <tapegrad/tapegrad.h>
 
 using namespace tapegrad;
 
