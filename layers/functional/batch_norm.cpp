@@ -22,6 +22,7 @@
 #include <tapegrad/layers/functional/kernels/batch_norm_nc.h>
 #include <tapegrad/layers/functional/kernels/moments.h>
 #include <tapegrad/layers/functional/kernels/simd.h>
+#include <tapegrad/layers/functional/kernels/thresholds.h>
 
 namespace tapegrad::layers::functional {
 namespace {
@@ -36,8 +37,6 @@ Dims dims_of(const Tensor& x) {
   return {x.size(0), x.size(1), S};
 }
 
-// Elements per statistics block: the block's second pass runs from L1/L2.
-constexpr std::int64_t kBlockElems = 16384;
 // Per-thread reusable buffers for the per-channel temporaries (nv::scratch), one tag a use.
 struct ThreadStatsTag {};
 struct SumPartsTag {};
@@ -64,7 +63,7 @@ void write_row_maybe_streamed(T* dst, std::int64_t len, bool stream, F&& f) {
     f(dst, 0, len);
     return;
   }
-  constexpr std::int64_t kChunk = 1024;
+  constexpr std::int64_t kChunk = thresholds::kBnStreamBufferElems;
   alignas(64) T buf[kChunk];
   for (std::int64_t b = 0; b < len; b += kChunk) {
     const std::int64_t n = std::min(kChunk, len - b);
@@ -94,7 +93,7 @@ inline double fold_lanes(const double* acc) {
 // Statistics of channels [c0, c1) of a (N, C, S) tensor (S > 1), in blocks of rows of S.
 template <class T>
 void moments_channels(const T* x, Dims d, std::int64_t c0, std::int64_t c1, nv::PartialMoments& p) {
-  const std::int64_t G = std::max<std::int64_t>(1, kBlockElems / d.S);
+  const std::int64_t G = thresholds::bn_spatial_block_rows(d.S);  // rows per statistics block
   for (std::int64_t c = c0; c < c1; ++c) {
     nv::PartialMoments pc{0, p.mean + c, p.m2 + c};
     for (std::int64_t b = 0; b < d.N; b += G) {
@@ -180,7 +179,7 @@ void backward_sums(const T* x, const T* g, Dims d, const double* mu, double* s1,
 // the one element-wise pass, split over rows.
 template <class T, class F>
 void channel_pass(Dims d, T* out, F f) {
-  const bool stream = static_cast<std::size_t>(d.N * d.C * d.S) * sizeof(T) >= nv::kStreamBytes;
+  const bool stream = static_cast<std::size_t>(d.N * d.C * d.S) * sizeof(T) >= thresholds::kStreamBytes;
   const std::int64_t rows = d.S == 1 ? d.N : d.N * d.C, len = d.S == 1 ? d.C : d.S;
   const int nt = nv::threads_for(rows * len);
   run_threads(nt, [&](int t, int n_t) {

@@ -14,6 +14,7 @@
 #include <tapegrad/core/parallel.h>
 #include <tapegrad/layers/functional/kernels/conv_dnnl.h>
 #include <tapegrad/layers/functional/kernels/im2col.h>
+#include <tapegrad/layers/functional/kernels/thresholds.h>
 
 namespace tapegrad::layers::functional {
 
@@ -285,7 +286,7 @@ bool use_dnnl(const Tensor& x, const ConvPlan& pl, const dnnl_conv::Shape& sh) {
   // Conv(32→64) on 14×14 1.6-2.4× faster than im2col, im2col runs Conv(1→32) on 28×28 1.8×
   // faster (oneDNN's reorders and its kernel for one input channel). Grouped convolutions
   // were not measured and stay on im2col.
-  return pl.G == 1 && pl.Cin >= 16;
+  return pl.G == 1 && pl.Cin >= thresholds::kConvDnnlMinInChannels;
 }
 
 void dnnl_backward(const Tensor& gy_in, const Tensor& x, const Tensor& w, const dnnl_conv::Shape& sh, GradSink& gs) {

@@ -46,7 +46,7 @@ double row_centered_sumsq(const T* x, std::int64_t n, double mu) {
 template <class T>
 void forward_rows(const T* x, T* y, const T* w, const T* b, const Rows& d, double eps, double* mean, double* rstd,
                   double* var) {
-  parallel_for(d.R, std::max<std::int64_t>(1, kParallelGrain / std::max<std::int64_t>(d.K, 1)),
+  parallel_for(d.R, parallel_rows_grain(d.K),
                [&](std::int64_t rb, std::int64_t re) {
                  for (std::int64_t r = rb; r < re; ++r) {
                    const T* xr = x + r * d.K;

@@ -65,7 +65,7 @@ PoolGeom pool_geom(const Tensor& x, const char* op, Size2 k, std::optional<Size2
 
 template <class F>
 void over_planes(std::int64_t planes, std::int64_t plane_size, F&& f) {
-  parallel_for(planes, std::max<std::int64_t>(1, kParallelGrain / std::max<std::int64_t>(plane_size, 1)), f);
+  parallel_for(planes, parallel_rows_grain(plane_size), f);
 }
 
 // ---- the window walk every pool shares ------------------------------------------------

@@ -6,6 +6,7 @@
 
 #include <tapegrad/layers/functional/kernels/moments.h>
 #include <tapegrad/layers/functional/kernels/simd.h>
+#include <tapegrad/layers/functional/kernels/thresholds.h>
 
 namespace tapegrad::layers::functional::detail {
 namespace {
@@ -15,12 +16,9 @@ using nv::merge_moments;
 using nv::Vec;
 using Partial = nv::PartialMoments;
 
-// Rows per block: a block (8192 values, 32 KB of float32) stays in L1 for the statistics'
+// Rows per statistics block (kernels/thresholds.h): a block stays in L1 for the statistics'
 // second pass; the T-precision sums run over one block's rows at a time.
-constexpr std::int64_t kBlockElems = 8192;
-std::int64_t block_rows(std::int64_t C) {
-  return std::clamp<std::int64_t>(kBlockElems / std::max<std::int64_t>(C, 1), 1, 1024);
-}
+using thresholds::bn_rows_block_rows;
 
 // V is a vector of T or T itself (the channels past the last whole vector).
 template <class V, class T>
@@ -59,14 +57,13 @@ void for_chunks(std::int64_t C, F&& f) {
   for (; c0 < C; ++c0) f.template operator()<T, 1>(c0);
 }
 
-// Up to this many bytes an operand is taken to be cache-resident (the sizes of MLP
+// Up to kBnRowsCachedBytes an operand is taken to be cache-resident (the sizes of MLP
 // training): a kernel then walks a chunk of channels, held in registers, down the rows.
 // Larger operands stream from memory row by row, the order the hardware prefetcher
 // follows best (a chunk at a time would read each row in four strided pieces).
-constexpr std::size_t kCachedBytes = std::size_t(512) << 10;
 template <class T>
 bool cached(std::int64_t N, std::int64_t C) {
-  return static_cast<std::size_t>(N * C) * sizeof(T) <= kCachedBytes;
+  return thresholds::bn_rows_cached<T>(N, C);
 }
 
 // The statistics of rows [b, e) (see the header) into bmean, bm2; K, s, m are T scratch (C).
@@ -156,7 +153,7 @@ template <class T>
 void bn_rows_moments(const T* x, std::int64_t N, std::int64_t C, double* mean, double* var) {
   const std::size_t Cs = static_cast<std::size_t>(C);
   const bool by_chunk = cached<T>(N, C);
-  const std::int64_t B = block_rows(C);
+  const std::int64_t B = bn_rows_block_rows(C);
   const std::int64_t rows = nv::chunk_rows(C * static_cast<std::int64_t>(sizeof(T)), B);
   const std::size_t nc = static_cast<std::size_t>((N + rows - 1) / rows);
   // per chunk: its mean and M2 (C each), merged below in chunk order
@@ -227,7 +224,7 @@ template <class T>
 void bn_rows_sums(const T* x, const T* dy, std::int64_t N, std::int64_t C, const T* mu, double* s1, double* s2) {
   const std::size_t Cs = static_cast<std::size_t>(C);
   const bool by_chunk = cached<T>(N, C);
-  const std::int64_t B = block_rows(C);
+  const std::int64_t B = bn_rows_block_rows(C);
   const std::int64_t rows = nv::chunk_rows(2 * C * static_cast<std::int64_t>(sizeof(T)), B);
   const std::size_t nc = static_cast<std::size_t>((N + rows - 1) / rows);
   // per chunk: its Σdy and Σdy·(x - μ) (C each), added up below in chunk order

@@ -5,6 +5,7 @@
 #include <cmath>
 
 #include <tapegrad/layers/functional/kernels/simd.h>
+#include <tapegrad/layers/functional/kernels/thresholds.h>
 
 namespace tapegrad::layers::functional::detail {
 namespace {
@@ -15,8 +16,9 @@ using nv::load;
 using nv::splat;
 using nv::Vec;
 
-// Rows whose dγ, dβ are summed in T before they are added to the double totals.
-constexpr std::int64_t kGradBlockRows = 64;
+// Rows whose dγ, dβ are summed in T before they are added to the double totals
+// (kernels/thresholds.h).
+constexpr std::int64_t kGradBlockRows = thresholds::kLnGradBlockRows;
 
 // Σ (x - k) over a row of K values.
 template <class T>
@@ -88,13 +90,11 @@ void write_row(const T* __restrict x, T* __restrict y, std::int64_t K, const T* 
   }
 }
 
-// Rows per block: a block's statistics are taken for all its rows first (independent rows,
-// so their dependency chains - sums, square root, division - overlap), then its rows are
-// written while they are still in L1.
-constexpr std::int64_t kMaxRowBlock = 16;
-std::int64_t row_block(std::int64_t K) {
-  return std::clamp<std::int64_t>(8192 / std::max<std::int64_t>(K, 1), 1, kMaxRowBlock);
-}
+// Rows per block (kernels/thresholds.h): a block's statistics are taken for all its rows
+// first (independent rows, so their dependency chains - sums, square root, division -
+// overlap), then its rows are written while they are still in L1.
+constexpr std::int64_t kMaxRowBlock = thresholds::kLnMaxRowBlock;
+std::int64_t row_block(std::int64_t K) { return thresholds::ln_row_block(K); }
 
 template <class T, bool HasW, bool HasB>
 void forward_share(const T* x, T* y, std::int64_t r0, std::int64_t r1, std::int64_t K, std::int64_t G, const T* w,
@@ -249,7 +249,7 @@ void backward_share(const T* g, const T* x, T* gx, std::int64_t R, std::int64_t 
                     T* ab, bool stream) {
   const std::int64_t C = G * K, RB = row_block(K);
   const double invK = 1.0 / static_cast<double>(K);
-  const bool paired = G == 1 && static_cast<std::size_t>(R * K) * sizeof(T) <= (std::size_t(512) << 10);
+  const bool paired = thresholds::ln_rows_paired<T>(R, K, G);
   T c1[kMaxRowBlock], c3[kMaxRowBlock];
   for (std::int64_t b = r0; b < r1; b += kGradBlockRows) {
     std::fill(aw, aw + C, T(0));
