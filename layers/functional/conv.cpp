@@ -266,16 +266,15 @@ void backward_impl(const Tensor& gy_in, const Tensor& x, const Tensor& w, bool h
   }
 }
 
-namespace dnnl_conv = kernels::dnnl_conv;
 
-dnnl_conv::Shape dnnl_shape(const ConvPlan& pl, bool bias) {
+kernels::DnnlConvShape dnnl_shape(const ConvPlan& pl, bool bias) {
   const ConvGeom& g = pl.geom;
   return {pl.N, pl.Cin, g.H, g.W, pl.Cout, g.kh, g.kw, g.sh, g.sw, g.ph, g.pw, g.dh, g.dw, pl.G, g.OH, g.OW, bias};
 }
 
 // oneDNN for a float32 convolution when the backend (and, for Auto, the measured rule) says so.
-bool use_dnnl(const Tensor& x, const ConvPlan& pl, const dnnl_conv::Shape& sh) {
-  if (x.dtype() != Dtype::Float32 || pl.N == 0 || !dnnl_conv::supports(sh)) return false;
+bool use_dnnl(const Tensor& x, const ConvPlan& pl, const kernels::DnnlConvShape& sh) {
+  if (x.dtype() != Dtype::Float32 || pl.N == 0 || !kernels::dnnl_conv_supports(sh)) return false;
   switch (conv_backend()) {
     case ConvBackend::Im2col: return false;
     case ConvBackend::OneDNN: return true;
@@ -288,13 +287,13 @@ bool use_dnnl(const Tensor& x, const ConvPlan& pl, const dnnl_conv::Shape& sh) {
   return pl.G == 1 && pl.Cin >= 16;
 }
 
-void dnnl_backward(const Tensor& gy_in, const Tensor& x, const Tensor& w, const dnnl_conv::Shape& sh, GradSink& gs) {
+void dnnl_backward(const Tensor& gy_in, const Tensor& x, const Tensor& w, const kernels::DnnlConvShape& sh, GradSink& gs) {
   const Tensor gy = gy_in.detach();
   const bool need_x = gs.needs(0), need_w = gs.needs(1), need_b = sh.bias && gs.needs(2);
   Tensor dx = need_x ? Tensor::empty(x.shape(), Dtype::Float32) : Tensor();
   Tensor dw = need_w || need_b ? Tensor::empty(w.shape(), Dtype::Float32) : Tensor();
   Tensor db = (need_w || need_b) && sh.bias ? Tensor::empty({sh.O}, Dtype::Float32) : Tensor();
-  dnnl_conv::backward(sh, x.data<float>(), gy.data<float>(), w.data<float>(), need_x ? dx.data<float>() : nullptr,
+  kernels::dnnl_conv_backward(sh, x.data<float>(), gy.data<float>(), w.data<float>(), need_x ? dx.data<float>() : nullptr,
                       dw.defined() ? dw.data<float>() : nullptr, db.defined() ? db.data<float>() : nullptr);
   if (need_x) gs.add(0, dx);
   if (need_w) gs.add(1, dw);
@@ -306,10 +305,10 @@ void dnnl_backward(const Tensor& gy_in, const Tensor& x, const Tensor& w, const 
 Tensor conv2d(const Tensor& x, const Tensor& weight, const Tensor& bias, Size2 stride, Size2 padding, Size2 dilation,
               std::int64_t groups) {
   const ConvPlan pl = plan(x, weight, bias, stride, padding, dilation, groups);
-  const dnnl_conv::Shape sh = dnnl_shape(pl, bias.defined());
+  const kernels::DnnlConvShape sh = dnnl_shape(pl, bias.defined());
   if (use_dnnl(x, pl, sh)) {
     Tensor y = Tensor::empty({pl.N, pl.Cout, pl.geom.OH, pl.geom.OW}, Dtype::Float32);
-    dnnl_conv::forward(sh, x.data<float>(), weight.data<float>(), bias.defined() ? bias.data<float>() : nullptr,
+    kernels::dnnl_conv_forward(sh, x.data<float>(), weight.data<float>(), bias.defined() ? bias.data<float>() : nullptr,
                        y.data<float>());
     if (autograd::needs_grad({&x, &weight, &bias}))
       autograd::record("conv2d", y, {x, weight, bias}, [x = x.detach(), weight = weight.detach(), sh](const Tensor& gy, GradSink& gs) {

@@ -1,6 +1,6 @@
 #pragma once
 // Shared building blocks of the vectorised norm kernels (layers/functional/kernels/ and the
-// norm families in layers/functional/; namespace nv = "norm vectors"): vectors of the widest
+// norm families in layers/functional/): vectors of the widest
 // register, streaming stores and the 24 MiB streaming threshold, the split of rows into work
 // chunks, the thread count for a kernel, and per-thread scratch buffers.
 //
@@ -29,7 +29,7 @@
 #define TAPEGRAD_NV_BYTES 32
 #endif
 
-namespace tapegrad::layers::functional::nv {
+namespace tapegrad::layers::functional::kernels {
 
 template <class T>
 struct VecOf;
@@ -202,4 +202,4 @@ T* scratch(std::size_t n) {
   return buf.data();
 }
 
-}  // namespace tapegrad::layers::functional::nv
+}  // namespace tapegrad::layers::functional::kernels
