@@ -12,8 +12,8 @@
 namespace tapegrad::distributed {
 namespace {
 
-using layers::functional::detail::bn_rows_dx;
-using layers::functional::detail::bn_rows_sums;
+using layers::functional::kernels::bn_rows_dx;
+using layers::functional::kernels::bn_rows_sums;
 
 struct Dims {
   std::int64_t N, C, S;

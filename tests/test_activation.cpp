@@ -3,6 +3,8 @@
 
 #include <tapegrad/core/core.h>
 #include <tapegrad/layers/activation.h>
+#include <tapegrad/layers/flatten.h>
+#include <tapegrad/layers/identity.h>
 #include "test_ops_support.h"
 #include "test_support.h"
 

@@ -6,7 +6,7 @@
 #include <tapegrad/layers/batch_norm.h>
 #include <tapegrad/layers/functional/batch_norm.h>
 #include <tapegrad/layers/linear.h>
-#include <tapegrad/layers/loss.h>
+#include <tapegrad/layers/losses.h>
 
 using namespace tapegrad;
 using namespace tapegrad::layers;

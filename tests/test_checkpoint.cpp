@@ -18,7 +18,7 @@
 #include <tapegrad/layers/batch_norm.h>
 #include <tapegrad/layers/checkpoint.h>
 #include <tapegrad/layers/linear.h>
-#include <tapegrad/layers/loss.h>
+#include <tapegrad/layers/losses.h>
 #include <tapegrad/layers/sequential.h>
 #include <tapegrad/models/mlp.h>
 #include <tapegrad/optim/optim.h>

@@ -12,7 +12,7 @@
 #include <tapegrad/layers/dropout.h>
 #include <tapegrad/layers/functional/batch_norm.h>
 #include <tapegrad/layers/linear.h>
-#include <tapegrad/layers/loss.h>
+#include <tapegrad/layers/losses.h>
 #include <tapegrad/layers/sequential.h>
 #include <tapegrad/optim/adam.h>
 #include <tapegrad/optim/sgd.h>

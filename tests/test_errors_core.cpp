@@ -6,7 +6,7 @@
 #include <thread>
 
 #include <tapegrad/core/core.h>
-#include <tapegrad/layers/loss.h>
+#include <tapegrad/layers/losses.h>
 #include "test_errors_support.h"
 
 using namespace tapegrad;

@@ -1,7 +1,7 @@
 // Losses against PyTorch 1.13 (torch.nn.functional, float64 unless stated), error messages, gradcheck.
 #include "test_ops_support.h"
 
-#include <tapegrad/layers/loss.h>
+#include <tapegrad/layers/losses.h>
 
 using namespace ops_test;
 using tapegrad::layers::Reduction;

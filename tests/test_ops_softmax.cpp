@@ -1,7 +1,7 @@
 // softmax, log_softmax, logsumexp: values and gradients against PyTorch 1.13, stability, gradcheck.
 #include "test_ops_support.h"
 
-#include <tapegrad/layers/loss.h>
+#include <tapegrad/layers/losses.h>
 
 using namespace ops_test;
 

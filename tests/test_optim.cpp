@@ -11,7 +11,7 @@
 #include <tapegrad/core/autograd.h>
 #include <tapegrad/core/random.h>
 #include <tapegrad/optim/step_hooks.h>
-#include <tapegrad/layers/loss.h>
+#include <tapegrad/layers/losses.h>
 #include <tapegrad/models/mlp.h>
 #include <tapegrad/optim/optim.h>
 #include "test_support.h"

@@ -11,7 +11,7 @@
 #include <tapegrad/core/random.h>
 #include <tapegrad/core/storage.h>
 #include <tapegrad/layers/functional/batch_norm.h>
-#include <tapegrad/layers/loss.h>
+#include <tapegrad/layers/losses.h>
 #include <tapegrad/models/mlp.h>
 #include <tapegrad/optim/sgd.h>
 #include "perf_memory_support.h"

@@ -13,7 +13,7 @@
 #include <tapegrad/core/safetensors.h>
 #include <tapegrad/core/core.h>
 #include <tapegrad/layers/linear.h>
-#include <tapegrad/layers/loss.h>
+#include <tapegrad/layers/losses.h>
 #include "test_errors_support.h"
 
 using namespace tapegrad;

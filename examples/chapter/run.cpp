@@ -10,7 +10,7 @@
 
 #include <tapegrad/core/autograd.h>
 #include <tapegrad/core/ops.h>
-#include <tapegrad/layers/loss.h>
+#include <tapegrad/layers/losses.h>
 #include <tapegrad/optim/sgd.h>
 
 namespace chapter {

@@ -21,7 +21,7 @@
 #include <tapegrad/layers/group_norm.h>
 #include <tapegrad/layers/layer_norm.h>
 #include <tapegrad/layers/linear.h>
-#include <tapegrad/layers/loss.h>
+#include <tapegrad/layers/losses.h>
 #include <tapegrad/layers/pooling.h>
 
 namespace normstudy {

@@ -24,7 +24,7 @@
 #include <tapegrad/layers/dropout.h>
 #include <tapegrad/layers/layer_norm.h>
 #include <tapegrad/layers/linear.h>
-#include <tapegrad/layers/loss.h>
+#include <tapegrad/layers/losses.h>
 #include <tapegrad/models/mlp.h>
 #include <tapegrad/optim/adam.h>
 #include <tapegrad/optim/lr_scheduler.h>

@@ -6,7 +6,7 @@
 // in train and in eval mode, float32 and float64, on 1 and 2 threads, against per-channel
 // sums in long double written here.
 //
-// Issue 22: with AVX2, y and dx of BatchNorm2d were wrong from 24 MiB on (nv::stream_copy
+// Issue 22: with AVX2, y and dx of BatchNorm2d were wrong from 24 MiB on (kernels::stream_copy
 // stepped 64 bytes per 32-byte store); the "streaming stores" cases below are that size.
 #include <catch2/catch.hpp>
 
@@ -23,7 +23,7 @@
 using namespace tapegrad;
 using namespace tapegrad::test::thresholds;
 namespace F = tapegrad::layers::functional;
-namespace TH = tapegrad::layers::functional::thresholds;
+namespace TH = tapegrad::layers::functional::kernels::thresholds;
 
 namespace {
 
@@ -241,7 +241,7 @@ TEMPLATE_TEST_CASE("thresholds: BatchNorm1d (N, C), thread grain, statistics blo
 TEMPLATE_TEST_CASE("thresholds: BatchNorm1d (N, C), streaming stores", "[thresholds][batchnorm]", float, double) {
   using T = TestType;
   constexpr std::int64_t C = 64;  // whole vectors: the (N, C) kernels stream only then
-  STATIC_REQUIRE(C % F::nv::kLanes<T> == 0);
+  STATIC_REQUIRE(C % F::kernels::kLanes<T> == 0);
   const std::int64_t n = rows_reaching(TH::kStreamBytes, C * static_cast<std::int64_t>(sizeof(T)));
   check_batch_norm<T>({n - 1, C});
   check_batch_norm<T>({n, C});

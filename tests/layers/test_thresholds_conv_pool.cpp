@@ -21,7 +21,7 @@
 using namespace tapegrad;
 using namespace tapegrad::test::thresholds;
 namespace F = tapegrad::layers::functional;
-namespace TH = tapegrad::layers::functional::thresholds;
+namespace TH = tapegrad::layers::functional::kernels::thresholds;
 
 namespace {
 
@@ -77,12 +77,12 @@ void check_conv(std::int64_t N, std::int64_t Cin, std::int64_t O, std::int64_t H
       INFO(dtype_label<T>() << " x (" << N << ", " << Cin << ", " << H << ", " << W << "), " << O << " outputs, backend "
                             << static_cast<int>(be) << ", " << nt << " thread(s)");
       Tensor xl = x.detach().requires_grad_(), wl = w.clone().requires_grad_(), bl = b.clone().requires_grad_();
-      const std::int64_t created = F::kernels::dnnl_conv::primitives_created();
+      const std::int64_t created = F::kernels::dnnl_conv_primitives_created();
       Tensor out = F::conv2d(xl, wl, bl, 1, pad);
       if (be == F::ConvBackend::Auto) {
         // the crossover itself: oneDNN from kConvDnnlMinInChannels float32 input channels on
         const bool dnnl = F::conv_onednn_available() && std::is_same_v<T, float> && Cin >= TH::kConvDnnlMinInChannels;
-        if (!dnnl) CHECK(F::kernels::dnnl_conv::primitives_created() == created);
+        if (!dnnl) CHECK(F::kernels::dnnl_conv_primitives_created() == created);
       }
       out.backward(dy);
       const auto check = [](const char* what, const Tensor& got, const std::vector<double>& want,

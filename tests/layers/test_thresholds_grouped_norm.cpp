@@ -24,7 +24,7 @@
 using namespace tapegrad;
 using namespace tapegrad::test::thresholds;
 namespace F = tapegrad::layers::functional;
-namespace TH = tapegrad::layers::functional::thresholds;
+namespace TH = tapegrad::layers::functional::kernels::thresholds;
 
 namespace {
 
@@ -278,7 +278,7 @@ TEMPLATE_TEST_CASE("thresholds: LayerNorm rows kernel, thread grain, row and gra
 TEMPLATE_TEST_CASE("thresholds: LayerNorm, streaming stores of dx", "[thresholds][layernorm]", float, double) {
   using T = TestType;
   constexpr std::int64_t K = 64;  // whole vectors: the row kernel streams only then
-  STATIC_REQUIRE(K % F::nv::kLanes<T> == 0);
+  STATIC_REQUIRE(K % F::kernels::kLanes<T> == 0);
   const std::int64_t r = rows_reaching(TH::kStreamBytes, K * static_cast<std::int64_t>(sizeof(T)));
   check_layer_norm<T>(r - 1, K);
   check_layer_norm<T>(r, K);

@@ -24,7 +24,7 @@
 #include <tapegrad/optim/sgd.h>
 
 using namespace tapegrad;
-namespace TH = tapegrad::layers::functional::thresholds;
+namespace TH = tapegrad::layers::functional::kernels::thresholds;
 
 namespace {
 

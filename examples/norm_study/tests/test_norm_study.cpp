@@ -13,7 +13,7 @@
 #include "ghost_batch.h"
 #include "test_data.h"
 #include "gnuplot.h"
-#include <tapegrad/layers/loss.h>
+#include <tapegrad/layers/losses.h>
 #include <tapegrad/optim/sgd.h>
 
 using namespace normstudy;

@@ -1,6 +1,6 @@
 #pragma once
 // Shared building blocks of the vectorised norm kernels (layers/functional/kernels/ and the
-// norm families in layers/functional/; namespace nv = "norm vectors"): vectors of the widest
+// norm families in layers/functional/; one namespace, kernels): vectors of the widest
 // register, streaming stores (the 24 MiB threshold is in kernels/thresholds.h), the split of rows into work
 // chunks, the thread count for a kernel, and per-thread scratch buffers.
 //
@@ -30,7 +30,7 @@
 #define TAPEGRAD_NV_BYTES 32
 #endif
 
-namespace tapegrad::layers::functional::nv {
+namespace tapegrad::layers::functional::kernels {
 
 template <class T>
 struct VecOf;
@@ -200,4 +200,4 @@ T* scratch(std::size_t n) {
   return buf.data();
 }
 
-}  // namespace tapegrad::layers::functional::nv
+}  // namespace tapegrad::layers::functional::kernels

@@ -13,17 +13,17 @@
 
 #include <tapegrad/core/parallel.h>
 
-namespace tapegrad::layers::functional::thresholds {
+namespace tapegrad::layers::functional::kernels::thresholds {
 
 // ---- shared by the norm kernels (kernels/simd.h) -------------------------------------------
 
 /// Outputs of at least 24 MiB are written with streaming (non-temporal) stores: they would
 /// not stay in the cache. Batch norm's y and dx (both layouts), LayerNorm's dx
 /// (kernels/batch_norm_nc.cpp, kernels/layer_norm_rows.cpp, batch_norm.cpp). The (N, C)
-/// and per-row kernels stream only when the rows are whole vectors (nv::streamable).
+/// and per-row kernels stream only when the rows are whole vectors (kernels::streamable).
 constexpr std::size_t kStreamBytes = std::size_t(24) << 20;
 
-/// A work chunk of nv::for_row_chunks holds about 1 MiB of the operand (chunk_rows).
+/// A work chunk of kernels::for_row_chunks holds about 1 MiB of the operand (chunk_rows).
 constexpr std::int64_t kChunkBytes = std::int64_t(1) << 20;
 
 /// Rows per work chunk: kChunkBytes of `row_bytes` rows, rounded down to a multiple of
@@ -91,4 +91,4 @@ bool ln_rows_paired(std::int64_t R, std::int64_t K, std::int64_t G) {
 /// 1.8× faster. Independent of the batch size.
 constexpr std::int64_t kConvDnnlMinInChannels = 16;
 
-}  // namespace tapegrad::layers::functional::thresholds
+}  // namespace tapegrad::layers::functional::kernels::thresholds
