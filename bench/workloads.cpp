@@ -4,8 +4,8 @@
 #include <fstream>
 #include <stdexcept>
 
-#include "chapter/data.h"
-#include "chapter/run.h"
+#include "kit/data.h"
+#include "kit/run.h"
 #include <tapegrad/core/ops.h>
 #include <tapegrad/core/ops/gemm_backends.h>
 #include <tapegrad/core/parallel.h>

@@ -2,8 +2,10 @@
 # The test entry point (the README's test command; CI runs it through .ci/run).
 # Installs what is missing, then runs three stages; any failure exits non-zero:
 #   asan     build-asan/: gcc, -O1 -g, AddressSanitizer + UndefinedBehaviorSanitizer
-#            (TAPEGRAD_SANITIZE=address,undefined, no recovery), the whole Catch2 suite
-#            with the leak checker on. Any sanitizer report fails.
+#            (TAPEGRAD_SANITIZE=address,undefined, no recovery), every library test
+#            executable (tests_<folder>, tests_golden, tests_readme: the list CMake writes
+#            to build-asan/tests/library_tests.txt) with the leak checker on. Any sanitizer
+#            report fails.
 #   fuzz     build-fuzz/: clang, libFuzzer + ASan + UBSan; every fuzz/fuzz_<name> target
 #            runs for TAPEGRAD_FUZZ_SECONDS (default 60) from fuzz/corpus/<name>. Any
 #            crash, sanitizer report or leak fails; the input is kept in
@@ -50,15 +52,19 @@ if [[ "$stages" == *" asan "* ]]; then
   echo "== asan: AddressSanitizer + UndefinedBehaviorSanitizer build of the test suite"
   configure "$asan_dir" -DCMAKE_BUILD_TYPE=Debug "-DCMAKE_CXX_FLAGS_DEBUG=-O1 -g" \
     -DTAPEGRAD_SANITIZE=address,undefined \
-    -DTAPEGRAD_BUILD_EXAMPLES=OFF -DTAPEGRAD_BUILD_BENCH=OFF -DTAPEGRAD_FUZZ=OFF
-  cmake --build "$asan_dir" -j "$jobs" --target tapegrad_tests
-  echo "== asan: running every test case (leak checker on)"
+    -DTAPEGRAD_BUILD_EXAMPLES=OFF -DTAPEGRAD_BUILD_STUDIES=OFF -DTAPEGRAD_BUILD_BENCH=OFF -DTAPEGRAD_FUZZ=OFF
+  cmake --build "$asan_dir" -j "$jobs" --target library_tests
+  echo "== asan: running every test case of every library test executable (leak checker on)"
   # halt_on_error + -fno-sanitize-recover: the first report ends the run with a non-zero
-  # status. detect_leaks reports at exit whatever the whole suite leaked.
-  ASAN_OPTIONS=detect_leaks=1:halt_on_error=1:detect_stack_use_after_return=1:check_initialization_order=1 \
-    UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
-    OMP_NUM_THREADS="$jobs" \
-    "$asan_dir/tests/tapegrad_tests"
+  # status. detect_leaks reports at exit whatever each executable leaked.
+  while read -r exe; do
+    [[ -n "$exe" ]] || continue
+    echo "-- asan: ${exe##*/}"
+    ASAN_OPTIONS=detect_leaks=1:halt_on_error=1:detect_stack_use_after_return=1:check_initialization_order=1 \
+      UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
+      OMP_NUM_THREADS="$jobs" \
+      "$exe"
+  done < "$asan_dir/tests/library_tests.txt"
   stage_done asan "$t0"
 fi
 
@@ -67,7 +73,7 @@ if [[ "$stages" == *" fuzz "* ]]; then
   echo "== fuzz: libFuzzer targets (clang, ASan + UBSan), ${fuzz_seconds} s each"
   configure "$fuzz_dir" -DCMAKE_CXX_COMPILER=clang++ -DCMAKE_BUILD_TYPE=Debug "-DCMAKE_CXX_FLAGS_DEBUG=-O1 -g" \
     -DTAPEGRAD_FUZZ=ON \
-    -DTAPEGRAD_BUILD_TESTS=OFF -DTAPEGRAD_BUILD_EXAMPLES=OFF -DTAPEGRAD_BUILD_BENCH=OFF
+    -DTAPEGRAD_BUILD_TESTS=OFF -DTAPEGRAD_BUILD_EXAMPLES=OFF -DTAPEGRAD_BUILD_STUDIES=OFF -DTAPEGRAD_BUILD_BENCH=OFF
   cmake --build "$fuzz_dir" -j "$jobs" --target tapegrad_fuzzers
   mkdir -p "$fuzz_dir/artifacts"
   for exe in "$fuzz_dir"/fuzz/fuzz_*; do
