@@ -114,7 +114,9 @@ layers::StateDict torch_state_dict(const TorchPickle& p, const StorageReader& re
 
   // The error for a dict that is not a state dict suggests the entries that are.
   auto not_a_state_dict = [&](const std::string& key, const PickleValue& v) {
-    std::string msg = "key '" + key + "' holds a " + pickle_kind_name(v.kind) + ", not a tensor: the " +
+    const std::string kind = pickle_kind_name(v.kind);
+    const bool vowel = kind[0] == 'i' || kind[0] == 'o';
+    std::string msg = "key '" + key + "' holds " + (vowel ? "an " : "a ") + kind + ", not a tensor: the " +
                       (options.entry.empty() ? std::string("file") : "'" + options.entry + "' entry") +
                       " is not a state dict (its keys: " + top_level_keys(p, *dict) + ")";
     std::string candidates;
