@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cctype>
 #include <stdexcept>
+#include <unordered_map>
 
 namespace tapegrad::layers {
 
@@ -59,12 +60,13 @@ std::string common_head(const std::vector<std::string>& keys) {
 StateDict strip_prefix(const StateDict& dict, const std::string& prefix) {
   if (prefix.empty()) throw std::invalid_argument("strip_prefix: the prefix is empty");
   StateDict out;
+  std::unordered_map<std::string, std::string> origin;  // new key -> the key it came from
   for (const auto& [key, t] : dict) {
     const bool has = key.size() > prefix.size() && key.compare(0, prefix.size(), prefix) == 0;
     const std::string k = has ? key.substr(prefix.size()) : key;
-    if (out.contains(k))
-      throw std::invalid_argument("strip_prefix('" + prefix + "'): key '" + key + "' becomes '" + k +
-                                  "', which the state dict already holds");
+    if (auto [it, added] = origin.try_emplace(k, key); !added)
+      throw std::invalid_argument("strip_prefix('" + prefix + "'): keys '" + it->second + "' and '" + key +
+                                  "' both become '" + k + "'");
     out.insert(k, t);
   }
   return out;
@@ -82,6 +84,7 @@ StateDict rename_keys(const StateDict& dict, const std::vector<KeyRename>& renam
   for (const auto& r : renames)
     if (r.from.empty()) throw std::invalid_argument("rename_keys: a rename has an empty OLD name");
   StateDict out;
+  std::unordered_map<std::string, std::string> origin;  // new key -> the key it came from
   for (const auto& [key, t] : dict) {
     std::string k = key;
     for (std::size_t i = 0; i < renames.size(); ++i) {
@@ -98,9 +101,8 @@ StateDict rename_keys(const StateDict& dict, const std::vector<KeyRename>& renam
       break;
     }
     if (k.empty()) throw std::invalid_argument("rename_keys: key '" + key + "' would become empty");
-    if (out.contains(k))
-      throw std::invalid_argument("rename_keys: key '" + key + "' becomes '" + k +
-                                  "', which another key already became or is");
+    if (auto [it, added] = origin.try_emplace(k, key); !added)
+      throw std::invalid_argument("rename_keys: keys '" + it->second + "' and '" + key + "' both become '" + k + "'");
     out.insert(k, t);
   }
   for (std::size_t i = 0; i < renames.size(); ++i)
@@ -124,13 +126,23 @@ std::string describe_key_structure(const std::vector<std::string>& file_keys,
 
   // A wrapper's prefix on one side only (DataParallel's "module.", a training script's "model.").
   const std::string fh = common_head(file_keys), mh = common_head(model_keys);
-  if (!fh.empty() && fh != mh && !in(model_heads, fh)) {
+  // a prefix counts when dropping it (or adding it) makes some keys match
+  const auto matches_after = [&](const std::vector<std::string>& from, const std::string& head,
+                                 const std::vector<std::string>& to, bool drop) {
+    for (const auto& k : from)
+      for (const auto& m : to)
+        if (drop ? (k.size() == head.size() + 1 + m.size() && k.compare(head.size() + 1, m.size(), m) == 0)
+                 : (m == head + "." + k))
+          return true;
+    return false;
+  };
+  if (!fh.empty() && fh != mh && !in(model_heads, fh) && matches_after(file_keys, fh, model_keys, true)) {
     std::string s = "every key in the file starts with '" + fh + ".'";
     if (fh == "module") s += " (DataParallel / DistributedDataParallel)";
     return s + " and no key of the model does; strip it: strip_prefix(dict, \"" + fh + ".\") / --strip-prefix " + fh +
            ".";
   }
-  if (!mh.empty() && mh != fh && !in(file_heads, mh))
+  if (!mh.empty() && mh != fh && !in(file_heads, mh) && matches_after(file_keys, mh, model_keys, false))
     return "every key of the model starts with '" + mh + ".' and no key in the file does; add it: rename_keys or " +
            "--rename with NEW starting with '" + mh + ".'";
 
@@ -139,7 +151,7 @@ std::string describe_key_structure(const std::vector<std::string>& file_keys,
     if (!in(model_heads, h)) only_file.push_back(h);
   for (auto& h : model_heads)
     if (!in(file_heads, h)) only_model.push_back(h);
-  if (only_file.empty() && only_model.empty()) return "";  // same layout; individual keys differ
+  if (only_file.empty() || only_model.empty()) return "";  // same names; children or keys missing or added
 
   std::string s = "the file's keys use " + describe_heads(file_heads) + "; the model's are " + describe_heads(model_heads);
   // Same number of top-level entries holding the same leaf names in order: a renaming maps them.
