@@ -18,8 +18,8 @@ namespace {
 [[noreturn]] void fail(const std::string& what) { throw std::runtime_error("torch.save file: " + what); }
 
 std::string zip_message(zip_error_t* e) {
-  std::string s = zip_error_strerror(e);
-  return s;
+  if (zip_error_code_zip(e) == ZIP_ER_EXISTS) return "two entries share a name";  // libzip's consistency check
+  return zip_error_strerror(e);
 }
 
 struct ArchiveCloser {

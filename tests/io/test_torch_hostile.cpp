@@ -179,7 +179,7 @@ TEST_CASE("torch.save hostile archives: not zip, truncated, damaged, unsafe name
     for (std::size_t cut : {std::size_t{4}, std::size_t{100}, good.size() / 2, good.size() - 30, good.size() - 1}) {
       INFO("cut at " << cut);
       const Bytes part(good.begin(), good.begin() + static_cast<std::ptrdiff_t>(cut));
-      CHECK_THAT(archive_error(part), Contains("torch.save file"));
+      CHECK_THAT(archive_error(part), Contains("torch.save file: not a readable zip archive: Not a zip archive"));
     }
   }
   SECTION("a damaged record (CRC mismatch)") {
@@ -188,7 +188,7 @@ TEST_CASE("torch.save hostile archives: not zip, truncated, damaged, unsafe name
     auto it = std::search(bad.begin(), bad.end(), marker.begin(), marker.end());
     REQUIRE(it != bad.end());
     *(it + static_cast<std::ptrdiff_t>(marker.size()) + 70) ^= 0x40;  // inside the first storage (after padding)
-    CHECK_THAT(archive_error(bad), Contains("damaged") || Contains("not a readable zip"));
+    CHECK_THAT(archive_error(bad), Contains("record 'mlp_seq/data/0' is damaged: CRC error"));
   }
   SECTION("path traversal, absolute and backslash names") {
     Pickle p;
@@ -204,7 +204,7 @@ TEST_CASE("torch.save hostile archives: not zip, truncated, damaged, unsafe name
     p.begin_dict().end_dict();
     CHECK_THAT(archive_error(make_zip({{"a/data.pkl", p.b}, {"b/data/0", {}}})), Contains("different top-level folders"));
     CHECK_THAT(archive_error(make_zip({{"a/data.pkl", p.b}, {"a/data.pkl", p.b}})),
-               Contains("two entries named") || Contains("not a readable zip"));
+               Contains("not a readable zip archive: two entries share a name"));
     CHECK_THAT(archive_error(make_zip({{"a/constants.pkl", p.b}})), Contains("no a/data.pkl"));
   }
   SECTION("a storage key that is a path") {
@@ -241,15 +241,14 @@ TEST_CASE("torch.save hostile archives: sizes that lie, zip bombs, views past th
     e.push_back(bomb);
     const Bytes z = make_zip(e);
     CHECK(z.size() < 64 * 1024);
-    CHECK_THAT(archive_error(z), Contains("inflates beyond its declared 16 bytes") || Contains("damaged") ||
-                                     Contains("not a readable zip"));
+    CHECK_THAT(archive_error(z), Contains("record 'archive/data/0' inflates beyond its declared 16 bytes"));
   }
   SECTION("a declared size far beyond the archive (no allocation)") {
     Pickle p;
     p.begin_dict().str("w").tensor("FloatStorage", "0", 1 << 28, 0, {4}, {1}).end_dict();
     ZipEntry big{"archive/data/0", Bytes(1 << 20, 0), true, 1u << 30};  // claims 1 GiB
     const Bytes z = make_zip({{"archive/data.pkl", p.b}, big});
-    CHECK_THAT(archive_error(z), Contains("beyond the reader's allocation limit") || Contains("not a readable zip"));
+    CHECK_THAT(archive_error(z), Contains("record 'archive/data/0' declares 1073741824 bytes, beyond the reader's allocation limit"));
     io::TorchReadOptions o;
     o.max_bytes = 300;  // the 163-byte pickle fits, the 256-byte storage does not
     const Bytes ok = one_tensor("FloatStorage", 64, 0, {64}, {1}, le_bytes<float>(std::vector<float>(64, 1.f)));
@@ -260,7 +259,7 @@ TEST_CASE("torch.save hostile archives: sizes that lie, zip bombs, views past th
     p.begin_dict().end_dict();
     ZipEntry bz{"archive/data.pkl", p.b};
     bz.method_override = 12;  // bzip2
-    CHECK_THAT(archive_error(make_zip({bz})), Contains("compression method 12") || Contains("not a readable zip"));
+    CHECK_THAT(archive_error(make_zip({bz})), Contains("record 'archive/data.pkl' uses compression method 12"));
   }
   SECTION("unsupported dtypes are refused naming the tensor") {
     CHECK_THAT(archive_error(one_tensor("IntStorage", 2, 0, {2}, {1}, le_bytes<std::int32_t>({1, 2}))),
