@@ -299,6 +299,16 @@ TEST_CASE("torch.save crafted archives that are valid: big-endian, deflated, pro
     CHECK(std::isnan(io::half_to_float(0x7e00)));
     CHECK(io::bfloat16_to_float(0x3fc0) == 1.5f);
   }
+  SECTION("a Parameter (torch._utils._rebuild_parameter), protocol 4 with MEMOIZE and SHORT_BINUNICODE") {
+    Pickle p;
+    p.begin_dict().op(0x8c).op(1).raw("p").op(0x94);
+    p.global("torch._utils", "_rebuild_parameter").mark();
+    p.tensor("FloatStorage", "0", 2, 0, {2}, {1}).op(0x88).global("collections", "OrderedDict").op(')').op('R');
+    p.op('t').op('R').end_dict();
+    p.b[1] = 4;  // PROTO 4
+    const Bytes z = torch_zip(p.b, {{"0", le_bytes<float>({0.5f, -1.0f})}});
+    CHECK(io::parse_torch_archive(z.data(), z.size()).at("p").to_vector() == std::vector<double>{0.5, -1.0});
+  }
   SECTION("an empty state dict and zero-size tensors") {
     Pickle p;
     p.begin_dict().str("e").tensor("FloatStorage", "0", 0, 0, {0, 3}, {3, 1}).end_dict();
