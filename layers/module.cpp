@@ -5,6 +5,7 @@
 
 #include <tapegrad/core/autograd.h>
 #include <tapegrad/layers/hooks.h>
+#include <tapegrad/layers/state_dict_keys.h>
 
 namespace tapegrad::layers {
 
@@ -122,6 +123,29 @@ std::string join(const std::vector<std::string>& v) {
 }
 }  // namespace
 
+namespace {
+// At most `limit` names, then "... (N in all)".
+std::string join_cut(const std::vector<std::string>& v, std::size_t limit) {
+  if (v.size() <= limit) return join(v);
+  return join(std::vector<std::string>(v.begin(), v.begin() + static_cast<std::ptrdiff_t>(limit))) + ", ... (" +
+         std::to_string(v.size()) + " in all)";
+}
+bool ends_with(const std::string& s, const std::string& suffix) {
+  return s.size() >= suffix.size() && s.compare(s.size() - suffix.size(), suffix.size(), suffix) == 0;
+}
+}  // namespace
+
+std::string LoadResult::report() const {
+  std::string out = "loaded " + std::to_string(loaded) + " tensor" + (loaded == 1 ? "" : "s");
+  for (auto& c : converted) out += "\n  converted " + c;
+  for (auto& f : filled) out += "\n  filled " + f;
+  for (auto& k : missing_keys) out += "\n  missing " + k;
+  for (auto& k : unexpected_keys) out += "\n  unexpected " + k;
+  for (auto& m : mismatched) out += "\n  mismatched " + m;
+  if (!structure.empty()) out += "\n  key structure: " + structure;
+  return out;
+}
+
 LoadResult Module::load_state_dict(const StateDict& dict, bool strict) {
   LoadResult res;
   StateDict own = state_dict();
@@ -129,33 +153,52 @@ LoadResult Module::load_state_dict(const StateDict& dict, bool strict) {
   for (auto& [key, dst] : own) {
     const Tensor* src = dict.find(key);
     if (!src) {
+      // PyTorch's _NormBase._load_from_state_dict: a checkpoint from before num_batches_tracked
+      // existed holds running_mean and running_var only; the counter starts again at 0.
+      static const std::string kCounter = "num_batches_tracked";
+      if (key == kCounter || ends_with(key, "." + kCounter)) {
+        const std::string prefix = key.substr(0, key.size() - kCounter.size());
+        if (dict.contains(prefix + "running_mean") && dict.contains(prefix + "running_var")) {
+          writes.emplace_back(dst, Tensor::zeros(dst.shape(), dst.dtype()));
+          res.filled.push_back(key + " = 0 (absent from the state dict, which has " + prefix + "running_mean and " +
+                               prefix + "running_var: a checkpoint from before PyTorch 0.4.1)");
+          continue;
+        }
+      }
       res.missing_keys.push_back(key);
       continue;
     }
-    if (!src->defined() || src->shape() != dst.shape() || src->dtype() != dst.dtype()) {
-      const bool shape_ok = src->defined() && src->shape() == dst.shape();
+    const bool shape_ok = src->defined() && src->shape() == dst.shape();
+    if (!shape_ok || src->dtype() != dst.dtype()) {
       const bool kinds_ok = src->defined() && is_floating(src->dtype()) == is_floating(dst.dtype());
-      if (!shape_ok || strict || !kinds_ok) {
+      if (!shape_ok || !kinds_ok) {
         res.mismatched.push_back(key + ": expected " + shape_str(dst.shape()) + " " + dtype_name(dst.dtype()) +
                                  ", got " +
                                  (src->defined() ? shape_str(src->shape()) + " " + dtype_name(src->dtype())
                                                  : std::string("an undefined tensor")));
         continue;
       }
+      res.converted.push_back(key + ": " + dtype_name(src->dtype()) + " -> " + dtype_name(dst.dtype()));
     }
     writes.emplace_back(dst, *src);
   }
   for (auto& [key, t] : dict)
     if (!own.contains(key)) res.unexpected_keys.push_back(key);
+  if (!res.missing_keys.empty() || !res.unexpected_keys.empty())
+    res.structure = describe_key_structure(dict.keys(), own.keys());
   if (strict && !res.ok()) {
+    // With a structural summary the lists are cut: the summary says what the keys look like.
+    const std::size_t limit = res.structure.empty() ? res.missing_keys.size() + res.unexpected_keys.size() : 8;
     std::string msg = "load_state_dict (strict): nothing was loaded.";
-    if (!res.missing_keys.empty()) msg += " Missing keys: " + join(res.missing_keys) + ".";
-    if (!res.unexpected_keys.empty()) msg += " Unexpected keys: " + join(res.unexpected_keys) + ".";
+    if (!res.structure.empty()) msg += " Key structure: " + res.structure + ".";
+    if (!res.missing_keys.empty()) msg += " Missing keys: " + join_cut(res.missing_keys, limit) + ".";
+    if (!res.unexpected_keys.empty()) msg += " Unexpected keys: " + join_cut(res.unexpected_keys, limit) + ".";
     if (!res.mismatched.empty()) msg += " Mismatched: " + join(res.mismatched) + ".";
     throw std::invalid_argument(msg);
   }
   NoGradGuard ng;
   for (auto& [dst, src] : writes) Tensor(dst).copy_(src);
+  res.loaded = writes.size();
   return res;
 }
 

@@ -12,12 +12,22 @@
 
 namespace tapegrad::layers {
 
-/// What a non-strict load_state_dict did not apply.
+/// What load_state_dict did: what it could not apply (missing, unexpected, mismatched keys)
+/// and what it changed on the way (converted dtypes, filled-in counters).
 struct LoadResult {
   std::vector<std::string> missing_keys;     ///< expected by the module, absent from the dict
   std::vector<std::string> unexpected_keys;  ///< in the dict, unknown to the module
-  std::vector<std::string> mismatched;       ///< "key: expected [..] float32, got [..] float64"
+  std::vector<std::string> mismatched;       ///< "key: expected [..] float32, got [..] int64"
+  std::vector<std::string> converted;        ///< "key: float64 -> float32" (loaded, cast to the module's dtype)
+  std::vector<std::string> filled;           ///< "key = 0 (...)": absent num_batches_tracked set to 0
+  /// How the dict's keys differ from the module's in structure (describe_key_structure in
+  /// layers/state_dict_keys.h), "" when they do not or nothing is missing.
+  std::string structure;
   bool ok() const { return missing_keys.empty() && unexpected_keys.empty() && mismatched.empty(); }
+  /// Multi-line human summary: "loaded N tensors", then one line per conversion, fill,
+  /// missing, unexpected and mismatched key (empty categories omitted).
+  std::string report() const;
+  std::size_t loaded = 0;  ///< tensors written into the module
 };
 
 class Module {
@@ -67,10 +77,16 @@ class Module {
   /// "0.weight", "0.bias", "1.weight", "1.bias", "1.running_mean", "1.running_var",
   /// "1.num_batches_tracked", ... The tensors are the live ones (not copies).
   StateDict state_dict() const;
-  /// Copies values from `dict` into the module's tensors. Atomic: every key, shape and
-  /// dtype is checked before anything is written. strict: throws std::invalid_argument
-  /// listing every missing key, unexpected key and shape/dtype mismatch, and changes
-  /// nothing. Non-strict: applies the matching entries and returns the rest.
+  /// Copies values from `dict` into the module's tensors, like PyTorch's load_state_dict.
+  /// Atomic: every key, shape and dtype is checked before anything is written; a failed load
+  /// changes nothing. Floating data of another floating dtype (float64 into a float32
+  /// module) is cast to the module's dtype and listed in LoadResult::converted; floating <->
+  /// int64 is a mismatch. A BatchNorm's num_batches_tracked that is absent while its
+  /// running_mean and running_var are present (checkpoints before PyTorch 0.4.1) is set to 0
+  /// as PyTorch does, and listed in LoadResult::filled. strict: throws std::invalid_argument
+  /// listing every missing key, unexpected key and shape/kind mismatch (with
+  /// LoadResult::structure's summary when the key layouts differ, the lists then cut to 8
+  /// names each). Non-strict: applies the matching entries and returns the rest.
   LoadResult load_state_dict(const StateDict& dict, bool strict = true);
 
   /// Converts every parameter and floating buffer to `dtype` in place (int64 buffers
