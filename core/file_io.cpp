@@ -212,16 +212,23 @@ void remove_stale_temps(const fs::path& target) {
 }
 
 // Creates an exclusive temp file next to `target`; returns its fd and fills `tmp`.
-// `what` starts the error message ("cannot save 'x'").
-int make_temp(const std::string& what, const fs::path& target, std::string& tmp) {
+// `what` starts the error message ("cannot save 'x'"). With `slot`, the name is put in the
+// signal registry before the file exists (a signal can never see the file unregistered);
+// *slot is then the registry slot, released by the caller.
+int make_temp(const std::string& what, const fs::path& target, std::string& tmp, int* slot = nullptr) {
   const fs::path dir = folder_of(target);
   int fd = -1;
   int err = 0;
   for (int attempt = 0; attempt < 100 && fd < 0; ++attempt) {
     const std::string name = temp_prefix(target) + std::to_string(::getpid()) + "-" + std::to_string(g_counter++);
     tmp = (dir / name).string();
+    if (slot) *slot = register_temp(tmp);
     fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, 0666);
     err = errno;
+    if (fd < 0 && slot) {
+      unregister_temp(*slot);
+      *slot = -1;
+    }
     if (fd < 0 && err != EEXIST) break;
   }
   if (fd < 0) {
@@ -295,12 +302,12 @@ void atomic_write_file(const std::string& path, const std::uint8_t* bytes, std::
                              "): " + errno_text(errno));
   remove_stale_temps(target);
   std::string tmp;
-  const int fd = make_temp("cannot save '" + path + "'", target, tmp);
   // Removed by a SIGINT / SIGTERM / SIGHUP that ends the process during the save.
   struct SlotGuard {
-    int slot;
+    int slot = -1;
     ~SlotGuard() { unregister_temp(slot); }
-  } slot_guard{register_temp(tmp)};
+  } slot_guard;
+  const int fd = make_temp("cannot save '" + path + "'", target, tmp, &slot_guard.slot);
 
   std::size_t written = 0;
   auto abort_with = [&](const std::string& what, int err) {

@@ -37,6 +37,12 @@ struct TempDir {
   }
 };
 
+std::string names(const std::vector<std::string>& v) {
+  std::string out;
+  for (const auto& n : v) out += n + " ";
+  return out;
+}
+
 std::vector<std::string> temp_files(const fs::path& dir) {
   std::vector<std::string> out;
   for (const auto& e : fs::directory_iterator(dir))
@@ -91,6 +97,7 @@ TEST_CASE("a SIGTERM, SIGINT or SIGHUP during a save removes the temp file; the 
     ::_exit(0);  // not reached when the signal ends the process
   }
   require_killed_by(pid, sig);
+  INFO("left: " << names(temp_files(dir.path)));
   CHECK(temp_files(dir.path).empty());
   CHECK(slurp(target) == "old checkpoint");
 }

@@ -66,14 +66,14 @@ TEST_CASE("load_state_dict refuses impossible buffers and non-finite parameters,
   const auto w_before = m->state_dict().at("0.weight").to_vector();
 
   CHECK_THAT(thrown<std::invalid_argument>(
-                 [&] { m->load_state_dict(with(*m, "1.running_var", Tensor::from_vector({1, 2, -0.5, 1}, {4}))); }),
+                 [&] { m->load_state_dict(with(*m, "1.running_var", Tensor::from_vector({1, 2, -0.5, 1}, {4}, Dtype::Float32))); }),
              Contains("1.running_var") && Contains(">= 0") && Contains("-0.5") && Contains("index 2") &&
                  Contains("nothing was loaded"));
   CHECK_THAT(thrown<std::invalid_argument>(
                  [&] { m->load_state_dict(with(*m, "1.num_batches_tracked", Tensor::from_int64({-3}, {}))); }),
              Contains("1.num_batches_tracked") && Contains(">= 0") && Contains("-3"));
   CHECK_THAT(thrown<std::invalid_argument>(
-                 [&] { m->load_state_dict(with(*m, "1.running_mean", Tensor::from_vector({0, kInf, 0, 0}, {4}))); }),
+                 [&] { m->load_state_dict(with(*m, "1.running_mean", Tensor::from_vector({0, kInf, 0, 0}, {4}, Dtype::Float32))); }),
              Contains("1.running_mean") && Contains("finite") && Contains("inf"));
   Tensor bad_w = m->state_dict().at("0.weight").clone();
   bad_w.data<float>()[5] = static_cast<float>(kNaN);
@@ -81,12 +81,12 @@ TEST_CASE("load_state_dict refuses impossible buffers and non-finite parameters,
              Contains("0.weight") && Contains("finite") && Contains("nan") && Contains("index 5"));
   // non-strict loads are checked too
   CHECK_THAT(thrown<std::invalid_argument>([&] {
-               m->load_state_dict(with(*m, "1.running_var", Tensor::from_vector({-1, 1, 1, 1}, {4})), false);
+               m->load_state_dict(with(*m, "1.running_var", Tensor::from_vector({-1, 1, 1, 1}, {4}, Dtype::Float32)), false);
              }),
              Contains("1.running_var"));
   // every bad tensor is named at once
   {
-    auto d = with(*m, "1.running_var", Tensor::from_vector({-1, 1, 1, 1}, {4}));
+    auto d = with(*m, "1.running_var", Tensor::from_vector({-1, 1, 1, 1}, {4}, Dtype::Float32));
     d.insert("0.weight", bad_w);
     const std::string msg = thrown<std::invalid_argument>([&] { m->load_state_dict(d); });
     CHECK_THAT(msg, Contains("1.running_var") && Contains("0.weight"));
@@ -96,7 +96,7 @@ TEST_CASE("load_state_dict refuses impossible buffers and non-finite parameters,
   CHECK(m->state_dict().at("0.weight").to_vector() == w_before);
 
   // the opt-out, for studying broken checkpoints
-  m->load_state_dict(with(*m, "1.running_var", Tensor::from_vector({1, 2, -0.5, 1}, {4})),
+  m->load_state_dict(with(*m, "1.running_var", Tensor::from_vector({1, 2, -0.5, 1}, {4}, Dtype::Float32)),
                      layers::LoadOptions{.strict = true, .check_values = false});
   CHECK(m->state_dict().at("1.running_var").to_vector() == std::vector<double>{1, 2, -0.5, 1});
 }
