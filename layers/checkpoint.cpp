@@ -28,11 +28,15 @@ StateDict load_state_dict_file(const std::string& path) {
 }
 
 LoadResult load(Module& module, const std::string& path, bool strict) {
+  return load(module, path, LoadOptions{strict, true});
+}
+
+LoadResult load(Module& module, const std::string& path, const LoadOptions& options) {
   SafetensorsContent c = load_safetensors(path);
   StateDict d;
   for (auto& [k, t] : c.tensors) d.insert(k, t);
   try {
-    return module.load_state_dict(d, strict);
+    return module.load_state_dict(d, options);
   } catch (const std::invalid_argument& e) {
     std::string msg = "loading '" + path + "': " + e.what();
     auto it = c.metadata.find("content");

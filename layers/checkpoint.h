@@ -30,7 +30,11 @@ void save(const Module& module, const std::string& path, bool include_buffers = 
 /// what matches and returns the rest. A corrupt or unreadable file throws
 /// std::runtime_error naming the path, the problem and its byte offset. PyTorch's .pt files
 /// load through io::load (io/torch_load.h).
+/// Impossible values (a NaN weight, a negative running_var or num_batches_tracked) throw
+/// std::invalid_argument naming the path and the tensors, unless options.check_values is
+/// false (see LoadOptions).
 LoadResult load(Module& module, const std::string& path, bool strict = true);
+LoadResult load(Module& module, const std::string& path, const LoadOptions& options);
 
 /// The file's tensors as a StateDict (file order), without a module.
 StateDict load_state_dict_file(const std::string& path);

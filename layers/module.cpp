@@ -1,13 +1,60 @@
 #include <tapegrad/layers/module.h>
 
 #include <algorithm>
+#include <cmath>
+#include <cstdio>
 #include <stdexcept>
+#include <typeinfo>
+#include <unordered_map>
 
 #include <tapegrad/core/autograd.h>
 #include <tapegrad/layers/hooks.h>
 #include <tapegrad/layers/state_dict_keys.h>
 
 namespace tapegrad::layers {
+
+namespace {
+thread_local int t_container_depth = 0;
+
+// Throws `msg` as an exception of e's exact standard type; returns false for other types.
+bool throw_same_type(const std::exception& e, const std::string& msg) {
+  const std::type_info& t = typeid(e);
+  if (t == typeid(std::invalid_argument)) throw std::invalid_argument(msg);
+  if (t == typeid(std::out_of_range)) throw std::out_of_range(msg);
+  if (t == typeid(std::length_error)) throw std::length_error(msg);
+  if (t == typeid(std::domain_error)) throw std::domain_error(msg);
+  if (t == typeid(std::logic_error)) throw std::logic_error(msg);
+  if (t == typeid(std::range_error)) throw std::range_error(msg);
+  if (t == typeid(std::overflow_error)) throw std::overflow_error(msg);
+  if (t == typeid(std::underflow_error)) throw std::underflow_error(msg);
+  if (t == typeid(std::runtime_error)) throw std::runtime_error(msg);
+  return false;
+}
+constexpr const char* kInModule = "in module '";
+}  // namespace
+
+Tensor call_child(Module& child, const std::string& name, const Tensor& input) {
+  try {
+    return child(input);
+  } catch (const std::exception& e) {
+    const std::string what = e.what();
+    const std::string tag = kInModule;
+    const std::string msg = what.rfind(tag, 0) == 0 ? tag + name + "." + what.substr(tag.size())
+                                                    : tag + name + "' (" + child.type_name() + "): " + what;
+    if (!throw_same_type(e, msg)) throw;
+  }
+  throw std::logic_error("call_child: unreachable");
+}
+
+ContainerForwardScope::ContainerForwardScope() : outermost_(t_container_depth == 0) { ++t_container_depth; }
+ContainerForwardScope::~ContainerForwardScope() { --t_container_depth; }
+
+void ContainerForwardScope::rethrow(const std::exception& e, const Tensor& input) const {
+  const std::string what = e.what();
+  if (outermost_ && input.defined() && what.rfind(kInModule, 0) == 0)
+    throw_same_type(e, what + " (model input: " + shape_str(input.shape()) + ")");
+  throw;
+}
 
 Tensor Module::operator()(const Tensor& input) {
   Tensor out;
@@ -146,10 +193,43 @@ std::string LoadResult::report() const {
   return out;
 }
 
+namespace {
+std::string value_text(double v) {
+  char buf[40];
+  std::snprintf(buf, sizeof buf, "%.9g", v);
+  return buf;
+}
+
+template <class T>
+std::string first_non_finite(const T* p, std::int64_t n) {
+  for (std::int64_t i = 0; i < n; ++i)
+    if (!std::isfinite(p[i]))
+      return "expected finite values, got " + value_text(static_cast<double>(p[i])) + " at index " + std::to_string(i);
+  return "";
+}
+}  // namespace
+
+std::string Module::check_state_value(const std::string&, const Tensor& value) const {
+  if (!value.defined()) return "";
+  const Tensor& c = value;
+  if (c.dtype() == Dtype::Float32) return first_non_finite(c.data<float>(), c.numel());
+  if (c.dtype() == Dtype::Float64) return first_non_finite(c.data<double>(), c.numel());
+  return "";
+}
+
 LoadResult Module::load_state_dict(const StateDict& dict, bool strict) {
+  return load_state_dict(dict, LoadOptions{strict, true});
+}
+
+LoadResult Module::load_state_dict(const StateDict& dict, const LoadOptions& options) {
+  const bool strict = options.strict;
   LoadResult res;
   StateDict own = state_dict();
-  std::vector<std::pair<Tensor, Tensor>> writes;  // (destination, source)
+  struct Write {
+    std::string key;
+    Tensor dst, src;
+  };
+  std::vector<Write> writes;
   for (auto& [key, dst] : own) {
     const Tensor* src = dict.find(key);
     if (!src) {
@@ -180,7 +260,7 @@ LoadResult Module::load_state_dict(const StateDict& dict, bool strict) {
       }
       res.converted.push_back(key + ": " + dtype_name(src->dtype()) + " -> " + dtype_name(dst.dtype()));
     }
-    writes.emplace_back(dst, *src);
+    writes.push_back({key, dst, *src});
   }
   for (auto& [key, t] : dict)
     if (!own.contains(key)) res.unexpected_keys.push_back(key);
@@ -196,8 +276,29 @@ LoadResult Module::load_state_dict(const StateDict& dict, bool strict) {
     if (!res.mismatched.empty()) msg += " Mismatched: " + join(res.mismatched) + ".";
     throw std::invalid_argument(msg);
   }
+  if (options.check_values) {
+    // Who owns each key: the module whose check_state_value judges it.
+    std::unordered_map<std::string, std::pair<const Module*, std::string>> owner;
+    for (auto& [path, m] : named_modules()) {
+      const std::string prefix = path.empty() ? "" : path + ".";
+      for (auto& [n, t] : m->params_) owner.emplace(prefix + n, std::make_pair(m, n));
+      for (auto& [n, t] : m->buffers_) owner.emplace(prefix + n, std::make_pair(m, n));
+    }
+    std::vector<std::string> bad;
+    for (auto& w : writes) {
+      const auto it = owner.find(w.key);
+      if (it == owner.end()) continue;
+      const std::string why = it->second.first->check_state_value(it->second.second, w.src);
+      const std::string& key = w.key;
+      if (!why.empty()) bad.push_back(key + ": " + why);
+    }
+    if (!bad.empty())
+      throw std::invalid_argument("load_state_dict: nothing was loaded. Impossible values: " + join(bad) +
+                                  ". (LoadOptions::check_values = false loads them anyway, e.g. to study a broken "
+                                  "checkpoint)");
+  }
   NoGradGuard ng;
-  for (auto& [dst, src] : writes) Tensor(dst).copy_(src);
+  for (auto& w : writes) Tensor(w.dst).copy_(w.src);
   res.loaded = writes.size();
   return res;
 }

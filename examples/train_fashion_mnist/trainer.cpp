@@ -116,6 +116,14 @@ void check_config(const Config& c) {
     throw std::invalid_argument("--schedule: expected none or cosine, got '" + c.schedule + "'");
   if (c.hidden.empty()) throw std::invalid_argument("--hidden: expected at least one hidden width");
   if (c.limit < 0) throw std::invalid_argument("--limit: expected >= 0, got " + std::to_string(c.limit));
+  if (c.val_size < 0 && c.limit > 0 && c.limit < 10)  // a tenth is held out for validation
+    throw std::invalid_argument("--limit " + std::to_string(c.limit) +
+                                ": a tenth of the images is held out for validation, which leaves none; the best "
+                                "epoch could not be chosen. Use --limit 0 (all) or >= 10");
+  if (c.val_size == 0)
+    throw std::invalid_argument("val_size 0: the best epoch is chosen on the validation split, which would be empty");
+  if (c.stop_after && *c.stop_after < 1)
+    throw std::invalid_argument("--stop-after: expected >= 1 epoch, got " + std::to_string(*c.stop_after));
   if (c.threads < 0) throw std::invalid_argument("--threads: expected >= 0, got " + std::to_string(c.threads));
 }
 
@@ -268,6 +276,10 @@ Result train(const Config& cfg) {
   const data::Dataset full = data::load_fashion_mnist(cfg.data_dir, true, cfg.limit);
   const data::Dataset test_raw = data::load_fashion_mnist(cfg.data_dir, false);
   const std::int64_t val_size = cfg.val_size >= 0 ? cfg.val_size : (cfg.limit > 0 ? full.size() / 10 : 5000);
+  if (val_size < 1)  // e.g. --limit 50 on a folder holding 5 images
+    throw std::invalid_argument("the validation split would be empty (" + std::to_string(full.size()) +
+                                " training images in " + cfg.data_dir +
+                                ", a tenth held out); the best epoch could not be chosen");
   // One generator draws the split, each epoch's shuffle and the dropout masks, in that
   // order; its state goes into every checkpoint, so a resumed run draws what the
   // uninterrupted run would have. The weights come from a second one, used once.

@@ -109,7 +109,7 @@ TEST_CASE("ModeAudit: BatchNorm forward in train mode under no-grad fires, eval-
   Generator g(4);
   Tensor x = randn({8, 4}, Dtype::Float32, g);
   ModeAudit audit(*net, quiet());
-  (*net)(x);  // training forward with gradients: fine
+  sum((*net)(x)).backward();  // training forward with gradients, reaching backward(): fine
   {
     NoGradGuard ng;
     net->eval();
