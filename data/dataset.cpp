@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstring>
+#include <limits>
 #include <stdexcept>
 
 namespace tapegrad::data {
@@ -97,6 +98,9 @@ std::int64_t Dataset::num_classes() const {
   std::int64_t mx = -1;
   const std::int64_t* ys = y.defined() ? y.data<std::int64_t>() : nullptr;
   for (std::int64_t i = 0; i < size(); ++i) mx = std::max(mx, ys[i]);
+  if (mx == std::numeric_limits<std::int64_t>::max())
+    throw std::overflow_error("Dataset::num_classes: the largest label is " + std::to_string(mx) +
+                              ", its count does not fit int64");
   return std::max(mx + 1, static_cast<std::int64_t>(class_names.size()));
 }
 
