@@ -19,14 +19,6 @@ std::string g17(double v) {
   return buf;
 }
 
-std::vector<double> f64_values(const Tensor* t, const std::string& path, const std::string& key) {
-  if (!t) return {};
-  if (t->dtype() != Dtype::Float64 || t->dim() != 1 || t->numel() < 1)
-    throw std::invalid_argument("'" + path + "': '" + key + "' must be a float64 vector, got " + shape_str(t->shape()) +
-                                " " + dtype_name(t->dtype()));
-  return t->to_vector();
-}
-
 std::string join_dims(const std::vector<std::int64_t>& v) {
   std::string out;
   for (std::size_t i = 0; i < v.size(); ++i) out += (i ? "," : "") + std::to_string(v[i]);
@@ -94,9 +86,7 @@ void check_architecture_against_tensors(const std::string& path, const Config& a
 
 optim::CheckpointExtras checkpoint_extras(const Config& c, const data::Standardizer& s) {
   optim::CheckpointExtras x;
-  const auto n = static_cast<std::int64_t>(s.mean().size());
-  x.tensors.emplace_back("preprocess.mean", Tensor::from_vector(s.mean(), {n}, Dtype::Float64));
-  x.tensors.emplace_back("preprocess.std", Tensor::from_vector(s.stddev(), {n}, Dtype::Float64));
+  for (auto& [k, t] : s.state_dict()) x.tensors.emplace_back("preprocess." + k, t);
   auto join = [](const std::vector<std::int64_t>& v) {
     std::string out;
     for (auto h : v) {
@@ -121,11 +111,16 @@ optim::CheckpointExtras checkpoint_extras(const Config& c, const data::Standardi
 CheckpointInfo read_checkpoint_info(const std::string& path) {
   const SafetensorsContent c = load_safetensors(path);
   CheckpointInfo info;
-  const auto mean = f64_values(c.find("preprocess.mean"), path, "preprocess.mean");
-  const auto std = f64_values(c.find("preprocess.std"), path, "preprocess.std");
-  if (!mean.empty() || !std.empty()) {
+  // "preprocess.*" is the Standardizer's state_dict; files written before it carried
+  // "feature_shape" hold the 784 pixels of (N, 784) rows.
+  std::vector<std::pair<std::string, Tensor>> pre;
+  for (const auto& [k, t] : c.tensors)
+    if (k.rfind("preprocess.", 0) == 0) pre.emplace_back(k.substr(11), t);
+  if (!pre.empty()) {
+    if (!c.find("preprocess.feature_shape"))
+      pre.emplace_back("feature_shape", Tensor::from_int64({data::kFashionMnistPixels}, {1}));
     try {
-      info.standardizer = data::Standardizer::from_stats(data::kFashionMnistPixels, mean, std);
+      info.standardizer = data::Standardizer::from_state_dict(pre);
     } catch (const std::invalid_argument& e) {
       throw std::invalid_argument("'" + path + "': preprocessing: " + e.what());
     }

@@ -101,7 +101,7 @@ StudyData load_data(const std::string& dir, std::int64_t train_size, std::int64_
   perm.resize(static_cast<std::size_t>(train_size));
   std::sort(perm.begin(), perm.end());
   data::Dataset train = full.take(perm);
-  const auto st = data::Standardizer::fit(train.X);
+  const auto st = data::Standardizer::fit(train.X, data::Standardizer::Scope::Global);
   return {st.transform(train), st.transform(test)};
 }
 
