@@ -13,6 +13,10 @@ void require(bool ok, const std::string& what, const std::string& got) {
 }
 }  // namespace
 
+Conv2d::Conv2d(const Conv2dOptions& o, Generator& gen)
+    : Conv2d(o.in_channels(), o.out_channels(), o.kernel_size(), o.stride(), o.padding(), o.dilation(), o.groups(),
+             o.bias(), o.dtype(), gen) {}
+
 Conv2d::Conv2d(std::int64_t in, std::int64_t out, Size2 k, Size2 s, Size2 p, Size2 d, std::int64_t g, bool with_bias,
                Dtype dtype, Generator& gen)
     : in_channels(in), out_channels(out), kernel_size(k), stride(s), padding(p), dilation(d), groups(g) {

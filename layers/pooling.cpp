@@ -16,6 +16,9 @@ void check_window(const char* op, Size2 k, Size2 s, Size2 p, Size2 d) {
 }
 }  // namespace
 
+MaxPool2d::MaxPool2d(const MaxPool2dOptions& o)
+    : MaxPool2d(o.kernel_size(), o.stride(), o.padding(), o.dilation(), o.ceil_mode()) {}
+
 MaxPool2d::MaxPool2d(Size2 k, std::optional<Size2> s, Size2 p, Size2 d, bool ceil)
     : kernel_size(k), stride(s.value_or(k)), padding(p), dilation(d), ceil_mode(ceil) {
   check_window("MaxPool2d", kernel_size, stride, padding, dilation);
@@ -29,6 +32,9 @@ std::string MaxPool2d::extra_repr() const {
   return "kernel_size=" + kernel_size.str() + ", stride=" + stride.str() + ", padding=" + padding.str() +
          ", dilation=" + dilation.str() + ", ceil_mode=" + (ceil_mode ? "True" : "False");
 }
+
+AvgPool2d::AvgPool2d(const AvgPool2dOptions& o)
+    : AvgPool2d(o.kernel_size(), o.stride(), o.padding(), o.ceil_mode(), o.count_include_pad()) {}
 
 AvgPool2d::AvgPool2d(Size2 k, std::optional<Size2> s, Size2 p, bool ceil, bool include_pad)
     : kernel_size(k), stride(s.value_or(k)), padding(p), ceil_mode(ceil), count_include_pad(include_pad) {
