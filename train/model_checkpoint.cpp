@@ -96,21 +96,20 @@ LoadedCheckpoint load_model(const std::string& path, layers::Module& model, bool
 
 optim::CheckpointExtras standardizer_extras(const data::Standardizer& s, const std::string& prefix) {
   optim::CheckpointExtras x;
-  const auto n = static_cast<std::int64_t>(s.mean().size());
-  x.tensors.emplace_back(prefix + "mean", Tensor::from_vector(s.mean(), {n}, Dtype::Float64));
-  x.tensors.emplace_back(prefix + "std", Tensor::from_vector(s.stddev(), {n}, Dtype::Float64));
+  for (auto& [k, t] : s.state_dict()) x.tensors.emplace_back(prefix + k, t);
   x.metadata[prefix + "recipe"] = "input = (x - " + prefix + "mean) / " + prefix + "std";
   return x;
 }
 
-data::Standardizer read_standardizer(const LoadedCheckpoint& c, std::int64_t features, const std::string& prefix) {
-  const Tensor* mean = c.find(prefix + "mean");
-  const Tensor* std = c.find(prefix + "std");
-  if (!mean || !std)
+data::Standardizer read_standardizer(const LoadedCheckpoint& c, const std::string& prefix) {
+  std::vector<std::pair<std::string, Tensor>> state;
+  for (const auto& [k, t] : c.tensors)
+    if (k.rfind(prefix, 0) == 0) state.emplace_back(k.substr(prefix.size()), t);
+  if (state.empty())
     throw std::invalid_argument("read_standardizer: the checkpoint holds no " + prefix + "mean / " + prefix +
                                 "std tensors (no input preprocessing was saved)");
   try {
-    return data::Standardizer::from_stats(features, mean->to_vector(), std->to_vector());
+    return data::Standardizer::from_state_dict(state);
   } catch (const std::invalid_argument& e) {
     throw std::invalid_argument("read_standardizer: " + std::string(e.what()));
   }

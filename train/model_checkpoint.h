@@ -73,15 +73,14 @@ struct LoadedCheckpoint {
 /// changes) and returns the rest. std::runtime_error for an unreadable or corrupt file.
 LoadedCheckpoint load_model(const std::string& path, layers::Module& model, bool strict = true);
 
-/// The input preprocessing as checkpoint extras: tensors "<prefix>mean" and "<prefix>std"
-/// (float64, one value or one per feature) and metadata "<prefix>recipe" =
-/// "input = (x - mean) / std".
+/// The input preprocessing as checkpoint extras: the Standardizer's state_dict() under
+/// `prefix` ("preprocess.mean", "preprocess.std" float64, "preprocess.feature_shape" int64)
+/// and metadata "<prefix>recipe" = "input = (x - mean) / std".
 optim::CheckpointExtras standardizer_extras(const data::Standardizer& standardizer,
                                             const std::string& prefix = "preprocess.");
-/// The Standardizer stored by standardizer_extras, for inputs of `features` columns. Throws
-/// std::invalid_argument when the checkpoint lacks it or its sizes do not fit `features`.
-data::Standardizer read_standardizer(const LoadedCheckpoint& checkpoint, std::int64_t features,
-                                     const std::string& prefix = "preprocess.");
+/// The Standardizer stored by standardizer_extras (Standardizer::from_state_dict). Throws
+/// std::invalid_argument when the checkpoint lacks it, naming the missing or malformed key.
+data::Standardizer read_standardizer(const LoadedCheckpoint& checkpoint, const std::string& prefix = "preprocess.");
 
 /// `b` appended to `a` (tensors and metadata; a later metadata key wins).
 optim::CheckpointExtras merge_extras(optim::CheckpointExtras a, const optim::CheckpointExtras& b);

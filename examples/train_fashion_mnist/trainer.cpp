@@ -282,7 +282,7 @@ Result train(const Config& cfg) {
   Generator gen(cfg.seed);
   Generator init_gen(cfg.seed + 0x5EED);
   const data::TrainValSplit split = data::train_val_split(full, val_size, gen);
-  const data::Standardizer standardizer = data::Standardizer::fit(split.train.X);
+  const data::Standardizer standardizer = data::Standardizer::fit(split.train.X, data::Standardizer::Scope::Global);
   check_resume_preprocessing(cfg, resumed, standardizer);
   const optim::CheckpointExtras extras = checkpoint_extras(cfg, standardizer);
   const data::Dataset train_ds = standardizer.transform(split.train);

@@ -210,7 +210,7 @@ TEST_CASE("a checkpoint carries the preprocessing: a fresh model predicts a raw 
   const data::Dataset raw = train_test::blobs(200, 5);
   // Raw features shifted and scaled, so the standardisation matters.
   const data::Dataset shifted = data::Dataset::make(raw.X * 10.0 + 50.0, raw.y);
-  const data::Standardizer st = data::Standardizer::fit(shifted.X, /*per_feature=*/true);
+  const data::Standardizer st = data::Standardizer::fit(shifted.X);  // per feature
   auto model = train_test::mlp(init, &gen);
   optim::SGD opt(model->parameters(), optim::SGDOptions{0.1, 0.9});
   data::DataLoader loader(st.transform(shifted), {25, true, true}, gen);
@@ -230,7 +230,7 @@ TEST_CASE("a checkpoint carries the preprocessing: a fresh model predicts a raw 
   CHECK(c.metadata.at("run.model") == "mlp 8,16,3 batch");
   CHECK(c.metadata.at("preprocess.recipe") == "input = (x - preprocess.mean) / preprocess.std");
   CHECK(c.find("optimizer.state.0.momentum_buffer") == nullptr);  // only the extras
-  const data::Standardizer back = read_standardizer(c, 8);
+  const data::Standardizer back = read_standardizer(c);
   CHECK(back.mean() == st.mean());
   CHECK(back.stddev() == st.stddev());
   const Tensor row = shifted.slice(0, 1).X;
@@ -238,6 +238,9 @@ TEST_CASE("a checkpoint carries the preprocessing: a fresh model predicts a raw 
   const Tensor got = predict(*fresh, back.transform(row));
   CHECK(got.to_vector() == expected.to_vector());
   CHECK(accuracy(predict(*fresh, back.transform(shifted.X)), shifted.y) > 0.8);
-  CHECK_THROWS_WITH(read_standardizer(c, 8, "scaler."), Catch::Contains("no scaler.mean / scaler.std"));
-  CHECK_THROWS_WITH(read_standardizer(c, 5), Catch::Contains("read_standardizer"));
+  CHECK(back.per_feature());
+  CHECK_THROWS_WITH(read_standardizer(c, "scaler."), Catch::Contains("no scaler.mean / scaler.std"));
+  LoadedCheckpoint broken = c;  // statistics without their feature shape
+  std::erase_if(broken.tensors, [](const auto& kv) { return kv.first == "preprocess.feature_shape"; });
+  CHECK_THROWS_WITH(read_standardizer(broken), Catch::Contains("read_standardizer") && Catch::Contains("feature_shape"));
 }

@@ -31,7 +31,7 @@ int main() {
   Generator other(42);  // a fresh model: everything it knows comes from the checkpoint
   models::MLP fresh({4, 16, 3}, {.norm = models::Norm::Batch}, other);
   const train::LoadedCheckpoint ck = train::load_model(BEST_CHECKPOINT, fresh);
-  const data::Standardizer stored = train::read_standardizer(ck, 4);
+  const data::Standardizer stored = train::read_standardizer(ck);
   const train::Evaluation e = train::evaluate(fresh, stored.transform(val_raw));
   std::printf("best epoch %lld: validation accuracy %.3f\n%s", static_cast<long long>(ck.epoch), e.accuracy(),
               train::format_report(train::classification_report(e.confusion), iris.class_names).c_str());
