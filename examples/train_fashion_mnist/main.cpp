@@ -1,6 +1,6 @@
 // train_fashion_mnist: an MLP classifier for Fashion-MNIST, trained from C++.
 //   train_fashion_mnist --norm batch --optimizer adam --epochs 15
-// See trainer.h for the data pipeline and the model.
+// See trainer.h for the data pipeline and the model; the loop is the training room's fit().
 #include <CLI/CLI.hpp>
 #include <spdlog/spdlog.h>
 
@@ -11,9 +11,9 @@
 #include "checkpoint_io.h"
 #include "trainer.h"
 #include <tapegrad/core/wait_policy.h>
-#ifdef TAPEGRAD_FMNIST_MPI  // data-parallel over MPI: mpi_glue.h
+#include <tapegrad/train/data_parallel.h>
+#ifdef TAPEGRAD_FMNIST_MPI  // data-parallel over MPI: the training room's make_mpi_data_parallel
 #include <tapegrad/distributed/environment.h>
-#include "mpi_glue.h"
 #endif
 
 int main(int argc, char** argv) {
@@ -97,7 +97,7 @@ int main(int argc, char** argv) {
   rank = env->rank();
   world = env->world_size();
   if (world > 1) {
-    cfg.parallel = fmnist::make_mpi_data_parallel(sync_bn);
+    cfg.parallel = tapegrad::train::make_mpi_data_parallel(sync_bn);
     if (rank != 0) {
       spdlog::set_level(spdlog::level::warn);
       cfg.progress = false;
@@ -131,7 +131,7 @@ int main(int argc, char** argv) {
                    r.history.size());
 #ifdef TAPEGRAD_FMNIST_MPI
     if (cfg.parallel && rank == 0 && total > 0) {
-      const std::string comm = fmnist::communication_summary(*cfg.parallel);
+      const std::string comm = tapegrad::train::communication_summary(*cfg.parallel);
       spdlog::info("{} of {:.2f} s in train steps", comm, total);
     }
 #endif
