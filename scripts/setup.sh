@@ -10,6 +10,7 @@ packages=(
   libdnnl-dev  # oneDNN: float32 Conv2d primitives (optional in CMake; im2col + GEMM without it)
   libopenmpi-dev openmpi-bin  # distributed/: data-parallel training over MPI
   clang libclang-rt-14-dev libomp-dev llvm  # scripts/test.sh: libFuzzer build, sanitizer symbolizer
+  doxygen  # scripts/test.sh stage docs: the API reference (docs/Doxyfile)
   "$@"
 )
 missing=()
