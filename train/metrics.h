@@ -35,11 +35,22 @@ ConfusionMatrix confusion_matrix(const Tensor& prediction, const Tensor& target,
 /// precision 0, a class absent from the targets recall 0, and F1 = 0 when both are 0).
 /// Averages: macro (unweighted mean over classes) and weighted (by support).
 struct ClassificationReport {
+  ///@{
+  /// Per class (index = class): precision TP/(TP+FP), recall TP/(TP+FN), F1 their harmonic
+  /// mean; 0 where undefined (zero_division = 0).
   std::vector<double> precision, recall, f1;
+  ///@}
   std::vector<std::int64_t> support;  ///< true rows per class
+  /// Trace of the confusion matrix over its total.
   double accuracy = 0;
+  ///@{
+  /// Unweighted means over classes of precision, recall and f1.
   double macro_precision = 0, macro_recall = 0, macro_f1 = 0;
+  ///@}
+  ///@{
+  /// Means over classes weighted by support.
   double weighted_precision = 0, weighted_recall = 0, weighted_f1 = 0;
+  ///@}
 };
 /// Throws for a matrix that is not square or is empty, or a negative count.
 ClassificationReport classification_report(const ConfusionMatrix& confusion);
