@@ -18,17 +18,21 @@ std::string conv_norm_name(ConvNorm n);
 /// Inverse of conv_norm_name; throws std::invalid_argument naming the accepted values.
 ConvNorm parse_conv_norm(const std::string& s);
 
+/// Architecture of a CNN; the defaults are the Fashion-MNIST reference net.
 struct CNNOptions {
   std::int64_t in_channels = 1;               ///< image channels
-  std::int64_t height = 28, width = 28;       ///< image size (each block halves it, floor)
+  ///@{
+  /// Input image size H, W (each block halves it, floor).
+  std::int64_t height = 28, width = 28;
+  ///@}
   std::vector<std::int64_t> channels{32, 64};  ///< output channels of each conv block
   std::int64_t hidden = 128;                  ///< width of the hidden Linear of the head (0: none)
-  std::int64_t num_classes = 10;
-  ConvNorm norm = ConvNorm::Batch;
+  std::int64_t num_classes = 10;              ///< output logits per sample
+  ConvNorm norm = ConvNorm::Batch;            ///< normalisation of the blocks (and the head)
   std::int64_t groups = 8;                    ///< GroupNorm groups (must divide every width)
   std::optional<double> bn_momentum = 0.1;    ///< PyTorch convention
   double eps = 1e-5;                          ///< eps of every norm layer
-  Dtype dtype = Dtype::Float32;
+  Dtype dtype = Dtype::Float32;               ///< dtype of every parameter and buffer
 };
 
 /// For each c in channels: Conv2d(prev, c, 3, padding 1) -> norm -> ReLU -> MaxPool2d(2).
@@ -42,6 +46,7 @@ struct CNNOptions {
 /// widths, or groups not dividing a width.
 class CNN : public layers::Sequential {
  public:
+  /// Builds the network described above from `options`, drawing weights from `gen`.
   explicit CNN(CNNOptions options = {}, Generator& gen = default_generator());
   std::string type_name() const override { return "CNN"; }
 };
