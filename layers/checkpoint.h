@@ -77,7 +77,7 @@ LoadResult load(Module& module, const std::string& path, const LoadOptions& opti
 
 /// What load_checkpoint returns: the load_state_dict result and the file's extras.
 struct LoadedCheckpoint {
-  LoadResult result;
+  LoadResult result;        ///< what loading into the module did
   CheckpointExtras extras;  ///< extra tensors (names without "extra/") and user metadata
 };
 
