@@ -140,6 +140,7 @@ class Node {
 
 /// Whether ops record on the tape (thread-local; on by default).
 bool grad_mode_enabled();
+/// Turns recording on or off for this thread (NoGradGuard and EnableGradGuard restore it).
 void set_grad_mode(bool enabled);
 
 /// RAII: disables recording in its scope (like torch::NoGradGuard).
@@ -168,6 +169,7 @@ class EnableGradGuard {
 /// was recorded, and a backward that produces NaN or Inf throws naming that op and
 /// site. Thread-local; off by default (it costs a check per gradient).
 bool anomaly_mode_enabled();
+/// Turns anomaly mode on or off for this thread (AnomalyModeGuard restores it).
 void set_anomaly_mode(bool enabled);
 /// RAII: sets anomaly mode in its scope (default on) and restores the previous setting.
 class AnomalyModeGuard {
@@ -201,6 +203,7 @@ enum Saves : unsigned { kSavesNothing = 0, kSavesInputs = 1, kSavesOutput = 2 };
 
 /// True when an op on these inputs must record a node.
 bool needs_grad(std::initializer_list<const Tensor*> inputs);
+/// The same for a vector of inputs (undefined ones are skipped).
 bool needs_grad(const std::vector<Tensor>& inputs);
 
 namespace detail {
@@ -230,6 +233,7 @@ void record(const char* name, Tensor& out, std::initializer_list<Tensor> inputs,
                  std::allocate_shared<detail::FnNode<std::decay_t<F>>>(PoolAllocator<detail::FnNode<std::decay_t<F>>>(),
                                                                           std::decay_t<F>(std::forward<F>(backward))), saves);
 }
+/// record() for a vector of inputs (ops over many tensors, e.g. cat).
 template <class F>
 void record(const char* name, Tensor& out, const std::vector<Tensor>& inputs, F&& backward,
             unsigned saves = kSavesInputs) {

@@ -40,6 +40,7 @@ struct AllocatorStats {
   std::size_t peak_bytes_in_use = 0;  ///< highest bytes_in_use so far
   std::size_t system_allocations = 0;  ///< calls that reached the system allocator
 };
+/// The block cache's current statistics.
 AllocatorStats allocator_stats();
 /// Returns every cached block to the system.
 void allocator_release_cached();

@@ -47,6 +47,7 @@ class Environment {
 
 /// Rank and world size of the current job (0 and 1 when no Environment uses MPI).
 int rank();
+/// Number of processes of the current job (1 without MPI).
 int world_size();
 /// True when an Environment with MPI is alive (collectives talk to other ranks).
 bool is_initialized();

@@ -71,6 +71,7 @@ void remove_hook(std::uint64_t id);
 
 /// Invoked by Module::operator().
 void run_forward_hooks(Module& module, const Tensor& input, const Tensor& output);
+/// Whether any forward hook is registered (Module::operator() skips the call otherwise).
 bool any_forward_hooks();
 
 }  // namespace hooks

@@ -168,6 +168,7 @@ class Module {
   std::vector<std::pair<std::string, std::shared_ptr<Module>>> children_;
 };
 
+/// How modules are held and shared (containers, models, DistributedDataParallel).
 using ModulePtr = std::shared_ptr<Module>;
 
 /// How containers call a child: `child(input)`, and an exception from inside names where

@@ -50,6 +50,7 @@ struct EpochLogs {
 /// The history as a JSON array of {"epoch": n, "<key>": value, ...} objects (doubles written
 /// round-trip exact), and back. history_from_json throws std::invalid_argument for malformed text.
 std::string history_to_json(const std::vector<EpochLogs>& history);
+/// Parses history_to_json()'s text back.
 std::vector<EpochLogs> history_from_json(const std::string& json);
 
 class Callback;
@@ -116,6 +117,7 @@ class Callback {
   virtual void load_state_dict(const std::map<std::string, std::string>&) {}
 };
 
+/// How fit() takes callbacks.
 using CallbackPtr = std::shared_ptr<Callback>;
 
 /// Whether a monitored value improved: mode "min" (lower is better) or "max".

@@ -53,6 +53,7 @@ bool improves(double value, double best, Mode mode, double min_delta = 0.0);
 /// A double as text that reads back to the same bits ("%.17g"; "nan", "inf", "-inf"), and back.
 /// parse_double throws std::invalid_argument naming `what` and the text.
 std::string format_double(double v);
+/// Reads format_double()'s text back.
 double parse_double(const std::string& text, const std::string& what);
 
 }  // namespace tapegrad::train

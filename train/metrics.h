@@ -28,6 +28,7 @@ double top_k_accuracy(const Tensor& scores, const Tensor& target, std::int64_t k
 /// columns predicted), classes × classes. classes = 0: max(label, prediction) + 1.
 /// Throws for a label or prediction outside [0, classes).
 using ConfusionMatrix = std::vector<std::vector<std::int64_t>>;
+/// The confusion matrix of `prediction` (as predicted_classes) against `target` (N) int64.
 ConfusionMatrix confusion_matrix(const Tensor& prediction, const Tensor& target, std::int64_t classes = 0);
 
 /// Per-class precision, recall and F1 from a confusion matrix (sklearn's
@@ -65,6 +66,7 @@ std::string format_confusion(const ConfusionMatrix& confusion, const std::vector
 /// float dtype (compared in double). With k outputs: the uniform average over outputs
 /// (sklearn's multioutput = "uniform_average").
 double mean_squared_error(const Tensor& prediction, const Tensor& target);
+/// Mean of |prediction - target| (sklearn's mean_absolute_error).
 double mean_absolute_error(const Tensor& prediction, const Tensor& target);
 /// R² = 1 - Σ(y - ŷ)² / Σ(y - ȳ)² per output; for a constant target column (Σ(y - ȳ)² = 0)
 /// 1 when the prediction is exact and 0 otherwise (sklearn's force_finite). Throws for N < 2.

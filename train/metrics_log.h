@@ -42,6 +42,7 @@ class MetricsLog : public Callback {
 
 /// The history as CSV text, and as JSON lines (see above).
 std::string history_csv(const std::vector<EpochLogs>& history);
+/// One JSON object per epoch and line.
 std::string history_json_lines(const std::vector<EpochLogs>& history);
 
 }  // namespace tapegrad::train
