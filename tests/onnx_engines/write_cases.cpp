@@ -6,10 +6,12 @@
 #include <cstdio>
 #include <fstream>
 #include <iostream>
+#include <map>
 #include <memory>
 
 #include <nlohmann/json.hpp>
 #include <tapegrad/tapegrad.h>
+#include <tapegrad/io/onnx_convert.h>
 #include <tapegrad/io/onnx_export.h>
 #include <tapegrad/layers/fuse_batch_norm.h>
 
@@ -44,18 +46,20 @@ void write_raw(const std::string& path, const Tensor& t) {
   if (!out) throw std::runtime_error("cannot write " + path);
 }
 
-nlohmann::json write_case(const std::string& dir, const std::string& name, layers::Module& model, const Shape& sample,
-                          const std::vector<std::string>& engines, Generator& gen) {
-  io::save_onnx(model, sample, dir + "/" + name + ".onnx");
+// Inputs (randn, or uniform [0, 1) pixels when `pixels`) at batch 1 and 4 and `forward`'s
+// outputs for the model already written to <dir>/<name>.onnx.
+template <class F>
+nlohmann::json write_runs(const std::string& dir, const std::string& name, F&& forward, const Shape& sample,
+                          const std::vector<std::string>& engines, Generator& gen, bool pixels = false) {
   nlohmann::json c{{"name", name}, {"model", name + ".onnx"}, {"engines", engines}, {"runs", nlohmann::json::array()}};
   for (std::int64_t batch : {1, 4}) {
     Shape s{batch};
     s.insert(s.end(), sample.begin(), sample.end());
-    Tensor x = randn(s, Dtype::Float32, gen);
+    Tensor x = pixels ? uniform(s, 0.0, 1.0, Dtype::Float32, gen) : randn(s, Dtype::Float32, gen);
     Tensor y;
     {
       NoGradGuard ng;
-      y = model(x);
+      y = forward(x);
     }
     const std::string stem = name + "_b" + std::to_string(batch);
     write_raw(dir + "/" + stem + "_input.bin", x);
@@ -67,6 +71,39 @@ nlohmann::json write_case(const std::string& dir, const std::string& name, layer
                          {"output_shape", y.shape()}});
   }
   return c;
+}
+
+// A checkpoint as train_fashion_mnist writes it (model.* tensors, preprocess.mean/std,
+// fmnist.* metadata), converted by tapegrad_convert onnx's function; the reference output
+// standardises the pixels itself.
+nlohmann::json checkpoint_case(const std::string& dir, const std::string& name, layers::Module& model,
+                               const std::map<std::string, std::string>& meta, bool fuse, Generator& gen) {
+  const double mean = 0.2860, stddev = 0.3530;  // Fashion-MNIST's training-set pixel statistics
+  std::vector<std::pair<std::string, Tensor>> tensors;
+  for (const auto& [k, v] : model.state_dict()) tensors.emplace_back("model." + k, v);
+  tensors.emplace_back("preprocess.mean", Tensor::from_vector({mean}, {1}, Dtype::Float64));
+  tensors.emplace_back("preprocess.std", Tensor::from_vector({stddev}, {1}, Dtype::Float64));
+  std::map<std::string, std::string> metadata = meta;
+  metadata["preprocess"] = "x = pixels / 255; input = (x - preprocess.mean) / preprocess.std";
+  const std::string ckpt = dir + "/" + name + ".safetensors";
+  save_safetensors(ckpt, tensors, metadata);
+  io::OnnxConvertOptions o;
+  o.fuse_batch_norm = fuse;
+  std::cout << io::convert_checkpoint_to_onnx(ckpt, dir + "/" + name + ".onnx", o) << "\n";
+  auto forward = [&](const Tensor& x) {
+    Tensor z = x.to(Dtype::Float64);
+    NoGradGuard ng;
+    z.add_(Tensor::full(z.shape(), -mean, Dtype::Float64));
+    z.mul_(1.0 / stddev);
+    return model(z.to(Dtype::Float32));
+  };
+  return write_runs(dir, name, forward, {784}, {"onnx.checker", "onnxruntime", "opencv"}, gen, true);
+}
+
+nlohmann::json write_case(const std::string& dir, const std::string& name, layers::Module& model, const Shape& sample,
+                          const std::vector<std::string>& engines, Generator& gen) {
+  io::save_onnx(model, sample, dir + "/" + name + ".onnx");
+  return write_runs(dir, name, [&](const Tensor& x) { return model(x); }, sample, engines, gen);
 }
 
 // Every norm but BatchNorm, and the layers the models do not use: ONNX Runtime only (OpenCV
@@ -158,6 +195,25 @@ int main(int argc, char** argv) {
       cases.push_back(write_case(dir, "cnn_" + models::conv_norm_name(n) + "norm", c, {1, 12, 12},
                                  {"onnx.checker", "onnxruntime"}, gen));
     }
+
+    // train_fashion_mnist checkpoints through the converter (standardisation folded in)
+    models::MLPOptions fo;
+    fo.norm = models::Norm::Batch;
+    fo.dropout = 0.2;
+    models::MLP fm({784, 32, 16, 10}, fo, gen);
+    warm_up(fm, {32, 784}, gen);
+    cases.push_back(checkpoint_case(dir, "fmnist_mlp", fm,
+                                    {{"fmnist.model", "mlp"}, {"fmnist.hidden", "32,16"}, {"fmnist.norm", "batch"},
+                                     {"fmnist.dropout", "0.20000000000000001"}}, false, gen));
+    models::CNNOptions fc;
+    fc.channels = {8, 16};
+    fc.hidden = 32;
+    layers::Sequential fcnn{std::make_shared<layers::Unflatten>(1, Shape{1, 28, 28}), std::make_shared<models::CNN>(fc, gen)};
+    warm_up(fcnn, {16, 784}, gen);
+    cases.push_back(checkpoint_case(dir, "fmnist_cnn_fused", fcnn,
+                                    {{"fmnist.model", "cnn"}, {"fmnist.hidden", "256,128"}, {"fmnist.norm", "batch"},
+                                     {"fmnist.dropout", "0"}, {"fmnist.cnn.channels", "8,16"}, {"fmnist.cnn.head", "32"},
+                                     {"fmnist.cnn.groups", "8"}}, true, gen));
 
     auto norms = norms_net(gen);
     warm_up(*norms, {8, 200}, gen);
