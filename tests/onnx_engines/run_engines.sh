@@ -14,8 +14,11 @@ missing=()
 command -v node > /dev/null || missing+=("nodejs")
 [ -f "$modules/onnxruntime-node/package.json" ] || missing+=("onnxruntime-node in $modules")
 if [ ${#missing[@]} -gt 0 ]; then
+  if [ "${TAPEGRAD_REQUIRE_ONNX_ENGINES:-0}" = 1 ]; then
+    echo "onnx_engines: FAILED, TAPEGRAD_REQUIRE_ONNX_ENGINES=1 and not installed: ${missing[*]} (scripts/setup.sh installs them)"
+    exit 1
+  fi
   echo "onnx_engines: SKIPPED, not installed: ${missing[*]} (scripts/setup.sh installs them)"
-  [ "${TAPEGRAD_REQUIRE_ONNX_ENGINES:-0}" = 1 ] && exit 1
   exit 77
 fi
 rm -rf "$out" && mkdir -p "$out" || exit 1
