@@ -8,6 +8,7 @@
 
 namespace tapegrad::io {
 
+/// What convert_checkpoint_to_onnx does to the model on the way.
 struct OnnxConvertOptions {
   /// Fold each BatchNorm into the Linear/Conv2d before it (layers/fuse_batch_norm.h) first.
   bool fuse_batch_norm = false;
@@ -21,8 +22,8 @@ struct OnnxConvertOptions {
 /// `fmnist.model` (mlp | cnn; absent: mlp), `fmnist.hidden`, `fmnist.norm`,
 /// `fmnist.dropout`, `fmnist.cnn.channels`, `fmnist.cnn.head`, `fmnist.cnn.groups`, as
 /// train_fashion_mnist writes them), built as the trainer builds it for 784 pixels and 10
-/// classes (an MLP, or Sequential(Unflatten(1, {1, 28, 28}), CNN)), with the tensors under
-/// `model.` loaded strictly, in eval mode. Throws std::invalid_argument naming the key and
+/// classes (an MLP, or Sequential(Unflatten(1, {1, 28, 28}), CNN)), with the tensors whose keys
+/// start with "model." loaded strictly, in eval mode. Throws std::invalid_argument naming the key and
 /// the value when the metadata is missing or malformed, and load_state_dict's error when the
 /// tensors do not fit.
 std::shared_ptr<layers::Sequential> model_from_fmnist_checkpoint(const SafetensorsContent& checkpoint,

@@ -11,16 +11,23 @@
 
 namespace tapegrad::io {
 
+/// Names, metadata and an optional input standardisation of an exported ONNX graph.
 struct OnnxExportOptions {
+  ///@{
+  /// Names of the graph's input and output (default "input", "output").
   std::string input_name = "input", output_name = "output";
-  std::string graph_name = "tapegrad";
-  std::string doc_string;
+  ///@}
+  std::string graph_name = "tapegrad";  ///< GraphProto.name
+  std::string doc_string;               ///< ModelProto.doc_string (empty: none)
   /// Model metadata (ModelProto.metadata_props), e.g. {"preprocess", "..."}.
   std::vector<std::pair<std::string, std::string>> metadata;
   /// When set, the graph begins with (input − input_mean)/input_std: one value for every
   /// feature (size 1) or one per element of the sample shape (size = its numel). Both or
   /// neither; every std > 0.
+  ///@{
+  /// The standardisation's mean and std (see above); empty: none.
   std::vector<double> input_mean, input_std;
+  ///@}
 };
 
 /// Serialised ONNX ModelProto of `model` (a module tree of Sequential and the layers below)
