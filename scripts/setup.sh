@@ -7,6 +7,7 @@ packages=(
   libeigen3-dev libopenblas-openmp-dev libxsmm-dev libspdlog-dev catch2 nlohmann-json3-dev zlib1g-dev libcli11-dev
   libbenchmark-dev gnuplot-nox dataset-fashion-mnist bc
   libdnnl-dev  # oneDNN: float32 Conv2d primitives (optional in CMake; im2col + GEMM without it)
+  libcsv-dev  # bench/csv_parsers: read_csv's tokenizer measured against libcsv (optional in CMake)
   libopenmpi-dev openmpi-bin  # distributed/: data-parallel training over MPI
   clang libclang-rt-14-dev libomp-dev llvm  # scripts/test.sh: libFuzzer build, sanitizer symbolizer
   "$@"
