@@ -2,7 +2,7 @@
 # Times the chapter's full workload: bn_experiments (tapegrad's CLI), the same workload as
 # a plain tapegrad program and as a libtorch program, 5 runs each, medians.
 #   bench/compare_chapter.sh [BUILD_DIR] [RUNS]
-# BUILD_DIR defaults to ./build; it needs examples/bn_experiments/bn_experiments and, for
+# BUILD_DIR defaults to ./build; it needs studies/bn_experiments/bn_experiments and, for
 # the libtorch side, bench/chapter_libtorch (built when CMake finds Torch).
 set -eu
 B=${1:-build}
@@ -41,11 +41,11 @@ OUT=$(mktemp -d)
 trap 'rm -rf "$OUT"' EXIT
 echo "chapter workload, median of $RUNS runs (wall time of the whole process)"
 row "bn_experiments all --seeds 1 --preset chapter --threads 1" \
-    "$B/examples/bn_experiments/bn_experiments" all --seeds 1 --preset chapter --threads 1 -q --out "$OUT"
+    "$B/studies/bn_experiments/bn_experiments" all --seeds 1 --preset chapter --threads 1 -q --out "$OUT"
 row "bn_experiments ... --eval-policy train --threads 1" \
-    "$B/examples/bn_experiments/bn_experiments" all --seeds 1 --preset chapter --eval-policy train --threads 1 -q --out "$OUT"
+    "$B/studies/bn_experiments/bn_experiments" all --seeds 1 --preset chapter --eval-policy train --threads 1 -q --out "$OUT"
 row "bn_experiments ... --threads 2" \
-    "$B/examples/bn_experiments/bn_experiments" all --seeds 1 --preset chapter --threads 2 -q --out "$OUT"
+    "$B/studies/bn_experiments/bn_experiments" all --seeds 1 --preset chapter --threads 2 -q --out "$OUT"
 row "chapter_tapegrad --threads 1" "$B/bench/chapter_tapegrad" --threads 1
 row "chapter_tapegrad --threads 2" "$B/bench/chapter_tapegrad" --threads 2
 row "chapter_libtorch --threads 1" "$B/bench/chapter_libtorch" --threads 1

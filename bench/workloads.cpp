@@ -4,12 +4,12 @@
 #include <fstream>
 #include <stdexcept>
 
-#include "chapter/data.h"
-#include "chapter/run.h"
+#include "kit/data.h"
+#include "kit/run.h"
 #include <tapegrad/core/ops.h>
 #include <tapegrad/core/ops/gemm_backends.h>
 #include <tapegrad/core/parallel.h>
-#include <tapegrad/layers/loss.h>
+#include <tapegrad/layers/losses.h>
 #include <tapegrad/models/mlp.h>
 
 namespace tgbench {

@@ -65,6 +65,18 @@ write("safetensors", "no_tensors", safetensors([], {"k": "v"}))
 write("safetensors", "bad_offsets", safetensors([("w", "F32", [2], f32(1.0))]))
 write("safetensors", "short", b"\x08\x00\x00")
 
+# ---- torch.save: the small PyTorch-written fixtures (tests/fixtures/torch) and their pickles ----
+import zipfile  # noqa: E402
+
+torch_fixtures = os.path.join(here, "..", "tests", "fixtures", "torch")
+for name in ["views", "mlp_seq", "mlp_f16", "checkpoint", "hostile_global", "mlp_named"]:
+    path = os.path.join(torch_fixtures, name + ".pt")
+    with open(path, "rb") as f:
+        write("torch_archive", name, f.read())
+    with zipfile.ZipFile(path) as z:
+        pkl = next(n for n in z.namelist() if n.endswith("/data.pkl"))
+        write("torch_pickle", name, z.read(pkl))
+write("torch_pickle", "self_list", b"\x80\x02]q\x00h\x00a.")  # a list that contains itself
 
 # ---- CSV: first byte = options (bits 0-1 delimiter , ; \t |, bit 2 header, bit 3
 # regression, bit 4 label column 0 instead of the last), then the text ----

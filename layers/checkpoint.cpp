@@ -66,9 +66,10 @@ CheckpointExtras extras_of(const SafetensorsContent& c) {
   return x;
 }
 
-LoadResult load_into(Module& module, const std::string& path, const SafetensorsContent& c, bool strict) {
+LoadResult load_into(Module& module, const std::string& path, const SafetensorsContent& c,
+                     const LoadOptions& options) {
   try {
-    return module.load_state_dict(module_state(c), strict);
+    return module.load_state_dict(module_state(c), options);
   } catch (const std::invalid_argument& e) {
     std::string msg = "loading '" + path + "': " + e.what();
     auto it = c.metadata.find("content");
@@ -97,13 +98,17 @@ void save(const Module& module, const std::string& path, const SaveOptions& opti
 StateDict load_state_dict_file(const std::string& path) { return module_state(load_safetensors(path)); }
 
 LoadResult load(Module& module, const std::string& path, bool strict) {
-  return load_into(module, path, load_safetensors(path), strict);
+  return load(module, path, LoadOptions{strict, true});
+}
+
+LoadResult load(Module& module, const std::string& path, const LoadOptions& options) {
+  return load_into(module, path, load_safetensors(path), options);
 }
 
 LoadedCheckpoint load_checkpoint(Module& module, const std::string& path, bool strict) {
   const SafetensorsContent c = load_safetensors(path);
   LoadedCheckpoint out;
-  out.result = load_into(module, path, c, strict);
+  out.result = load_into(module, path, c, LoadOptions{strict, true});
   out.extras = extras_of(c);
   return out;
 }

@@ -60,13 +60,20 @@ void save(const Module& module, const std::string& path, bool include_buffers = 
 /// file cannot be written.
 void save(const Module& module, const std::string& path, const SaveOptions& options);
 
-/// Loads a checkpoint into `module` via load_state_dict (float data is converted to the
-/// module's dtype only when strict is false). strict: throws std::invalid_argument listing
-/// every missing key (e.g. "1.running_mean", "1.running_var" when the file holds
-/// parameters only), unexpected key and shape/dtype mismatch, and changes nothing.
-/// Non-strict: applies what matches and returns the rest. A corrupt or unreadable file
-/// throws std::runtime_error naming the path, the problem and its byte offset.
+/// Loads a checkpoint into `module` via load_state_dict (PyTorch-like semantics: floating
+/// data of another floating dtype is cast to the module's and reported in
+/// LoadResult::converted; an absent num_batches_tracked beside running_mean/running_var is
+/// set to 0 and reported in LoadResult::filled). strict: throws std::invalid_argument listing
+/// every missing key (e.g. "1.running_mean", "1.running_var" when the file holds parameters
+/// only), unexpected key and shape/kind mismatch, and changes nothing. Non-strict: applies
+/// what matches and returns the rest. A corrupt or unreadable file throws
+/// std::runtime_error naming the path, the problem and its byte offset. PyTorch's .pt files
+/// load through io::load (io/torch_load.h).
+/// Impossible values (a NaN weight, a negative running_var or num_batches_tracked) throw
+/// std::invalid_argument naming the path and the tensors, unless options.check_values is
+/// false (see LoadOptions).
 LoadResult load(Module& module, const std::string& path, bool strict = true);
+LoadResult load(Module& module, const std::string& path, const LoadOptions& options);
 
 /// What load_checkpoint returns: the load_state_dict result and the file's extras.
 struct LoadedCheckpoint {

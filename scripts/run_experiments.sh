@@ -7,4 +7,4 @@ scripts/setup.sh
 # Only the experiments binary (and the library under it): no tests, benchmarks or
 # libtorch comparisons, which the main job does not need.
 TAPEGRAD_TARGETS=bn_experiments scripts/build.sh
-"${BUILD_DIR:-build}/examples/bn_experiments/bn_experiments" all --out results "$@"
+"${BUILD_DIR:-build}/studies/bn_experiments/bn_experiments" all --out results "$@"

@@ -2,16 +2,19 @@
 # The test entry point (the README's test command; CI runs it through .ci/run).
 # Installs what is missing, then runs three stages; any failure exits non-zero:
 #   asan     build-asan/: gcc, -O1 -g, AddressSanitizer + UndefinedBehaviorSanitizer
-#            (TAPEGRAD_SANITIZE=address,undefined, no recovery), the whole Catch2 suite
-#            with the leak checker on. Any sanitizer report fails.
+#            (TAPEGRAD_SANITIZE=address,undefined, no recovery), every library test
+#            executable (tests_<folder>, tests_golden, tests_readme: the list CMake writes
+#            to build-asan/tests/library_tests.txt) with the leak checker on. Any sanitizer
+#            report fails.
 #   fuzz     build-fuzz/: clang, libFuzzer + ASan + UBSan; every fuzz/fuzz_<name> target
 #            runs for TAPEGRAD_FUZZ_SECONDS (default 60) from fuzz/corpus/<name>. Any
 #            crash, sanitizer report or leak fails; the input is kept in
 #            build-fuzz/artifacts/.
 #   avx2     build-avx2/: Release, TAPEGRAD_ISA=avx2 (-march=x86-64-v3; libxsmm generates
-#            AVX2 code too), tapegrad_kernel_tests only: the GEMM backends and the fused
-#            norm kernels on the AVX2 path, whatever ISA the CI machine has beyond it
-#            (skipped, saying so, on a CPU without AVX2 and FMA).
+#            AVX2 code too), examples off: the whole test suite through ctest on the AVX2
+#            path, whatever ISA the CI machine has beyond it (skipped, saying so, on a CPU
+#            without AVX2 and FMA). Only the consumer tests (label consumer: the installed
+#            package and find_package, nothing ISA-dependent) are left to the release stage.
 #   release  build/: scripts/build.sh (Release) and ctest. Last, so the script's closing
 #            lines are ctest's "N tests passed/failed" summary.
 # TAPEGRAD_TEST_STAGES selects stages (default "asan fuzz avx2 release"), e.g.
@@ -21,6 +24,9 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 scripts/setup.sh
+# setup.sh installs the ONNX engines (python3-onnx, python3-opencv, onnxruntime-node): the
+# onnx_engines test fails, rather than skips, when one is missing.
+export TAPEGRAD_REQUIRE_ONNX_ENGINES="${TAPEGRAD_REQUIRE_ONNX_ENGINES:-1}"
 
 stages=" ${TAPEGRAD_TEST_STAGES:-asan fuzz avx2 release} "
 jobs="$(nproc)"
@@ -49,15 +55,19 @@ if [[ "$stages" == *" asan "* ]]; then
   echo "== asan: AddressSanitizer + UndefinedBehaviorSanitizer build of the test suite"
   configure "$asan_dir" -DCMAKE_BUILD_TYPE=Debug "-DCMAKE_CXX_FLAGS_DEBUG=-O1 -g" \
     -DTAPEGRAD_SANITIZE=address,undefined \
-    -DTAPEGRAD_BUILD_EXAMPLES=OFF -DTAPEGRAD_BUILD_BENCH=OFF -DTAPEGRAD_FUZZ=OFF
-  cmake --build "$asan_dir" -j "$jobs" --target tapegrad_tests
-  echo "== asan: running every test case (leak checker on)"
+    -DTAPEGRAD_BUILD_EXAMPLES=OFF -DTAPEGRAD_BUILD_STUDIES=OFF -DTAPEGRAD_BUILD_BENCH=OFF -DTAPEGRAD_FUZZ=OFF
+  cmake --build "$asan_dir" -j "$jobs" --target library_tests
+  echo "== asan: running every test case of every library test executable (leak checker on)"
   # halt_on_error + -fno-sanitize-recover: the first report ends the run with a non-zero
-  # status. detect_leaks reports at exit whatever the whole suite leaked.
-  ASAN_OPTIONS=detect_leaks=1:halt_on_error=1:detect_stack_use_after_return=1:check_initialization_order=1 \
-    UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
-    OMP_NUM_THREADS="$jobs" \
-    "$asan_dir/tests/tapegrad_tests"
+  # status. detect_leaks reports at exit whatever each executable leaked.
+  while read -r exe; do
+    [[ -n "$exe" ]] || continue
+    echo "-- asan: ${exe##*/}"
+    ASAN_OPTIONS=detect_leaks=1:halt_on_error=1:detect_stack_use_after_return=1:check_initialization_order=1 \
+      UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
+      OMP_NUM_THREADS="$jobs" \
+      "$exe"
+  done < "$asan_dir/tests/library_tests.txt"
   stage_done asan "$t0"
 fi
 
@@ -66,7 +76,7 @@ if [[ "$stages" == *" fuzz "* ]]; then
   echo "== fuzz: libFuzzer targets (clang, ASan + UBSan), ${fuzz_seconds} s each"
   configure "$fuzz_dir" -DCMAKE_CXX_COMPILER=clang++ -DCMAKE_BUILD_TYPE=Debug "-DCMAKE_CXX_FLAGS_DEBUG=-O1 -g" \
     -DTAPEGRAD_FUZZ=ON \
-    -DTAPEGRAD_BUILD_TESTS=OFF -DTAPEGRAD_BUILD_EXAMPLES=OFF -DTAPEGRAD_BUILD_BENCH=OFF
+    -DTAPEGRAD_BUILD_TESTS=OFF -DTAPEGRAD_BUILD_EXAMPLES=OFF -DTAPEGRAD_BUILD_STUDIES=OFF -DTAPEGRAD_BUILD_BENCH=OFF
   cmake --build "$fuzz_dir" -j "$jobs" --target tapegrad_fuzzers
   mkdir -p "$fuzz_dir/artifacts"
   for exe in "$fuzz_dir"/fuzz/fuzz_*; do
@@ -94,11 +104,11 @@ fi
 if [[ "$stages" == *" avx2 "* ]]; then
   t0=$SECONDS
   if grep -qw avx2 /proc/cpuinfo && grep -qw fma /proc/cpuinfo; then
-    echo "== avx2: the AVX2 + FMA build (TAPEGRAD_ISA=avx2) of the GEMM and norm-kernel tests"
+    echo "== avx2: the AVX2 + FMA build (TAPEGRAD_ISA=avx2) of the library and the whole test suite"
     configure "$avx2_dir" -DCMAKE_BUILD_TYPE=Release -DTAPEGRAD_ISA=avx2 \
       -DTAPEGRAD_BUILD_EXAMPLES=OFF -DTAPEGRAD_BUILD_BENCH=OFF -DTAPEGRAD_FUZZ=OFF
-    cmake --build "$avx2_dir" -j "$jobs" --target tapegrad_kernel_tests
-    OMP_NUM_THREADS="$jobs" "$avx2_dir/tests/tapegrad_kernel_tests"
+    cmake --build "$avx2_dir" -j "$jobs"
+    OMP_NUM_THREADS="$jobs" ctest --test-dir "$avx2_dir" --output-on-failure -j "$jobs" -LE consumer
     stage_done avx2 "$t0"
   else
     echo "== avx2: SKIPPED, this CPU has no AVX2 + FMA"

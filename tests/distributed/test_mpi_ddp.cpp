@@ -16,7 +16,7 @@
 #include <tapegrad/distributed/module_sync.h>
 #include <tapegrad/distributed/sync_batch_norm.h>
 #include <tapegrad/layers/linear.h>
-#include <tapegrad/layers/loss.h>
+#include <tapegrad/layers/losses.h>
 #include <tapegrad/layers/sequential.h>
 #include <tapegrad/models/mlp.h>
 #include <tapegrad/optim/sgd.h>

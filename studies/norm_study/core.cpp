@@ -1,0 +1,350 @@
+#include "core.h"
+
+#include <algorithm>
+#include <atomic>
+#include <cmath>
+#include <cstdio>
+#include <exception>
+#include <mutex>
+#include <stdexcept>
+#include <thread>
+
+#include <tapegrad/core/autograd.h>
+#include <tapegrad/core/ops.h>
+#include <tapegrad/core/parallel.h>
+#include <tapegrad/data/fashion_mnist.h>
+#include "ghost_batch.h"
+#include <tapegrad/layers/activation.h>
+#include <tapegrad/layers/conv.h>
+#include <tapegrad/layers/flatten.h>
+#include <tapegrad/layers/functional/batch_norm.h>
+#include <tapegrad/layers/group_norm.h>
+#include <tapegrad/layers/layer_norm.h>
+#include <tapegrad/layers/linear.h>
+#include <tapegrad/layers/losses.h>
+#include <tapegrad/layers/pooling.h>
+
+namespace normstudy {
+
+using namespace tapegrad;
+
+namespace {
+// BatchNorm1d whose running_var takes the biased batch variance; outputs unchanged.
+class BiasedVarBatchNorm1d : public layers::BatchNorm1d {
+ public:
+  using layers::BatchNorm1d::BatchNorm1d;
+  std::string type_name() const override { return "BatchNorm1d"; }
+  Tensor forward(const Tensor& x) override {
+    if (!is_training() || !options.track_running_stats) return layers::BatchNorm1d::forward(x);
+    const double m = static_cast<double>(x.numel() / x.size(1));
+    const double f = options.momentum ? *options.momentum : 1.0 / static_cast<double>(batches_tracked() + 1);
+    Tensor out = layers::BatchNorm1d::forward(x);  // throws for m = 1 before any change
+    Tensor mu, var;
+    layers::functional::batch_moments(x.detach(), mu, var);
+    // The base added f·var·m/(m-1); keep f·var.
+    running_var.add_(var.to(running_var.dtype()).detach(), -f / (m - 1.0));
+    return out;
+  }
+};
+}  // namespace
+
+std::string kind_name(NormKind k) {
+  switch (k) {
+    case NormKind::Batch: return "batch";
+    case NormKind::Sync: return "sync";
+    case NormKind::Renorm: return "renorm";
+    case NormKind::Group: return "group";
+    case NormKind::Layer: return "layer";
+    case NormKind::None: return "none";
+  }
+  return "?";
+}
+
+NormKind parse_kind(const std::string& s) {
+  for (NormKind k : all_kinds())
+    if (kind_name(k) == s) return k;
+  throw std::invalid_argument("unknown norm '" + s + "': expected batch, sync, renorm, group, layer or none");
+}
+
+const std::vector<NormKind>& all_kinds() {
+  static const std::vector<NormKind> k{NormKind::Batch, NormKind::Sync,  NormKind::Renorm,
+                                       NormKind::Group, NormKind::Layer, NormKind::None};
+  return k;
+}
+
+void check_sizes(std::int64_t train_size, std::int64_t test_size) {
+  if (train_size < 1 || train_size > 60000)
+    throw std::invalid_argument("--train-size: expected 1..60000 (the Fashion-MNIST training images), got " +
+                                std::to_string(train_size));
+  if (test_size < 0 || test_size > 10000)
+    throw std::invalid_argument("--test-size: expected 0 (all) .. 10000 (the Fashion-MNIST test images), got " +
+                                std::to_string(test_size));
+}
+
+void check_threads(int threads) {
+  if (threads < 1) throw std::invalid_argument("--threads must be >= 1, got " + std::to_string(threads));
+}
+
+StudyData load_data(const std::string& dir, std::int64_t train_size, std::int64_t test_size,
+                    std::uint64_t subset_seed) {
+  check_sizes(train_size, test_size);
+  data::Dataset full = data::load_fashion_mnist(dir, true);
+  data::Dataset test = data::load_fashion_mnist(dir, false, test_size);
+  if (train_size > full.size())
+    throw std::invalid_argument("--train-size: expected 1.." + std::to_string(full.size()) + " (the images in " + dir +
+                                "), got " + std::to_string(train_size));
+  if (test_size > test.size())
+    throw std::invalid_argument("--test-size: expected 0 (all) .. " + std::to_string(test.size()) +
+                                " (the test images in " + dir + "), got " + std::to_string(test_size));
+  Generator g(subset_seed);
+  std::vector<std::int64_t> perm = data::randperm(full.size(), g);
+  perm.resize(static_cast<std::size_t>(train_size));
+  std::sort(perm.begin(), perm.end());
+  data::Dataset train = full.take(perm);
+  const auto st = data::Standardizer::fit(train.X, data::Standardizer::Scope::Global);
+  return {st.transform(train), st.transform(test)};
+}
+
+namespace {
+
+// The norm after a layer of `width` features: (N, width) for the MLP and the CNN's head
+// (conv = false), (N, width, H, W) after a convolution (conv = true, layer_shape = (C, H, W)).
+layers::ModulePtr make_norm(const ModelConfig& c, Model& m, std::int64_t width, bool conv, const Shape& layer_shape) {
+  layers::BatchNormOptions bo;
+  bo.momentum = c.bn_momentum;
+  bo.dtype = c.dtype;
+  switch (c.norm) {
+    case NormKind::Batch: {
+      std::shared_ptr<layers::BatchNormBase> bn;
+      if (conv) bn = std::make_shared<layers::BatchNorm2d>(width, bo);
+      else bn = std::make_shared<layers::BatchNorm1d>(width, bo);
+      m.bns.push_back(bn.get());
+      return std::make_shared<GhostBatchNorm>(bn, c.replicas);
+    }
+    case NormKind::Sync: {
+      std::shared_ptr<layers::BatchNormBase> bn;
+      if (conv) {
+        if (c.biased_running_var)
+          throw std::invalid_argument("biased_running_var: only the MLP's BatchNorm1d has this variant");
+        bn = std::make_shared<layers::BatchNorm2d>(width, bo);
+      } else if (c.biased_running_var) {
+        bn = std::make_shared<BiasedVarBatchNorm1d>(width, bo);
+      } else {
+        bn = std::make_shared<layers::BatchNorm1d>(width, bo);
+      }
+      m.bns.push_back(bn.get());
+      return bn;
+    }
+    case NormKind::Renorm: {
+      std::shared_ptr<layers::BatchNormBase> bn;
+      if (conv) {
+        auto r = std::make_shared<layers::BatchRenorm2d>(width, bo, 1.0, 0.0);
+        m.renorms2d.push_back(r.get());
+        bn = r;
+      } else {
+        auto r = std::make_shared<layers::BatchRenorm1d>(width, bo, 1.0, 0.0);
+        m.renorms.push_back(r.get());
+        bn = r;
+      }
+      m.bns.push_back(bn.get());
+      return std::make_shared<GhostBatchNorm>(bn, c.replicas);
+    }
+    case NormKind::Group:
+      if (c.groups < 1 || width % c.groups != 0)
+        throw std::invalid_argument("GroupNorm: width " + std::to_string(width) + " is not divisible by " +
+                                    std::to_string(c.groups) + " groups");
+      return std::make_shared<layers::GroupNorm>(c.groups, width, 1e-5, true, c.dtype);
+    case NormKind::Layer: return std::make_shared<layers::LayerNorm>(layer_shape, 1e-5, true, true, c.dtype);
+    case NormKind::None: break;
+  }
+  return nullptr;
+}
+
+Model build_mlp(const ModelConfig& c, std::int64_t in_features, std::int64_t classes, Generator& init) {
+  Model m;
+  m.net = std::make_shared<layers::Sequential>();
+  std::int64_t width = in_features;
+  for (std::int64_t h : c.hidden) {
+    m.net->push_back(std::make_shared<layers::Linear>(width, h, true, c.dtype, init));
+    if (auto n = make_norm(c, m, h, false, Shape{h})) m.net->push_back(n);
+    m.net->push_back(std::make_shared<layers::ReLU>());
+    width = h;
+  }
+  m.net->push_back(std::make_shared<layers::Linear>(width, classes, true, c.dtype, init));
+  return m;
+}
+
+Model build_cnn(const ModelConfig& c, std::int64_t in_features, std::int64_t classes, Generator& init) {
+  if (c.image.size() != 3 || c.image[0] * c.image[1] * c.image[2] != in_features)
+    throw std::invalid_argument("cnn: expected input rows of C·H·W = image's product features, got " +
+                                std::to_string(in_features) + " features for an image of " +
+                                std::to_string(c.image.size()) + " dims");
+  if (c.channels.empty() || c.head < 1)
+    throw std::invalid_argument("cnn: expected at least one conv width and a head >= 1, got " +
+                                std::to_string(c.channels.size()) + " widths, head " + std::to_string(c.head));
+  Model m;
+  m.net = std::make_shared<layers::Sequential>();
+  m.net->push_back(std::make_shared<layers::Unflatten>(1, c.image));
+  std::int64_t ch = c.image[0], h = c.image[1], w = c.image[2];
+  for (std::int64_t out : c.channels) {
+    if (h < 2 || w < 2)
+      throw std::invalid_argument("cnn: a " + std::to_string(h) + "x" + std::to_string(w) +
+                                  " feature map cannot be pooled by 2");
+    m.net->push_back(std::make_shared<layers::Conv2d>(ch, out, 3, 1, 1, 1, 1, true, c.dtype, init));
+    if (auto n = make_norm(c, m, out, true, Shape{out, h, w})) m.net->push_back(n);
+    m.net->push_back(std::make_shared<layers::ReLU>());
+    m.net->push_back(std::make_shared<layers::MaxPool2d>(2));
+    ch = out, h /= 2, w /= 2;
+  }
+  m.net->push_back(std::make_shared<layers::Flatten>());
+  m.net->push_back(std::make_shared<layers::Linear>(ch * h * w, c.head, true, c.dtype, init));
+  if (auto n = make_norm(c, m, c.head, false, Shape{c.head})) m.net->push_back(n);
+  m.net->push_back(std::make_shared<layers::ReLU>());
+  m.net->push_back(std::make_shared<layers::Linear>(c.head, classes, true, c.dtype, init));
+  return m;
+}
+
+}  // namespace
+
+Model build_model(const ModelConfig& c, std::int64_t in_features, std::int64_t classes, Generator& init) {
+  if (c.arch == "mlp") return build_mlp(c, in_features, classes, init);
+  if (c.arch == "cnn") return build_cnn(c, in_features, classes, init);
+  throw std::invalid_argument("unknown model '" + c.arch + "': expected mlp or cnn");
+}
+
+void renorm_schedule(Model& m, std::int64_t step, std::int64_t total) {
+  if (m.renorms.empty() && m.renorms2d.empty()) return;
+  const double f = total > 0 ? static_cast<double>(step) / static_cast<double>(total) : 1.0;
+  const double t = std::clamp((f - 0.1) / 0.4, 0.0, 1.0);
+  for (auto* r : m.renorms) r->set_clipping(1.0 + 2.0 * t, 5.0 * t);
+  for (auto* r : m.renorms2d) r->set_clipping(1.0 + 2.0 * t, 5.0 * t);
+}
+
+namespace {
+Eval evaluate_batches(layers::Module& net, const data::Dataset& ds, std::int64_t batch, bool drop_last) {
+  NoGradGuard no_grad;
+  const std::int64_t n = ds.size();
+  std::int64_t correct = 0, seen = 0;
+  double loss_sum = 0;
+  for (std::int64_t begin = 0; begin < n; begin += batch) {
+    const std::int64_t end = std::min(n, begin + batch);
+    if (drop_last && end - begin < batch) break;
+    const data::Dataset part = ds.slice(begin, end);
+    const Tensor logits = net(part.X).to(Dtype::Float64);
+    loss_sum += layers::cross_entropy(logits, part.y, layers::Reduction::Sum).item();
+    const std::int64_t m = logits.size(0);
+    const Tensor predicted = argmax(logits, 1);  // the first maximum of each row
+    const std::int64_t* best = predicted.data<std::int64_t>();
+    const std::int64_t* y = part.y.data<std::int64_t>();
+    for (std::int64_t i = 0; i < m; ++i) correct += best[i] == y[i];
+    seen += m;
+  }
+  if (seen == 0) return {std::nan(""), std::nan("")};
+  return {static_cast<double>(correct) / static_cast<double>(seen), loss_sum / static_cast<double>(seen)};
+}
+
+// Saves every module's mode, returns a function restoring them.
+std::vector<std::pair<layers::Module*, bool>> modes_of(layers::Module& net) {
+  std::vector<std::pair<layers::Module*, bool>> out;
+  for (auto& [name, mod] : net.named_modules()) out.emplace_back(mod, mod->is_training());
+  return out;
+}
+// train() recurses, and named_modules lists a parent before its children, so setting each
+// module's own mode in that order restores every mode.
+void restore_modes(const std::vector<std::pair<layers::Module*, bool>>& modes) {
+  for (auto& [mod, training] : modes) mod->train(training);
+}
+}  // namespace
+
+Eval evaluate_eval_mode(layers::Module& net, const data::Dataset& ds) {
+  const auto modes = modes_of(net);
+  net.eval();
+  const Eval e = evaluate_batches(net, ds, 1000, false);
+  restore_modes(modes);
+  return e;
+}
+
+Eval evaluate_train_mode(layers::Module& net, const data::Dataset& ds, std::int64_t batch) {
+  const auto modes = modes_of(net);
+  const auto bufs = net.buffers();
+  const auto saved = snapshot(bufs);
+  net.train();
+  const Eval e = evaluate_batches(net, ds, batch, true);
+  restore(bufs, saved);
+  restore_modes(modes);
+  return e;
+}
+
+double train_step(layers::Module& net, optim::Optimizer& opt, const Tensor& X, const Tensor& y) {
+  opt.zero_grad();
+  Tensor loss = layers::cross_entropy(net(X), y);
+  loss.backward();
+  opt.step();
+  return loss.item();
+}
+
+bool crashed_loss(double loss) { return !std::isfinite(loss) || std::fabs(loss) > 1e10; }
+
+void run_jobs(std::size_t n, int threads, const std::function<void(std::size_t)>& fn) {
+  if (threads < 1) throw std::invalid_argument("--threads must be >= 1, got " + std::to_string(threads));
+  std::atomic<std::size_t> next{0};
+  std::exception_ptr error;
+  std::mutex mu;
+  auto worker = [&] {
+    tapegrad::set_num_threads(1);
+    for (;;) {
+      const std::size_t k = next.fetch_add(1);
+      if (k >= n) return;
+      try {
+        fn(k);
+      } catch (...) {
+        std::lock_guard<std::mutex> lock(mu);
+        if (!error) error = std::current_exception();
+        next = n;
+      }
+    }
+  };
+  const int before = tapegrad::get_num_threads();
+  const int t = std::max(1, std::min<int>(threads, static_cast<int>(n)));
+  if (t == 1) {
+    worker();
+  } else {
+    std::vector<std::thread> pool;
+    for (int i = 0; i < t; ++i) pool.emplace_back(worker);
+    for (auto& th : pool) th.join();
+  }
+  tapegrad::set_num_threads(before);
+  if (error) std::rethrow_exception(error);
+}
+
+std::vector<Tensor> snapshot(const std::vector<Tensor>& ts) {
+  std::vector<Tensor> out;
+  out.reserve(ts.size());
+  for (const auto& t : ts) out.push_back(t.clone());
+  return out;
+}
+
+void restore(const std::vector<Tensor>& ts, const std::vector<Tensor>& saved) {
+  for (std::size_t i = 0; i < ts.size(); ++i) {
+    Tensor t = ts[i];  // a handle sharing the buffer's storage
+    t.copy_(saved[i]);
+  }
+}
+
+std::string fmt9(double v) {
+  char buf[40];
+  std::snprintf(buf, sizeof buf, "%.9g", v);
+  return buf;
+}
+std::string fixed(double v, int digits) {
+  char buf[64];
+  std::snprintf(buf, sizeof buf, "%.*f", digits, v);
+  return buf;
+}
+std::string fmt4(double v) {
+  char buf[40];
+  std::snprintf(buf, sizeof buf, "%.4g", v);
+  return buf;
+}
+
+}  // namespace normstudy

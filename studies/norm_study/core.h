@@ -1,0 +1,118 @@
+#pragma once
+// The Fashion-MNIST set-up every norm_study subcommand shares: data, the MLP with a choice
+// of normalisation, one SGD step, evaluation in either mode, and a parallel job runner.
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include <tapegrad/core/random.h>
+#include <tapegrad/data/dataset.h>
+#include <tapegrad/layers/batch_renorm.h>
+#include <tapegrad/layers/sequential.h>
+#include <tapegrad/optim/optimizer.h>
+
+namespace normstudy {
+
+/// Normalisation after each hidden Linear (MLP) or each Conv2d and the head's Linear (CNN).
+///  batch: BatchNorm1d/2d per replica (GhostBatchNorm with R replicas);
+///  sync: BatchNorm1d/2d over the whole R·m batch (= SyncBatchNorm across R ranks);
+///  renorm: BatchRenorm1d/2d per replica; group: GroupNorm(ModelConfig::groups);
+///  layer: LayerNorm over (width) or (C, H, W); none.
+enum class NormKind { Batch, Sync, Renorm, Group, Layer, None };
+std::string kind_name(NormKind k);
+/// Inverse of kind_name; throws std::invalid_argument naming the accepted values.
+NormKind parse_kind(const std::string& s);
+const std::vector<NormKind>& all_kinds();
+
+/// Fashion-MNIST, standardised with the training part's global mean and std.
+struct StudyData {
+  tapegrad::data::Dataset train, test;
+};
+/// `train_size` training images drawn at random (Generator(subset_seed), fixed across runs)
+/// from the 60,000, all 10,000 test images (or the first `test_size` when > 0).
+/// Throws std::runtime_error when the files are missing (names the Debian package),
+/// std::invalid_argument naming --train-size or --test-size when it is out of range
+/// (check_sizes) or exceeds the images the files hold.
+StudyData load_data(const std::string& dir, std::int64_t train_size, std::int64_t test_size,
+                    std::uint64_t subset_seed = 1234);
+
+/// Throws std::invalid_argument naming the option: --train-size < 1 or above 60,000,
+/// --test-size < 0 or above 10,000 (0 means all).
+void check_sizes(std::int64_t train_size, std::int64_t test_size);
+/// Throws std::invalid_argument naming --threads unless threads >= 1.
+void check_threads(int threads);
+
+struct ModelConfig {
+  std::string arch = "mlp";                    ///< "mlp" or "cnn"
+  NormKind norm = NormKind::Batch;
+  int replicas = 1;                            ///< R (batch and renorm only)
+  std::vector<std::int64_t> hidden = {256, 128};  ///< mlp: hidden widths
+  tapegrad::Shape image = {1, 28, 28};         ///< cnn: (C, H, W) of a flat input row
+  std::vector<std::int64_t> channels = {8, 16};  ///< cnn: conv widths
+  std::int64_t head = 64;                      ///< cnn: width of the hidden Linear of the head
+  std::optional<double> bn_momentum = 0.1;     ///< PyTorch convention, nullopt = cumulative
+  std::int64_t groups = 32;                    ///< GroupNorm groups (must divide every width)
+  /// sync only: running_var takes the biased batch variance (divide by m), the convention
+  /// of some other frameworks and many hand-written layers (a mode-bug row).
+  bool biased_running_var = false;
+  tapegrad::Dtype dtype = tapegrad::Dtype::Float32;
+};
+
+/// mlp: 784 -> [Linear -> norm -> ReLU] per hidden width -> Linear(10).
+/// cnn: Unflatten to `image` -> [Conv2d(3×3, padding 1) -> norm -> ReLU -> MaxPool2d(2)] per
+/// conv width -> Flatten -> Linear(C·H·W, head) -> norm -> ReLU -> Linear(head, 10), the
+/// block of models::CNN with the study's norms (per-replica and renorm variants included).
+/// Conv and Linear weights come from `init` in layer order, so nets differing only in the
+/// norm start from the same weights. Throws std::invalid_argument for an unknown arch,
+/// groups not dividing a width, or an input size that does not match `image`.
+struct Model {
+  std::shared_ptr<tapegrad::layers::Sequential> net;
+  std::vector<tapegrad::layers::BatchNormBase*> bns;          ///< every BatchNorm / BatchRenorm
+  std::vector<tapegrad::layers::BatchRenorm1d*> renorms;      ///< for the clipping schedule
+  std::vector<tapegrad::layers::BatchRenorm2d*> renorms2d;    ///< for the clipping schedule (cnn)
+};
+Model build_model(const ModelConfig& c, std::int64_t in_features, std::int64_t classes, tapegrad::Generator& init);
+
+/// Batch Renormalization's clipping schedule (Ioffe 2017 §4 relaxes rmax 1 -> 3 and dmax
+/// 0 -> 5 after a BatchNorm warm-up), in fractions of the run: BatchNorm (1, 0) for the
+/// first 10% of steps, then linear to (3, 5) at 50%, constant after.
+void renorm_schedule(Model& m, std::int64_t step, std::int64_t total_steps);
+
+/// Accuracy (0..1) and mean cross-entropy of `net` on `ds`.
+struct Eval {
+  double accuracy = 0, loss = 0;
+};
+/// Eval mode (running statistics), batches of 1000, no grad; modes restored.
+Eval evaluate_eval_mode(tapegrad::layers::Module& net, const tapegrad::data::Dataset& ds);
+/// Train mode with batch statistics of consecutive batches of `batch` rows (the remainder
+/// dropped), no grad, every buffer restored afterwards (no side effects); modes restored.
+Eval evaluate_train_mode(tapegrad::layers::Module& net, const tapegrad::data::Dataset& ds, std::int64_t batch);
+
+/// One training step: zero_grad, cross-entropy (mean) of net(X) against y, backward,
+/// optimizer step. Returns the loss.
+double train_step(tapegrad::layers::Module& net, tapegrad::optim::Optimizer& opt, const tapegrad::Tensor& X,
+                  const tapegrad::Tensor& y);
+
+/// A loss that is NaN, Inf or > 1e10 ends a run as crashed.
+bool crashed_loss(double loss);
+
+/// Runs fn(0..n-1) on `threads` worker threads, each single-threaded inside
+/// (tapegrad::set_num_threads(1)), so a job's bits never depend on `threads`. Rethrows the
+/// first exception.
+void run_jobs(std::size_t n, int threads, const std::function<void(std::size_t)>& fn);
+
+/// Copies of every buffer / parameter value of a module, and their restoration.
+std::vector<tapegrad::Tensor> snapshot(const std::vector<tapegrad::Tensor>& ts);
+void restore(const std::vector<tapegrad::Tensor>& ts, const std::vector<tapegrad::Tensor>& saved);
+
+/// "%.9g".
+std::string fmt9(double v);
+/// "%.4g".
+std::string fmt4(double v);
+/// Fixed-point with `digits` decimals.
+std::string fixed(double v, int digits = 2);
+
+}  // namespace normstudy

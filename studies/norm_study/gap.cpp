@@ -1,0 +1,223 @@
+#include "gap.h"
+
+#include <chrono>
+#include <cmath>
+#include <filesystem>
+#include <sstream>
+#include <stdexcept>
+
+#include <spdlog/spdlog.h>
+
+#include <tapegrad/data/dataloader.h>
+#include "kit/gnuplot.h"
+#include <tapegrad/optim/sgd.h>
+#include "kit/stats.h"
+
+namespace normstudy {
+
+using namespace tapegrad;
+using bnexp::mean_std;
+using bnexp::MeanStd;
+namespace fs = std::filesystem;
+
+GapOptions quick_gap_options(GapOptions o) {
+  o.seeds = 2;
+  o.epochs = 3;
+  o.drop_epoch = 2;
+  o.train_size = 2048;
+  o.test_size = 2000;
+  return o;
+}
+
+std::string momentum_name(const std::optional<double>& m) { return m ? fmt9(*m) : std::string("cumulative"); }
+
+namespace {
+GapRun train_gap(const GapOptions& o, const StudyData& d, std::optional<double> momentum, std::uint64_t seed) {
+  GapRun run;
+  run.momentum = momentum;
+  run.seed = seed;
+  ModelConfig mc;
+  mc.norm = NormKind::Sync;  // plain BatchNorm1d over the whole batch
+  mc.hidden = o.hidden;
+  mc.bn_momentum = momentum;
+  Generator init(seed);
+  Model model = build_model(mc, d.train.num_features(), 10, init);
+  optim::SGDOptions so;
+  so.lr = o.lr;
+  so.momentum = 0.9;
+  optim::SGD opt(model.net->parameters(), so);
+  Generator shuffle(seed + 1000003);
+  data::DataLoaderOptions lo;
+  lo.batch_size = o.batch;
+  lo.shuffle = true;
+  lo.drop_last = true;
+  data::DataLoader loader(d.train, lo, shuffle);
+  model.net->train();
+  for (int e = 1; e <= o.epochs; ++e) {
+    const double lr = (o.drop_epoch > 0 && e > o.drop_epoch) ? o.lr * 0.1 : o.lr;
+    opt.set_lr(0, lr);
+    bool crashed = false;
+    for (auto b : loader)
+      if (crashed_loss(train_step(*model.net, opt, b.X, b.y))) {
+        crashed = true;
+        break;
+      }
+    GapPoint p;
+    p.epoch = e;
+    p.lr = lr;
+    if (crashed) {
+      p.train_mode = p.eval_mode = {std::nan(""), std::nan("")};
+      run.points.push_back(p);
+      break;
+    }
+    p.train_mode = evaluate_train_mode(*model.net, d.test, o.batch);
+    p.eval_mode = evaluate_eval_mode(*model.net, d.test);
+    run.points.push_back(p);
+  }
+  return run;
+}
+}  // namespace
+
+void check_gap_options(const GapOptions& o) {
+  if (o.seeds < 1) throw std::invalid_argument("--seeds must be >= 1, got " + std::to_string(o.seeds));
+  if (o.epochs < 1) throw std::invalid_argument("--epochs must be >= 1, got " + std::to_string(o.epochs));
+  if (o.drop_epoch < 0)
+    throw std::invalid_argument("--drop-epoch: expected >= 0 (0: never), got " + std::to_string(o.drop_epoch));
+  if (o.batch < 2) throw std::invalid_argument("--batch: expected >= 2 (BatchNorm refuses 1), got " + std::to_string(o.batch));
+  if (!(std::isfinite(o.lr) && o.lr > 0)) throw std::invalid_argument("--lr: expected a finite number > 0, got " + fmt9(o.lr));
+  check_sizes(o.train_size, o.test_size);
+  if (o.batch > o.train_size)
+    throw std::invalid_argument("--batch " + std::to_string(o.batch) + " exceeds --train-size " +
+                                std::to_string(o.train_size));
+  check_threads(o.threads);
+}
+
+GapResult run_gap(const GapOptions& o, const StudyData& d) {
+  check_gap_options(o);
+  GapResult r;
+  r.options = o;
+  for (const auto& m : o.momenta)
+    for (int s = 0; s < o.seeds; ++s) r.runs.push_back({m, o.seed + static_cast<std::uint64_t>(s), {}});
+  const auto t0 = std::chrono::steady_clock::now();
+  run_jobs(r.runs.size(), o.threads, [&](std::size_t k) {
+    r.runs[k] = train_gap(o, d, r.runs[k].momentum, r.runs[k].seed);
+    const auto& last = r.runs[k].points.back();
+    spdlog::info("train-eval-gap momentum {} seed {}: eval {:.2f}% train-mode {:.2f}%",
+                 momentum_name(r.runs[k].momentum), r.runs[k].seed, 100 * last.eval_mode.accuracy,
+                 100 * last.train_mode.accuracy);
+  });
+  r.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  return r;
+}
+
+std::string gap_csv(const GapResult& r) {
+  std::string out =
+      "momentum,seed,epoch,lr,train_mode_accuracy,eval_mode_accuracy,train_mode_loss,eval_mode_loss\n";
+  for (const auto& run : r.runs)
+    for (const auto& p : run.points)
+      out += momentum_name(run.momentum) + "," + std::to_string(run.seed) + "," + std::to_string(p.epoch) + "," +
+             fmt9(p.lr) + "," + fmt9(p.train_mode.accuracy) + "," + fmt9(p.eval_mode.accuracy) + "," +
+             fmt9(p.train_mode.loss) + "," + fmt9(p.eval_mode.loss) + "\n";
+  return out;
+}
+
+namespace {
+// Per-epoch values of f over the seeds of one momentum.
+template <class F>
+MeanStd at_epoch(const GapResult& r, const std::optional<double>& m, int epoch, F f) {
+  std::vector<double> v;
+  for (const auto& run : r.runs)
+    if (run.momentum == m)
+      for (const auto& p : run.points)
+        if (p.epoch == epoch && std::isfinite(f(p))) v.push_back(f(p));
+  return mean_std(v);
+}
+std::string pm2(const MeanStd& m, double scale = 1) {
+  if (m.n == 0) return "—";
+  char buf[64];
+  std::snprintf(buf, sizeof buf, "%+.2f ± %.2f", scale * m.mean, scale * m.std);
+  return buf;
+}
+std::string pm_plain(const MeanStd& m, double scale = 1, int digits = 2) {
+  if (m.n == 0) return "—";
+  char buf[64];
+  std::snprintf(buf, sizeof buf, "%.*f ± %.*f", digits, scale * m.mean, digits, scale * m.std);
+  return buf;
+}
+double acc_gap(const GapPoint& p) { return p.eval_mode.accuracy - p.train_mode.accuracy; }
+double loss_gap(const GapPoint& p) { return p.eval_mode.loss - p.train_mode.loss; }
+}  // namespace
+
+std::string gap_summary(const GapResult& r) {
+  const auto& o = r.options;
+  std::ostringstream md;
+  md << "# norm_study train-eval-gap: summary\n\n";
+  md << "- BatchNorm MLP 784";
+  for (auto h : o.hidden) md << "-" << h;
+  md << "-10, Fashion-MNIST " << o.train_size << " training images, SGD momentum 0.9, lr " << fmt9(o.lr)
+     << ", batch " << o.batch << ", " << o.epochs << " epochs";
+  if (o.drop_epoch > 0) md << ", lr ×0.1 after epoch " << o.drop_epoch;
+  md << "; seeds " << o.seed << ".." << o.seed + static_cast<std::uint64_t>(o.seeds) - 1 << "\n";
+  md << "- test set scored after each epoch in train mode (batch statistics of consecutive batches of " << o.batch
+     << ", buffers restored) and in eval mode (running statistics); gap = eval − train, mean ± std over seeds\n";
+  md << "- wall time " << fmt4(r.seconds) << " s with " << o.threads << " worker threads\n\n";
+  std::vector<int> epochs;
+  for (int e = 1; e <= o.epochs; ++e)
+    if (e == 1 || e == o.drop_epoch || e == o.epochs || e == o.epochs / 2) epochs.push_back(e);
+  md << "| BN momentum | epoch | lr | eval-mode acc (%) | train-mode acc (%) | acc gap (points) | eval-mode loss | "
+        "train-mode loss | loss gap |\n|---|---|---|---|---|---|---|---|---|\n";
+  for (const auto& m : o.momenta)
+    for (int e : epochs) {
+      const double lr = (o.drop_epoch > 0 && e > o.drop_epoch) ? o.lr * 0.1 : o.lr;
+      md << "| " << momentum_name(m) << " | " << e << " | " << fmt4(lr) << " | "
+         << pm_plain(at_epoch(r, m, e, [](const GapPoint& p) { return p.eval_mode.accuracy; }), 100) << " | "
+         << pm_plain(at_epoch(r, m, e, [](const GapPoint& p) { return p.train_mode.accuracy; }), 100) << " | "
+         << pm2(at_epoch(r, m, e, acc_gap), 100) << " | "
+         << pm_plain(at_epoch(r, m, e, [](const GapPoint& p) { return p.eval_mode.loss; }), 1, 4) << " | "
+         << pm_plain(at_epoch(r, m, e, [](const GapPoint& p) { return p.train_mode.loss; }), 1, 4) << " | "
+         << pm2(at_epoch(r, m, e, loss_gap)) << " |\n";
+    }
+  return md.str();
+}
+
+std::vector<std::string> write_gap(const GapResult& r, const std::string& dir_s) {
+  const fs::path dir(dir_s), plots = dir / "plots";
+  if (!report_kit::write_tables(dir_s, gap_csv(r), gap_summary(r))) return {};
+  const auto& o = r.options;
+  const fs::path png = dir / "train_eval_gap.png";
+  const std::vector<std::string> colors{"#1f77b4", "#ff7f0e", "#d62728", "#2ca02c", "#9467bd"};
+  std::ostringstream gp;
+  gp << "set terminal pngcairo size 1280,520 font 'sans,10'\nset output " << report_kit::gnuplot_quote(png.string())
+     << "\nset datafile missing '?'\nset multiplot layout 1,2 title 'BatchNorm MLP on Fashion-MNIST test set: "
+        "eval mode − train mode (mean ± std over "
+     << o.seeds << " seeds)" << (o.drop_epoch > 0 ? "; dashed line: lr ×0.1" : "") << "'\n";
+  for (int panel = 0; panel < 2; ++panel) {
+    gp << "set xlabel 'epoch'\nset ylabel '" << (panel == 0 ? "accuracy gap (points)" : "loss gap")
+       << "'\nset grid\nset key top right\nset xrange [0.5:" << o.epochs + 0.5 << "]\n";
+    if (o.drop_epoch > 0)
+      gp << "set arrow 1 from " << o.drop_epoch + 0.5 << ", graph 0 to " << o.drop_epoch + 0.5
+         << ", graph 1 nohead dt 2 lc rgb 'gray40'\n";
+    gp << "plot ";
+    for (std::size_t i = 0; i < o.momenta.size(); ++i) {
+      std::ostringstream d;
+      for (int e = 1; e <= o.epochs; ++e) {
+        const MeanStd s = panel == 0 ? at_epoch(r, o.momenta[i], e, acc_gap) : at_epoch(r, o.momenta[i], e, loss_gap);
+        const double sc = panel == 0 ? 100 : 1;
+        if (s.n == 0) d << e << " ? ?\n";
+        else d << e << " " << fmt9(sc * s.mean) << " " << fmt9(sc * s.std) << "\n";
+      }
+      const std::string f =
+          (plots / ("gap_" + std::string(panel == 0 ? "acc_" : "loss_") + std::to_string(i) + ".dat")).string();
+      report_kit::write_file(f, d.str());
+      if (i) gp << ", \\\n     ";
+      gp << report_kit::gnuplot_quote(f) << " using 1:2:3 with yerrorlines lw 2 pt 7 lc rgb '"
+         << colors[i % colors.size()] << "' title 'momentum " << momentum_name(o.momenta[i]) << "'";
+    }
+    gp << "\n";
+  }
+  gp << "unset multiplot\n";
+  return report_kit::render_figure((plots / "train_eval_gap.gp").string(), gp.str(), png.string(),
+                                  (plots / "gnuplot.log").string());
+}
+
+}  // namespace normstudy

@@ -1,0 +1,112 @@
+// norm_study mode-bugs: CSV, Markdown summary and figure.
+#include <cmath>
+#include <filesystem>
+#include <sstream>
+
+#include <spdlog/spdlog.h>
+
+#include "kit/gnuplot.h"
+#include "mode_bug_study.h"
+#include "kit/stats.h"
+
+namespace normstudy {
+
+namespace fs = std::filesystem;
+
+namespace {
+std::string csv_field(const std::string& s) {
+  std::string out = "\"";
+  for (char c : s) out += c == '"' ? std::string("\"\"") : std::string(1, c);
+  return out + "\"";
+}
+}  // namespace
+
+namespace {
+// Mean ± sample std of per-seed values; "—" when a value is NaN (a refused variant).
+bnexp::MeanStd stats_of(const std::vector<double>& v) {
+  for (double x : v)
+    if (std::isnan(x)) return {};
+  return bnexp::mean_std(v);
+}
+std::vector<double> diff(const std::vector<double>& a, const std::vector<double>& b) {
+  std::vector<double> d;
+  for (std::size_t i = 0; i < a.size() && i < b.size(); ++i) d.push_back(a[i] - b[i]);
+  return d;
+}
+std::string pm(const bnexp::MeanStd& m, bool sign = false) {
+  if (m.n == 0) return "—";
+  char buf[64];
+  std::snprintf(buf, sizeof buf, sign ? "%+.2f ± %.2f" : "%.2f ± %.2f", m.mean, m.std);
+  return buf;
+}
+}  // namespace
+
+std::string mode_bugs_csv(const BugResult& r) {
+  std::string out = "seed,bug,correct,buggy,correct_accuracy,buggy_accuracy,detector,fires,quiet_on_correct\n";
+  for (std::size_t s = 0; s < r.baseline_by_seed.size(); ++s)
+    for (const auto& x : r.rows)
+      out += std::to_string(r.options.seed + s) + "," + csv_field(x.bug) + "," + csv_field(x.correct_label) + "," +
+             csv_field(x.buggy_label) + "," + fmt9(x.correct_by_seed.at(s)) + "," + fmt9(x.buggy_by_seed.at(s)) +
+             "," + csv_field(s == 0 ? x.detector : "") + "," + (s == 0 ? (x.fires ? "1" : "0") : "") + "," +
+             (s == 0 ? (x.quiet_on_correct ? "1" : "0") : "") + "\n";
+  return out;
+}
+
+std::string mode_bugs_summary(const BugResult& r) {
+  const auto& o = r.options;
+  const int n = static_cast<int>(r.baseline_by_seed.size());
+  std::ostringstream md;
+  md << "# norm_study mode-bugs: summary\n\n";
+  md << "- BatchNorm MLP 784";
+  for (auto h : o.hidden) md << "-" << h;
+  md << "-10, Fashion-MNIST " << o.train_size << " training images, test set " << (o.test_size > 0 ? o.test_size : 10000)
+     << "; SGD momentum 0.9, lr " << fmt9(o.lr) << ", batch " << o.batch << ", " << o.epochs << " epochs, seeds "
+     << o.seed << ".." << o.seed + static_cast<std::uint64_t>(n) - 1 << "\n";
+  md << "- correct loop (eval-mode test accuracy): " << pm(stats_of(r.baseline_by_seed))
+     << "% (mean ± sample std over seeds); a constant predictor scores 10%\n";
+  md << "- accuracies mean ± std over the " << n << " seeds, Δ = buggy − correct paired by seed; labels and detector "
+        "readings are seed " << o.seed << "'s; fires / quiet: on how many seeds\n";
+  md << "- wall time " << fmt4(r.seconds) << " s with " << o.threads << " worker threads\n\n";
+  md << "| bug | correct: test acc (%) | buggy: test acc (%) | Δ (points) | detector (seed " << o.seed
+     << ") | fires | quiet on the correct variant |\n|---|---|---|---|---|---|---|\n";
+  auto count = [&](int k) { return (k == n ? std::string() : std::string("**")) + std::to_string(k) + "/" +
+                                   std::to_string(n) + (k == n ? std::string() : std::string("**")); };
+  for (const auto& x : r.rows) {
+    const auto buggy = stats_of(x.buggy_by_seed);
+    md << "| " << x.bug << " | " << x.correct_label << ": " << pm(stats_of(x.correct_by_seed)) << " | "
+       << x.buggy_label << (buggy.n == 0 ? std::string() : ": " + pm(buggy)) << " | "
+       << (buggy.n == 0 ? std::string("—") : pm(stats_of(diff(x.buggy_by_seed, x.correct_by_seed)), true)) << " | "
+       << x.detector << " | " << count(x.fires_seeds) << " | " << count(x.quiet_seeds) << " |\n";
+  }
+  return md.str();
+}
+
+std::vector<std::string> write_mode_bugs(const BugResult& r, const std::string& dir_s) {
+  const fs::path dir(dir_s), plots = dir / "plots";
+  if (!report_kit::write_tables(dir_s, mode_bugs_csv(r), mode_bugs_summary(r))) return {};
+  std::ostringstream d;
+  for (std::size_t i = 0; i < r.rows.size(); ++i) {
+    std::string label = r.rows[i].bug;
+    if (label.size() > 42) label = label.substr(0, 40) + "…";
+    for (auto& c : label)
+      if (c == '"') c = '\'';
+    const auto c = stats_of(r.rows[i].correct_by_seed), b = stats_of(r.rows[i].buggy_by_seed);
+    d << i << " \"" << label << "\" " << fmt9(c.mean) << " " << (b.n == 0 ? std::string("?") : fmt9(b.mean)) << "\n";
+  }
+  const std::string f = (plots / "mode_bugs.dat").string();
+  report_kit::write_file(f, d.str());
+  const fs::path png = dir / "mode_bugs.png";
+  std::ostringstream gp;
+  gp << "set terminal pngcairo size 1100,560 font 'sans,10'\nset output " << report_kit::gnuplot_quote(png.string())
+     << "\nset datafile missing '?'\nset style data histograms\nset style histogram clustered gap 1\n"
+        "set style fill solid 0.8 border -1\nset boxwidth 0.9\nset xtics rotate by -30 left\nset grid y\n"
+        "set ylabel 'test accuracy (%)'\nset yrange [0:100]\nset key top right\nset bmargin 10\n"
+        "set title 'Mode bugs on Fashion-MNIST (BatchNorm MLP, mean of "
+     << r.baseline_by_seed.size() << " seeds): correct vs buggy variant'\n"
+     << "plot " << report_kit::gnuplot_quote(f) << " using 3:xtic(2) title 'correct' lc rgb '#1f77b4', '' using 4 "
+        "title 'buggy' lc rgb '#d62728'\n";
+  return report_kit::render_figure((plots / "mode_bugs.gp").string(), gp.str(), png.string(),
+                                  (plots / "gnuplot.log").string());
+}
+
+}  // namespace normstudy
