@@ -8,6 +8,7 @@ packages=(
   libbenchmark-dev gnuplot-nox dataset-fashion-mnist bc
   libzip-dev  # io/: the zip container of PyTorch torch.save files
   libdnnl-dev  # oneDNN: float32 Conv2d primitives (optional in CMake; im2col + GEMM without it)
+  libcsv-dev  # bench/csv_parsers: read_csv's tokenizer measured against libcsv (optional in CMake)
   libopenmpi-dev openmpi-bin  # distributed/: data-parallel training over MPI
   clang libclang-rt-14-dev libomp-dev llvm  # scripts/test.sh: libFuzzer build, sanitizer symbolizer
   python3-onnx python3-opencv nodejs  # tests/onnx_engines: onnx.checker, OpenCV DNN, ONNX Runtime (node)
