@@ -16,13 +16,14 @@ namespace tapegrad::distributed {
 /// count, mean and M2 = Σ(x - mean)²; one allgather of (count, mean, M2) per rank, merged in
 /// rank order with Chan, Golub & LeVeque's (1979) parallel update
 /// M2 = M2_a + M2_b + δ²·n_a·n_b/n (never E[x²] - E[x]²), so every rank gets the same bits.
-/// Normalises with the biased variance M2/m; running stats as BatchNorm, from the global
-/// batch: num_batches_tracked += 1, run = (1 - f)·run + f·batch with f = momentum (or
-/// 1/num_batches_tracked when momentum is nullopt), running_var from the unbiased M2/(m - 1).
-/// Backward: one allreduce of the per-channel sums Σdy and Σdy·(x - μ) (2C doubles), then
-/// dx = γ·rstd·(dy - Σdy/m - x̂·Σ(dy·x̂)/m) locally. The weight and bias gradients are this
-/// rank's own Σdy·x̂ and Σdy (their sum over ranks is BatchNorm's gradient on the
-/// concatenation; DistributedDataParallel averages them).
+/// Normalises with the biased variance M2/m through functional::batch_norm_with_stats, which
+/// also updates the running statistics from the global batch exactly as BatchNorm does
+/// (functional::RunningStats: factor momentum or 1/(num_batches_tracked + 1), running_var
+/// from M2/(m - 1) unless unbiased_running_var = false, num_batches_tracked += 1).
+/// Backward: batch_norm's, with one allreduce of the per-channel sums Σdy and Σdy·(x - μ)
+/// (2C doubles) before dx = γ·rstd·(dy - Σdy/m - x̂·Σ(dy·x̂)/m) locally. The weight and bias
+/// gradients are this rank's own Σdy·x̂ and Σdy (their sum over ranks is BatchNorm's
+/// gradient on the concatenation; DistributedDataParallel averages them).
 /// Eval mode with running statistics: plain BatchNorm, no communication.
 /// Every rank must run every train-mode forward and backward (collectives). m <= 1 throws
 /// std::invalid_argument on every rank (they all see the same m) before any buffer changes.

@@ -24,10 +24,7 @@ double decay_from_momentum(double momentum) {
 void check_batch_norm_options(const std::string& who, const BatchNormOptions& opts) {
   if (!(opts.eps >= 0 && std::isfinite(opts.eps)))
     throw std::invalid_argument(who + ": eps must be >= 0 and finite, got " + std::to_string(opts.eps));
-  if (opts.momentum && !(*opts.momentum >= 0.0 && *opts.momentum <= 1.0))
-    throw std::invalid_argument(who + ": momentum must be in [0, 1] (PyTorch convention; a Keras decay of 0.99 is "
-                                "momentum 0.01, see momentum_from_decay), got " +
-                                std::to_string(*opts.momentum));
+  if (opts.momentum) functional::check_momentum(who, *opts.momentum);
 }
 
 BatchNormBase::BatchNormBase(std::int64_t c, BatchNormOptions opts) : num_features(c), options(opts) {
@@ -60,21 +57,17 @@ void BatchNorm2d::check_input(const Tensor& x) const {
   check_features(x);
 }
 
+functional::RunningStats BatchNormBase::running_stats() const {
+  return {running_mean, running_var, num_batches_tracked, options.momentum, options.unbiased_running_var};
+}
+
 Tensor BatchNormBase::forward(const Tensor& x) {
   if (!x.defined()) throw std::invalid_argument(type_name() + ": the input is undefined");
   check_input(x);
-  // options is a public field: check what may have been set since construction
-  check_batch_norm_options(type_name(), options);
   check_dtype(x);
-  if (!options.track_running_stats) {  // batch statistics in both modes
-    check_batch_statistics(x);
-    return functional::batch_norm(x, {}, {}, weight, bias, true, 0.0, options.eps);
-  }
-  if (!is_training()) return functional::batch_norm(x, running_mean, running_var, weight, bias, false, 0.0, options.eps);
-  return tracked_train_step(x, [&](double factor) {
-    return functional::batch_norm(x, running_mean, running_var, weight, bias, true, factor, options.eps,
-                                  options.unbiased_running_var);
-  });
+  // options (a public field) are checked there, once
+  return functional::batch_norm(x, weight, bias, running_stats(), is_training() || !options.track_running_stats,
+                                options.eps, type_name());
 }
 
 void BatchNormBase::check_dtype(const Tensor& x) const {
@@ -82,17 +75,6 @@ void BatchNormBase::check_dtype(const Tensor& x) const {
   if (state.defined() && x.dtype() != state.dtype())
     throw std::invalid_argument(type_name() + ": input dtype " + dtype_name(x.dtype()) + " does not match the module's " +
                                 dtype_name(state.dtype()) + " (convert with .to() or Module::to())");
-}
-
-void BatchNormBase::check_batch_statistics(const Tensor& x) const {
-  if (x.numel() / x.size(1) > 1) return;
-  const std::string got = "got input of shape " + shape_str(x.shape());
-  if (options.track_running_stats)
-    throw std::invalid_argument(type_name() + ": expected more than 1 value per channel when training, " + got +
-                                "; call eval() to run a single sample through running statistics");
-  throw std::invalid_argument(type_name() + ": expected more than 1 value per channel, " + got +
-                              "; this module has no running statistics (track_running_stats=false), so eval() "
-                              "normalises with batch statistics too and cannot take one value per channel");
 }
 
 std::string BatchNormBase::extra_repr() const {

@@ -3,6 +3,7 @@
 #include <optional>
 
 #include <tapegrad/layers/channel_norm.h>
+#include <tapegrad/layers/functional/running_stats.h>
 
 namespace tapegrad::layers {
 
@@ -13,8 +14,11 @@ double momentum_from_decay(double decay);
 double decay_from_momentum(double momentum);
 
 /// Options shared by the batch-norm family. Defaults are PyTorch's. Checked at
-/// construction and again at every forward (the field is public): eps finite and >= 0,
-/// momentum in [0, 1]; std::invalid_argument names the value otherwise.
+/// construction and again, once, at every forward (the field is public; the forward's
+/// check is functional::batch_norm's): eps finite and >= 0, momentum in [0, 1];
+/// std::invalid_argument names the value otherwise. momentum and unbiased_running_var go
+/// to functional::RunningStats (layers/functional/running_stats.h), which updates the
+/// running statistics.
 struct BatchNormOptions {
   double eps = 1e-5;                     ///< added to the variance inside the sqrt
   std::optional<double> momentum = 0.1;  ///< PyTorch convention; nullopt = cumulative average
@@ -34,16 +38,18 @@ void check_batch_norm_options(const std::string& who, const BatchNormOptions& op
 
 /// Common implementation: statistics per channel (dim 1) over N and every dim after C.
 ///
-/// Train mode: normalises with the batch mean and biased variance (divide by m); then
-/// num_batches_tracked += 1 and run = (1 - f)·run + f·batch with f = momentum, or
-/// f = 1/num_batches_tracked when momentum is nullopt; running_var takes the unbiased
-/// batch variance (divide by m - 1). A batch with one value per channel (m = 1) throws
-/// std::invalid_argument and leaves every buffer unchanged.
+/// Train mode: normalises with the batch mean and biased variance (divide by m), then
+/// updates the running statistics as functional::RunningStats documents (factor momentum,
+/// or 1/(num_batches_tracked + 1) when momentum is nullopt; running_var from the unbiased
+/// batch variance unless unbiased_running_var = false; num_batches_tracked += 1). A batch
+/// with one value per channel (m = 1) throws std::invalid_argument and leaves every buffer
+/// unchanged.
 /// Eval mode: normalises with running_mean / running_var, so a sample's output does not
 /// depend on the other samples of its batch. With track_running_stats = false there are
 /// no buffers and batch statistics are used in both modes (so a batch with one value per
 /// channel throws in eval mode too, saying the module has no running statistics).
 /// Buffers are never touched by an optimizer: only this forward updates them.
+/// The forward is one call of functional::batch_norm with running_stats().
 class BatchNormBase : public ChannelNormBase {
  public:
   /// Registers the parameters and buffers for `num_features` channels C (ChannelNormBase).
@@ -69,26 +75,9 @@ class BatchNormBase : public ChannelNormBase {
   /// Throws std::invalid_argument unless x has the dtype of the module's parameters and
   /// buffers (which Module::to changes).
   void check_dtype(const Tensor& x) const;
-  /// Throws std::invalid_argument when x has one value per channel (batch statistics of one
-  /// value are undefined): in training, pointing to eval(); without running statistics,
-  /// saying that eval() normalises with batch statistics too.
-  void check_batch_statistics(const Tensor& x) const;
-
-  /// The train-mode step with running statistics, written once for the family (BatchNorm,
-  /// BatchRenorm): refuses a batch with one value per channel before any buffer changes,
-  /// takes the factor f = momentum, or 1/(num_batches_tracked + 1) for the cumulative
-  /// average (momentum nullopt), runs normalise(f), which normalises x and updates
-  /// running_mean / running_var with f, then increments num_batches_tracked.
-  template <class F>
-  Tensor tracked_train_step(const Tensor& x, F&& normalise) {
-    check_batch_norm_options(type_name(), options);  // options is public: it may have changed since construction
-    check_batch_statistics(x);
-    std::int64_t& tracked = num_batches_tracked.data<std::int64_t>()[0];
-    const double factor = options.momentum ? *options.momentum : 1.0 / static_cast<double>(tracked + 1);
-    Tensor out = normalise(factor);
-    ++tracked;
-    return out;
-  }
+  /// The module's running statistics and their update rule (empty without
+  /// track_running_stats): what functional::batch_norm updates in train mode.
+  functional::RunningStats running_stats() const;
 };
 
 /// BatchNorm over (N, C) or (N, C, L): statistics per feature over N (and L).

@@ -32,11 +32,8 @@ Tensor BatchRenorm<BN>::forward(const Tensor& x) {
   if (!x.defined()) throw std::invalid_argument(this->type_name() + ": the input is undefined");
   this->check_input(x);
   this->check_dtype(x);
-  return this->tracked_train_step(x, [&](double factor) {
-    return functional::batch_renorm(x, this->running_mean, this->running_var, this->weight, this->bias, factor,
-                                    this->options.eps, rmax_, dmax_, last_r, last_d,
-                                    this->options.unbiased_running_var);
-  });
+  return functional::batch_renorm(x, this->weight, this->bias, this->running_stats(), this->options.eps, rmax_, dmax_,
+                                  last_r, last_d, this->type_name());
 }
 template <class BN>
 std::string BatchRenorm<BN>::extra_repr() const {

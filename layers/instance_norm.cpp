@@ -12,13 +12,12 @@
 namespace tapegrad::layers {
 
 namespace {
-// options is a public field: checked at construction and again at every forward.
+// At construction; options is a public field, so every forward's functional::instance_norm
+// checks it again, once.
 void check_options(const std::string& who, const InstanceNormOptions& opts) {
   if (!(opts.eps >= 0 && std::isfinite(opts.eps)))
     throw std::invalid_argument(who + ": eps must be >= 0 and finite, got " + std::to_string(opts.eps));
-  if (!(opts.momentum >= 0.0 && opts.momentum <= 1.0))
-    throw std::invalid_argument(who + ": momentum must be in [0, 1] (PyTorch convention), got " +
-                                std::to_string(opts.momentum));
+  functional::check_momentum(who, opts.momentum);
 }
 }  // namespace
 
@@ -30,7 +29,6 @@ InstanceNormBase::InstanceNormBase(std::int64_t c, InstanceNormOptions opts) : n
 
 Tensor InstanceNormBase::forward(const Tensor& x) {
   if (!x.defined()) throw std::invalid_argument(type_name() + ": the input is undefined");
-  check_options(type_name(), options);
   const std::int64_t rank = batched_rank();
   if (x.dim() != rank && x.dim() != rank - 1)
     throw std::invalid_argument(type_name() + ": expected " + shape_text() + " input, got " + std::to_string(x.dim()) +
@@ -52,8 +50,9 @@ Tensor InstanceNormBase::forward(const Tensor& x) {
     xb = reshape(x, s);
   }
   const bool use_input_stats = is_training() || !options.track_running_stats;
-  Tensor y = functional::instance_norm(xb, running_mean, running_var, weight, bias, use_input_stats, options.momentum,
-                                       options.eps);
+  // options (a public field) are checked there, once; num_batches_tracked is never incremented (PyTorch)
+  const functional::RunningStats running{running_mean, running_var, Tensor(), options.momentum, true};
+  Tensor y = functional::instance_norm(xb, weight, bias, running, use_input_stats, options.eps, type_name());
   return unbatched ? reshape(y, x.shape()) : y;
 }
 

@@ -21,8 +21,10 @@ struct InstanceNormOptions {
 /// Train mode, or track_running_stats = false: each (n, c) is normalised with its own
 /// mean and biased variance. With track_running_stats, train mode also moves
 /// running_mean / running_var toward the batch average of the per-instance mean and
-/// unbiased variance (PyTorch's rule); num_batches_tracked exists (for checkpoint
-/// compatibility) but is never incremented.
+/// unbiased variance (PyTorch's rule; the update is functional::RunningStats', see
+/// layers/functional/running_stats.h); num_batches_tracked exists (for checkpoint
+/// compatibility) but is never incremented. options is checked at construction and, once,
+/// at every forward.
 /// Eval mode with track_running_stats: running_mean / running_var per channel, as in
 /// BatchNorm's eval mode.
 /// Throws std::invalid_argument naming the shape when the channels do not match, and

@@ -6,14 +6,19 @@
 // backward reads x and dy once for its two reductions and once more to write dx. Outputs
 // too large for the cache are written with streaming stores, so they cost no extra read.
 // The (N, C) case (S = 1) runs the kernels of kernels/batch_norm_nc.cpp; this file keeps the
-// argument checks, the running statistics, the tape node and the S > 1 loops.
+// argument checks, the tape node and the S > 1 loops; the running statistics are updated by
+// RunningStats (running_stats.cpp).
 #include <tapegrad/layers/functional/batch_norm.h>
 
 
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
+#include <functional>
+#include <optional>
 #include <stdexcept>
+#include <string>
+#include <utility>
 #include <vector>
 
 #include <tapegrad/core/autograd.h>
@@ -227,9 +232,12 @@ Tensor forward_impl(const Tensor& x, Dims d, const double* mean, const double* r
 // so dx = k1·(dy - k2 - (x - μ)·k3) with k1 = γ·rstd, k2 = Σdy/m, k3 = rstd²·Σdy(x - μ)/m
 // in train mode, and k2 = k3 = 0 in eval mode (the statistics are constants).
 //   dγ = Σ dy·x̂ = rstd·Σ dy·(x - μ),  dβ = Σ dy.
+// m is the count the statistics were taken over (N·S, or the global count of
+// batch_norm_with_stats), and reduce (when set) turns this input's sums into the whole
+// batch's before dx; dγ and dβ take this input's own sums.
 template <class T>
 void backward_impl(const Tensor& g, const T* xp, Dims d, const double* mean, const double* rstd, const T* w,
-                   bool train, GradSink& gs) {
+                   bool train, double m, const std::function<void(double*, std::int64_t)>* reduce, GradSink& gs) {
   const T* gp = g.data<T>();
   const bool need_sums = (train && gs.needs(0)) || gs.needs(1) || gs.needs(2);
   double* sum_dy = kernels::scratch<SumsTag, double>(static_cast<std::size_t>(2 * d.C));
@@ -240,34 +248,12 @@ void backward_impl(const Tensor& g, const T* xp, Dims d, const double* mean, con
   T* mu = k3 + d.C;
   for (std::int64_t c = 0; c < d.C; ++c) mu[c] = static_cast<T>(mean[c]);
   std::fill(sum_dy, sum_dy + 2 * d.C, 0.0);
-  if (need_sums) {
+  const bool rows = d.N * d.S > 0;
+  if (need_sums && rows) {
     if (d.S == 1)
       kernels::bn_rows_sums<T>(xp, gp, d.N, d.C, mu, sum_dy, sum_dy_xc);
     else
       backward_sums<T>(xp, gp, d, mean, sum_dy, sum_dy_xc);
-  }
-  const double m = static_cast<double>(d.N * d.S);
-  if (gs.needs(0)) {
-    for (std::int64_t c = 0; c < d.C; ++c) {
-      const double gamma = w ? static_cast<double>(w[c]) : 1.0;
-      k1[c] = static_cast<T>(gamma * rstd[c]);
-      k2[c] = static_cast<T>(train ? sum_dy[c] / m : 0.0);
-      k3[c] = static_cast<T>(train ? rstd[c] * rstd[c] * sum_dy_xc[c] / m : 0.0);
-    }
-    Tensor gx = Tensor::empty(g.shape(), g.dtype());  // dy has x's shape and dtype
-    const T *a = k1, *b = k2, *k = k3, *u = mu;
-    if (d.S == 1) {
-      kernels::bn_rows_dx<T>(xp, gp, gx.data<T>(), d.N, d.C, u, a, b, k);
-    } else {
-      channel_pass<T>(d, gx.data<T>(), [&](T* o, std::int64_t r, std::int64_t s0, std::int64_t n) {
-        const std::int64_t c = r % d.C;
-        const T ac = a[c], bc = b[c], kc = k[c], uc = u[c];
-        const T* xr = xp + r * d.S + s0;
-        const T* gr = gp + r * d.S + s0;
-        for (std::int64_t i = 0; i < n; ++i) o[i] = ac * (gr[i] - bc - (xr[i] - uc) * kc);
-      });
-    }
-    gs.add(0, std::move(gx));
   }
   if (gs.needs(1)) {  // dγ = Σ dy·x̂
     Tensor gw = Tensor::empty({d.C}, g.dtype());
@@ -281,16 +267,73 @@ void backward_impl(const Tensor& g, const T* xp, Dims d, const double* mean, con
     for (std::int64_t c = 0; c < d.C; ++c) o[c] = static_cast<T>(sum_dy[c]);
     gs.add(2, std::move(gb));
   }
+  if (!gs.needs(0)) return;
+  if (train && reduce && *reduce) (*reduce)(sum_dy, 2 * d.C);
+  for (std::int64_t c = 0; c < d.C; ++c) {
+    const double gamma = w ? static_cast<double>(w[c]) : 1.0;
+    k1[c] = static_cast<T>(gamma * rstd[c]);
+    k2[c] = static_cast<T>(train ? sum_dy[c] / m : 0.0);
+    k3[c] = static_cast<T>(train ? rstd[c] * rstd[c] * sum_dy_xc[c] / m : 0.0);
+  }
+  Tensor gx = Tensor::empty(g.shape(), g.dtype());  // dy has x's shape and dtype
+  const T *a = k1, *b = k2, *k = k3, *u = mu;
+  if (!rows) {
+  } else if (d.S == 1) {
+    kernels::bn_rows_dx<T>(xp, gp, gx.data<T>(), d.N, d.C, u, a, b, k);
+  } else {
+    channel_pass<T>(d, gx.data<T>(), [&](T* o, std::int64_t r, std::int64_t s0, std::int64_t n) {
+      const std::int64_t c = r % d.C;
+      const T ac = a[c], bc = b[c], kc = k[c], uc = u[c];
+      const T* xr = xp + r * d.S + s0;
+      const T* gr = gp + r * d.S + s0;
+      for (std::int64_t i = 0; i < n; ++i) o[i] = ac * (gr[i] - bc - (xr[i] - uc) * kc);
+    });
+  }
+  gs.add(0, std::move(gx));
 }
 
-void check_channel_tensor(const Tensor& t, const char* what, const Tensor& x, std::int64_t C) {
+void check_channel_tensor(const std::string& who, const Tensor& t, const char* what, const Tensor& x, std::int64_t C) {
   if (!t.defined()) return;
   if (t.dim() != 1 || t.size(0) != C)  // compared without building a Shape (no allocation per call)
-    throw std::invalid_argument(std::string("batch_norm: expected ") + what + " of shape [" + std::to_string(C) +
+    throw std::invalid_argument(who + ": expected " + what + " of shape [" + std::to_string(C) +
                                 "] for input of shape " + shape_str(x.shape()) + ", got " + shape_str(t.shape()));
   if (t.dtype() != x.dtype())
-    throw std::invalid_argument(std::string("batch_norm: ") + what + " has dtype " + dtype_name(t.dtype()) +
-                                " but the input is " + dtype_name(x.dtype()));
+    throw std::invalid_argument(who + ": " + what + " has dtype " + dtype_name(t.dtype()) + " but the input is " +
+                                dtype_name(x.dtype()));
+}
+
+// What every entry point checks first: x (N, C, *) floating, weight / bias (C) of x's dtype,
+// eps, and the running statistics (momentum, shapes, dtypes). Once per call.
+Dims check_common(const std::string& who, const Tensor& x, const Tensor& weight, const Tensor& bias,
+                  const RunningStats& running, double eps) {
+  if (!x.defined() || x.dim() < 2)
+    throw std::invalid_argument(who + ": expected input of shape (N, C, *), got " +
+                                (x.defined() ? shape_str(x.shape()) : std::string("an undefined tensor")));
+  if (!is_floating(x.dtype()))
+    throw std::invalid_argument(who + ": expected a float input, got " + dtype_name(x.dtype()));
+  const Dims d = dims_of(x);
+  check_channel_tensor(who, weight, "weight", x, d.C);
+  check_channel_tensor(who, bias, "bias", x, d.C);
+  if (!(eps >= 0 && std::isfinite(eps)))
+    throw std::invalid_argument(who + ": eps must be >= 0 and finite, got " + std::to_string(eps));
+  running.check(who, x);
+  return d;
+}
+
+// Records the backward of a train- or eval-mode normalisation of x with the statistics
+// stats = [mean (C), rstd (C)] taken over m values per channel.
+void record_backward(Tensor& out, const Tensor& x, const Tensor& weight, const Tensor& bias, Dims d,
+                     std::vector<double> stats, bool training, double m,
+                     std::function<void(double*, std::int64_t)> reduce) {
+  if (!autograd::needs_grad({&x, &weight, &bias})) return;
+  autograd::record("batch_norm", out, {x, weight, bias},
+                   [xs = SavedData(x), ws = SavedData(weight), d, stats = std::move(stats), training, m,
+                    reduce = std::move(reduce)](const Tensor& g, GradSink& gs) {
+                     TAPEGRAD_DISPATCH_FLOAT(g.dtype(), "batch_norm_backward", [&] {
+                       backward_impl<scalar_t>(g, xs.data<scalar_t>(), d, stats.data(), stats.data() + d.C,
+                                               ws.data<scalar_t>(), training, m, &reduce, gs);
+                     });
+                   });
 }
 
 }  // namespace
@@ -314,30 +357,20 @@ void batch_moments(const Tensor& x, Tensor& mean_out, Tensor& var_out) {
 
 Tensor batch_norm(const Tensor& x, const Tensor& running_mean, const Tensor& running_var, const Tensor& weight,
                   const Tensor& bias, bool training, double momentum, double eps, bool unbiased_running_var) {
-  if (!x.defined() || x.dim() < 2)
-    throw std::invalid_argument("batch_norm: expected input of shape (N, C, *), got " +
-                                (x.defined() ? shape_str(x.shape()) : std::string("an undefined tensor")));
-  if (!is_floating(x.dtype()))
-    throw std::invalid_argument(std::string("batch_norm: expected a float input, got ") + dtype_name(x.dtype()));
-  const Dims d = dims_of(x);
-  check_channel_tensor(weight, "weight", x, d.C);
-  check_channel_tensor(bias, "bias", x, d.C);
-  check_channel_tensor(running_mean, "running_mean", x, d.C);
-  check_channel_tensor(running_var, "running_var", x, d.C);
-  if (running_mean.defined() != running_var.defined())
-    throw std::invalid_argument("batch_norm: running_mean and running_var must both be given or both be omitted");
-  if (!training && !running_mean.defined())
-    throw std::invalid_argument("batch_norm: eval mode (training=false) needs running_mean and running_var");
-  if (!(eps >= 0 && std::isfinite(eps)))
-    throw std::invalid_argument("batch_norm: eps must be >= 0 and finite, got " + std::to_string(eps));
-  if (training && running_mean.defined() && !(momentum >= 0.0 && momentum <= 1.0))
-    throw std::invalid_argument("batch_norm: momentum must be in [0, 1] (PyTorch convention; a Keras decay of 0.99 "
-                                "is momentum 0.01), got " + std::to_string(momentum));
+  // momentum only matters (and is only checked) when running statistics are updated
+  const std::optional<double> f = training && running_mean.defined() ? std::optional<double>(momentum) : std::nullopt;
+  return batch_norm(x, weight, bias, RunningStats{running_mean, running_var, Tensor(), f, unbiased_running_var},
+                    training, eps, "batch_norm");
+}
+
+Tensor batch_norm(const Tensor& x, const Tensor& weight, const Tensor& bias, const RunningStats& running,
+                  bool use_batch_stats, double eps, const std::string& who) {
+  const Dims d = check_common(who, x, weight, bias, running, eps);
+  if (!use_batch_stats && !running.defined())
+    throw std::invalid_argument(who + ": eval mode (training=false) needs running_mean and running_var");
   const std::int64_t m = d.N * d.S;
-  if (training && m <= 1)
-    throw std::invalid_argument("batch_norm: expected more than 1 value per channel when training, got input of shape " +
-                                shape_str(x.shape()) + " (" + std::to_string(m) +
-                                " value per channel); use eval() for single-sample inference");
+  if (use_batch_stats)
+    check_values_per_channel(who, m, "value per channel", "input of shape " + shape_str(x.shape()), running.defined());
   if (x.numel() == 0) return detail::empty_norm_output(x, weight, bias, "batch_norm");  // eval on an empty batch
   // mean (C values) then rstd (C values): what the backward keeps
   std::vector<double> stats(static_cast<std::size_t>(2 * d.C));
@@ -345,26 +378,16 @@ Tensor batch_norm(const Tensor& x, const Tensor& running_mean, const Tensor& run
   double* rstd = mean + d.C;
   Tensor out = TAPEGRAD_DISPATCH_FLOAT(x.dtype(), "batch_norm", [&] {
     const scalar_t* xp = x.data<scalar_t>();
-    if (training) {
+    if (use_batch_stats) {
       double* var = kernels::scratch<VarTag, double>(static_cast<std::size_t>(d.C));
       moments<scalar_t>(xp, d, mean, var);
       // A constant channel with eps = 0 has σ² + eps = 0: like PyTorch, use rstd = 0 (output β,
       // zero gradients) instead of dividing by zero.
       kernels::inverse_std(var, eps, rstd, d.C);
-      if (running_mean.defined()) {
-        running_mean.impl()->storage->bump_version();  // in-place writes: a graph that saved them notices
-        running_var.impl()->storage->bump_version();
-        scalar_t* rm = running_mean.data<scalar_t>();
-        scalar_t* rv = running_var.data<scalar_t>();
-        const double unbias = unbiased_running_var ? static_cast<double>(m) / static_cast<double>(m - 1) : 1.0;
-        for (std::int64_t c = 0; c < d.C; ++c) {
-          rm[c] = static_cast<scalar_t>((1.0 - momentum) * rm[c] + momentum * mean[c]);
-          rv[c] = static_cast<scalar_t>((1.0 - momentum) * rv[c] + momentum * var[c] * unbias);
-        }
-      }
+      running.update(mean, var, m);
     } else {
-      const scalar_t* rm = running_mean.data<scalar_t>();
-      const scalar_t* rv = running_var.data<scalar_t>();
+      const scalar_t* rm = running.running_mean.data<scalar_t>();
+      const scalar_t* rv = running.running_var.data<scalar_t>();
       for (std::int64_t c = 0; c < d.C; ++c) {
         mean[c] = rm[c];
         rstd[c] = 1.0 / std::sqrt(static_cast<double>(rv[c]) + eps);
@@ -372,16 +395,37 @@ Tensor batch_norm(const Tensor& x, const Tensor& running_mean, const Tensor& run
     }
     return forward_impl<scalar_t>(x, d, mean, rstd, weight, bias);
   });
-  if (autograd::needs_grad({&x, &weight, &bias})) {
-    autograd::record("batch_norm", out, {x, weight, bias},
-                     [xs = SavedData(x), ws = SavedData(weight), d, stats = std::move(stats),
-                      training](const Tensor& g, GradSink& gs) {
-                       TAPEGRAD_DISPATCH_FLOAT(g.dtype(), "batch_norm_backward", [&] {
-                         backward_impl<scalar_t>(g, xs.data<scalar_t>(), d, stats.data(), stats.data() + d.C,
-                                                 ws.data<scalar_t>(), training, gs);
-                       });
-                     });
-  }
+  record_backward(out, x, weight, bias, d, std::move(stats), use_batch_stats, static_cast<double>(m), {});
+  return out;
+}
+
+Tensor batch_norm_with_stats(const Tensor& x, const BatchStats& given, const Tensor& weight, const Tensor& bias,
+                             const RunningStats& running, double eps, const std::string& who) {
+  const Dims d = check_common(who, x, weight, bias, running, eps);
+  for (const auto& [t, what] : {std::pair{&given.mean, "mean"}, std::pair{&given.var, "var"}})
+    if (!t->defined() || t->dtype() != Dtype::Float64 || t->dim() != 1 || t->size(0) != d.C)
+      throw std::invalid_argument(who + ": expected the batch " + what + " as float64 of shape [" +
+                                  std::to_string(d.C) + "], got " +
+                                  (t->defined() ? std::string(dtype_name(t->dtype())) + " " + shape_str(t->shape())
+                                                : std::string("an undefined tensor")));
+  check_values_per_channel(who, given.count,
+                           "value per channel" + (given.origin.empty() ? std::string() : " " + given.origin),
+                           std::to_string(given.count) + " (this input has shape " + shape_str(x.shape()) + ")",
+                           running.defined());
+  std::vector<double> stats(static_cast<std::size_t>(2 * d.C));
+  double* mean = stats.data();
+  double* rstd = mean + d.C;
+  const double* gm = given.mean.data<double>();
+  const double* gv = given.var.data<double>();
+  std::copy(gm, gm + d.C, mean);
+  kernels::inverse_std(gv, eps, rstd, d.C);
+  running.update(mean, gv, given.count);
+  Tensor out = x.numel() == 0 ? Tensor::empty(x.shape(), x.dtype())
+                              : TAPEGRAD_DISPATCH_FLOAT(x.dtype(), "batch_norm_with_stats", [&] {
+                                  return forward_impl<scalar_t>(x, d, mean, rstd, weight, bias);
+                                });
+  record_backward(out, x, weight, bias, d, std::move(stats), true, static_cast<double>(given.count),
+                  given.reduce_grad_sums);
   return out;
 }
 

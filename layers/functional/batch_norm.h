@@ -1,7 +1,13 @@
 #pragma once
 // Functional batch normalisation (Ioffe & Szegedy 2015, Algorithm 1), PyTorch's
-// F.batch_norm. For users who keep their own running statistics.
+// F.batch_norm, and the entry points the batch-norm modules run through: with a module's
+// RunningStats (running_stats.h), and with batch statistics computed elsewhere
+// (SyncBatchNorm's, over every rank).
+#include <functional>
+#include <string>
+
 #include <tapegrad/core/tensor.h>
+#include <tapegrad/layers/functional/running_stats.h>
 
 namespace tapegrad::layers::functional {
 
@@ -27,6 +33,42 @@ namespace tapegrad::layers::functional {
 Tensor batch_norm(const Tensor& x, const Tensor& running_mean, const Tensor& running_var, const Tensor& weight,
                   const Tensor& bias, bool training, double momentum = 0.1, double eps = 1e-5,
                   bool unbiased_running_var = true);
+
+/// The same with a module's running statistics (the entry point of BatchNorm, BatchRenorm
+/// and SyncBatchNorm's eval mode): use_batch_stats = true normalises with the batch
+/// statistics and, when `running` is defined, updates it (RunningStats::update, including
+/// num_batches_tracked and the cumulative average for momentum nullopt); false normalises
+/// with running (required). Every argument is checked here, once per call, and errors are
+/// prefixed with `who` (the module's name): eps, the RunningStats (RunningStats::check),
+/// weight / bias, and one value per channel with batch statistics
+/// (check_values_per_channel), all before any buffer changes.
+Tensor batch_norm(const Tensor& x, const Tensor& weight, const Tensor& bias, const RunningStats& running,
+                  bool use_batch_stats, double eps, const std::string& who = "batch_norm");
+
+/// Batch statistics taken elsewhere, for batch_norm_with_stats: the per-channel mean and
+/// biased variance (float64, shape (C)) of `count` values per channel, e.g. over every
+/// rank's batch (SyncBatchNorm).
+struct BatchStats {
+  Tensor mean, var;
+  std::int64_t count = 0;
+  std::string origin;  ///< where they were taken, for messages ("over all 4 ranks": "expected more than 1 value per channel over all 4 ranks")
+  /// Called in the backward, before dx, on the 2C float64 sums Σdy (C values) then
+  /// Σdy·(x − mean) (C values) of this input, to turn them into those of the whole batch
+  /// (SyncBatchNorm: an allreduce). Unset: they are already.
+  std::function<void(double* sums, std::int64_t n)> reduce_grad_sums;
+};
+
+/// Train-mode batch_norm of x (N, C, *) with the given batch statistics instead of x's own:
+/// y = (x − mean)·rstd·γ + β with rstd = 1/sqrt(var + eps) (0 where var + eps = 0, as
+/// batch_norm); `running` (when defined) is updated from them as batch_norm does, with m =
+/// stats.count. Backward: batch_norm's, with m = stats.count and the sums passed through
+/// stats.reduce_grad_sums; dγ = Σ dy·x̂ and dβ = Σ dy are this input's own (before the
+/// reduction). x may have no rows (N = 0) when count > 1: the output is empty, the
+/// backward still calls reduce_grad_sums (a collective every rank must join).
+/// Throws std::invalid_argument (prefixed `who`) for stats.count <= 1, statistics not
+/// float64 of shape (C), and as batch_norm, before any buffer changes.
+Tensor batch_norm_with_stats(const Tensor& x, const BatchStats& stats, const Tensor& weight, const Tensor& bias,
+                             const RunningStats& running, double eps, const std::string& who = "batch_norm_with_stats");
 
 /// Per-channel batch statistics of x viewed as (N, C, S): mean and biased variance
 /// (float64, shape (C)). Used by BatchRenorm and the diagnostics.

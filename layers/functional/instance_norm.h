@@ -2,7 +2,10 @@
 // Functional instance normalisation (Ulyanov, Vedaldi & Lempitsky 2016, "Instance
 // Normalization: The Missing Ingredient for Fast Stylization", eq. 2), PyTorch's
 // F.instance_norm.
+#include <string>
+
 #include <tapegrad/core/tensor.h>
+#include <tapegrad/layers/functional/running_stats.h>
 
 namespace tapegrad::layers::functional {
 
@@ -24,5 +27,14 @@ namespace tapegrad::layers::functional {
 Tensor instance_norm(const Tensor& x, const Tensor& running_mean, const Tensor& running_var,
                      const Tensor& weight, const Tensor& bias, bool use_input_stats, double momentum = 0.1,
                      double eps = 1e-5);
+
+/// The same with a module's running statistics (InstanceNorm's entry point): the update is
+/// RunningStats::update with the batch averages mean_n(μ[n, c]) and mean_n(σ²[n, c]) over
+/// S values (so running_var takes mean_n(σ²)·S/(S-1), PyTorch's rule; num_batches_tracked is
+/// never incremented: leave it undefined in `running`). eps and running.momentum are checked
+/// here, once per call, with errors prefixed by `who`; a single position per instance
+/// (S = 1) is refused by check_values_per_channel before any buffer changes.
+Tensor instance_norm(const Tensor& x, const Tensor& weight, const Tensor& bias, const RunningStats& running,
+                     bool use_input_stats, double eps, const std::string& who = "instance_norm");
 
 }  // namespace tapegrad::layers::functional

@@ -1,4 +1,4 @@
-// The batch-norm family's running-statistics step (BatchNormBase::tracked_train_step): the
+// The batch-norm family's running-statistics step (functional::RunningStats, layers/functional/running_stats.h): the
 // unbiased/biased running variance, the one-value-per-channel errors in both modes, and
 // BatchRenorm sharing the step (worked examples, float64).
 #include <catch2/catch.hpp>
