@@ -62,10 +62,13 @@ Tensor pattern(const Shape& shape, std::uint64_t seed, double scale = 1.0, std::
                std::int64_t inner = 1, double shift = 0.0) {
   Tensor t = Tensor::empty(shape, dtype_for<T>());
   T* p = t.data<T>();
-  const std::int64_t n = t.numel();
-  for (std::int64_t i = 0; i < n; ++i) {
-    const double off = channels > 0 ? shift * static_cast<double>((i / inner) % channels) : 0.0;
-    p[i] = static_cast<T>(scale * hash_unit(seed, static_cast<std::uint64_t>(i)) + off);
+  const std::int64_t n = t.numel(), block = channels > 0 ? inner : std::max<std::int64_t>(n, 1);
+  std::int64_t ch = 0;
+  for (std::int64_t b = 0; b < n; b += block) {  // blocks of `inner` values share a channel
+    const double off = channels > 0 ? shift * static_cast<double>(ch) : 0.0;
+    for (std::int64_t i = b, e = std::min(n, b + block); i < e; ++i)
+      p[i] = static_cast<T>(scale * hash_unit(seed, static_cast<std::uint64_t>(i)) + off);
+    if (channels > 0 && ++ch == channels) ch = 0;
   }
   return t;
 }

@@ -26,7 +26,7 @@ void check_elementwise(std::int64_t n) {
   ThreadsGuard guard;
   const Tensor a = pattern<T>({n}, 81, 3.0), b = pattern<T>({n}, 82), g = pattern<T>({n}, 83);
   const T *ap = a.data<T>(), *bp = b.data<T>(), *gp = g.data<T>();
-  const double tol = std::is_same_v<T, float> ? 1e-6 : 1e-14;
+  const double tol = std::is_same_v<T, float> ? 2e-6 : 1e-14;
   for (int nt : thread_counts()) {
     set_num_threads(nt);
     INFO(dtype_label<T>() << " " << n << " elements, " << nt << " thread(s)");

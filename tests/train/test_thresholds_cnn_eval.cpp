@@ -1,6 +1,6 @@
 // A real-accuracy check across the batch-norm streaming threshold (issue 22): the reference
 // CNN (models::CNN defaults: Conv(1→32)-BN-ReLU-Pool-Conv(32→64)-BN-ReLU-Pool-Linear-BN-
-// ReLU-Linear) trains for a few hundred steps on a subset of Fashion-MNIST, then evaluates
+// ReLU-Linear) trains for 200 steps on a subset of Fashion-MNIST, then evaluates
 // the same test images once in batches whose first BatchNorm2d input is above
 // kStreamBytes (24 MiB; streaming stores) and once in small batches. Eval mode normalises with
 // the running statistics, so each image's logits do not depend on its batch: the two runs
@@ -52,7 +52,7 @@ double accuracy(const Tensor& logits, const Tensor& y) {
 
 TEST_CASE("thresholds: CNN evaluated above and below the BatchNorm2d streaming threshold agrees",
           "[.][threshold_accuracy]") {
-  constexpr std::int64_t kBatch = 64, kSteps = 300, kTrain = kBatch * kSteps / 2;  // two epochs of the subset
+  constexpr std::int64_t kBatch = 64, kSteps = 200, kTrain = kBatch * kSteps / 2;  // two epochs of the subset
   Generator gen(2024);
   models::CNNOptions opt;  // the reference net, float32
   models::CNN net(opt, gen);
