@@ -49,8 +49,9 @@ Tensor batch_norm(const Tensor& x, const Tensor& weight, const Tensor& bias, con
 /// biased variance (float64, shape (C)) of `count` values per channel, e.g. over every
 /// rank's batch (SyncBatchNorm).
 struct BatchStats {
-  Tensor mean, var;
-  std::int64_t count = 0;
+  Tensor mean;              ///< (C) float64: the per-channel mean over the whole batch
+  Tensor var;               ///< (C) float64: the per-channel biased variance Σ(x − mean)²/count
+  std::int64_t count = 0;   ///< values per channel behind mean and var (N·L or N·H·W summed over ranks)
   std::string origin;  ///< where they were taken, for messages ("over all 4 ranks": "expected more than 1 value per channel over all 4 ranks")
   /// Called in the backward, before dx, on the 2C float64 sums Σdy (C values) then
   /// Σdy·(x − mean) (C values) of this input, to turn them into those of the whole batch

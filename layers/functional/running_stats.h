@@ -22,11 +22,13 @@ namespace tapegrad::layers::functional {
 /// The arithmetic is in double, rounded once to the buffers' dtype. An empty RunningStats
 /// (running_mean undefined) means "no running statistics": nothing is updated.
 struct RunningStats {
-  Tensor running_mean, running_var;      ///< (C), the input's dtype; both or neither
+  Tensor running_mean;                   ///< (C), the input's dtype; given with running_var or not at all
+  Tensor running_var;                    ///< (C), the input's dtype; given with running_mean or not at all
   Tensor num_batches_tracked;            ///< int64 scalar, or undefined (never incremented)
   std::optional<double> momentum = 0.1;  ///< PyTorch convention, in [0, 1]; nullopt: cumulative
   bool unbiased_var = true;              ///< running_var takes σ²·m/(m − 1) (PyTorch) or σ²
 
+  /// Whether there are running statistics (running_mean defined).
   bool defined() const { return running_mean.defined(); }
   /// The factor f above.
   double factor() const;
