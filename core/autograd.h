@@ -108,6 +108,7 @@ class Node {
   AutogradMeta out_meta;  ///< the output tensor's autograd state (grad_fn == this)
   std::uint64_t seq = 0;  ///< recording order on the tape
   bool freed = false;
+  std::uint32_t applying = 0;  ///< backward closures of this node running (nested backwards)
   std::string where;  ///< recording site, filled only in anomaly mode
   std::uint64_t tape_id = 0;  ///< the recording thread's tape (a backward elsewhere throws)
   std::weak_ptr<Storage> out_storage;  ///< the output's storage and version when recorded
@@ -231,7 +232,10 @@ void set_post_accumulate_grad_hook(const Tensor& leaf, std::function<void()> hoo
 /// Number of live nodes on this thread's tape (for tests of memory behaviour).
 std::size_t tape_size();
 
-/// Runs backward from `root` (see Tensor::backward).
+/// Runs backward from `root` (see Tensor::backward). May be called from inside a running
+/// backward (a post-accumulate-grad hook, a backward closure): the nested backward runs
+/// only the nodes reachable from its own root, the outer backward's pending gradients are
+/// set aside meanwhile, and the tape is compacted once the outermost backward ends.
 void run_backward(const Tensor& root, const Tensor& gradient, bool retain_graph);
 
 }  // namespace autograd
