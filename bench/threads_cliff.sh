@@ -3,7 +3,7 @@
 # its PyTorch twin bench/threads_cliff/torch_cnn.py when PyTorch is installed) and the quick
 # start (examples/quickstart, the whole program) idle, then beside one busy process
 # (`yes > /dev/null`, not pinned), and prints the times and their ratio side by side.
-# Usage: bench/threads_cliff.sh [build-dir=build] [repeats=5]
+# Usage: bench/threads_cliff.sh [build-dir=build] [repeats=5]   (THREADS_CLIFF_TORCH=0 skips PyTorch)
 # Build first: TAPEGRAD_TARGETS="threads_cliff quickstart" scripts/build.sh -DTAPEGRAD_BUILD_BENCH=ON
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -38,7 +38,7 @@ quickstart_ms() {
 cnn_ms() { "$cnn" 150 "$repeats" | sed -E 's/.*median ([0-9.]+) ms.*/\1/'; }
 torch_ms() { /usr/bin/python3 bench/threads_cliff/torch_cnn.py 150 "$repeats" | sed -E 's/.*median ([0-9.]+) ms.*/\1/'; }
 have_torch=0
-/usr/bin/python3 -c "import torch" 2> /dev/null && have_torch=1
+[[ "${THREADS_CLIFF_TORCH:-1}" != 0 ]] && /usr/bin/python3 -c "import torch" 2> /dev/null && have_torch=1
 
 measure() {  # prints "cnn quick [torch]"
   local c q t=""
@@ -63,5 +63,5 @@ printf '%-34s %12s %16s %8s\n' "tapegrad quick start (process)" "$q0" "$q1" "$(r
 if [[ $have_torch == 1 ]]; then
   printf '%-34s %12s %16s %8s\n' "PyTorch small CNN, 150 steps" "$t0" "$t1" "$(ratio "$t0" "$t1")"
 else
-  echo "(PyTorch not installed: apt-get install python3-torch for its row)"
+  echo "(PyTorch skipped or not installed: apt-get install python3-torch for its row)"
 fi
