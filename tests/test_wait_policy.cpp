@@ -76,7 +76,7 @@ TEST_CASE("wait policy probe (run by the test below in a child process)", "[.wai
   REQUIRE(fd >= 0);
   std::fflush(stderr);
   ::dup2(fd, 2);
-  omp_display_env(0);  // libgomp's own view of its settings
+  omp_display_env(1);  // libgomp's own view of its settings (verbose: with GOMP_SPINCOUNT)
   std::fflush(stderr);
   ::close(fd);
 }
