@@ -8,6 +8,7 @@
 #include <memory>
 #include <vector>
 
+#include <tapegrad/core/autograd.h>
 #include <tapegrad/core/ops.h>
 #include <tapegrad/core/random.h>
 #include <tapegrad/distributed/data_parallel.h>
