@@ -27,8 +27,19 @@ struct Tape {
   std::vector<TapeEntry> entries;
   std::uint64_t next_seq = 1;
   std::size_t compact_at = 4096;
+  /// Backwards running on this thread (more than one when a hook or a backward closure
+  /// runs a backward of its own). A running backward walks `entries` by index, so while
+  /// one runs, compaction is deferred to the end of the outermost one: entries are only
+  /// appended, and every index stays valid.
+  int running = 0;
+  bool compact_deferred = false;
 
   void compact() {
+    if (running > 0) {
+      compact_deferred = true;
+      return;
+    }
+    compact_deferred = false;
     entries.erase(std::remove_if(entries.begin(), entries.end(),
                                  [](const TapeEntry& e) {
                                    auto n = e.node.lock();
@@ -300,6 +311,43 @@ std::size_t tape_size() {
   return n;
 }
 
+namespace {
+// Marks a backward running on this thread's tape for its lifetime (see Tape::running);
+// the outermost one compacts what was deferred when it ends, however it ends.
+class RunningBackward {
+ public:
+  RunningBackward() : nested_(g_tape.running > 0) { ++g_tape.running; }
+  ~RunningBackward() {
+    if (--g_tape.running == 0 && g_tape.compact_deferred) g_tape.compact();
+  }
+  RunningBackward(const RunningBackward&) = delete;
+  RunningBackward& operator=(const RunningBackward&) = delete;
+  /// True for a backward started while another one runs on this thread (from a hook).
+  bool nested() const { return nested_; }
+
+ private:
+  bool nested_;
+};
+
+// Counts a node's backward closure as running, so that a nested backward which frees the
+// node (retain_graph=false) leaves the closure to be released once it has returned.
+class ApplyingNode {
+ public:
+  explicit ApplyingNode(Node& node) : node_(node) { ++node_.applying; }
+  ~ApplyingNode() { --node_.applying; }
+  ApplyingNode(const ApplyingNode&) = delete;
+  ApplyingNode& operator=(const ApplyingNode&) = delete;
+
+ private:
+  Node& node_;
+};
+
+void free_node(Node& node) {
+  node.freed = true;
+  if (node.applying == 0) node.release();  // drops the saved tensors
+}
+}  // namespace
+
 void run_backward(const Tensor& root, const Tensor& gradient, bool retain_graph) {
   if (!root.defined()) throw std::logic_error("backward: the tensor is undefined");
   if (!root.requires_grad())
@@ -332,28 +380,42 @@ void run_backward(const Tensor& root, const Tensor& gradient, bool retain_graph)
   // never mistaken for an entry of this tape.
   if (it == entries.end() || it->seq != rnode->seq || it->node.lock() != rnode)
     throw std::logic_error("backward: the graph was recorded on another thread's tape");
-  accumulate(rnode->grad, seed, false);
+  // From here on the tape is only appended to until the outermost backward ends, so the
+  // indices below stay valid whatever a hook or a backward closure does.
+  const RunningBackward running;
+  const bool nested = running.nested();
+  const std::ptrdiff_t start = it - entries.begin();
 
   NoGradGuard no_grad;  // backward closures compute plain values
-  // Post-accumulate-grad hooks: count, per hooked leaf, the nodes reachable from the root
-  // that feed it; each one that has run (or was skipped) counts down, and the leaf's hook
-  // fires at zero. Only done while some hook is set.
+  // The nodes reachable from the root: needed by the post-accumulate-grad hooks (below),
+  // and by a nested backward, which runs only its own graph (the tape interleaves it with
+  // the outer backward's, whose nodes may hold gradients waiting to be propagated).
+  const bool hooks = g_hooked_leaves.load(std::memory_order_relaxed) > 0;
   std::unordered_set<const Node*> reach;
-  if (g_hooked_leaves.load(std::memory_order_relaxed) > 0) {
+  std::vector<std::pair<AutogradMeta*, std::int64_t>> outer_hook_counts;  // nested: restored at the end
+  if (hooks || nested) {
     reach.insert(rnode.get());
-    for (std::ptrdiff_t i = it - entries.begin(); i >= 0; --i) {
+    for (std::ptrdiff_t i = start; i >= 0; --i) {
       std::shared_ptr<Node> node = entries[static_cast<std::size_t>(i)].node.lock();
       if (!node || node->freed || !reach.count(node.get())) continue;
       for (std::size_t k = 0; k < node->num_inputs(); ++k) {
         AutogradMeta* m = node->input(k).meta.get();
         if (m && m->grad_fn) reach.insert(m->grad_fn);
       }
-      for_hooked_leaves(*node, [](AutogradMeta& m) { m.hook_pending = 0; });
+      if (hooks)
+        for_hooked_leaves(*node, [&](AutogradMeta& m) {
+          if (nested) outer_hook_counts.emplace_back(&m, m.hook_pending);
+          m.hook_pending = 0;
+        });
     }
-    for (const Node* n : reach) for_hooked_leaves(*const_cast<Node*>(n), [](AutogradMeta& m) { ++m.hook_pending; });
   }
+  // Post-accumulate-grad hooks: count, per hooked leaf, the nodes reachable from the root
+  // that feed it; each one that has run (or was skipped) counts down, and the leaf's hook
+  // fires at zero. Only done while some hook is set.
+  if (hooks)
+    for (const Node* n : reach) for_hooked_leaves(*const_cast<Node*>(n), [](AutogradMeta& m) { ++m.hook_pending; });
   auto count_down = [&](Node& node) {
-    if (reach.empty() || !reach.count(&node)) return;
+    if (!hooks || !reach.count(&node)) return;
     for_hooked_leaves(node, [](AutogradMeta& m) {
       if (--m.hook_pending != 0) return;
       // Final for this backward: committed now, not at the backward's end, so that the hook
@@ -366,18 +428,44 @@ void run_backward(const Tensor& root, const Tensor& gradient, bool retain_graph)
       m.post_accumulate_grad_hook();
     });
   };
-  const std::ptrdiff_t start = it - entries.begin();
+
   // Leaf gradients wait in pending_grad until every node has run: a backward that throws
   // (anomaly, in-place modification, another thread's graph) leaves no gradient behind,
   // on the leaves or on the live graph, for a later backward to pick up.
   thread_local std::vector<std::shared_ptr<AutogradMeta>> pending;
   auto* outer = g_pending_leaves;
   const std::size_t pending_base = pending.size();  // a backward run from inside a backward
+  // A nested backward sets aside what the outer one has accumulated so far on the nodes
+  // and leaves they share, and puts it back when it ends: each backward propagates its own
+  // gradients (as PyTorch's separate graph tasks do), and the leaves receive both.
+  std::vector<std::pair<Node*, Tensor>> outer_node_grads;
+  std::vector<Tensor> outer_leaf_grads;
+  if (nested) {
+    for (const Node* n : reach) {
+      Node* node = const_cast<Node*>(n);  // alive: rnode's edges hold every reachable node
+      if (node->grad.defined()) outer_node_grads.emplace_back(node, std::move(node->grad));
+      node->grad = Tensor();
+    }
+    outer_leaf_grads.reserve(pending_base);
+    for (std::size_t k = 0; k < pending_base; ++k) {
+      outer_leaf_grads.push_back(std::move(pending[k]->pending_grad));
+      pending[k]->pending_grad = Tensor();
+    }
+  }
+  auto restore_outer = [&] {
+    g_pending_leaves = outer;
+    if (!nested) return;
+    for (auto& [node, g] : outer_node_grads) node->grad = std::move(g);
+    for (std::size_t k = 0; k < pending_base; ++k) pending[k]->pending_grad = std::move(outer_leaf_grads[k]);
+    for (auto& [m, count] : outer_hook_counts) m->hook_pending = count;
+  };
   g_pending_leaves = &pending;
   try {
+    accumulate(rnode->grad, seed, false);
     for (std::ptrdiff_t i = start; i >= 0; --i) {
       std::shared_ptr<Node> node = entries[static_cast<std::size_t>(i)].node.lock();
       if (!node) continue;
+      if (nested && !reach.count(node.get())) continue;  // the outer backward's
       if (!node->grad.defined()) {
         count_down(*node);
         continue;
@@ -389,24 +477,24 @@ void run_backward(const Tensor& root, const Tensor& gradient, bool retain_graph)
       Tensor g = std::move(node->grad);
       node->grad = Tensor();
       GradSink sink(node.get(), g_tape.id);
-      node->apply(g, sink);
-      node->reached = true;
-      count_down(*node);
-      if (!retain_graph) {
-        node->freed = true;
-        node->release();  // drops the saved tensors
+      {
+        const ApplyingNode applying(*node);
+        node->apply(g, sink);
+        node->reached = true;
       }
+      if (node->freed && node->applying == 0 && retain_graph) node->release();  // a nested backward freed it
+      count_down(*node);
+      if (!retain_graph) free_node(*node);
     }
   } catch (...) {
-    g_pending_leaves = outer;
     for (std::size_t k = pending_base; k < pending.size(); ++k) pending[k]->pending_grad = Tensor();
     pending.resize(pending_base);
-    for (std::ptrdiff_t i = std::min<std::ptrdiff_t>(start, static_cast<std::ptrdiff_t>(entries.size()) - 1); i >= 0;
-         --i)
-      if (auto node = entries[static_cast<std::size_t>(i)].node.lock()) node->grad = Tensor();
+    for (std::ptrdiff_t i = start; i >= 0; --i)
+      if (auto node = entries[static_cast<std::size_t>(i)].node.lock(); node && (!nested || reach.count(node.get())))
+        node->grad = Tensor();
+    restore_outer();
     throw;
   }
-  g_pending_leaves = outer;
   for (std::size_t k = pending_base; k < pending.size(); ++k) {
     AutogradMeta& m = *pending[k];
     if (!m.pending_grad.defined()) continue;  // a hooked leaf, committed when it was final
@@ -414,7 +502,8 @@ void run_backward(const Tensor& root, const Tensor& gradient, bool retain_graph)
     m.pending_grad = Tensor();
   }
   pending.resize(pending_base);
-  if (!retain_graph) g_tape.compact();
+  restore_outer();
+  if (!retain_graph) g_tape.compact();  // deferred to the outermost backward's end when nested
 }
 
 }  // namespace autograd

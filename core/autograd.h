@@ -119,6 +119,7 @@ class Node {
   /// true once a backward without retain_graph released the closure; a second backward
   /// through this node throws.
   bool freed = false;
+  std::uint32_t applying = 0;  ///< backward closures of this node running (nested backwards)
   std::string where;  ///< recording site, filled only in anomaly mode
   std::uint64_t tape_id = 0;  ///< the recording thread's tape (a backward elsewhere throws)
   std::weak_ptr<Storage> out_storage;  ///< the output's storage and version when recorded
@@ -264,7 +265,10 @@ void on_graph_released(const Tensor& output, std::function<void(bool reached)> c
 /// Number of live nodes on this thread's tape (for tests of memory behaviour).
 std::size_t tape_size();
 
-/// Runs backward from `root` (see Tensor::backward).
+/// Runs backward from `root` (see Tensor::backward). May be called from inside a running
+/// backward (a post-accumulate-grad hook, a backward closure): the nested backward runs
+/// only the nodes reachable from its own root, the outer backward's pending gradients are
+/// set aside meanwhile, and the tape is compacted once the outermost backward ends.
 void run_backward(const Tensor& root, const Tensor& gradient, bool retain_graph);
 
 }  // namespace autograd

@@ -2,7 +2,10 @@
 
 #include <chrono>
 #include <cstring>
+#include <sstream>
 #include <stdexcept>
+#include <string>
+#include <unordered_set>
 
 #include <tapegrad/core/autograd.h>
 #include <tapegrad/distributed/comm.h>
@@ -31,6 +34,9 @@ struct DistributedDataParallel::State {
   };
   DDPOptions options;
   std::vector<Tensor> params;
+  std::vector<std::string> param_names;            // per parameter (for the step check's message)
+  std::unordered_set<const TensorImpl*> param_ids;  // which optimizer steps are this DDP's
+  std::vector<unsigned char> step_flags;            // the per-step check's state (reused)
   std::vector<std::size_t> bucket_of, offset_of;  // per parameter
   std::vector<char> param_ready;
   std::vector<Bucket> buckets;
@@ -82,6 +88,32 @@ struct DistributedDataParallel::State {
     }
   }
 
+  // What this rank is about to do in a step, compared across ranks before the step's first
+  // collective: mode, gradient sync (no_sync), requires_grad of every parameter, and the
+  // bytes of buffers broadcast. A rank that differs would post other collectives than the
+  // others (a hang, or reductions of mismatched buffers): every rank throws instead.
+  void check_step(const layers::Module& module, std::size_t broadcast_bytes) {
+    step_flags.clear();
+    step_flags.push_back(module.is_training() ? 1 : 0);
+    step_flags.push_back(no_sync ? 1 : 0);
+    for (const Tensor& p : params) step_flags.push_back(p.requires_grad() ? 1 : 0);
+    const std::uint64_t h = fnv1a(&broadcast_bytes, sizeof broadcast_bytes, fnv1a(step_flags.data(), step_flags.size()));
+    check_same_across_ranks(
+        h,
+        [&] {
+          std::ostringstream os;
+          os << "mode " << (module.is_training() ? "train()" : "eval()") << "\n";
+          os << "gradient averaging " << (no_sync ? "off (inside no_sync())" : "on") << "\n";
+          for (std::size_t k = 0; k < params.size(); ++k)
+            os << "param " << param_names[k] << (params[k].requires_grad() ? " requires grad" : " frozen (requires_grad = false)")
+               << "\n";
+          os << "buffers broadcast " << broadcast_bytes << " bytes\n";
+          return os.str();
+        },
+        "DistributedDataParallel: the ranks disagree on what this step does (every rank must use the same mode, "
+        "no_sync and requires_grad)");
+  }
+
   void on_grad_final(std::size_t i) {
     if (no_sync) return;
     if (param_ready[i])
@@ -102,9 +134,28 @@ DistributedDataParallel::DistributedDataParallel(layers::ModulePtr module, DDPOp
   State& s = *s_;
   s.options = options;
   s.mpi = is_initialized() && world_size() > 1;
+  // What the ranks will communicate must agree: the layout (parameters and buffers: names,
+  // shapes, dtypes), which parameters are reduced (requires_grad) and the bucket capacity
+  // (together they fix the buckets). Throws on every rank on a mismatch, before any transfer.
+  if (s.mpi) {
+    std::ostringstream os;
+    os << layout_description(*module_);
+    for (auto& [name, p] : module_->named_parameters())
+      os << "param " << name << (p.requires_grad() ? " requires grad" : " frozen (requires_grad = false)") << "\n";
+    os << "bucket_cap_bytes " << options.bucket_cap_bytes << "\n";
+    os << "broadcast_buffers " << (options.broadcast_buffers ? "true" : "false") << "\n";
+    const std::string mine = os.str();
+    check_same_across_ranks(fnv1a(mine), [&] { return mine; },
+                            "DistributedDataParallel: the model or its options differ across ranks (parameters, "
+                            "buffers, requires_grad and DDPOptions must match)");
+  }
   broadcast_state(*module_, 0);  // checks the layout first; throws on every rank on a mismatch
-  for (auto& p : module_->parameters())
-    if (p.requires_grad()) s.params.push_back(p);
+  for (auto& [name, p] : module_->named_parameters())
+    if (p.requires_grad()) {
+      s.params.push_back(p);
+      s.param_names.push_back(name);
+      s.param_ids.insert(p.impl().get());
+    }
   const std::size_t P = s.params.size();
   s.bucket_of.assign(P, 0);
   s.offset_of.assign(P, 0);
@@ -131,8 +182,13 @@ DistributedDataParallel::DistributedDataParallel(layers::ModulePtr module, DDPOp
     State* st = s_.get();
     autograd::set_post_accumulate_grad_hook(s.params[k], [st, k] { st->on_grad_final(k); });
   }
-  s.step_hook = optim::hooks::add_step_hook([st = s_.get()](const std::vector<Tensor>&) {
-    if (st->dirty)
+  // Only a step over this DDP's parameters must wait for finish(): another model's optimizer
+  // may step meanwhile.
+  s.step_hook = optim::hooks::add_step_hook([st = s_.get()](const std::vector<Tensor>& stepped) {
+    if (!st->dirty) return;
+    bool ours = false;
+    for (const Tensor& p : stepped) ours = ours || (p.defined() && st->param_ids.count(p.impl().get()) != 0);
+    if (ours)
       throw std::logic_error(
           "DistributedDataParallel: optimizer.step() before finish(): call ddp.finish() after loss.backward() so the "
           "gradients are averaged across ranks");
@@ -157,11 +213,19 @@ Tensor DistributedDataParallel::forward(const Tensor& x) {
   if (s.dirty)
     throw std::logic_error("DistributedDataParallel: forward() while the last backward's gradients are not averaged; "
                            "call finish() after loss.backward()");
-  if (s.options.broadcast_buffers && module_->is_training() && s.mpi) {
-    // Every buffer in one message: one latency per forward instead of one per buffer.
-    std::vector<Tensor> buffers = module_->buffers();
-    std::size_t total = 0;
+  const bool broadcast = s.options.broadcast_buffers && module_->is_training();
+  std::vector<Tensor> buffers;
+  std::size_t total = 0;
+  if (broadcast) {
+    buffers = module_->buffers();
     for (const auto& b : buffers) total += b.nbytes();
+  }
+  // A forward that can lead to collectives (the broadcast below in train mode; gradient
+  // reductions in a backward whenever grad mode is on) first checks that every rank agrees
+  // on them. An eval() forward under NoGradGuard communicates nothing and checks nothing.
+  if (s.mpi && (module_->is_training() || grad_mode_enabled())) s.check_step(*module_, total);
+  if (broadcast && s.mpi) {
+    // Every buffer in one message: one latency per forward instead of one per buffer.
     s.buffer_bytes.resize(total);
     std::size_t at = 0;
     if (rank() == 0)
@@ -199,6 +263,7 @@ void DistributedDataParallel::finish() {
     const std::size_t es = dtype_size(b.dtype);
     for (std::size_t i : b.params) {
       Tensor& p = s.params[i];
+      if (!p.requires_grad()) continue;  // frozen since construction (on every rank: check_step)
       Tensor g = p.grad();
       if (!g.defined()) {
         g = Tensor::zeros(p.shape(), p.dtype());

@@ -11,15 +11,6 @@
 namespace tapegrad::distributed {
 namespace {
 
-std::uint64_t fnv1a(const std::string& s) {
-  std::uint64_t h = 1469598103934665603ull;
-  for (unsigned char c : s) {
-    h ^= c;
-    h *= 1099511628211ull;
-  }
-  return h;
-}
-
 std::vector<std::string> lines_of(const std::string& s) {
   std::vector<std::string> out;
   std::istringstream is(s);
@@ -28,6 +19,17 @@ std::vector<std::string> lines_of(const std::string& s) {
 }
 
 }  // namespace
+
+std::uint64_t fnv1a(const void* data, std::size_t n, std::uint64_t h) {
+  const auto* p = static_cast<const unsigned char*>(data);
+  for (std::size_t i = 0; i < n; ++i) {
+    h ^= p[i];
+    h *= 1099511628211ull;
+  }
+  return h;
+}
+
+std::uint64_t fnv1a(const std::string& s) { return fnv1a(s.data(), s.size()); }
 
 std::string layout_description(const layers::Module& module) {
   std::ostringstream os;
@@ -38,11 +40,10 @@ std::string layout_description(const layers::Module& module) {
   return os.str();
 }
 
-void check_same_layout(const layers::Module& module) {
+void check_same_across_ranks(std::uint64_t h, const std::function<std::string()>& describe,
+                             const std::string& what) {
   if (!is_initialized() || world_size() == 1) return;
   MPI_Comm comm = detail::world_comm();
-  const std::string mine = layout_description(module);
-  const std::uint64_t h = fnv1a(mine);
   const int R = world_size();
   std::vector<std::uint64_t> hashes(static_cast<std::size_t>(R));
   detail::check(MPI_Allgather(&h, 1, MPI_UINT64_T, hashes.data(), 1, MPI_UINT64_T, comm), "MPI_Allgather");
@@ -50,6 +51,7 @@ void check_same_layout(const layers::Module& module) {
   for (auto x : hashes) same = same && x == hashes[0];
   if (same) return;
   // Every rank saw the same hashes, so every rank takes this path: gather the texts.
+  const std::string mine = describe();
   const int len = static_cast<int>(mine.size());
   std::vector<int> lens(static_cast<std::size_t>(R)), displs(static_cast<std::size_t>(R));
   detail::check(MPI_Allgather(&len, 1, MPI_INT, lens.data(), 1, MPI_INT, comm), "MPI_Allgather");
@@ -68,14 +70,20 @@ void check_same_layout(const layers::Module& module) {
                                            static_cast<std::size_t>(lens[static_cast<std::size_t>(r)])));
     std::size_t i = 0;
     while (i < ref.size() && i < other.size() && ref[i] == other[i]) ++i;
-    const std::string a = i < ref.size() ? "'" + ref[i] + "'" : "<end: " + std::to_string(ref.size()) + " tensors>";
+    const std::string a = i < ref.size() ? "'" + ref[i] + "'" : "<end: " + std::to_string(ref.size()) + " lines>";
     const std::string b =
-        i < other.size() ? "'" + other[i] + "'" : "<end: " + std::to_string(other.size()) + " tensors>";
-    throw std::runtime_error("distributed: the model differs across ranks (parameters and buffers must match): rank " +
-                             std::to_string(r) + " differs from rank 0 at tensor " + std::to_string(i) + ": rank 0 has " +
-                             a + ", rank " + std::to_string(r) + " has " + b);
+        i < other.size() ? "'" + other[i] + "'" : "<end: " + std::to_string(other.size()) + " lines>";
+    throw std::runtime_error(what + ": rank " + std::to_string(r) + " differs from rank 0 at line " +
+                             std::to_string(i) + ": rank 0 has " + a + ", rank " + std::to_string(r) + " has " + b);
   }
-  throw std::runtime_error("distributed: the model layout hashes differ across ranks");
+  throw std::runtime_error(what + ": the hashes differ across ranks but the descriptions do not");
+}
+
+void check_same_layout(const layers::Module& module) {
+  if (!is_initialized() || world_size() == 1) return;
+  const std::string mine = layout_description(module);
+  check_same_across_ranks(fnv1a(mine), [&] { return mine; },
+                          "distributed: the model differs across ranks (parameters and buffers must match)");
 }
 
 void broadcast_state(layers::Module& module, int root) {

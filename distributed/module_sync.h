@@ -1,6 +1,9 @@
 #pragma once
 // Making every rank start from the same model: a layout check, then a broadcast of the
 // parameters and buffers from rank 0 (what PyTorch's DDP does in its constructor).
+#include <cstddef>
+#include <cstdint>
+#include <functional>
 #include <string>
 
 #include <tapegrad/layers/module.h>
@@ -18,6 +21,18 @@ std::string layout_description(const layers::Module& module);
 /// "rank 1 differs from rank 0 at line 3: 'param 1.weight [8] float64' vs 'param 1.weight
 /// [16] float64'". Collective; a no-op in a world of one.
 void check_same_layout(const layers::Module& module);
+
+/// Collective: checks that every rank is in the same state, described by `hash` (cheap to
+/// compute every step) and, only when the hashes differ, by `describe()` (one line per item,
+/// e.g. "mode train()"). Compares the hashes first (one allgather of 8 bytes per rank); on a
+/// mismatch gathers the descriptions and throws std::runtime_error on every rank:
+/// "<what>: rank 1 differs from rank 0 at line 3: rank 0 has '...', rank 1 has '...'".
+/// A no-op in a world of one.
+void check_same_across_ranks(std::uint64_t hash, const std::function<std::string()>& describe,
+                             const std::string& what);
+/// FNV-1a hash of a string (what check_same_layout compares), and of a byte range.
+std::uint64_t fnv1a(const std::string& s);
+std::uint64_t fnv1a(const void* data, std::size_t n, std::uint64_t h = 1469598103934665603ull);
 
 /// Copies rank `root`'s parameter and buffer values to every rank (in place, so existing
 /// handles and optimizers see them). Runs check_same_layout first. Collective.

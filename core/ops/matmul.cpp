@@ -53,9 +53,11 @@ void eigen_gemm(bool ta, bool tb, const T* A, const T* B, T* C, std::int64_t M, 
   Eigen::Map<const RowMat<T>> b(B, br, bc);
   Eigen::Map<RowMat<T>> c(C, M, N);
   struct Threads {  // Eigen's thread count is global: set it for this call only
+    int n;  // the thread count, read once
     bool set;
-    explicit Threads(bool large) : set(large && omp_get_num_threads_wrapper() == 1 && get_num_threads() > 1) {
-      if (set) Eigen::setNbThreads(get_num_threads());
+    explicit Threads(bool large)
+        : n(large && !in_parallel_region() && omp_get_num_threads_wrapper() == 1 ? get_num_threads() : 1), set(n > 1) {
+      if (set) Eigen::setNbThreads(n);
     }
     ~Threads() {
       if (set) Eigen::setNbThreads(1);

@@ -49,15 +49,11 @@ struct SumsTag {};
 struct ChannelTTag {};
 struct VarTag {};
 
-// Runs body(t, nt) on nt threads (no parallel region when nt == 1).
+// Runs body(t, nt) for every share t of nt (no parallel region when nt == 1): each share
+// runs once even on a smaller team, so the nt partial results are all written.
 template <class F>
 void run_threads(int nt, F&& body) {
-  if (nt <= 1) {
-    body(0, 1);
-    return;
-  }
-#pragma omp parallel num_threads(nt)
-  body(omp_get_thread_num_wrapper(), omp_get_num_threads_wrapper());
+  parallel_shares(nt, [&](int t) { body(t, nt); });
 }
 
 // Writes a row computed by f(out, begin, len) into dst[0, len): directly, or through an

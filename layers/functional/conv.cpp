@@ -35,6 +35,12 @@ ConvBackend parse_conv_backend(const std::string& name) {
                               ", got '" + name + "'");
 }
 
+std::size_t conv_primitive_cache_capacity() { return kernels::dnnl_conv_cache_capacity(); }
+void set_conv_primitive_cache_capacity(std::size_t configurations) {
+  kernels::dnnl_conv_set_cache_capacity(configurations);
+}
+std::size_t conv_primitive_cache_size() { return kernels::dnnl_conv_cache_entries(); }
+
 namespace {
 
 ConvBackend backend_from_env() {
@@ -127,12 +133,23 @@ ConvPlan plan(const Tensor& x, const Tensor& w, const Tensor& b, Size2 s, Size2 
   return pl;
 }
 
-// Runs f(begin, end) over the samples: in parallel when there are at least as many samples
-// as threads (GEMMs then run on one thread each), else serially (GEMMs may use the threads).
+// Runs f(begin, end, share) over the samples, split into `shares` contiguous runs of
+// ceil(N / shares) (the last shorter, some maybe empty): in parallel when there are at least
+// as many samples as threads (GEMMs then run on one thread each), else as one share on the
+// calling thread (GEMMs may use the threads). `threads` is the caller's one reading of
+// get_num_threads(); it returns the number of shares used (per-share buffers: that many).
 template <class F>
-void over_samples(std::int64_t N, F&& f) {
-  if (N >= get_num_threads()) parallel_for(N, 1, f);
-  else f(std::int64_t{0}, N);
+int over_samples(std::int64_t N, int threads, F&& f) {
+  if (threads <= 1 || N < threads) {
+    f(std::int64_t{0}, N, 0);
+    return 1;
+  }
+  const std::int64_t chunk = (N + threads - 1) / threads;
+  parallel_shares(threads, [&](int t) {
+    const std::int64_t b = t * chunk, e = std::min(N, b + chunk);
+    if (b < e) f(b, e, t);
+  });
+  return threads;
 }
 
 template <class T>
@@ -142,7 +159,7 @@ Tensor forward_impl(const Tensor& x, const Tensor& w, const Tensor& b, const Con
   Tensor y = Tensor::empty({pl.N, pl.Cout, g.OH, g.OW}, x.dtype());
   const Tensor xd = x.detach(), wd = w.detach();
   const T* bp = b.defined() ? b.data<T>() : nullptr;
-  over_samples(pl.N, [&](std::int64_t n0, std::int64_t n1) {
+  over_samples(pl.N, get_num_threads(), [&](std::int64_t n0, std::int64_t n1, int) {
     Tensor cols = pl.direct ? Tensor() : Tensor::empty({K, L}, x.dtype());
     for (std::int64_t n = n0; n < n1; ++n)
       for (std::int64_t gi = 0; gi < pl.G; ++gi) {
@@ -172,10 +189,12 @@ void backward_impl(const Tensor& gy_in, const Tensor& x, const Tensor& w, bool h
   const Tensor gy = gy_in.detach();
   const Tensor xd = x.detach(), wd = w.detach();
   Tensor dx = need_x ? Tensor::zeros(x.shape(), x.dtype()) : Tensor();
-  // (Cout, K) partial sums, one per thread, reduced in thread order (deterministic)
-  std::vector<Tensor> dw_parts(static_cast<std::size_t>(std::max(1, get_num_threads())));
+  // (Cout, K) partial sums, one per share of the samples, reduced in share order
+  // (deterministic); the thread count is read once, so the shares and the slots agree
+  const int threads = get_num_threads();
+  std::vector<Tensor> dw_parts(static_cast<std::size_t>(std::max(1, threads)));
   if (need_x || need_w)
-    over_samples(pl.N, [&](std::int64_t n0, std::int64_t n1) {
+    over_samples(pl.N, threads, [&](std::int64_t n0, std::int64_t n1, int share) {
       Tensor cols = pl.direct ? Tensor() : Tensor::empty({K, L}, x.dtype());
       Tensor dw_part = need_w ? Tensor::zeros({pl.Cout, K}, x.dtype()) : Tensor();
       for (std::int64_t n = n0; n < n1; ++n)
@@ -199,8 +218,7 @@ void backward_impl(const Tensor& gy_in, const Tensor& x, const Tensor& w, bool h
             }
           }
         }
-      if (need_w)
-        dw_parts[std::min(static_cast<std::size_t>(omp_get_thread_num_wrapper()), dw_parts.size() - 1)] = dw_part;
+      if (need_w) dw_parts[static_cast<std::size_t>(share)] = dw_part;
     });
   Tensor dw;
   for (const Tensor& part : dw_parts) {

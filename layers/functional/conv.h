@@ -2,6 +2,7 @@
 // Functional 2-D convolution (PyTorch's F.conv2d, cross-correlation, zeros padding),
 // computed as im2col + GEMM (the "unfold" formulation of Chellapilla et al. 2006,
 // "High Performance Convolutional Neural Networks for Document Processing").
+#include <cstddef>
 #include <cstdint>
 #include <string>
 
@@ -30,6 +31,17 @@ bool conv_onednn_available();
 /// std::invalid_argument naming the accepted values for anything else, and for "onednn" in a
 /// build without oneDNN.
 ConvBackend parse_conv_backend(const std::string& name);
+
+/// oneDNN's primitives for a float32 conv2d are created once per configuration (input and
+/// weight shapes, stride, padding, dilation, groups, bias, thread count) and cached, least
+/// recently used evicted beyond the capacity: by default 64 configurations (each holds up to
+/// 12 primitives, about 0.25 MiB), so a stream of new batch sizes does not grow the process
+/// without bound. 0 caches nothing. Process-wide; no effect without oneDNN (capacity and size
+/// read 0 there).
+std::size_t conv_primitive_cache_capacity();
+void set_conv_primitive_cache_capacity(std::size_t configurations);
+/// Configurations cached now (at most the capacity).
+std::size_t conv_primitive_cache_size();
 
 /// y[n, o, i, j] = bias[o] + Σ_{c, p, q} w[o, c, p, q] · x[n, g·C/G + c, i·sh − ph + p·dh, j·sw − pw + q·dw]
 /// with g = o / (O/G) and zeros outside the input.

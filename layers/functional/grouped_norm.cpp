@@ -176,12 +176,11 @@ void backward_impl(const Tensor& g, const T* xp, const T* wp, const TensorImpl* 
     const int nt =
         d.R * d.K >= kParallelGrain ? std::max(1, std::min<int>(get_num_threads(), static_cast<int>(d.R))) : 1;
     std::vector<double> part(static_cast<std::size_t>(2 * d.C * nt), 0.0);
-#pragma omp parallel for num_threads(nt) schedule(static) if (nt > 1)
-    for (int t = 0; t < nt; ++t) {
+    parallel_shares(nt, [&](int t) {
       const std::int64_t rb = d.R * t / nt, re = d.R * (t + 1) / nt;
       double* pw = part.data() + 2 * d.C * t;
       backward_rows<T>(gp, xp, gxp, wp, d, mean, rstd, rb, re, pw, pw + d.C);
-    }
+    });
     for (int t = 0; t < nt; ++t)
       for (std::int64_t c = 0; c < 2 * d.C; ++c) sums[static_cast<std::size_t>(c)] += part[2 * d.C * t + c];
   }

@@ -76,7 +76,7 @@ TEST_CASE("wait policy probe (run by the test below in a child process)", "[.wai
   REQUIRE(fd >= 0);
   std::fflush(stderr);
   ::dup2(fd, 2);
-  omp_display_env(0);  // libgomp's own view of its settings
+  omp_display_env(1);  // libgomp's own view of its settings (verbose: with GOMP_SPINCOUNT)
   std::fflush(stderr);
   ::close(fd);
 }
@@ -84,7 +84,10 @@ TEST_CASE("wait policy probe (run by the test below in a child process)", "[.wai
 TEST_CASE("OpenMP threads sleep instead of spinning unless the user chose otherwise", "[parallel][wait_policy]") {
   const std::string unset = run_probe(nullptr);
   INFO(unset);
+  // libgomp prints 'PASSIVE' for an unset policy too; the spin count tells them apart
+  // (0 when passive, 300000 when unset)
   CHECK(unset.find("OMP_WAIT_POLICY = 'PASSIVE'") != std::string::npos);
+  CHECK(unset.find("GOMP_SPINCOUNT = '0'") != std::string::npos);
   const std::string active = run_probe("active");  // the user's choice wins
   INFO(active);
   CHECK(active.find("OMP_WAIT_POLICY = 'ACTIVE'") != std::string::npos);

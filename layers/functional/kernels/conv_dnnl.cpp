@@ -10,10 +10,13 @@
 #include <cstdlib>
 #include <string>
 #include <atomic>
+#include <list>
 #include <map>
 #include <memory>
 #include <mutex>
+#include <stdexcept>
 #include <unordered_map>
+#include <utility>
 
 #if defined(_OPENMP)
 #include <omp.h>
@@ -36,11 +39,21 @@ struct Entry;
 
 // The engine and the primitive cache, created on first use and never destroyed (reachable
 // until exit): no destruction-order question against oneDNN's own globals or the threads'
-// streams at exit.
+// streams at exit. The cache is least-recently-used: `lru` front is the newest, `index`
+// finds an entry's place in it. An evicted entry lives on while a call still uses it
+// (shared_ptr), so eviction by another thread never pulls primitives from under a call.
 struct State {
   dnnl::engine engine{dnnl::engine::kind::cpu, 0};
   std::mutex mu;
-  std::map<Key, std::unique_ptr<Entry>> cache;
+  std::size_t capacity = kDnnlConvDefaultCacheCapacity;
+  std::list<std::pair<Key, std::shared_ptr<Entry>>> lru;
+  std::map<Key, decltype(lru)::iterator> index;
+  void evict_to(std::size_t n) {  // with mu held
+    while (lru.size() > n) {
+      index.erase(lru.back().first);
+      lru.pop_back();
+    }
+  }
 };
 State& state();
 
@@ -111,9 +124,9 @@ bool plain_activations() {
 }
 memory::desc act(const memory::desc& m) { return plain_activations() ? m : any_like(m); }
 
-Key key_of(const DnnlConvShape& s) {
+Key key_of(const DnnlConvShape& s, int threads) {
   return {s.N, s.C, s.H, s.W, s.O, s.kh, s.kw, s.sh, s.sw, s.ph, s.pw, s.dh, s.dw, s.G, s.OH, s.OW, s.bias ? 1 : 0,
-          get_num_threads()};
+          threads};
 }
 
 State& state() {
@@ -121,13 +134,17 @@ State& state() {
   return *st;
 }
 
-Entry& entry(const DnnlConvShape& s) {
-  const Key k = key_of(s);
+// The cached primitives of this configuration (created on a miss), marked most recently used.
+std::shared_ptr<Entry> entry(const DnnlConvShape& s, int threads) {
+  const Key k = key_of(s, threads);
   State& st = state();
   std::lock_guard<std::mutex> lock(st.mu);
-  auto& slot = st.cache[k];
-  if (!slot) {
-    auto e = std::make_unique<Entry>();
+  if (auto it = st.index.find(k); it != st.index.end()) {
+    st.lru.splice(st.lru.begin(), st.lru, it->second);
+    return it->second->second;
+  }
+  {
+    auto e = std::make_shared<Entry>();
     const Descs d = user_descs(s);
     dnnl::convolution_forward::desc desc =
         s.bias ? dnnl::convolution_forward::desc(dnnl::prop_kind::forward_training, dnnl::algorithm::convolution_direct,
@@ -142,16 +159,21 @@ Entry& entry(const DnnlConvShape& s) {
     e->f_src.init(d.src, e->fwd_pd.src_desc(), true);
     e->f_wei.init(d.wei, e->fwd_pd.weights_desc(), true);
     e->f_dst.init(d.dst, e->fwd_pd.dst_desc(), false);
-    slot = std::move(e);
+    st.lru.emplace_front(k, e);
+    st.index[k] = st.lru.begin();
+    // a capacity of 0 caches nothing: the entry serves this call only
+    st.evict_to(st.capacity);
+    return e;
   }
-  return *slot;
 }
 
-// oneDNN's OpenMP runtime runs on the calling thread's OpenMP thread count.
-void match_threads() {
+// oneDNN's OpenMP runtime runs on the calling thread's OpenMP thread count: `n`, the call's
+// one reading of get_num_threads() (the same that keys its primitives).
+void match_threads(int n) {
 #if defined(_OPENMP)
-  const int n = get_num_threads();
   if (omp_get_max_threads() != n) omp_set_num_threads(n);
+#else
+  (void)n;
 #endif
 }
 
@@ -200,9 +222,30 @@ bool dnnl_conv_supports(const DnnlConvShape& s) {
 
 std::int64_t dnnl_conv_primitives_created() { return g_created.load(); }
 
+std::size_t dnnl_conv_cache_capacity() {
+  State& st = state();
+  std::lock_guard<std::mutex> lock(st.mu);
+  return st.capacity;
+}
+
+void dnnl_conv_set_cache_capacity(std::size_t entries) {
+  State& st = state();
+  std::lock_guard<std::mutex> lock(st.mu);
+  st.capacity = entries;
+  st.evict_to(entries);
+}
+
+std::size_t dnnl_conv_cache_entries() {
+  State& st = state();
+  std::lock_guard<std::mutex> lock(st.mu);
+  return st.lru.size();
+}
+
 void dnnl_conv_forward(const DnnlConvShape& s, const float* x, const float* w, const float* b, float* y) {
-  match_threads();
-  Entry& e = entry(s);
+  const int threads = get_num_threads();
+  match_threads(threads);
+  const std::shared_ptr<Entry> held = entry(s, threads);
+  Entry& e = *held;
   std::unique_ptr<Scratch> hs, hw, hd;
   memory src = input(e.f_src, x, hs), wei = input(e.f_wei, w, hw), dst = output(e.f_dst, y, hd);
   std::unordered_map<int, memory> args{{DNNL_ARG_SRC, src}, {DNNL_ARG_WEIGHTS, wei}, {DNNL_ARG_DST, dst}};
@@ -249,8 +292,10 @@ void ensure_backward_weights(Entry& e, const DnnlConvShape& s) {
 }  // namespace
 
 void dnnl_conv_backward(const DnnlConvShape& s, const float* x, const float* dy, const float* w, float* dx, float* dw, float* db) {
-  match_threads();
-  Entry& e = entry(s);
+  const int threads = get_num_threads();
+  match_threads(threads);
+  const std::shared_ptr<Entry> held = entry(s, threads);
+  Entry& e = *held;
   if (dx) ensure_backward_data(e, s);
   if (dw) ensure_backward_weights(e, s);
   // dy in oneDNN's layout once when both primitives want the same one
@@ -284,6 +329,9 @@ namespace {
 }  // namespace
 bool dnnl_conv_supports(const DnnlConvShape&) { return false; }
 std::int64_t dnnl_conv_primitives_created() { return 0; }
+std::size_t dnnl_conv_cache_capacity() { return 0; }
+void dnnl_conv_set_cache_capacity(std::size_t) {}
+std::size_t dnnl_conv_cache_entries() { return 0; }
 void dnnl_conv_forward(const DnnlConvShape&, const float*, const float*, const float*, float*) { missing(); }
 void dnnl_conv_backward(const DnnlConvShape&, const float*, const float*, const float*, float*, float*, float*) { missing(); }
 }  // namespace tapegrad::layers::functional::kernels

@@ -2,8 +2,10 @@
 // float32 2-D convolution through oneDNN's convolution primitives (forward, backward-data,
 // backward-weights with bias). The caller's tensors are plain NCHW / OIHW; oneDNN picks its
 // own internal layout (format_tag::any) and the glue reorders in and out. Primitives are
-// created once per shape, configuration and thread count and cached, so steady-state steps
-// create none. Compiled to stubs (available() == false) when oneDNN was not found.
+// created once per shape, configuration and thread count and cached (least recently used
+// evicted past dnnl_conv_cache_capacity() configurations), so steady-state steps create none.
+// Compiled to stubs (available() == false) when oneDNN was not found.
+#include <cstddef>
 #include <cstdint>
 
 namespace tapegrad::layers::functional::kernels {
@@ -29,5 +31,15 @@ void dnnl_conv_backward(const DnnlConvShape& s, const float* x, const float* dy,
 
 /// Primitives created so far (cache misses), for tests that check steady state creates none.
 std::int64_t dnnl_conv_primitives_created();
+
+/// Default cache capacity, in configurations (shape, bias, thread count; up to 12 primitives
+/// each: forward, backward-data, backward-weights and their reorders; about 0.25 MiB).
+constexpr std::size_t kDnnlConvDefaultCacheCapacity = 64;
+/// Configurations whose primitives are kept; past it the least recently used one is evicted
+/// (freed once no call uses it). 0 keeps none (every call creates its primitives).
+std::size_t dnnl_conv_cache_capacity();
+void dnnl_conv_set_cache_capacity(std::size_t entries);
+/// Configurations cached now (<= dnnl_conv_cache_capacity()).
+std::size_t dnnl_conv_cache_entries();
 
 }  // namespace tapegrad::layers::functional::kernels

@@ -187,8 +187,7 @@ void for_row_chunks(std::int64_t rows, std::int64_t chunk, int nt, F&& body) {
     for (std::int64_t k = 0; k < n; ++k) body(k, k * chunk, std::min(rows, (k + 1) * chunk));
     return;
   }
-#pragma omp parallel for num_threads(nt) schedule(dynamic, 1)
-  for (std::int64_t k = 0; k < n; ++k) body(k, k * chunk, std::min(rows, (k + 1) * chunk));
+  parallel_items(n, nt, [&](std::int64_t k) { body(k, k * chunk, std::min(rows, (k + 1) * chunk)); });
 }
 
 /// A per-thread reusable buffer of at least n values (contents unspecified), so
