@@ -30,8 +30,10 @@ void check_same_layout(const layers::Module& module);
 /// A no-op in a world of one.
 void check_same_across_ranks(std::uint64_t hash, const std::function<std::string()>& describe,
                              const std::string& what);
-/// FNV-1a hash of a string (what check_same_layout compares), and of a byte range.
+/// FNV-1a hash of a string (what check_same_layout compares).
 std::uint64_t fnv1a(const std::string& s);
+/// FNV-1a hash of `n` bytes at `data`, continuing from `h` (the FNV-1a 64-bit offset basis by
+/// default), so several ranges can be hashed in sequence.
 std::uint64_t fnv1a(const void* data, std::size_t n, std::uint64_t h = 1469598103934665603ull);
 
 /// Copies rank `root`'s parameter and buffer values to every rank (in place, so existing

@@ -39,6 +39,8 @@ ConvBackend parse_conv_backend(const std::string& name);
 /// without bound. 0 caches nothing. Process-wide; no effect without oneDNN (capacity and size
 /// read 0 there).
 std::size_t conv_primitive_cache_capacity();
+/// Sets the capacity above (configurations; 0 caches nothing), evicting the least recently
+/// used configurations beyond it at once.
 void set_conv_primitive_cache_capacity(std::size_t configurations);
 /// Configurations cached now (at most the capacity).
 std::size_t conv_primitive_cache_size();
