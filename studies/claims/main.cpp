@@ -2,14 +2,17 @@
 //   claims variance-shift --out results/variance_shift   # Li et al. 2019, Fashion-MNIST MLP
 //   claims ics --out results/ics                         # Santurkar et al. 2018 Def. 2.1, deep linear net
 //   claims landscape --out results/landscape             # Santurkar et al. 2018 Fig. 4, deep linear net
+//   claims lr-sweep --out results/lr_sweep               # Bjorck et al. 2018, Fashion-MNIST MLP
 //   claims <subcommand> --quick                          # CI smoke test (< 60 s)
 #include <chrono>
 #include <iostream>
+#include <tuple>
 
 #include <CLI/CLI.hpp>
 #include <spdlog/spdlog.h>
 
 #include "deep_linear.h"
+#include "lr_sweep.h"
 #include "variance_shift.h"
 #include <tapegrad/data/fashion_mnist.h>
 
@@ -36,6 +39,7 @@ int main(int argc, char** argv) {
   vs->add_option("--bn-momentum", so.bn_momentum, "BN running-stat momentum (PyTorch convention)")->capture_default_str();
   vs->add_option("--train-size", so.train_size, "Training images")->capture_default_str();
   vs->add_option("--test-size", so.test_size, "Test images (0: all 10,000)")->capture_default_str();
+  vs->add_option("--hidden", so.hidden, "Hidden widths (one Linear -> BN -> ReLU block each)")->capture_default_str();
   vs->add_option("--threads", so.threads, "Worker threads (each run single-threaded)")->capture_default_str();
   vs->add_option("--data", data_dir, "Fashion-MNIST directory (Debian: dataset-fashion-mnist)")->capture_default_str();
 
@@ -57,7 +61,20 @@ int main(int argc, char** argv) {
   land->add_option("--eta-min", lo.eta_min, "Smallest eta, in units of lr")->capture_default_str();
   land->add_option("--eta-max", lo.eta_max, "Largest eta, in units of lr")->capture_default_str();
 
-  for (auto* sc : {vs, ics, land}) {
+  SweepOptions wo;
+  auto* sw = app.add_subcommand("lr-sweep", "BN vs plain from --lr-min to the first diverging rate in sqrt(10) steps");
+  sw->add_option("--lr-min", wo.lr_min, "Smallest rate")->capture_default_str();
+  sw->add_option("--lr-max", wo.lr_max, "Largest rate")->capture_default_str();
+  sw->add_option("--seeds", wo.seeds, "Seeds")->capture_default_str();
+  sw->add_option("--seed", wo.seed, "First seed")->capture_default_str()->check(non_negative);
+  sw->add_option("--epochs", wo.epochs, "Epochs")->capture_default_str();
+  sw->add_option("--batch", wo.batch, "Minibatch size")->capture_default_str();
+  sw->add_option("--train-size", wo.train_size, "Training images")->capture_default_str();
+  sw->add_option("--test-size", wo.test_size, "Test images (0: all 10,000)")->capture_default_str();
+  sw->add_option("--threads", wo.threads, "Worker threads (each run single-threaded)")->capture_default_str();
+  sw->add_option("--data", data_dir, "Fashion-MNIST directory (Debian: dataset-fashion-mnist)")->capture_default_str();
+
+  for (auto* sc : {vs, ics, land, sw}) {
     sc->add_option("--out", out, "Output directory (CSV, summary.md, PNG)");
     sc->add_flag("--quick", quick, "Small settings for a smoke test (< 60 s); options given explicitly are kept");
     sc->add_flag("-q,--quiet", quiet, "Only warnings");
@@ -82,6 +99,22 @@ int main(int argc, char** argv) {
       const ShiftResult r = run_variance_shift(so, d);
       pngs = write_shift(r, out);
       std::cout << shift_summary(r);
+    } else if (sw->parsed()) {
+      if (quick) {
+        const SweepOptions q = quick_sweep_options(wo);
+        for (auto [flag, dst, src] : {std::tuple{"--seeds", &wo.seeds, q.seeds}, std::tuple{"--epochs", &wo.epochs, q.epochs}})
+          if (!given(sw, flag)) *dst = src;
+        if (!given(sw, "--train-size")) wo.train_size = q.train_size;
+        if (!given(sw, "--test-size")) wo.test_size = q.test_size;
+        if (!given(sw, "--lr-min")) wo.lr_min = q.lr_min;
+        if (!given(sw, "--lr-max")) wo.lr_max = q.lr_max;
+      }
+      check_sweep_options(wo);
+      if (out.empty()) out = "claims_lr_sweep";
+      const normstudy::StudyData d = normstudy::load_data(data_dir, wo.train_size, wo.test_size);
+      const SweepResult r = run_lr_sweep(wo, d);
+      pngs = write_sweep(r, out);
+      std::cout << sweep_summary(r);
     } else {
       CLI::App* sc = ics->parsed() ? ics : land;
       if (quick) {

@@ -51,6 +51,9 @@ void check_shift_options(const ShiftOptions& o) {
   if (o.batch > o.train_size)
     throw std::invalid_argument("--batch " + std::to_string(o.batch) + " exceeds --train-size " +
                                 std::to_string(o.train_size));
+  if (o.hidden.empty()) throw std::invalid_argument("--hidden: expected at least one width");
+  for (auto h : o.hidden)
+    if (h < 1) throw std::invalid_argument("--hidden: expected widths >= 1, got " + std::to_string(h));
   normstudy::check_threads(o.threads);
 }
 
@@ -119,7 +122,9 @@ ShiftRun train_one(const ShiftOptions& o, const normstudy::StudyData& d, double 
       ls.running_over_real += rv[c] / real_var;
       ls.mean_sq_over_var += mu2 / real_var;
       ls.predicted += before ? 1.0 / q + mu2 / real_var * (1.0 / q - 1.0) : 1.0;
+      if (mu2 / real_var < 0.05) ++ls.near_zero_channels, ls.near_zero_ratio += std::max(real_var / rv[c], rv[c] / real_var);
     }
+    ls.near_zero_ratio = ls.near_zero_channels ? ls.near_zero_ratio / ls.near_zero_channels : NAN;
     ls.ratio /= static_cast<double>(C);
     ls.running_over_real /= static_cast<double>(C);
     ls.mean_sq_over_var /= static_cast<double>(C);
@@ -146,7 +151,7 @@ template <class F>
 MeanStd over(const ShiftResult& r, double p, const std::string& placement, F f) {
   std::vector<double> v;
   for (const auto& run : r.runs)
-    if (run.p == p && run.placement == placement && !run.crashed) v.push_back(f(run));
+    if (run.p == p && run.placement == placement && !run.crashed && std::isfinite(f(run))) v.push_back(f(run));
   return mean_std(v);
 }
 
@@ -180,19 +185,20 @@ ShiftResult run_variance_shift(const ShiftOptions& o, const normstudy::StudyData
 
 std::string shift_csv(const ShiftResult& r) {
   std::string out =
-      "p,placement,seed,layer,ratio,running_over_real,predicted_zero_mean,predicted,mean_sq_over_var,train_acc,"
+      "p,placement,seed,layer,ratio,running_over_real,predicted_zero_mean,predicted,mean_sq_over_var,near_zero_channels,"
+      "near_zero_ratio,train_acc,"
       "test_acc,train_acc_recal,test_acc_recal\n";
   for (const auto& run : r.runs) {
     const std::string acc = fmt9(run.train_acc) + "," + fmt9(run.test_acc) + "," + fmt9(run.train_acc_recal) + "," +
                             fmt9(run.test_acc_recal);
     if (run.crashed) {
-      out += fmt9(run.p) + "," + run.placement + "," + std::to_string(run.seed) + ",crashed,,,,,,,,,\n";
+      out += fmt9(run.p) + "," + run.placement + "," + std::to_string(run.seed) + ",crashed,,,,,,,,,,,\n";
       continue;
     }
     for (const auto& l : run.layers)
       out += fmt9(run.p) + "," + run.placement + "," + std::to_string(run.seed) + "," + l.module + "," + fmt9(l.ratio) +
              "," + fmt9(l.running_over_real) + "," + fmt9(l.predicted_zero_mean) + "," + fmt9(l.predicted) + "," +
-             fmt9(l.mean_sq_over_var) + "," + acc + "\n";
+             fmt9(l.mean_sq_over_var) + "," + std::to_string(l.near_zero_channels) + "," + fmt9(l.near_zero_ratio) + "," + acc + "\n";
   }
   return out;
 }
@@ -211,8 +217,8 @@ std::string shift_summary(const ShiftResult& r) {
         "of the BN input in eval mode on the training data; prediction 1/(1−p) for zero-mean inputs, "
         "1/(1−p) + (μ²/σ²)·p/(1−p) with the measured per-channel mean\n";
   md << "- wall time " << fmt4(r.seconds) << " s with " << o.threads << " worker threads\n\n";
-  md << "| p | placement | layer | ratio | running/real | predicted (zero mean) | predicted (measured mean) | μ²/σ² |\n"
-        "|---|---|---|---|---|---|---|---|\n";
+  md << "| p | placement | layer | ratio | running/real | predicted (zero mean) | predicted (measured mean) | μ²/σ² | ratio where μ²/σ² < 0.05 (channels) |\n"
+        "|---|---|---|---|---|---|---|---|---|\n";
   for (double p : o.ps)
     for (const std::string pl : {"before", "after"})
       for (std::size_t l = 0; l < o.hidden.size(); ++l) {
@@ -222,7 +228,9 @@ std::string shift_summary(const ShiftResult& r) {
            << pm(f([](const LayerShift& x) { return x.running_over_real; }), 1, 3) << " | "
            << fmt4(pl == "before" ? 1.0 / (1.0 - p) : 1.0) << " | "
            << pm(f([](const LayerShift& x) { return x.predicted; }), 1, 3) << " | "
-           << pm(f([](const LayerShift& x) { return x.mean_sq_over_var; }), 1, 3) << " |\n";
+           << pm(f([](const LayerShift& x) { return x.mean_sq_over_var; }), 1, 3) << " | "
+           << pm(f([](const LayerShift& x) { return x.near_zero_ratio; }), 1, 3) << " ("
+           << fmt4(f([](const LayerShift& x) { return static_cast<double>(x.near_zero_channels); }).mean) << ") |\n";
       }
   md << "\n| p | placement | train acc (%) | test acc (%) | train acc recalibrated | test acc recalibrated | "
         "test gain (points) | recovered of the before–after gap |\n|---|---|---|---|---|---|---|---|\n";

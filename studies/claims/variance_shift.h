@@ -46,6 +46,10 @@ struct LayerShift {
   double predicted_zero_mean = 0;  ///< 1/q (before), 1 (after)
   double predicted = 0;        ///< mean over channels of 1/q + (μ²/σ²)(1/q − 1) (before), 1 (after)
   double mean_sq_over_var = 0;  ///< mean over channels of μ²/σ² of the eval-mode input
+  /// Channels whose eval-mode input is nearly zero-mean (μ²/σ² < 0.05), where the zero-mean
+  /// prediction applies: their count and their mean ratio (NaN when there are none).
+  int near_zero_channels = 0;
+  double near_zero_ratio = 0;
 };
 struct ShiftRun {
   std::string placement;  ///< "before" or "after"
