@@ -9,6 +9,7 @@
 #include <vector>
 
 #include <tapegrad/core/core.h>
+#include <tapegrad/data/dataloader.h>
 #include <tapegrad/debug/recalibrate.h>
 #include <tapegrad/layers/activation.h>
 #include <tapegrad/layers/batch_norm.h>
@@ -175,4 +176,20 @@ TEST_CASE("recalibrate_batch_norm refuses too little data", "[debug][recalibrate
                     Catch::Contains("BatchNorm '2' needs >= 2 values per channel for an unbiased variance, got 1"));
   CHECK(n.bn1->running_var.to_vector() == before);
   CHECK(n.seq->is_training());
+}
+
+TEST_CASE("recalibrate_batch_norm takes a DataLoader (shuffled: same result as the tensor overload)", "[debug][recalibrate]") {
+  Generator g(21), dg(22), xg(23), sg(24);
+  Net n = make_net(g, dg);
+  const Tensor x = randn({30, 3}, Dtype::Float32, xg);
+  debug::recalibrate_batch_norm(*n.seq, x, 30);
+  const auto mean = n.bn2->running_mean.to_vector(), var = n.bn2->running_var.to_vector();
+  data::DataLoaderOptions lo;
+  lo.batch_size = 7;
+  lo.shuffle = true;
+  data::DataLoader loader(data::Dataset::make(x, Tensor::from_int64(std::vector<std::int64_t>(30, 0), {30})), lo, sg);
+  const auto report = debug::recalibrate_batch_norm(*n.seq, loader);
+  CHECK(report.batches == 5);
+  require_close(n.bn2->running_mean, mean, 1e-5);
+  require_close(n.bn2->running_var, var, 1e-5);
 }
