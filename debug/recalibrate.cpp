@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <memory>
 #include <sstream>
 #include <stdexcept>
 
@@ -86,18 +87,24 @@ RecalibrationReport recalibrate_batch_norm(layers::Module& model, const BatchSou
   AuditPause pause;
   model.eval();
 
+  // The hooks are global and another thread may still run a copy of one after it is removed:
+  // each hook owns what it touches (shared_ptr), and matches only this model's modules.
+  std::vector<const layers::Module*> targets;
+  for (auto& [p, bn] : bns) targets.push_back(bn);
+
   // Pass 0: the order in which the BatchNorms run (forward order), and the batch count.
-  std::vector<std::size_t> order;
+  auto seen = std::make_shared<std::vector<std::size_t>>();
   {
-    HookGuard hook(layers::hooks::add_forward_hook([&](layers::Module& m, const Tensor&, const Tensor&) {
-      for (std::size_t i = 0; i < bns.size(); ++i)
-        if (bns[i].second == &m && std::find(order.begin(), order.end(), i) == order.end()) order.push_back(i);
+    HookGuard hook(layers::hooks::add_forward_hook([seen, targets](layers::Module& m, const Tensor&, const Tensor&) {
+      for (std::size_t i = 0; i < targets.size(); ++i)
+        if (targets[i] == &m && std::find(seen->begin(), seen->end(), i) == seen->end()) seen->push_back(i);
     }));
     batches([&](const Tensor& x) {
       model(x);
       ++report.batches;
     });
   }
+  const std::vector<std::size_t> order = *seen;
   if (order.size() != bns.size())
     for (std::size_t i = 0; i < bns.size(); ++i)
       if (std::find(order.begin(), order.end(), i) == order.end())
@@ -108,13 +115,15 @@ RecalibrationReport recalibrate_batch_norm(layers::Module& model, const BatchSou
   // One pass per BatchNorm: its eval-mode input over all the data, then its new statistics.
   for (std::size_t i : order) {
     auto& [path, bn] = bns[i];
-    Moments mo;
+    auto acc = std::make_shared<Moments>();
     {
-      HookGuard hook(layers::hooks::add_forward_hook([&, bn = bn](layers::Module& m, const Tensor& in, const Tensor&) {
-        if (&m == bn) mo.add(in);
+      const layers::Module* target = bn;
+      HookGuard hook(layers::hooks::add_forward_hook([acc, target](layers::Module& m, const Tensor& in, const Tensor&) {
+        if (&m == target) acc->add(in);
       }));
       batches([&](const Tensor& x) { model(x); });
     }
+    const Moments& mo = *acc;
     if (mo.n < 2)
       throw std::invalid_argument("recalibrate_batch_norm: BatchNorm '" + path +
                                   "' needs >= 2 values per channel for an unbiased variance, got " +

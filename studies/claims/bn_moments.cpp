@@ -1,6 +1,7 @@
 #include "bn_moments.h"
 
 #include <algorithm>
+#include <memory>
 #include <stdexcept>
 #include <string>
 
@@ -42,15 +43,25 @@ void add_batch(ChannelMoments& m, std::vector<double>& m2, const Tensor& x) {
 
 std::vector<ChannelMoments> eval_input_moments(layers::Module& model, const std::vector<layers::BatchNormBase*>& bns,
                                                const Tensor& x, std::int64_t batch) {
-  std::vector<ChannelMoments> out(bns.size());
-  std::vector<std::vector<double>> m2(bns.size());
+  // The hook owns its state: another thread may still run a copy of it after removal.
+  struct State {
+    std::vector<const layers::Module*> targets;
+    std::vector<ChannelMoments> out;
+    std::vector<std::vector<double>> m2;
+  };
+  auto st = std::make_shared<State>();
+  for (auto* b : bns) st->targets.push_back(b);
+  st->out.resize(bns.size());
+  st->m2.resize(bns.size());
+  std::vector<ChannelMoments>& out = st->out;
+  std::vector<std::vector<double>>& m2 = st->m2;
   std::vector<std::pair<layers::Module*, bool>> modes;
   for (auto& [p, mod] : model.named_modules()) modes.emplace_back(mod, mod->is_training());
   {
     NoGradGuard ng;
-    const std::uint64_t id = layers::hooks::add_forward_hook([&](layers::Module& m, const Tensor& in, const Tensor&) {
-      for (std::size_t i = 0; i < bns.size(); ++i)
-        if (bns[i] == &m) add_batch(out[i], m2[i], in);
+    const std::uint64_t id = layers::hooks::add_forward_hook([st](layers::Module& m, const Tensor& in, const Tensor&) {
+      for (std::size_t i = 0; i < st->targets.size(); ++i)
+        if (st->targets[i] == &m) add_batch(st->out[i], st->m2[i], in);
     });
     try {
       model.eval();
@@ -71,7 +82,7 @@ std::vector<ChannelMoments> eval_input_moments(layers::Module& model, const std:
     out[i].var.resize(m2[i].size());
     for (std::size_t c = 0; c < m2[i].size(); ++c) out[i].var[c] = m2[i][c] / static_cast<double>(out[i].n - 1);
   }
-  return out;
+  return std::move(out);
 }
 
 }  // namespace claims
