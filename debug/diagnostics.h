@@ -6,6 +6,7 @@
 #include <tapegrad/debug/buffers.h>
 #include <tapegrad/debug/mode_audit.h>
 #include <tapegrad/debug/mode_report.h>
+#include <tapegrad/debug/recalibrate.h>
 #include <tapegrad/debug/row_selection.h>
 #include <tapegrad/debug/stats_gap.h>
 #include <tapegrad/debug/warnings.h>

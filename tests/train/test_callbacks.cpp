@@ -10,7 +10,7 @@
 
 #include <tapegrad/core/ops/elementwise.h>
 #include <tapegrad/data/dataloader.h>
-#include <tapegrad/layers/loss.h>
+#include <tapegrad/layers/losses.h>
 #include <tapegrad/optim/sgd.h>
 #include <tapegrad/train/early_stopping.h>
 #include <tapegrad/train/fit.h>

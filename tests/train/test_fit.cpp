@@ -11,7 +11,7 @@
 #include <tapegrad/core/ops/elementwise.h>
 #include <tapegrad/core/safetensors.h>
 #include <tapegrad/data/dataloader.h>
-#include <tapegrad/layers/loss.h>
+#include <tapegrad/layers/losses.h>
 #include <tapegrad/optim/adam.h>
 #include <tapegrad/optim/clip_grad.h>
 #include <tapegrad/optim/lr_scheduler.h>

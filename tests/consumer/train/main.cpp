@@ -4,7 +4,7 @@
 #include <cstdio>
 
 #include <tapegrad/data/csv.h>
-#include <tapegrad/layers/loss.h>
+#include <tapegrad/layers/losses.h>
 #include <tapegrad/models/mlp.h>
 #include <tapegrad/optim/adam.h>
 #include <tapegrad/train/train.h>

@@ -1,0 +1,243 @@
+#include "lr_sweep.h"
+
+#include <chrono>
+#include <cmath>
+#include <cstdio>
+#include <filesystem>
+#include <sstream>
+#include <stdexcept>
+
+#include <spdlog/spdlog.h>
+
+#include "kit/gnuplot.h"
+#include "kit/stats.h"
+#include <tapegrad/data/dataloader.h>
+#include <tapegrad/optim/sgd.h>
+
+namespace claims {
+
+using namespace tapegrad;
+using bnexp::mean_std;
+using bnexp::MeanStd;
+using normstudy::fmt4;
+using normstudy::fmt9;
+namespace fs = std::filesystem;
+
+SweepOptions quick_sweep_options(SweepOptions o) {
+  o.seeds = 1;
+  o.epochs = 1;
+  o.train_size = 2048;
+  o.test_size = 2000;
+  o.lr_min = 1e-2;
+  o.lr_max = 1e2;
+  return o;
+}
+
+void check_sweep_options(const SweepOptions& o) {
+  if (!(o.lr_min > 0 && std::isfinite(o.lr_max) && o.lr_max >= o.lr_min))
+    throw std::invalid_argument("--lr-min/--lr-max: expected 0 < min <= max, got " + fmt9(o.lr_min) + " " + fmt9(o.lr_max));
+  if (o.seeds < 1) throw std::invalid_argument("--seeds must be >= 1, got " + std::to_string(o.seeds));
+  if (o.epochs < 1) throw std::invalid_argument("--epochs must be >= 1, got " + std::to_string(o.epochs));
+  if (o.batch < 2) throw std::invalid_argument("--batch: expected >= 2 (BatchNorm refuses 1), got " + std::to_string(o.batch));
+  normstudy::check_sizes(o.train_size, o.test_size);
+  if (o.batch > o.train_size)
+    throw std::invalid_argument("--batch " + std::to_string(o.batch) + " exceeds --train-size " + std::to_string(o.train_size));
+  normstudy::check_threads(o.threads);
+}
+
+std::vector<double> sweep_rates(const SweepOptions& o) {
+  std::vector<double> r;
+  for (int k = 0;; ++k) {
+    const double lr = o.lr_min * std::pow(10.0, 0.5 * k);
+    if (lr > o.lr_max * (1 + 1e-9)) break;
+    r.push_back(lr);
+  }
+  return r;
+}
+
+namespace {
+
+SweepRun train_one(const SweepOptions& o, const normstudy::StudyData& d, bool bn, std::uint64_t seed, double lr) {
+  SweepRun run;
+  run.bn = bn;
+  run.seed = seed;
+  run.lr = lr;
+  normstudy::ModelConfig mc;
+  mc.norm = bn ? normstudy::NormKind::Sync : normstudy::NormKind::None;  // Sync: BatchNorm1d over the batch
+  mc.hidden = o.hidden;
+  Generator init(seed), shuffle(seed + 1000003);
+  normstudy::Model m = normstudy::build_model(mc, d.train.num_features(), 10, init);
+  optim::SGDOptions so;
+  so.lr = lr;
+  optim::SGD opt(m.net->parameters(), so);
+  data::DataLoaderOptions lo;
+  lo.batch_size = o.batch;
+  lo.shuffle = true;
+  lo.drop_last = true;
+  data::DataLoader loader(d.train, lo, shuffle);
+  m.net->train();
+  std::int64_t step = 0;
+  for (int e = 1; e <= o.epochs && !run.diverged; ++e) {
+    double sum = 0;
+    int n = 0;
+    for (auto b : loader) {
+      const double L = normstudy::train_step(*m.net, opt, b.X, b.y);
+      ++step;
+      if (step == 1) run.first_loss = L;
+      if (!std::isfinite(L) || L > 10 * run.first_loss) {
+        run.diverged = true;
+        char buf[128];
+        std::snprintf(buf, sizeof buf, "loss %.4g %s at step %lld", L,
+                      std::isfinite(L) ? ("> 10x the first (" + fmt4(run.first_loss) + ")").c_str() : "not finite",
+                      static_cast<long long>(step));
+        run.reason = buf;
+        break;
+      }
+      sum += L, ++n;
+    }
+    run.last_loss = n ? sum / n : NAN;
+  }
+  run.test_acc = run.diverged ? NAN : normstudy::evaluate_eval_mode(*m.net, d.test).accuracy;
+  return run;
+}
+
+// First diverging rate index of one (net, seed), rates.size() when none.
+std::size_t first_diverging(const SweepResult& r, bool bn, std::uint64_t seed) {
+  for (std::size_t k = 0; k < r.rates.size(); ++k)
+    for (const auto& run : r.runs)
+      if (run.bn == bn && run.seed == seed && run.lr == r.rates[k] && run.diverged) return k;
+  return r.rates.size();
+}
+
+std::string pm(const MeanStd& m, double scale = 1, int digits = 2) {
+  if (m.n == 0) return "—";
+  char buf[64];
+  std::snprintf(buf, sizeof buf, "%.*f ± %.*f", digits, scale * m.mean, digits, scale * m.std);
+  return buf;
+}
+
+}  // namespace
+
+SweepResult run_lr_sweep(const SweepOptions& o, const normstudy::StudyData& d) {
+  check_sweep_options(o);
+  SweepResult r;
+  r.options = o;
+  r.rates = sweep_rates(o);
+  for (bool bn : {false, true})
+    for (int s = 0; s < o.seeds; ++s)
+      for (double lr : r.rates) {
+        SweepRun run;
+        run.bn = bn;
+        run.seed = o.seed + static_cast<std::uint64_t>(s);
+        run.lr = lr;
+        r.runs.push_back(run);
+      }
+  const auto t0 = std::chrono::steady_clock::now();
+  normstudy::run_jobs(r.runs.size(), o.threads, [&](std::size_t k) {
+    r.runs[k] = train_one(o, d, r.runs[k].bn, r.runs[k].seed, r.runs[k].lr);
+    const auto& run = r.runs[k];
+    spdlog::info("lr-sweep {} seed {} lr {}: {}", run.bn ? "bn" : "plain", run.seed, fmt4(run.lr),
+                 run.diverged ? "diverged, " + run.reason : "test " + fmt4(100 * run.test_acc) + "%");
+  });
+  r.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  return r;
+}
+
+std::string sweep_csv(const SweepResult& r) {
+  std::string out = "net,seed,lr,diverged,first_loss,last_epoch_loss,test_acc,reason\n";
+  for (const auto& run : r.runs)
+    out += std::string(run.bn ? "bn" : "plain") + "," + std::to_string(run.seed) + "," + fmt9(run.lr) + "," +
+           (run.diverged ? "1" : "0") + "," + fmt9(run.first_loss) + "," + fmt9(run.last_loss) + "," +
+           fmt9(run.test_acc) + ",\"" + run.reason + "\"\n";
+  return out;
+}
+
+std::string sweep_summary(const SweepResult& r) {
+  const auto& o = r.options;
+  std::ostringstream md;
+  md << "# claims lr-sweep: summary\n\n";
+  md << "- MLP 784";
+  for (auto h : o.hidden) md << "-" << h;
+  md << "-10, BN (Linear -> BatchNorm1d -> ReLU) vs plain (Linear -> ReLU), Fashion-MNIST " << o.train_size
+     << " training images, plain SGD (no momentum), batch " << o.batch << ", " << o.epochs << " epochs; lr "
+     << fmt4(o.lr_min) << " .. " << fmt4(o.lr_max) << " in √10 steps; seeds " << o.seed << ".."
+     << o.seed + static_cast<std::uint64_t>(o.seeds) - 1 << "\n";
+  md << "- diverged: a minibatch loss NaN, Inf or > 10× the run's first minibatch loss; stable range = decades "
+        "from " << fmt4(o.lr_min) << " to the first diverging rate (each rate below it is stable)\n";
+  md << "- wall time " << fmt4(r.seconds) << " s with " << o.threads << " worker threads\n\n";
+  md << "| net | first diverging lr (per seed) | stable range (decades, mean ± std) | best test acc (%) | at lr |\n"
+        "|---|---|---|---|---|\n";
+  for (bool bn : {false, true}) {
+    std::vector<double> decades;
+    std::string firsts;
+    for (int s = 0; s < o.seeds; ++s) {
+      const std::uint64_t seed = o.seed + static_cast<std::uint64_t>(s);
+      const std::size_t k = first_diverging(r, bn, seed);
+      firsts += (s ? ", " : "") + (k < r.rates.size() ? fmt4(r.rates[k]) : "none ≤ " + fmt4(o.lr_max));
+      decades.push_back(0.5 * static_cast<double>(k));
+    }
+    double best = -1, best_lr = 0;
+    for (double lr : r.rates) {
+      std::vector<double> a;
+      for (const auto& run : r.runs)
+        if (run.bn == bn && run.lr == lr && !run.diverged) a.push_back(run.test_acc);
+      if (static_cast<int>(a.size()) == o.seeds && mean_std(a).mean > best) best = mean_std(a).mean, best_lr = lr;
+    }
+    md << "| " << (bn ? "bn" : "plain") << " | " << firsts << " | " << pm(mean_std(decades), 1, 2) << " | "
+       << (best >= 0 ? fmt4(100 * best) : "—") << " | " << fmt4(best_lr) << " |\n";
+  }
+  md << "\n| lr | plain test acc (%) | bn test acc (%) | bn − plain (paired, points) |\n|---|---|---|---|\n";
+  for (double lr : r.rates) {
+    std::vector<double> p, b, diff;
+    int pd = 0, bd = 0;
+    for (int s = 0; s < o.seeds; ++s) {
+      const std::uint64_t seed = o.seed + static_cast<std::uint64_t>(s);
+      const SweepRun *rp = nullptr, *rb = nullptr;
+      for (const auto& run : r.runs)
+        if (run.seed == seed && run.lr == lr) (run.bn ? rb : rp) = &run;
+      if (rp->diverged) ++pd; else p.push_back(rp->test_acc);
+      if (rb->diverged) ++bd; else b.push_back(rb->test_acc);
+      if (!rp->diverged && !rb->diverged) diff.push_back(rb->test_acc - rp->test_acc);
+    }
+    auto cell = [&](const std::vector<double>& v, int div) {
+      std::string c = pm(mean_std(v), 100);
+      if (div) c += " (" + std::to_string(div) + " diverged)";
+      return c;
+    };
+    md << "| " << fmt4(lr) << " | " << cell(p, pd) << " | " << cell(b, bd) << " | " << pm(mean_std(diff), 100) << " |\n";
+  }
+  return md.str();
+}
+
+std::vector<std::string> write_sweep(const SweepResult& r, const std::string& dir_s) {
+  const fs::path dir(dir_s), plots = dir / "plots", png = dir / "lr_sweep.png";
+  if (!report_kit::write_tables(dir_s, sweep_csv(r), sweep_summary(r))) return {};
+  std::ostringstream gp;
+  gp << "set terminal pngcairo size 900,520 font 'sans,10'\nset output " << report_kit::gnuplot_quote(png.string())
+     << "\nset title 'Fashion-MNIST MLP, plain SGD: test accuracy against lr (mean ± std over " << r.options.seeds
+     << " seeds; a missing point: a run diverged)'\nset xlabel 'learning rate'\nset ylabel 'test accuracy (%)'\n"
+        "set logscale x\nset grid\nset key bottom left\nset datafile missing '?'\nplot ";
+  for (bool bn : {false, true}) {
+    std::ostringstream d;
+    for (double lr : r.rates) {
+      std::vector<double> a;
+      bool any_div = false;
+      for (const auto& run : r.runs)
+        if (run.bn == bn && run.lr == lr) {
+          if (run.diverged) any_div = true;
+          else a.push_back(100 * run.test_acc);
+        }
+      const MeanStd m = mean_std(a);
+      if (any_div || m.n == 0) d << fmt9(lr) << " ? ?\n";
+      else d << fmt9(lr) << " " << fmt9(m.mean) << " " << fmt9(m.std) << "\n";
+    }
+    const std::string f = (plots / (std::string("lr_sweep_") + (bn ? "bn" : "plain") + ".dat")).string();
+    report_kit::write_file(f, d.str());
+    gp << (bn ? ", \\\n     " : "") << report_kit::gnuplot_quote(f) << " using 1:2:3 with yerrorlines lw 2 pt 7 lc rgb '"
+       << (bn ? "#d62728" : "#1f77b4") << "' title '" << (bn ? "BN" : "plain") << "'";
+  }
+  gp << "\n";
+  return report_kit::render_figure((plots / "lr_sweep.gp").string(), gp.str(), png.string(), (plots / "gnuplot.log").string());
+}
+
+}  // namespace claims

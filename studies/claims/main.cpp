@@ -1,0 +1,149 @@
+// claims: the Batch Normalization chapter's "why" claims measured against the papers.
+//   claims variance-shift --out results/variance_shift   # Li et al. 2019, Fashion-MNIST MLP
+//   claims ics --out results/ics                         # Santurkar et al. 2018 Def. 2.1, deep linear net
+//   claims landscape --out results/landscape             # Santurkar et al. 2018 Fig. 4, deep linear net
+//   claims lr-sweep --out results/lr_sweep               # Bjorck et al. 2018, Fashion-MNIST MLP
+//   claims <subcommand> --quick                          # CI smoke test (< 60 s)
+#include <chrono>
+#include <iostream>
+#include <tuple>
+
+#include <CLI/CLI.hpp>
+#include <spdlog/spdlog.h>
+
+#include "deep_linear.h"
+#include "lr_sweep.h"
+#include "variance_shift.h"
+#include <tapegrad/data/fashion_mnist.h>
+
+int main(int argc, char** argv) {
+  using namespace claims;
+  CLI::App app{"The Batch Normalization chapter's 'why' claims measured against the papers"};
+  app.require_subcommand(1);
+  std::string data_dir = tapegrad::data::kFashionMnistDir, out;
+  bool quick = false, quiet = false;
+  const CLI::Validator non_negative(
+      [](std::string& v) {
+        return v.find('-') == std::string::npos ? std::string() : "expected an integer >= 0, got " + v;
+      },
+      "UINT");
+
+  ShiftOptions so;
+  auto* vs = app.add_subcommand("variance-shift", "Dropout before vs after BN: running_var against real_var, recalibration");
+  vs->add_option("--ps", so.ps, "Dropout probabilities p (PyTorch: the drop probability)")->capture_default_str();
+  vs->add_option("--seeds", so.seeds, "Seeds")->capture_default_str();
+  vs->add_option("--seed", so.seed, "First seed")->capture_default_str()->check(non_negative);
+  vs->add_option("--epochs", so.epochs, "Epochs")->capture_default_str();
+  vs->add_option("--batch", so.batch, "Minibatch size")->capture_default_str();
+  vs->add_option("--lr", so.lr, "SGD lr (momentum 0.9)")->capture_default_str();
+  vs->add_option("--bn-momentum", so.bn_momentum, "BN running-stat momentum (PyTorch convention)")->capture_default_str();
+  vs->add_option("--train-size", so.train_size, "Training images")->capture_default_str();
+  vs->add_option("--test-size", so.test_size, "Test images (0: all 10,000)")->capture_default_str();
+  vs->add_option("--hidden", so.hidden, "Hidden widths (one Linear -> BN -> ReLU block each)")->capture_default_str();
+  vs->add_option("--threads", so.threads, "Worker threads (each run single-threaded)")->capture_default_str();
+  vs->add_option("--data", data_dir, "Fashion-MNIST directory (Debian: dataset-fashion-mnist)")->capture_default_str();
+
+  LinearOptions lo;
+  auto* ics = app.add_subcommand("ics", "Internal covariate shift (Santurkar et al. Def. 2.1) on the deep linear network");
+  auto* land = app.add_subcommand("landscape", "Loss range, gradient predictiveness, effective beta along the gradient");
+  for (auto* sc : {ics, land}) {
+    sc->add_option("--depth", lo.depth, "Linear layers")->capture_default_str();
+    sc->add_option("--width", lo.width, "Features of every layer")->capture_default_str();
+    sc->add_option("--samples", lo.samples, "Gaussian samples (one full batch)")->capture_default_str();
+    sc->add_option("--lr", lo.lr, "Gradient-descent lr")->capture_default_str();
+    sc->add_option("--steps", lo.steps, "Training steps")->capture_default_str();
+    sc->add_option("--every", lo.every, "Probe every k-th step")->capture_default_str();
+    sc->add_option("--seeds", lo.seeds, "Seeds")->capture_default_str();
+    sc->add_option("--seed", lo.seed, "First seed")->capture_default_str()->check(non_negative);
+    sc->add_option("--threads", lo.threads, "Worker threads (each run single-threaded)")->capture_default_str();
+  }
+  land->add_option("--grid", lo.grid, "Step sizes eta on the geometric grid")->capture_default_str();
+  land->add_option("--eta-min", lo.eta_min, "Smallest eta, in units of lr")->capture_default_str();
+  land->add_option("--eta-max", lo.eta_max, "Largest eta, in units of lr")->capture_default_str();
+
+  SweepOptions wo;
+  auto* sw = app.add_subcommand("lr-sweep", "BN vs plain from --lr-min to the first diverging rate in sqrt(10) steps");
+  sw->add_option("--lr-min", wo.lr_min, "Smallest rate")->capture_default_str();
+  sw->add_option("--lr-max", wo.lr_max, "Largest rate")->capture_default_str();
+  sw->add_option("--seeds", wo.seeds, "Seeds")->capture_default_str();
+  sw->add_option("--seed", wo.seed, "First seed")->capture_default_str()->check(non_negative);
+  sw->add_option("--epochs", wo.epochs, "Epochs")->capture_default_str();
+  sw->add_option("--batch", wo.batch, "Minibatch size")->capture_default_str();
+  sw->add_option("--train-size", wo.train_size, "Training images")->capture_default_str();
+  sw->add_option("--test-size", wo.test_size, "Test images (0: all 10,000)")->capture_default_str();
+  sw->add_option("--threads", wo.threads, "Worker threads (each run single-threaded)")->capture_default_str();
+  sw->add_option("--data", data_dir, "Fashion-MNIST directory (Debian: dataset-fashion-mnist)")->capture_default_str();
+
+  for (auto* sc : {vs, ics, land, sw}) {
+    sc->add_option("--out", out, "Output directory (CSV, summary.md, PNG)");
+    sc->add_flag("--quick", quick, "Small settings for a smoke test (< 60 s); options given explicitly are kept");
+    sc->add_flag("-q,--quiet", quiet, "Only warnings");
+  }
+  CLI11_PARSE(app, argc, argv);
+  if (quiet) spdlog::set_level(spdlog::level::warn);
+  auto given = [](CLI::App* sc, const char* flag) { return sc->get_option_no_throw(flag) != nullptr && sc->count(flag) > 0; };
+  try {
+    const auto t0 = std::chrono::steady_clock::now();
+    std::vector<std::string> pngs;
+    if (vs->parsed()) {
+      if (quick) {
+        const ShiftOptions q = quick_shift_options(so);
+        if (!given(vs, "--seeds")) so.seeds = q.seeds;
+        if (!given(vs, "--epochs")) so.epochs = q.epochs;
+        if (!given(vs, "--train-size")) so.train_size = q.train_size;
+        if (!given(vs, "--test-size")) so.test_size = q.test_size;
+      }
+      check_shift_options(so);
+      if (out.empty()) out = "claims_variance_shift";
+      const normstudy::StudyData d = normstudy::load_data(data_dir, so.train_size, so.test_size);
+      const ShiftResult r = run_variance_shift(so, d);
+      pngs = write_shift(r, out);
+      std::cout << shift_summary(r);
+    } else if (sw->parsed()) {
+      if (quick) {
+        const SweepOptions q = quick_sweep_options(wo);
+        for (auto [flag, dst, src] : {std::tuple{"--seeds", &wo.seeds, q.seeds}, std::tuple{"--epochs", &wo.epochs, q.epochs}})
+          if (!given(sw, flag)) *dst = src;
+        if (!given(sw, "--train-size")) wo.train_size = q.train_size;
+        if (!given(sw, "--test-size")) wo.test_size = q.test_size;
+        if (!given(sw, "--lr-min")) wo.lr_min = q.lr_min;
+        if (!given(sw, "--lr-max")) wo.lr_max = q.lr_max;
+      }
+      check_sweep_options(wo);
+      if (out.empty()) out = "claims_lr_sweep";
+      const normstudy::StudyData d = normstudy::load_data(data_dir, wo.train_size, wo.test_size);
+      const SweepResult r = run_lr_sweep(wo, d);
+      pngs = write_sweep(r, out);
+      std::cout << sweep_summary(r);
+    } else {
+      CLI::App* sc = ics->parsed() ? ics : land;
+      if (quick) {
+        const LinearOptions q = quick_linear_options(lo);
+        if (!given(sc, "--steps")) lo.steps = q.steps;
+        if (!given(sc, "--every")) lo.every = q.every;
+        if (!given(sc, "--seeds")) lo.seeds = q.seeds;
+        if (!given(sc, "--grid")) lo.grid = q.grid;
+      }
+      check_linear_options(lo);
+      if (ics->parsed()) {
+        if (out.empty()) out = "claims_ics";
+        const LinearResult r = run_deep_linear(lo, true, false);
+        pngs = write_ics(r, out);
+        std::cout << ics_summary(r);
+      } else {
+        if (out.empty()) out = "claims_landscape";
+        const LinearResult r = run_deep_linear(lo, false, true);
+        pngs = write_landscape(r, out);
+        std::cout << landscape_summary(r);
+      }
+    }
+    const double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    std::cout << "\nwrote " << out << "/results.csv, " << out << "/summary.md";
+    for (const auto& p : pngs) std::cout << ", " << p;
+    std::cout << " (" << secs << " s)\n";
+  } catch (const std::exception& e) {
+    std::cerr << "claims: " << e.what() << "\n";
+    return 1;
+  }
+  return 0;
+}
