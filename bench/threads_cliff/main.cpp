@@ -16,7 +16,7 @@
 #include <tapegrad/layers/conv.h>
 #include <tapegrad/layers/flatten.h>
 #include <tapegrad/layers/linear.h>
-#include <tapegrad/layers/loss.h>
+#include <tapegrad/layers/losses.h>
 #include <tapegrad/layers/pooling.h>
 #include <tapegrad/layers/sequential.h>
 #include <tapegrad/optim/sgd.h>
