@@ -26,7 +26,7 @@ struct Evaluation {
 };
 
 /// Runs `model` in eval mode without the tape over `ds` in batches of `batch_size` rows
-/// (the model's previous mode is restored). With `parallel` (a data-parallel run; every
+/// (models::evaluate_classifier: float32 loss; every module's previous mode is restored). With `parallel` (a data-parallel run; every
 /// rank calls this with the same model and data): rank r evaluates batches r, r + R, ...
 /// only, and the per-batch results are summed over ranks, so every rank gets totals
 /// bit-identical to one process's pass (the same batches through the same arithmetic; the
