@@ -12,7 +12,7 @@
 
 #include <tapegrad/core/ops.h>
 #include <tapegrad/layers/conv.h>
-#include <tapegrad/layers/loss.h>
+#include <tapegrad/layers/losses.h>
 #include <tapegrad/models/cnn.h>
 #include <tapegrad/optim/sgd.h>
 

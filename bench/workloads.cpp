@@ -9,7 +9,7 @@
 #include <tapegrad/core/ops.h>
 #include <tapegrad/core/ops/gemm_backends.h>
 #include <tapegrad/core/parallel.h>
-#include <tapegrad/layers/loss.h>
+#include <tapegrad/layers/losses.h>
 #include <tapegrad/models/mlp.h>
 
 namespace tgbench {

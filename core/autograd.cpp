@@ -152,6 +152,12 @@ void release_autograd(std::shared_ptr<AutogradMeta>& m) noexcept {
 TensorImpl::~TensorImpl() { release_autograd(autograd); }
 
 Node::~Node() {
+  if (on_release) {
+    try {
+      (*on_release)(reached);
+    } catch (...) {  // a destructor: nothing may escape
+    }
+  }
   for (std::size_t i = 0; i < n_inputs_; ++i) release_autograd(input(i).meta);
 }
 
@@ -269,6 +275,22 @@ void set_post_accumulate_grad_hook(const Tensor& leaf, std::function<void()> hoo
   g_hooked_leaves += (m.post_accumulate_grad_hook ? 1 : 0) - (had ? 1 : 0);
 }
 
+void on_graph_released(const Tensor& output, std::function<void(bool reached)> callback) {
+  if (!output.defined() || !output.requires_grad() || !output.impl()->autograd->grad_fn)
+    throw std::logic_error("on_graph_released: expected the output of a recorded op (a tensor with a grad_fn)");
+  Node& node = *output.impl()->autograd->grad_fn;
+  if (!callback) return;
+  if (!node.on_release) {
+    node.on_release = std::make_unique<std::function<void(bool)>>(std::move(callback));
+    return;
+  }
+  auto first = std::move(*node.on_release);
+  *node.on_release = [first = std::move(first), second = std::move(callback)](bool reached) {
+    first(reached);
+    second(reached);
+  };
+}
+
 std::size_t tape_size() {
   std::size_t n = 0;
   for (auto& e : g_tape.entries) {
@@ -368,6 +390,7 @@ void run_backward(const Tensor& root, const Tensor& gradient, bool retain_graph)
       node->grad = Tensor();
       GradSink sink(node.get(), g_tape.id);
       node->apply(g, sink);
+      node->reached = true;
       count_down(*node);
       if (!retain_graph) {
         node->freed = true;

@@ -114,6 +114,9 @@ class Node {
   std::uint64_t out_version = 0;
   std::shared_ptr<AutogradMeta> teardown_self;  ///< set only while queued for teardown
   Node* teardown_next = nullptr;
+  bool reached = false;  ///< a backward ran this node's closure
+  /// See autograd::on_graph_released (null unless a diagnostic watches this node).
+  std::unique_ptr<std::function<void(bool reached)>> on_release;
 
  private:
   static constexpr std::size_t kInlineInputs = 3;
@@ -227,6 +230,15 @@ void record(const char* name, Tensor& out, const std::vector<Tensor>& inputs, F&
 /// that does not require grad. The hook runs on the backward's thread, under no-grad.
 /// Cost: backwards pay one reachability pass over the tape only while some hook is set.
 void set_post_accumulate_grad_hook(const Tensor& leaf, std::function<void()> hook);
+
+/// Calls `callback(reached)` once, when the node that produced `output` is destroyed (its
+/// graph was dropped): reached = whether a backward ran through that node. For
+/// diagnostics (debug::ModeAudit reports a train-mode BatchNorm forward whose graph never
+/// reached backward(): a validation pass in train mode). Several callbacks on one node run
+/// in the order added. Throws std::logic_error unless `output` was produced by a recorded
+/// op. The callback runs on the thread that drops the graph, inside a destructor: it must
+/// not throw (an exception is swallowed) and should only record what it saw.
+void on_graph_released(const Tensor& output, std::function<void(bool reached)> callback);
 
 /// Number of live nodes on this thread's tape (for tests of memory behaviour).
 std::size_t tape_size();

@@ -43,6 +43,13 @@ void check_output_dir(const std::string& dir);
 /// old file's mode, renames it over the target and fsyncs the folder. On any failure the
 /// temp file is removed, the old file (if any) is intact, and std::runtime_error names the
 /// path, the byte count written and the system error.
+///
+/// Temp files are named ".<file name>.tmp-<pid>-<n>" in the target's folder. A SIGINT,
+/// SIGTERM or SIGHUP whose action is the default (ending the process) removes the temp
+/// files of saves in progress before the process dies of it (the handler is put in place
+/// by each save; a signal the program ignores stays ignored, and one the program handles
+/// itself is passed to its handler while the save goes on). A temp file left by a writer that is gone (SIGKILL, a crash, a power
+/// cut: its pid is no live process) is removed by the next save to the same target.
 void atomic_write_file(const std::string& path, const std::uint8_t* bytes, std::size_t size);
 /// Text overload (CSV, Markdown, scripts).
 void atomic_write_file(const std::string& path, std::string_view text);
@@ -51,6 +58,10 @@ namespace testing {
 /// Makes every following atomic_write_file fail after writing `bytes` bytes of its temp
 /// file (a simulated full disk); std::nullopt turns it off. For tests of the failure path.
 void fail_writes_after(std::optional<std::size_t> bytes);
+/// Makes the next atomic_write_file raise signal `sig` in its own process once `bytes`
+/// bytes of its temp file are written (a user's kill arriving mid-save), once;
+/// std::nullopt turns it off. For tests of the signal cleanup (run it in a child process).
+void raise_during_write(int sig, std::optional<std::size_t> bytes);
 }  // namespace testing
 
 }  // namespace tapegrad

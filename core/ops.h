@@ -7,6 +7,7 @@
 #include <tapegrad/core/ops/shape_ops.h>
 #include <tapegrad/core/ops/unary.h>
 #include <tapegrad/core/ops/minmax.h>
+#include <tapegrad/core/ops/compare.h>
 #include <tapegrad/core/ops/softmax.h>
 #include <tapegrad/core/ops/view_ops.h>
 #include <tapegrad/core/ops/index_ops.h>

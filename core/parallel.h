@@ -16,7 +16,18 @@ int omp_get_thread_num_wrapper();
 int omp_get_num_threads_wrapper();
 
 /// Loops smaller than this many elements run serially (a parallel region costs ~1 µs).
+/// The one thread-count threshold of the kernels: parallel_for over elements, the norm
+/// kernels' thread count (layers/functional/kernels/simd.h, threads_for) and, through
+/// parallel_rows_grain, the loops over rows.
 constexpr std::int64_t kParallelGrain = 32768;
+
+/// The grain, in rows of `row_elems` elements, at which a parallel_for over rows goes
+/// parallel: max(1, kParallelGrain / row_elems) rows (pooling's planes, GroupNorm and
+/// InstanceNorm's forward rows, LocalResponseNorm's samples).
+constexpr std::int64_t parallel_rows_grain(std::int64_t row_elems) {
+  const std::int64_t g = kParallelGrain / (row_elems > 1 ? row_elems : 1);
+  return g > 1 ? g : 1;
+}
 
 /// Calls f(begin, end) over [0, n) split into contiguous chunks, in parallel when
 /// n >= grain and more than one thread is configured.

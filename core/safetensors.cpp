@@ -163,13 +163,18 @@ SafetensorsContent parse_safetensors(const std::uint8_t* data, std::size_t size)
   if (size < 8) fail("file is " + std::to_string(size) + " bytes, shorter than the 8-byte header length", 0);
   std::uint64_t n = 0;
   std::memcpy(&n, data, 8);
+  // A header that cannot fit the file, or JSON that does not open with '{', says the file is
+  // something else (a CSV, an image, a PyTorch pickle): said first, before the details.
+  if (n > size - 8)
+    fail("not a safetensors file: header length " + std::to_string(n) + " runs past the end of the file (" +
+             std::to_string(size) + " bytes, header would end at " +
+             (n > std::numeric_limits<std::uint64_t>::max() - 8 ? std::string("past 2^64") : std::to_string(8 + n)) +
+             ")" +
+             (n > kSafetensorsMaxHeader ? " and exceeds the limit of " + std::to_string(kSafetensorsMaxHeader) : ""),
+         0);
   if (n > kSafetensorsMaxHeader)
     fail("header length " + std::to_string(n) + " exceeds the limit of " + std::to_string(kSafetensorsMaxHeader), 0);
-  if (n > size - 8)
-    fail("header length " + std::to_string(n) + " runs past the end of the file (" + std::to_string(size) +
-             " bytes, header would end at " + std::to_string(8 + n) + ")",
-         0);
-  if (n == 0 || data[8] != '{') fail("header does not start with '{'", 8);
+  if (n == 0 || data[8] != '{') fail("not a safetensors file: header does not start with '{'", 8);
   const char* text = reinterpret_cast<const char*>(data + 8);
   const std::string_view header_text(text, n);
 

@@ -42,7 +42,9 @@ std::vector<std::uint8_t> serialize_safetensors(const std::vector<std::pair<std:
 
 /// Parses a whole file held in memory. Pure function of the bytes (a fuzzing entry point).
 /// Throws std::runtime_error naming the problem and its byte offset: buffer shorter than
-/// 8 bytes, header length past the end of the buffer or above kSafetensorsMaxHeader, bad
+/// 8 bytes, header length past the end of the buffer or a header not starting with '{'
+/// (both say "not a safetensors file" first: a CSV or a pickle given as a checkpoint),
+/// header length above kSafetensorsMaxHeader, bad
 /// JSON, duplicate names, a non-string metadata value, unknown dtype, negative or
 /// overflowing shape, data_offsets that are not [begin <= end], not contiguous from 0,
 /// overlapping, out of range or not covering the data exactly, shape × dtype size ≠

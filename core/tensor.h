@@ -44,6 +44,8 @@ class Tensor {
   explicit Tensor(std::shared_ptr<TensorImpl> impl) : impl_(std::move(impl)) {}
 
   // ---- construction -------------------------------------------------------------
+  // Every factory defaults to Float32 (PyTorch's default dtype); pass Dtype::Float64 for
+  // double precision (gradchecks, float64 references).
   /// Uninitialised tensor of `shape`.
   static Tensor empty(const Shape& shape, Dtype dtype = Dtype::Float32);
   static Tensor zeros(const Shape& shape, Dtype dtype = Dtype::Float32);
@@ -52,11 +54,11 @@ class Tensor {
   /// Copies `values` (row-major) into a new tensor; throws std::invalid_argument when
   /// values.size() != numel(shape).
   static Tensor from_vector(const std::vector<double>& values, const Shape& shape,
-                            Dtype dtype = Dtype::Float64);
+                            Dtype dtype = Dtype::Float32);
   /// Int64 tensor from `values` (class indices, counters).
   static Tensor from_int64(const std::vector<std::int64_t>& values, const Shape& shape);
   /// Scalar (shape {}).
-  static Tensor scalar(double value, Dtype dtype = Dtype::Float64);
+  static Tensor scalar(double value, Dtype dtype = Dtype::Float32);
 
   // ---- metadata -----------------------------------------------------------------
   bool defined() const { return impl_ != nullptr; }

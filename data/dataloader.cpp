@@ -45,18 +45,22 @@ Batch DataLoader::batch(std::int64_t i, std::int64_t row_begin, std::int64_t row
     throw std::out_of_range("DataLoader::batch: rows [" + std::to_string(row_begin) + ", " +
                             std::to_string(row_begin + rows) + ") outside batch " + std::to_string(i) + " of " +
                             std::to_string(size) + " rows");
-  const std::int64_t begin = i * b + row_begin, m = rows, d = dataset_.num_features();
-  Batch out{Tensor::empty({m, d}, Dtype::Float32), Tensor::empty({m}, Dtype::Int64)};
-  const float* xs = dataset_.X.data<float>();
-  const std::int64_t* ys = dataset_.y.data<std::int64_t>();
-  float* xd = out.X.data<float>();
-  std::int64_t* yd = out.y.data<std::int64_t>();
-  for (std::int64_t r = 0; r < m; ++r) {
-    const std::int64_t src = order_[static_cast<std::size_t>(begin + r)];
-    std::memcpy(xd + r * d, xs + src * d, static_cast<std::size_t>(d) * sizeof(float));
-    yd[r] = ys[src];
-  }
-  return out;
+  const std::int64_t begin = i * b + row_begin;
+  auto gather = [&](const Tensor& t) {
+    Shape s = t.shape();
+    s[0] = rows;
+    Tensor out = Tensor::empty(s, t.dtype());
+    std::size_t rb = dtype_size(t.dtype());
+    for (std::int64_t d = 1; d < t.dim(); ++d) rb *= static_cast<std::size_t>(t.size(d));
+    const auto* src = static_cast<const std::uint8_t*>(t.raw_data());
+    auto* dst = static_cast<std::uint8_t*>(out.raw_data());
+    for (std::int64_t r = 0; r < rows; ++r) {
+      const auto from = static_cast<std::size_t>(order_[static_cast<std::size_t>(begin + r)]);
+      if (rb) std::memcpy(dst + static_cast<std::size_t>(r) * rb, src + from * rb, rb);
+    }
+    return out;
+  };
+  return Batch{gather(dataset_.X), gather(dataset_.y)};
 }
 
 DataLoader::iterator DataLoader::begin() {

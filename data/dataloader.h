@@ -17,7 +17,8 @@ struct DataLoaderOptions {
   bool drop_last = false;
 };
 
-/// One mini-batch: X (B, D) float32, y (B) int64 (copies).
+/// One mini-batch in the dataset's shapes (copies): X (B, *) float32 ((B, D) rows,
+/// (B, C, H, W) images), y (B) int64 class indices or float32 (B) / (B, k) targets.
 struct Batch {
   Tensor X;
   Tensor y;

@@ -30,6 +30,8 @@ const std::array<const char*, 10>& fashion_mnist_classes() {
 }
 
 Dataset load_fashion_mnist(const std::string& dir, bool train, std::int64_t limit) {
+  if (limit < 0)  // 0 means all; a negative count would silently mean all too
+    throw std::invalid_argument("load_fashion_mnist: limit must be >= 0 (0: all samples), got " + std::to_string(limit));
   const std::string prefix = train ? "train" : "t10k";
   const std::string images_path = find_file(dir, prefix + "-images-idx3-ubyte");
   const std::string labels_path = find_file(dir, prefix + "-labels-idx1-ubyte");

@@ -22,7 +22,9 @@ const std::array<const char*, 10>& fashion_mnist_classes();
 /// Loads the training ("train-*") or test ("t10k-*") split from `dir`, accepting
 /// "<name>-idx3-ubyte.gz" or the uncompressed "<name>-idx3-ubyte". Returns X (N, 784)
 /// float32 with pixels scaled to [0, 1] (like torchvision's ToTensor) and y (N) int64.
-/// `limit` > 0 keeps only the first `limit` samples.
+/// `limit` > 0 keeps only the first `limit` samples (all when there are fewer); 0 keeps
+/// all; a negative limit throws std::invalid_argument.
+/// For a CNN, view the images as (N, 1, 28, 28): load_fashion_mnist(dir, true).reshaped({1, 28, 28}).
 /// Throws std::runtime_error: when a file is missing (the message names the path and says
 /// to install the Debian package dataset-fashion-mnist or pass another directory), on any
 /// IDX format error (file and byte offset), when images are not (N, 28, 28) uint8, labels

@@ -8,3 +8,4 @@
 #include <tapegrad/debug/mode_report.h>
 #include <tapegrad/debug/row_selection.h>
 #include <tapegrad/debug/stats_gap.h>
+#include <tapegrad/debug/warnings.h>

@@ -6,8 +6,6 @@
 #include <unordered_map>
 #include <unordered_set>
 
-#include <spdlog/spdlog.h>
-
 #include <tapegrad/core/autograd.h>
 #include <tapegrad/layers/batch_norm.h>
 #include <tapegrad/layers/dropout.h>
@@ -18,6 +16,9 @@ namespace tapegrad::debug {
 namespace {
 
 thread_local int t_pause_depth = 0;
+// > 0 while this thread holds some audit's lock: a graph dropped then (see
+// BnTrainNoBackward) queues its report instead of taking the lock again.
+thread_local int t_lock_depth = 0;
 constexpr std::size_t kMaxFindings = 1000;
 
 bool is_dropout(const layers::Module& m) {
@@ -36,8 +37,19 @@ bool is_dropout(const layers::Module& m) {
   return true;
 }
 
-std::string label(const std::string& path, const layers::Module& m) {
-  return "'" + (path.empty() ? std::string("(root)") : path) + "' (" + m.type_name() + ")";
+std::string label(const std::string& path, const std::string& type) {
+  return "'" + (path.empty() ? std::string("(root)") : path) + "' (" + type + ")";
+}
+std::string label(const std::string& path, const layers::Module& m) { return label(path, m.type_name()); }
+
+// Running statistics at their initial values: nothing was ever tracked.
+bool never_updated(const layers::BatchNormBase& bn) {
+  if (bn.num_batches_tracked.data<std::int64_t>()[0] != 0) return false;
+  for (double v : bn.running_mean.to_vector())
+    if (v != 0.0) return false;
+  for (double v : bn.running_var.to_vector())
+    if (v != 1.0) return false;
+  return true;
 }
 
 }  // namespace
@@ -48,6 +60,8 @@ const char* issue_name(Issue issue) {
     case Issue::StepInEval: return "step_in_eval";
     case Issue::FrozenRunningStats: return "frozen_running_stats";
     case Issue::DropoutNoGrad: return "dropout_no_grad";
+    case Issue::BnTrainNoBackward: return "bn_train_no_backward";
+    case Issue::NeverUpdatedStats: return "never_updated_stats";
   }
   return "unknown";
 }
@@ -68,7 +82,50 @@ struct ModeAudit::State {
   std::int64_t snapshot_step = -1;
   ModeAuditCounts counts;
   std::vector<ModeFinding> findings;
-  int logged[4] = {0, 0, 0, 0};
+  int logged[6] = {0, 0, 0, 0, 0, 0};
+  std::unordered_set<const layers::Module*> never_updated_reported;
+  // BnTrainNoBackward reports queued while the lock was held (module path, type), and the
+  // message to throw at the next hook with throw_on_issue (a graph's teardown cannot throw).
+  std::mutex pending_mu;
+  std::vector<std::pair<std::string, std::string>> pending_unreached;
+  std::string deferred_throw;
+
+  // The audit's lock, marking this thread as holding one, and the queued reports drained.
+  struct Locked {
+    explicit Locked(State& s) : state(s), lock(s.mu) {
+      ++t_lock_depth;
+      state.drain();
+    }
+    ~Locked() { --t_lock_depth; }
+    State& state;
+    std::lock_guard<std::mutex> lock;
+  };
+
+  void drain() {
+    std::vector<std::pair<std::string, std::string>> queued;
+    {
+      std::lock_guard<std::mutex> l(pending_mu);
+      queued.swap(pending_unreached);
+    }
+    for (auto& [path, type] : queued) report_unreached(path, type);
+  }
+
+  void report_unreached(const std::string& path, const std::string& type) {
+    const std::string e =
+        report(Issue::BnTrainNoBackward, path,
+               label(path, type) + " ran forward in train mode with gradients enabled, and that forward's graph was "
+               "freed without backward() reaching it: a validation (or inference) pass in train mode. Its batch "
+               "statistics were written into running_mean / running_var. Call model.eval() (and evaluate under "
+               "NoGradGuard) before evaluating.");
+    if (!e.empty() && deferred_throw.empty()) deferred_throw = e;
+  }
+
+  // Throws (once) what a graph teardown could not.
+  std::string take_deferred() {
+    std::string e;
+    e.swap(deferred_throw);
+    return e;
+  }
 
   bool allowed(const std::string& path) const {
     for (auto& a : opt.allow_eval)
@@ -97,14 +154,19 @@ struct ModeAudit::State {
     std::int64_t* c = k == Issue::BnTrainNoGrad        ? &counts.bn_train_no_grad
                       : k == Issue::StepInEval         ? &counts.step_in_eval
                       : k == Issue::FrozenRunningStats ? &counts.frozen_running_stats
-                                                       : &counts.dropout_no_grad;
+                      : k == Issue::DropoutNoGrad      ? &counts.dropout_no_grad
+                      : k == Issue::BnTrainNoBackward  ? &counts.bn_train_no_backward
+                                                       : &counts.never_updated_stats;
     ++*c;
     msg = std::string("mode audit [") + issue_name(k) + "]: " + msg;
     if (findings.size() < kMaxFindings) findings.push_back({k, module, counts.steps, msg});
     int& n = logged[static_cast<int>(k)];
     if (n < opt.log_limit) {
       ++n;
-      spdlog::warn("{}{}", msg, n == opt.log_limit ? " (further ones of this kind are only counted)" : "");
+      ++counts.warnings;
+      emit_warning({"mode_audit", issue_name(k),
+                    msg + (n == opt.log_limit ? " (further ones of this kind are only counted)" : "")},
+                   opt.warning_handler);
     }
     return opt.throw_on_issue ? msg : std::string();
   }
@@ -115,23 +177,56 @@ struct ModeAudit::State {
     snapshot_step = counts.steps;
   }
 
-  std::string on_forward(layers::Module& m) {
+  std::string on_forward(layers::Module& m, const Tensor& output, const std::weak_ptr<State>& self) {
     auto it = paths.find(&m);
-    if (it == paths.end()) return {};
+    if (it == paths.end()) return take_deferred();
     ++counts.forwards;
-    std::string err;
-    if (!m.is_training() || grad_mode_enabled()) return err;
-    if (opt.bn_train_no_grad)
-      if (auto* bn = dynamic_cast<layers::BatchNormBase*>(&m); bn && bn->running_mean.defined())
-        err = report(Issue::BnTrainNoGrad, it->second,
-                     label(it->second, m) + " ran forward in train mode with gradients disabled: an evaluation in "
-                     "train mode normalises with the batch's own statistics and writes them into running_mean / "
-                     "running_var. Call model.eval() before evaluating.");
-    if (err.empty() && opt.dropout_no_grad && is_dropout(m))
-      err = report(Issue::DropoutNoGrad, it->second,
-                   label(it->second, m) + " is active (train mode) inside a no-grad evaluation: units are dropped "
-                   "at random and the prediction is noisy. Call model.eval() before evaluating.");
-    return err;
+    std::string err = take_deferred();
+    auto* tracked_bn = dynamic_cast<layers::BatchNormBase*>(&m);
+    if (tracked_bn && !tracked_bn->running_mean.defined()) tracked_bn = nullptr;
+    if (!m.is_training()) {
+      if (opt.never_updated_stats && tracked_bn && !never_updated_reported.count(&m) && never_updated(*tracked_bn)) {
+        never_updated_reported.insert(&m);
+        const std::string e =
+            report(Issue::NeverUpdatedStats, it->second,
+                   label(it->second, m) + " ran forward in eval mode on running statistics that were never updated "
+                   "(num_batches_tracked 0, running_mean 0, running_var 1): it normalises with the initial "
+                   "values, not with statistics of the data. Was a weights-only checkpoint loaded non-strictly "
+                   "(the buffers missing), or the net never trained in train mode?");
+        if (err.empty()) err = e;
+      }
+      return err;
+    }
+    if (grad_mode_enabled()) {
+      // Train mode with the tape on: fine if a backward reaches this forward's graph.
+      if (opt.bn_train_no_backward && tracked_bn && output.defined() && output.requires_grad() &&
+          output.impl()->autograd->grad_fn) {
+        autograd::on_graph_released(output, [self, path = it->second, type = m.type_name()](bool reached) {
+          if (reached) return;
+          auto s = self.lock();
+          if (!s) return;
+          if (t_lock_depth > 0) {
+            std::lock_guard<std::mutex> l(s->pending_mu);
+            s->pending_unreached.emplace_back(path, type);
+            return;
+          }
+          Locked l(*s);
+          s->report_unreached(path, type);
+        });
+      }
+      return err;
+    }
+    std::string e;
+    if (opt.bn_train_no_grad && tracked_bn)
+      e = report(Issue::BnTrainNoGrad, it->second,
+                 label(it->second, m) + " ran forward in train mode with gradients disabled: an evaluation in "
+                 "train mode normalises with the batch's own statistics and writes them into running_mean / "
+                 "running_var. Call model.eval() before evaluating.");
+    else if (opt.dropout_no_grad && is_dropout(m))
+      e = report(Issue::DropoutNoGrad, it->second,
+                 label(it->second, m) + " is active (train mode) inside a no-grad evaluation: units are dropped "
+                 "at random and the prediction is noisy. Call model.eval() before evaluating.");
+    return err.empty() ? e : err;
   }
 
   std::string on_step(const std::vector<Tensor>& step_params) {
@@ -141,9 +236,9 @@ struct ModeAudit::State {
         ours = true;
         break;
       }
-    if (!ours) return {};
+    if (!ours) return take_deferred();
     ++counts.steps;
-    std::string err;
+    std::string err = take_deferred();
     if (opt.step_in_eval) {
       std::vector<std::string> in_eval;
       for (auto& [p, m] : modules)
@@ -193,14 +288,14 @@ ModeAudit::ModeAudit(layers::Module& model, ModeAuditOptions options) : state_(s
   state_->opt = std::move(options);
   state_->rebuild();
   std::weak_ptr<State> weak = state_;
-  forward_id_ = layers::hooks::add_forward_hook([weak](layers::Module& m, const Tensor&, const Tensor&) {
+  forward_id_ = layers::hooks::add_forward_hook([weak](layers::Module& m, const Tensor&, const Tensor& output) {
     if (AuditPause::active()) return;
     auto s = weak.lock();
     if (!s) return;
     std::string err;
     {
-      std::lock_guard<std::mutex> l(s->mu);
-      err = s->on_forward(m);
+      State::Locked l(*s);
+      err = s->on_forward(m, output, weak);
     }
     if (!err.empty()) throw std::logic_error(err);
   });
@@ -210,7 +305,7 @@ ModeAudit::ModeAudit(layers::Module& model, ModeAuditOptions options) : state_(s
     if (!s) return;
     std::string err;
     {
-      std::lock_guard<std::mutex> l(s->mu);
+      State::Locked l(*s);
       err = s->on_step(params);
     }
     if (!err.empty()) throw std::logic_error(err);
@@ -220,10 +315,14 @@ ModeAudit::ModeAudit(layers::Module& model, ModeAuditOptions options) : state_(s
 ModeAudit::~ModeAudit() {
   layers::hooks::remove_hook(forward_id_);
   optim::hooks::remove_step_hook(step_id_);
+  try {
+    State::Locked l(*state_);  // reports of graphs freed while the lock was held go out now
+  } catch (...) {  // a throwing warning handler: nothing may leave a destructor
+  }
 }
 
 ModeAuditCounts ModeAudit::counts() const {
-  std::lock_guard<std::mutex> l(state_->mu);
+  State::Locked l(*state_);
   return state_->counts;
 }
 
@@ -234,24 +333,28 @@ std::int64_t ModeAudit::count(Issue issue) const {
     case Issue::StepInEval: return c.step_in_eval;
     case Issue::FrozenRunningStats: return c.frozen_running_stats;
     case Issue::DropoutNoGrad: return c.dropout_no_grad;
+    case Issue::BnTrainNoBackward: return c.bn_train_no_backward;
+    case Issue::NeverUpdatedStats: return c.never_updated_stats;
   }
   return 0;
 }
 
 std::vector<ModeFinding> ModeAudit::findings() const {
-  std::lock_guard<std::mutex> l(state_->mu);
+  State::Locked l(*state_);
   return state_->findings;
 }
 
 std::string ModeAudit::summary() const {
-  std::lock_guard<std::mutex> l(state_->mu);
+  State::Locked l(*state_);
   const auto& c = state_->counts;
   std::ostringstream os;
   os << "mode audit: " << c.steps << " steps, " << c.forwards << " module forwards, " << c.issues() << " issue(s)";
   const std::pair<Issue, std::int64_t> kinds[] = {{Issue::BnTrainNoGrad, c.bn_train_no_grad},
                                                   {Issue::StepInEval, c.step_in_eval},
                                                   {Issue::FrozenRunningStats, c.frozen_running_stats},
-                                                  {Issue::DropoutNoGrad, c.dropout_no_grad}};
+                                                  {Issue::DropoutNoGrad, c.dropout_no_grad},
+                                                  {Issue::BnTrainNoBackward, c.bn_train_no_backward},
+                                                  {Issue::NeverUpdatedStats, c.never_updated_stats}};
   for (auto& [k, n] : kinds) {
     if (n == 0) continue;
     os << "\n  " << issue_name(k) << " x" << n;
@@ -265,7 +368,7 @@ std::string ModeAudit::summary() const {
 }
 
 void ModeAudit::refresh() {
-  std::lock_guard<std::mutex> l(state_->mu);
+  State::Locked l(*state_);
   state_->rebuild();
 }
 

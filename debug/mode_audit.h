@@ -1,6 +1,7 @@
 #pragma once
 // ModeAudit: switch it on around a training loop and it reports module-mode bugs as they
-// happen, through spdlog (warnings) and through counters a test can read.
+// happen, as warnings (debug/warnings.h: stderr by default, or a handler of yours) and
+// through counters a test can read.
 //
 //   tapegrad::debug::ModeAudit audit(model);   // RAII: installed here, removed at scope end
 //   ... the user's unchanged training loop ...
@@ -18,6 +19,17 @@
 //                     or a BatchNorm that is never called).
 //  DropoutNoGrad      a Dropout of the model ran in train mode (p > 0) while gradients were
 //                     disabled: an evaluation with random units dropped.
+//  BnTrainNoBackward  a tracked BatchNorm ran forward in train mode with gradients enabled
+//                     and the graph of that forward was dropped without backward() ever
+//                     reaching it: a validation pass in train mode with gradients on (the
+//                     commonest form of the bug), whose data leaked into the running
+//                     statistics. Reported when the graph is freed (so, with
+//                     throw_on_issue, thrown at the next forward or step the audit sees).
+//  NeverUpdatedStats  a tracked BatchNorm ran forward in eval mode on running statistics that
+//                     were never updated (num_batches_tracked 0, running_mean all 0,
+//                     running_var all 1): e.g. weights-only file loaded non-strictly, or an
+//                     untrained net evaluated. Reported once per layer, at its first such
+//                     forward.
 // Hooks are process-wide (layers/hooks.h) but the audit only looks at the modules of `model`
 // (taken at construction; call refresh() after adding modules) and at optimizer steps that
 // update at least one of its parameters. Deliberate patterns (fine-tuning with frozen
@@ -29,12 +41,14 @@
 #include <string>
 #include <vector>
 
+#include <tapegrad/debug/warnings.h>
 #include <tapegrad/layers/module.h>
 
 namespace tapegrad::debug {
 
-enum class Issue { BnTrainNoGrad, StepInEval, FrozenRunningStats, DropoutNoGrad };
-/// "bn_train_no_grad", "step_in_eval", "frozen_running_stats", "dropout_no_grad".
+enum class Issue { BnTrainNoGrad, StepInEval, FrozenRunningStats, DropoutNoGrad, BnTrainNoBackward, NeverUpdatedStats };
+/// "bn_train_no_grad", "step_in_eval", "frozen_running_stats", "dropout_no_grad",
+/// "bn_train_no_backward", "never_updated_stats".
 const char* issue_name(Issue issue);
 
 struct ModeAuditOptions {
@@ -42,13 +56,18 @@ struct ModeAuditOptions {
   bool step_in_eval = true;
   bool frozen_running_stats = true;
   bool dropout_no_grad = true;
+  bool bn_train_no_backward = true;
+  bool never_updated_stats = true;
   /// FrozenRunningStats compares the statistics every this many optimizer steps (>= 1).
   std::int64_t stats_check_every = 10;
   /// Module paths (and their descendants) allowed to be in eval mode during steps and to
   /// keep frozen statistics, e.g. {"1", "4"} for a deliberately frozen BatchNorm.
   std::vector<std::string> allow_eval;
-  /// spdlog warnings per kind of issue (later ones are only counted); 0 = silent.
+  /// Warnings per kind of issue (later ones are only counted); 0 = silent.
   int log_limit = 3;
+  /// Where this audit's warnings go; empty: the process-wide route of debug/warnings.h
+  /// (stderr by default).
+  WarningHandler warning_handler;
   /// Throw std::logic_error from the hook on the first issue (the message names it).
   bool throw_on_issue = false;
 };
@@ -63,9 +82,14 @@ struct ModeFinding {
 
 struct ModeAuditCounts {
   std::int64_t bn_train_no_grad = 0, step_in_eval = 0, frozen_running_stats = 0, dropout_no_grad = 0;
+  std::int64_t bn_train_no_backward = 0, never_updated_stats = 0;
+  std::int64_t warnings = 0;  ///< warnings emitted (at most log_limit per kind)
   std::int64_t forwards = 0;  ///< forward calls of the model's modules observed
   std::int64_t steps = 0;     ///< optimizer steps on the model's parameters observed
-  std::int64_t issues() const { return bn_train_no_grad + step_in_eval + frozen_running_stats + dropout_no_grad; }
+  std::int64_t issues() const {
+    return bn_train_no_grad + step_in_eval + frozen_running_stats + dropout_no_grad + bn_train_no_backward +
+           never_updated_stats;
+  }
 };
 
 class ModeAudit {

@@ -12,8 +12,8 @@
 namespace tapegrad::distributed {
 namespace {
 
-using layers::functional::detail::bn_rows_dx;
-using layers::functional::detail::bn_rows_sums;
+using layers::functional::kernels::bn_rows_dx;
+using layers::functional::kernels::bn_rows_sums;
 
 struct Dims {
   std::int64_t N, C, S;
@@ -202,7 +202,7 @@ layers::ModulePtr convert_sync_batchnorm(layers::ModulePtr module) {
     auto* bn = dynamic_cast<layers::BatchNormBase*>(module.get());
     if (!bn) return module;
     auto sync = std::make_shared<SyncBatchNorm>(bn->num_features, bn->options);
-    sync->load_state_dict(bn->state_dict(), true);
+    sync->load_state_dict(bn->state_dict(), layers::LoadOptions{true, false});  // a conversion: copied as it is
     sync->train(bn->is_training());
     return sync;
   }

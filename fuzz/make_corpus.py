@@ -64,3 +64,33 @@ write("safetensors", "empty_tensor", safetensors([("e", "F32", [0, 3], b"")]))
 write("safetensors", "no_tensors", safetensors([], {"k": "v"}))
 write("safetensors", "bad_offsets", safetensors([("w", "F32", [2], f32(1.0))]))
 write("safetensors", "short", b"\x08\x00\x00")
+
+# ---- torch.save: the small PyTorch-written fixtures (tests/fixtures/torch) and their pickles ----
+import zipfile  # noqa: E402
+
+torch_fixtures = os.path.join(here, "..", "tests", "fixtures", "torch")
+for name in ["views", "mlp_seq", "mlp_f16", "checkpoint", "hostile_global", "mlp_named"]:
+    path = os.path.join(torch_fixtures, name + ".pt")
+    with open(path, "rb") as f:
+        write("torch_archive", name, f.read())
+    with zipfile.ZipFile(path) as z:
+        pkl = next(n for n in z.namelist() if n.endswith("/data.pkl"))
+        write("torch_pickle", name, z.read(pkl))
+write("torch_pickle", "self_list", b"\x80\x02]q\x00h\x00a.")  # a list that contains itself
+
+# ---- CSV: first byte = options (bits 0-1 delimiter , ; \t |, bit 2 header, bit 3
+# regression, bit 4 label column 0 instead of the last), then the text ----
+def csv(options, text):
+    return bytes([options]) + text.encode()
+
+
+write("csv", "iris_header", csv(4, "sepal_length,sepal_width,species\n5.1,3.5,setosa\n7.0,3.2,versicolor\n6.3,3.3,virginica\n"))
+write("csv", "int_labels_crlf", csv(4, "a,b,label\r\n1,2,0\r\n3,4,1\r\n-5.5e-3,+6,2\r\n"))
+write("csv", "quoted", csv(4, '"x, first","y ""quoted""",label\n"1.5",2,"cat"\n3,"4",dog\n'))
+write("csv", "no_header_semicolon", csv(1, "1;2;3\n4;5;6\n"))
+write("csv", "regression_tab", csv(4 | 2 | 8, "x\ty\ttarget\n0.1\t0.2\t1.5\n0.3\t0.4\t-2.25\n"))
+write("csv", "label_first_pipe", csv(4 | 3 | 16, "label|a|b\n1|2|3\n0|5|6\n"))
+write("csv", "ragged", csv(4, "a,b,c\n1,2,3\n4,5\n"))
+write("csv", "missing_value", csv(4, "a,b,c\n1,,3\n"))
+write("csv", "blank_lines", csv(4, "a,b\n\n1,0\n\r\n2,1\n\n"))
+write("csv", "unterminated", csv(4, 'a,b\n"1,0\n'))

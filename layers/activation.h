@@ -1,6 +1,7 @@
 #pragma once
-// Activation modules and shape helpers (stateless; same in train and eval mode).
-// Every one accepts any input shape unless stated; ops live in core/ops/activation.h.
+// Activation modules (stateless; same in train and eval mode). Every one accepts any
+// input shape unless stated; ops live in core/ops/activation.h. Flatten and Unflatten:
+// layers/flatten.h; Identity: layers/identity.h.
 #include <tapegrad/layers/module.h>
 
 namespace tapegrad::layers {
@@ -48,26 +49,6 @@ class GELU : public Module {
   std::string type_name() const override { return "GELU"; }
   std::string extra_repr() const override;
   std::string approximate;
-};
-
-/// Returns its input unchanged (the same tensor); a placeholder in Sequential.
-class Identity : public Module {
- public:
-  Tensor forward(const Tensor& x) override { return x; }
-  std::string type_name() const override { return "Identity"; }
-};
-
-/// Merges dims start_dim..end_dim (inclusive, negative counts from the end) into one,
-/// as a view: (N, C, H, W) -> (N, C·H·W) with the defaults start_dim = 1, end_dim = -1.
-/// Throws std::invalid_argument naming the shape when a dim is out of range or
-/// start_dim > end_dim (after wrapping). A 0-d input becomes shape (1), like PyTorch.
-class Flatten : public Module {
- public:
-  explicit Flatten(std::int64_t start_dim = 1, std::int64_t end_dim = -1);
-  Tensor forward(const Tensor& x) override;
-  std::string type_name() const override { return "Flatten"; }
-  std::string extra_repr() const override;
-  std::int64_t start_dim, end_dim;
 };
 
 }  // namespace tapegrad::layers

@@ -1,5 +1,7 @@
 #include <tapegrad/layers/channel_norm.h>
 
+#include <cstdio>
+
 namespace tapegrad::layers {
 
 void ChannelNormBase::register_norm_state(std::int64_t c, Dtype dtype, bool affine, bool track_running_stats) {
@@ -12,6 +14,27 @@ void ChannelNormBase::register_norm_state(std::int64_t c, Dtype dtype, bool affi
     running_var = register_buffer("running_var", Tensor::ones({c}, dtype));
     num_batches_tracked = register_buffer("num_batches_tracked", Tensor::zeros({}, Dtype::Int64));
   }
+}
+
+std::string ChannelNormBase::check_state_value(const std::string& name, const Tensor& value) const {
+  if (std::string why = Module::check_state_value(name, value); !why.empty()) return why;
+  if (!value.defined()) return "";
+  const Tensor& c = value;
+  if (name == "num_batches_tracked" && c.dtype() == Dtype::Int64) {
+    const std::int64_t* p = c.data<std::int64_t>();
+    for (std::int64_t i = 0; i < c.numel(); ++i)
+      if (p[i] < 0) return "expected a batch count >= 0, got " + std::to_string(p[i]);
+  }
+  if (name == "running_var" && is_floating(c.dtype())) {
+    const std::vector<double> v = c.to_vector();
+    for (std::size_t i = 0; i < v.size(); ++i)
+      if (v[i] < 0) {
+        char buf[40];
+        std::snprintf(buf, sizeof buf, "%.9g", v[i]);
+        return "expected values >= 0 (a variance), got " + std::string(buf) + " at index " + std::to_string(i);
+      }
+  }
+  return "";
 }
 
 void ChannelNormBase::reset_running_stats() {

@@ -13,15 +13,16 @@ void require(bool ok, const std::string& what, const std::string& got) {
 }
 }  // namespace
 
+Conv2d::Conv2d(const Conv2dOptions& o, Generator& gen)
+    : Conv2d(o.in_channels(), o.out_channels(), o.kernel_size(), o.stride(), o.padding(), o.dilation(), o.groups(),
+             o.bias(), o.dtype(), gen) {}
+
 Conv2d::Conv2d(std::int64_t in, std::int64_t out, Size2 k, Size2 s, Size2 p, Size2 d, std::int64_t g, bool with_bias,
                Dtype dtype, Generator& gen)
     : in_channels(in), out_channels(out), kernel_size(k), stride(s), padding(p), dilation(d), groups(g) {
   require(in >= 1 && out >= 1, "in_channels >= 1 and out_channels >= 1",
           "in_channels=" + std::to_string(in) + ", out_channels=" + std::to_string(out));
-  require(k.h >= 1 && k.w >= 1, "kernel_size >= 1", k.str());
-  require(s.h >= 1 && s.w >= 1, "stride >= 1", s.str());
-  require(d.h >= 1 && d.w >= 1, "dilation >= 1", d.str());
-  require(p.h >= 0 && p.w >= 0, "padding >= 0", p.str());
+  functional::check_window_args("Conv2d", {k, s, p, d}, functional::PaddingLimit::NonNegative);
   require(g >= 1, "groups >= 1", std::to_string(g));
   require(in % g == 0, "in_channels divisible by groups=" + std::to_string(g), "in_channels=" + std::to_string(in));
   require(out % g == 0, "out_channels divisible by groups=" + std::to_string(g), "out_channels=" + std::to_string(out));

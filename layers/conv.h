@@ -3,10 +3,28 @@
 #include <tapegrad/core/random.h>
 #include <tapegrad/layers/functional/conv.h>
 #include <tapegrad/layers/module.h>
+#include <tapegrad/layers/options.h>
 
 namespace tapegrad::layers {
 
 using functional::Size2;
+
+/// Conv2d's arguments (layers/options.h): Conv2dOptions(in_channels, out_channels,
+/// kernel_size) with stride 1, padding 0, dilation 1, groups 1, bias true, float32.
+class Conv2dOptions {
+ public:
+  Conv2dOptions(std::int64_t in_channels, std::int64_t out_channels, Size2 kernel_size)
+      : in_channels_(in_channels), out_channels_(out_channels), kernel_size_(kernel_size) {}
+  TAPEGRAD_ARG(std::int64_t, in_channels);
+  TAPEGRAD_ARG(std::int64_t, out_channels);
+  TAPEGRAD_ARG(Size2, kernel_size);
+  TAPEGRAD_ARG(Size2, stride, 1);
+  TAPEGRAD_ARG(Size2, padding, 0);
+  TAPEGRAD_ARG(Size2, dilation, 1);
+  TAPEGRAD_ARG(std::int64_t, groups, 1);
+  TAPEGRAD_ARG(bool, bias, true);
+  TAPEGRAD_ARG(Dtype, dtype, Dtype::Float32);
+};
 
 /// 2-D convolution (cross-correlation) of (N, in_channels, H, W) into
 /// (N, out_channels, H_out, W_out), H_out = floor((H + 2·padding − dilation·(kernel − 1) − 1)/stride) + 1.
@@ -24,6 +42,8 @@ class Conv2d : public Module {
   Conv2d(std::int64_t in_channels, std::int64_t out_channels, Size2 kernel_size, Size2 stride = 1, Size2 padding = 0,
          Size2 dilation = 1, std::int64_t groups = 1, bool bias = true, Dtype dtype = Dtype::Float32,
          Generator& gen = default_generator());
+  /// The same from options: Conv2d(Conv2dOptions(1, 8, 3).padding(1), gen).
+  explicit Conv2d(const Conv2dOptions& options, Generator& gen = default_generator());
   Tensor forward(const Tensor& x) override;
   std::string type_name() const override { return "Conv2d"; }
   std::string extra_repr() const override;

@@ -1,10 +1,22 @@
 #pragma once
-// Flatten and Unflatten, PyTorch's nn.Flatten and nn.Unflatten (Flatten itself is declared
-// in layers/activation.h).
-#include <tapegrad/layers/activation.h>
+// Flatten and Unflatten, PyTorch's nn.Flatten and nn.Unflatten: views that merge or split
+// dims (stateless; same in train and eval mode).
 #include <tapegrad/layers/module.h>
 
 namespace tapegrad::layers {
+
+/// Merges dims start_dim..end_dim (inclusive, negative counts from the end) into one,
+/// as a view: (N, C, H, W) -> (N, C·H·W) with the defaults start_dim = 1, end_dim = -1.
+/// Throws std::invalid_argument naming the shape when a dim is out of range or
+/// start_dim > end_dim (after wrapping). A 0-d input becomes shape (1), like PyTorch.
+class Flatten : public Module {
+ public:
+  explicit Flatten(std::int64_t start_dim = 1, std::int64_t end_dim = -1);
+  Tensor forward(const Tensor& x) override;
+  std::string type_name() const override { return "Flatten"; }
+  std::string extra_repr() const override;
+  std::int64_t start_dim, end_dim;
+};
 
 /// Unflatten, PyTorch's nn.Unflatten: splits dim `dim` into `unflattened_size` (its product
 /// must equal that dim's size), as a view. (N, 784) -> (N, 1, 28, 28) for Unflatten(1, {1, 28, 28}).

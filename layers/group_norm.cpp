@@ -8,6 +8,9 @@
 
 namespace tapegrad::layers {
 
+GroupNorm::GroupNorm(const GroupNormOptions& o)
+    : GroupNorm(o.num_groups(), o.num_channels(), o.eps(), o.affine(), o.dtype()) {}
+
 GroupNorm::GroupNorm(std::int64_t g, std::int64_t c, double e, bool aff, Dtype dtype)
     : num_groups(g), num_channels(c), eps(e), affine(aff) {
   if (g <= 0 || c <= 0)

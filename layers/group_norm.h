@@ -1,8 +1,22 @@
 #pragma once
 // Group normalisation (Wu & He 2018, "Group Normalization"), PyTorch's nn.GroupNorm.
 #include <tapegrad/layers/module.h>
+#include <tapegrad/layers/options.h>
 
 namespace tapegrad::layers {
+
+/// GroupNorm's arguments (layers/options.h): GroupNormOptions(num_groups, num_channels)
+/// with eps 1e-5, affine true, float32.
+class GroupNormOptions {
+ public:
+  GroupNormOptions(std::int64_t num_groups, std::int64_t num_channels)
+      : num_groups_(num_groups), num_channels_(num_channels) {}
+  TAPEGRAD_ARG(std::int64_t, num_groups);
+  TAPEGRAD_ARG(std::int64_t, num_channels);
+  TAPEGRAD_ARG(double, eps, 1e-5);
+  TAPEGRAD_ARG(bool, affine, true);
+  TAPEGRAD_ARG(Dtype, dtype, Dtype::Float32);
+};
 
 /// Input (N, C, *): (N, C), (N, C, L), (N, C, H, W). The C channels are split into
 /// num_groups groups of C/num_groups consecutive channels; each (sample, group) is
@@ -18,6 +32,8 @@ class GroupNorm : public Module {
  public:
   GroupNorm(std::int64_t num_groups, std::int64_t num_channels, double eps = 1e-5, bool affine = true,
             Dtype dtype = Dtype::Float32);
+  /// From options: GroupNorm(GroupNormOptions(8, 64).eps(1e-3)).
+  explicit GroupNorm(const GroupNormOptions& options);
   Tensor forward(const Tensor& x) override;
   std::string type_name() const override { return "GroupNorm"; }
   std::string extra_repr() const override;

@@ -8,6 +8,9 @@
 
 namespace tapegrad::layers {
 
+LayerNorm::LayerNorm(const LayerNormOptions& o)
+    : LayerNorm(o.normalized_shape(), o.eps(), o.elementwise_affine(), o.bias(), o.dtype()) {}
+
 LayerNorm::LayerNorm(Shape shape, double e, bool affine, bool use_bias, Dtype dtype)
     : normalized_shape(std::move(shape)), eps(e), elementwise_affine(affine) {
   if (normalized_shape.empty()) throw std::invalid_argument("LayerNorm: normalized_shape must not be empty");

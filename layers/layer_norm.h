@@ -2,8 +2,21 @@
 // Layer normalisation (Ba, Kiros & Hinton 2016, "Layer Normalization"), PyTorch's
 // nn.LayerNorm.
 #include <tapegrad/layers/module.h>
+#include <tapegrad/layers/options.h>
 
 namespace tapegrad::layers {
+
+/// LayerNorm's arguments (layers/options.h): LayerNormOptions(normalized_shape) with eps
+/// 1e-5, elementwise_affine true, bias true, float32.
+class LayerNormOptions {
+ public:
+  explicit LayerNormOptions(Shape normalized_shape) : normalized_shape_(std::move(normalized_shape)) {}
+  TAPEGRAD_ARG(Shape, normalized_shape);
+  TAPEGRAD_ARG(double, eps, 1e-5);
+  TAPEGRAD_ARG(bool, elementwise_affine, true);
+  TAPEGRAD_ARG(bool, bias, true);
+  TAPEGRAD_ARG(Dtype, dtype, Dtype::Float32);
+};
 
 /// Normalises over the trailing dims given by normalized_shape: an input (*, D1, ..., Dk)
 /// with normalized_shape (D1, ..., Dk) gets, for every leading position, the mean and
@@ -20,6 +33,8 @@ class LayerNorm : public Module {
  public:
   explicit LayerNorm(Shape normalized_shape, double eps = 1e-5, bool elementwise_affine = true, bool bias = true,
                      Dtype dtype = Dtype::Float32);
+  /// From options: LayerNorm(LayerNormOptions({C, H, W}).elementwise_affine(false)).
+  explicit LayerNorm(const LayerNormOptions& options);
   Tensor forward(const Tensor& x) override;
   std::string type_name() const override { return "LayerNorm"; }
   std::string extra_repr() const override;

@@ -7,6 +7,9 @@
 
 namespace tapegrad::layers {
 
+Linear::Linear(const LinearOptions& o, Generator& gen)
+    : Linear(o.in_features(), o.out_features(), o.bias(), o.dtype(), gen) {}
+
 Linear::Linear(std::int64_t in, std::int64_t out, bool with_bias, Dtype dtype, Generator& gen)
     : in_features(in), out_features(out) {
   if (in < 0 || out < 0)

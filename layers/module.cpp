@@ -1,12 +1,60 @@
 #include <tapegrad/layers/module.h>
 
 #include <algorithm>
+#include <cmath>
+#include <cstdio>
 #include <stdexcept>
+#include <typeinfo>
+#include <unordered_map>
 
 #include <tapegrad/core/autograd.h>
 #include <tapegrad/layers/hooks.h>
+#include <tapegrad/layers/state_dict_keys.h>
 
 namespace tapegrad::layers {
+
+namespace {
+thread_local int t_container_depth = 0;
+
+// Throws `msg` as an exception of e's exact standard type; returns false for other types.
+bool throw_same_type(const std::exception& e, const std::string& msg) {
+  const std::type_info& t = typeid(e);
+  if (t == typeid(std::invalid_argument)) throw std::invalid_argument(msg);
+  if (t == typeid(std::out_of_range)) throw std::out_of_range(msg);
+  if (t == typeid(std::length_error)) throw std::length_error(msg);
+  if (t == typeid(std::domain_error)) throw std::domain_error(msg);
+  if (t == typeid(std::logic_error)) throw std::logic_error(msg);
+  if (t == typeid(std::range_error)) throw std::range_error(msg);
+  if (t == typeid(std::overflow_error)) throw std::overflow_error(msg);
+  if (t == typeid(std::underflow_error)) throw std::underflow_error(msg);
+  if (t == typeid(std::runtime_error)) throw std::runtime_error(msg);
+  return false;
+}
+constexpr const char* kInModule = "in module '";
+}  // namespace
+
+Tensor call_child(Module& child, const std::string& name, const Tensor& input) {
+  try {
+    return child(input);
+  } catch (const std::exception& e) {
+    const std::string what = e.what();
+    const std::string tag = kInModule;
+    const std::string msg = what.rfind(tag, 0) == 0 ? tag + name + "." + what.substr(tag.size())
+                                                    : tag + name + "' (" + child.type_name() + "): " + what;
+    if (!throw_same_type(e, msg)) throw;
+  }
+  throw std::logic_error("call_child: unreachable");
+}
+
+ContainerForwardScope::ContainerForwardScope() : outermost_(t_container_depth == 0) { ++t_container_depth; }
+ContainerForwardScope::~ContainerForwardScope() { --t_container_depth; }
+
+void ContainerForwardScope::rethrow(const std::exception& e, const Tensor& input) const {
+  const std::string what = e.what();
+  if (outermost_ && input.defined() && what.rfind(kInModule, 0) == 0)
+    throw_same_type(e, what + " (model input: " + shape_str(input.shape()) + ")");
+  throw;
+}
 
 Tensor Module::operator()(const Tensor& input) {
   Tensor out;
@@ -122,40 +170,136 @@ std::string join(const std::vector<std::string>& v) {
 }
 }  // namespace
 
+namespace {
+// At most `limit` names, then "... (N in all)".
+std::string join_cut(const std::vector<std::string>& v, std::size_t limit) {
+  if (v.size() <= limit) return join(v);
+  return join(std::vector<std::string>(v.begin(), v.begin() + static_cast<std::ptrdiff_t>(limit))) + ", ... (" +
+         std::to_string(v.size()) + " in all)";
+}
+bool ends_with(const std::string& s, const std::string& suffix) {
+  return s.size() >= suffix.size() && s.compare(s.size() - suffix.size(), suffix.size(), suffix) == 0;
+}
+}  // namespace
+
+std::string LoadResult::report() const {
+  std::string out = "loaded " + std::to_string(loaded) + " tensor" + (loaded == 1 ? "" : "s");
+  for (auto& c : converted) out += "\n  converted " + c;
+  for (auto& f : filled) out += "\n  filled " + f;
+  for (auto& k : missing_keys) out += "\n  missing " + k;
+  for (auto& k : unexpected_keys) out += "\n  unexpected " + k;
+  for (auto& m : mismatched) out += "\n  mismatched " + m;
+  if (!structure.empty()) out += "\n  key structure: " + structure;
+  return out;
+}
+
+namespace {
+std::string value_text(double v) {
+  char buf[40];
+  std::snprintf(buf, sizeof buf, "%.9g", v);
+  return buf;
+}
+
+template <class T>
+std::string first_non_finite(const T* p, std::int64_t n) {
+  for (std::int64_t i = 0; i < n; ++i)
+    if (!std::isfinite(p[i]))
+      return "expected finite values, got " + value_text(static_cast<double>(p[i])) + " at index " + std::to_string(i);
+  return "";
+}
+}  // namespace
+
+std::string Module::check_state_value(const std::string&, const Tensor& value) const {
+  if (!value.defined()) return "";
+  const Tensor& c = value;
+  if (c.dtype() == Dtype::Float32) return first_non_finite(c.data<float>(), c.numel());
+  if (c.dtype() == Dtype::Float64) return first_non_finite(c.data<double>(), c.numel());
+  return "";
+}
+
 LoadResult Module::load_state_dict(const StateDict& dict, bool strict) {
+  return load_state_dict(dict, LoadOptions{strict, true});
+}
+
+LoadResult Module::load_state_dict(const StateDict& dict, const LoadOptions& options) {
+  const bool strict = options.strict;
   LoadResult res;
   StateDict own = state_dict();
-  std::vector<std::pair<Tensor, Tensor>> writes;  // (destination, source)
+  struct Write {
+    std::string key;
+    Tensor dst, src;
+  };
+  std::vector<Write> writes;
   for (auto& [key, dst] : own) {
     const Tensor* src = dict.find(key);
     if (!src) {
+      // PyTorch's _NormBase._load_from_state_dict: a checkpoint from before num_batches_tracked
+      // existed holds running_mean and running_var only; the counter starts again at 0.
+      static const std::string kCounter = "num_batches_tracked";
+      if (key == kCounter || ends_with(key, "." + kCounter)) {
+        const std::string prefix = key.substr(0, key.size() - kCounter.size());
+        if (dict.contains(prefix + "running_mean") && dict.contains(prefix + "running_var")) {
+          writes.emplace_back(dst, Tensor::zeros(dst.shape(), dst.dtype()));
+          res.filled.push_back(key + " = 0 (absent from the state dict, which has " + prefix + "running_mean and " +
+                               prefix + "running_var: a checkpoint from before PyTorch 0.4.1)");
+          continue;
+        }
+      }
       res.missing_keys.push_back(key);
       continue;
     }
-    if (!src->defined() || src->shape() != dst.shape() || src->dtype() != dst.dtype()) {
-      const bool shape_ok = src->defined() && src->shape() == dst.shape();
+    const bool shape_ok = src->defined() && src->shape() == dst.shape();
+    if (!shape_ok || src->dtype() != dst.dtype()) {
       const bool kinds_ok = src->defined() && is_floating(src->dtype()) == is_floating(dst.dtype());
-      if (!shape_ok || strict || !kinds_ok) {
+      if (!shape_ok || !kinds_ok) {
         res.mismatched.push_back(key + ": expected " + shape_str(dst.shape()) + " " + dtype_name(dst.dtype()) +
                                  ", got " +
                                  (src->defined() ? shape_str(src->shape()) + " " + dtype_name(src->dtype())
                                                  : std::string("an undefined tensor")));
         continue;
       }
+      res.converted.push_back(key + ": " + dtype_name(src->dtype()) + " -> " + dtype_name(dst.dtype()));
     }
-    writes.emplace_back(dst, *src);
+    writes.push_back({key, dst, *src});
   }
   for (auto& [key, t] : dict)
     if (!own.contains(key)) res.unexpected_keys.push_back(key);
+  if (!res.missing_keys.empty() || !res.unexpected_keys.empty())
+    res.structure = describe_key_structure(dict.keys(), own.keys());
   if (strict && !res.ok()) {
+    // With a structural summary the lists are cut: the summary says what the keys look like.
+    const std::size_t limit = res.structure.empty() ? res.missing_keys.size() + res.unexpected_keys.size() : 8;
     std::string msg = "load_state_dict (strict): nothing was loaded.";
-    if (!res.missing_keys.empty()) msg += " Missing keys: " + join(res.missing_keys) + ".";
-    if (!res.unexpected_keys.empty()) msg += " Unexpected keys: " + join(res.unexpected_keys) + ".";
+    if (!res.structure.empty()) msg += " Key structure: " + res.structure + ".";
+    if (!res.missing_keys.empty()) msg += " Missing keys: " + join_cut(res.missing_keys, limit) + ".";
+    if (!res.unexpected_keys.empty()) msg += " Unexpected keys: " + join_cut(res.unexpected_keys, limit) + ".";
     if (!res.mismatched.empty()) msg += " Mismatched: " + join(res.mismatched) + ".";
     throw std::invalid_argument(msg);
   }
+  if (options.check_values) {
+    // Who owns each key: the module whose check_state_value judges it.
+    std::unordered_map<std::string, std::pair<const Module*, std::string>> owner;
+    for (auto& [path, m] : named_modules()) {
+      const std::string prefix = path.empty() ? "" : path + ".";
+      for (auto& [n, t] : m->params_) owner.emplace(prefix + n, std::make_pair(m, n));
+      for (auto& [n, t] : m->buffers_) owner.emplace(prefix + n, std::make_pair(m, n));
+    }
+    std::vector<std::string> bad;
+    for (auto& w : writes) {
+      const auto it = owner.find(w.key);
+      if (it == owner.end()) continue;
+      const std::string why = it->second.first->check_state_value(it->second.second, w.src);
+      const std::string& key = w.key;
+      if (!why.empty()) bad.push_back(key + ": " + why);
+    }
+    if (!bad.empty())
+      throw std::invalid_argument("load_state_dict: nothing was loaded. Impossible values: " + join(bad) +
+                                  ". (LoadOptions::check_values = false loads them anyway, e.g. to study a broken "
+                                  "checkpoint)");
+  }
   NoGradGuard ng;
-  for (auto& [dst, src] : writes) Tensor(dst).copy_(src);
+  for (auto& w : writes) Tensor(w.dst).copy_(w.src);
+  res.loaded = writes.size();
   return res;
 }
 

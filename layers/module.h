@@ -12,12 +12,34 @@
 
 namespace tapegrad::layers {
 
-/// What a non-strict load_state_dict did not apply.
+/// What load_state_dict did: what it could not apply (missing, unexpected, mismatched keys)
+/// and what it changed on the way (converted dtypes, filled-in counters).
 struct LoadResult {
   std::vector<std::string> missing_keys;     ///< expected by the module, absent from the dict
   std::vector<std::string> unexpected_keys;  ///< in the dict, unknown to the module
-  std::vector<std::string> mismatched;       ///< "key: expected [..] float32, got [..] float64"
+  std::vector<std::string> mismatched;       ///< "key: expected [..] float32, got [..] int64"
+  std::vector<std::string> converted;        ///< "key: float64 -> float32" (loaded, cast to the module's dtype)
+  std::vector<std::string> filled;           ///< "key = 0 (...)": absent num_batches_tracked set to 0
+  /// How the dict's keys differ from the module's in structure (describe_key_structure in
+  /// layers/state_dict_keys.h), "" when they do not or nothing is missing.
+  std::string structure;
   bool ok() const { return missing_keys.empty() && unexpected_keys.empty() && mismatched.empty(); }
+  /// Multi-line human summary: "loaded N tensors", then one line per conversion, fill,
+  /// missing, unexpected and mismatched key (empty categories omitted).
+  std::string report() const;
+  std::size_t loaded = 0;  ///< tensors written into the module
+};
+
+/// How load_state_dict (and layers::load) treat the incoming state.
+struct LoadOptions {
+  /// true: every key, shape and dtype must match (see load_state_dict); false: apply what
+  /// matches and return the rest.
+  bool strict = true;
+  /// true (default): refuse values no module can hold: a NaN or infinite parameter or
+  /// floating buffer, and what the owning module refuses on top (the norm layers: a
+  /// running_var < 0, a num_batches_tracked < 0). false: load them as they are, for
+  /// studying broken checkpoints.
+  bool check_values = true;
 };
 
 class Module {
@@ -67,11 +89,23 @@ class Module {
   /// "0.weight", "0.bias", "1.weight", "1.bias", "1.running_mean", "1.running_var",
   /// "1.num_batches_tracked", ... The tensors are the live ones (not copies).
   StateDict state_dict() const;
-  /// Copies values from `dict` into the module's tensors. Atomic: every key, shape and
-  /// dtype is checked before anything is written. strict: throws std::invalid_argument
-  /// listing every missing key, unexpected key and shape/dtype mismatch, and changes
-  /// nothing. Non-strict: applies the matching entries and returns the rest.
+  /// Copies values from `dict` into the module's tensors, like PyTorch's load_state_dict.
+  /// Atomic: every key, shape and dtype is checked before anything is written; a failed load
+  /// changes nothing. Floating data of another floating dtype (float64 into a float32
+  /// module) is cast to the module's dtype and listed in LoadResult::converted; floating <->
+  /// int64 is a mismatch. A BatchNorm's num_batches_tracked that is absent while its
+  /// running_mean and running_var are present (checkpoints before PyTorch 0.4.1) is set to 0
+  /// as PyTorch does, and listed in LoadResult::filled. strict: throws std::invalid_argument
+  /// listing every missing key, unexpected key and shape/kind mismatch (with
+  /// LoadResult::structure's summary when the key layouts differ, the lists then cut to 8
+  /// names each). Non-strict: applies the matching entries and returns the rest.
+  ///
+  /// Values are checked too (LoadOptions::check_values, on by default, strict or not): an
+  /// impossible value (a NaN weight, a negative running_var or num_batches_tracked) throws
+  /// std::invalid_argument naming every such tensor, its first bad value and its index,
+  /// and nothing is loaded.
   LoadResult load_state_dict(const StateDict& dict, bool strict = true);
+  LoadResult load_state_dict(const StateDict& dict, const LoadOptions& options);
 
   /// Converts every parameter and floating buffer to `dtype` in place (int64 buffers
   /// stay int64). Existing handles see the change.
@@ -93,6 +127,11 @@ class Module {
   void add_child(const std::string& name, std::shared_ptr<Module> child);
   /// Called after the mode of this module changed (e.g. to reset per-mode caches).
   virtual void on_mode_change() {}
+  /// What is impossible about `value` as this module's own parameter or buffer `name`
+  /// (e.g. "running_var"), for load_state_dict: "" when it is fine, else "expected …, got
+  /// … at index i". The default refuses NaN and infinite floating values; modules with
+  /// constrained state (running variances, counts) override it and call this first.
+  virtual std::string check_state_value(const std::string& name, const Tensor& value) const;
 
  private:
   void collect(const std::string& prefix, bool recurse, bool params,
@@ -108,5 +147,30 @@ class Module {
 };
 
 using ModulePtr = std::shared_ptr<Module>;
+
+/// How containers call a child: `child(input)`, and an exception from inside names where
+/// it happened. A std exception of the standard types (invalid_argument, out_of_range,
+/// logic_error, runtime_error, ...) is rethrown with the same type and its message
+/// prefixed "in module '<name>' (<child type>): "; nested containers join the names
+/// ("in module 'features.2' (BatchNorm1d): "). Other exception types pass unchanged.
+/// PyTorch does not do this; it finds the module without a debugger.
+Tensor call_child(Module& child, const std::string& name, const Tensor& input);
+
+/// RAII for a container's forward: marks the outermost container call on this thread, so
+/// that an exception leaving it (see call_child) also gets " (model input: [10])": the
+/// shape the user passed, which the failing layer may never have seen.
+class ContainerForwardScope {
+ public:
+  ContainerForwardScope();
+  ~ContainerForwardScope();
+  ContainerForwardScope(const ContainerForwardScope&) = delete;
+  ContainerForwardScope& operator=(const ContainerForwardScope&) = delete;
+  /// Call from a catch block in the container's forward: rethrows the current exception,
+  /// with the model input's shape appended when this is the outermost container.
+  [[noreturn]] void rethrow(const std::exception& e, const Tensor& input) const;
+
+ private:
+  bool outermost_;
+};
 
 }  // namespace tapegrad::layers

@@ -4,21 +4,12 @@
 
 namespace tapegrad::layers {
 
-namespace {
-void check_window(const char* op, Size2 k, Size2 s, Size2 p, Size2 d) {
-  const std::string o = op;
-  if (k.h < 1 || k.w < 1) throw std::invalid_argument(o + ": expected kernel_size >= 1, got " + k.str());
-  if (s.h < 1 || s.w < 1) throw std::invalid_argument(o + ": expected stride >= 1, got " + s.str());
-  if (d.h < 1 || d.w < 1) throw std::invalid_argument(o + ": expected dilation >= 1, got " + d.str());
-  if (p.h < 0 || p.w < 0 || p.h > k.h / 2 || p.w > k.w / 2)
-    throw std::invalid_argument(o + ": expected 0 <= padding <= kernel_size/2 (kernel_size " + k.str() +
-                                "), got padding " + p.str());
-}
-}  // namespace
+MaxPool2d::MaxPool2d(const MaxPool2dOptions& o)
+    : MaxPool2d(o.kernel_size(), o.stride(), o.padding(), o.dilation(), o.ceil_mode()) {}
 
 MaxPool2d::MaxPool2d(Size2 k, std::optional<Size2> s, Size2 p, Size2 d, bool ceil)
     : kernel_size(k), stride(s.value_or(k)), padding(p), dilation(d), ceil_mode(ceil) {
-  check_window("MaxPool2d", kernel_size, stride, padding, dilation);
+  functional::check_window_args("MaxPool2d", {kernel_size, stride, padding, dilation}, functional::PaddingLimit::HalfKernel);
 }
 
 Tensor MaxPool2d::forward(const Tensor& x) {
@@ -30,9 +21,12 @@ std::string MaxPool2d::extra_repr() const {
          ", dilation=" + dilation.str() + ", ceil_mode=" + (ceil_mode ? "True" : "False");
 }
 
+AvgPool2d::AvgPool2d(const AvgPool2dOptions& o)
+    : AvgPool2d(o.kernel_size(), o.stride(), o.padding(), o.ceil_mode(), o.count_include_pad()) {}
+
 AvgPool2d::AvgPool2d(Size2 k, std::optional<Size2> s, Size2 p, bool ceil, bool include_pad)
     : kernel_size(k), stride(s.value_or(k)), padding(p), ceil_mode(ceil), count_include_pad(include_pad) {
-  check_window("AvgPool2d", kernel_size, stride, padding, 1);
+  functional::check_window_args("AvgPool2d", {kernel_size, stride, padding, 1}, functional::PaddingLimit::HalfKernel);
 }
 
 Tensor AvgPool2d::forward(const Tensor& x) {

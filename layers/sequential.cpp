@@ -16,14 +16,19 @@ void Sequential::push_back(ModulePtr m) {
 }
 
 Tensor Sequential::forward(const Tensor& x) {
+  ContainerForwardScope scope;
   Tensor h = x;
-  for (std::size_t i = 0; i < layers_.size(); ++i) {
-    if (anomaly_mode_enabled()) {  // the child's name joins the recording site: "Sequential/1/BatchNorm1d"
-      RecordSiteGuard site(std::to_string(i));
-      h = (*layers_[i])(h);
-    } else {
-      h = (*layers_[i])(h);
+  try {
+    for (std::size_t i = 0; i < layers_.size(); ++i) {
+      if (anomaly_mode_enabled()) {  // the child's name joins the recording site: "Sequential/1/BatchNorm1d"
+        RecordSiteGuard site(std::to_string(i));
+        h = call_child(*layers_[i], std::to_string(i), h);
+      } else {
+        h = call_child(*layers_[i], std::to_string(i), h);
+      }
     }
+  } catch (const std::exception& e) {
+    scope.rethrow(e, x);
   }
   return h;
 }

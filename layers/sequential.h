@@ -6,7 +6,8 @@
 namespace tapegrad::layers {
 
 /// Applies its children in order; children are named "0", "1", ... so state_dict keys
-/// are "0.weight", "1.running_mean", as in PyTorch.
+/// are "0.weight", "1.running_mean", as in PyTorch. An error inside a child names it (see
+/// call_child): "in module '1' (BatchNorm1d): ... (model input: [10])".
 class Sequential : public Module {
  public:
   Sequential() = default;

@@ -90,7 +90,7 @@ std::int64_t load_training_checkpoint(const std::string& path, layers::Module& m
     optimizer.load_state_dict(with_prefix(c, "optimizer."));
     if (scheduler) scheduler->load_state_dict(with_prefix(c, "scheduler."));
   } catch (...) {
-    model.load_state_dict(model_before, true);
+    model.load_state_dict(model_before, layers::LoadOptions{true, false});  // back as it was, whatever it held
     optimizer.load_state_dict(optimizer_before);
     throw;
   }

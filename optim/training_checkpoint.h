@@ -17,6 +17,7 @@
 #include <vector>
 
 #include <tapegrad/core/random.h>
+#include <tapegrad/layers/checkpoint.h>
 #include <tapegrad/layers/module.h>
 #include <tapegrad/optim/lr_scheduler.h>
 #include <tapegrad/optim/optimizer.h>
@@ -29,10 +30,9 @@ inline constexpr const char* kTrainingCheckpointFormat = "tapegrad-training-chec
 /// so that a checkpoint alone reproduces predictions). Tensor names must not start with
 /// "model.", "optimizer." or "scheduler." nor be "epoch"; metadata keys must not be the
 /// ones listed above. load_training_checkpoint ignores both.
-struct CheckpointExtras {
-  std::vector<std::pair<std::string, Tensor>> tensors;
-  std::map<std::string, std::string> metadata;
-};
+/// The same type as layers::save's extras (layers/checkpoint.h), stored here under the
+/// names given (no "extra/" prefix).
+using CheckpointExtras = layers::CheckpointExtras;
 
 /// Saves everything needed to resume. scheduler, generator and extras are optional
 /// (nullptr). Throws std::runtime_error when the file cannot be written (the old file

@@ -6,6 +6,7 @@ packages=(
   cmake g++ make pkg-config
   libeigen3-dev libopenblas-openmp-dev libxsmm-dev libspdlog-dev catch2 nlohmann-json3-dev zlib1g-dev libcli11-dev
   libbenchmark-dev gnuplot-nox dataset-fashion-mnist bc
+  libzip-dev  # io/: the zip container of PyTorch torch.save files
   libdnnl-dev  # oneDNN: float32 Conv2d primitives (optional in CMake; im2col + GEMM without it)
   libopenmpi-dev openmpi-bin  # distributed/: data-parallel training over MPI
   clang libclang-rt-14-dev libomp-dev llvm  # scripts/test.sh: libFuzzer build, sanitizer symbolizer

@@ -19,6 +19,26 @@ enum class GemmBackend { Auto, Xsmm, Eigen, Blas };
 /// Name of a backend ("auto", "libxsmm", "eigen", "openblas").
 const char* gemm_backend_name(GemmBackend b);
 
+// ---- the crossovers chosen_gemm_backend() applies, in its order ---------------------------
+
+/// Above this many multiply-adds (M·N·K > 2^22) a product goes to OpenBLAS (Eigen when
+/// blas_is_fallback()), spread over the threads; up to it, it stays on the calling thread.
+/// Measured 1 thread, Sapphire Rapids, both ISA builds.
+constexpr std::int64_t kGemmSmallMaxFlops = std::int64_t(1) << 22;
+/// A small product with fewer output columns N than this goes to Eigen: libxsmm vectorises
+/// along C's rows (N = 1: 8 vs 14 GFLOP/s with AVX-512).
+constexpr std::int64_t kXsmmMinN = 8;
+/// With B transposed (NT, TT), libxsmm only while a row of op(B)ᵀ is at most 256 bytes
+/// (K·sizeof(T) <= 256): beyond it the transposed (K, N) panel costs more than it wins.
+constexpr std::int64_t kXsmmMaxTransposedKBytes = 256;
+/// libxsmm takes a small product only when N is a multiple of this (1: any N). 8 for
+/// float32 in a build without AVX-512 (an 8-float vector: N = 50 ran at 48 vs Eigen's 62
+/// GFLOP/s), else 1. Depends on the library's build, hence a function.
+std::int64_t xsmm_column_multiple(Dtype dtype);
+/// xsmm_gemm declines (returns false) when M, N or K reaches 2^20 (its kernel cache key has
+/// 20 bits each); the products chosen_gemm_backend() sends it are far smaller.
+constexpr std::int64_t kXsmmMaxDim = std::int64_t(1) << 20;
+
 /// The backend detail::gemm takes for C (M, N) = op(A) (M, K) · op(B) (K, N) when not forced
 /// (`ta`, `tb`: whether A, B are transposed).
 GemmBackend chosen_gemm_backend(Dtype dtype, std::int64_t M, std::int64_t N, std::int64_t K, bool ta = false,

@@ -62,7 +62,7 @@ using RowMat = Eigen::Matrix<T, Eigen::Dynamic, Eigen::Dynamic, Eigen::RowMajor>
 
 template <class T>
 bool run(bool ta, bool tb, const T* A, const T* B, T* C, std::int64_t M, std::int64_t N, std::int64_t K, bool acc) {
-  if (M >= (1 << 20) || N >= (1 << 20) || K >= (1 << 20)) return false;
+  if (M >= kXsmmMaxDim || N >= kXsmmMaxDim || K >= kXsmmMaxDim) return false;
   // Row-major C (M, N) is column-major Cᵀ (N, M) = op(B)ᵀ · op(A)ᵀ: libxsmm's m = N, n = M,
   // its A is our B and its B is our A. Our ta is its TRANS_B (supported); our tb would be
   // its TRANS_A, which 1.17 does not generate: transpose B into a (K, N) panel instead.

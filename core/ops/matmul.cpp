@@ -23,15 +23,8 @@ namespace tapegrad {
 namespace detail {
 namespace {
 
-// Below this many multiply-adds a product stays on the calling thread (libxsmm, or Eigen
-// for fewer than kXsmmMinN columns); above it OpenBLAS spreads the work over the threads
-// and its cache blocking wins. Measured 1 thread, Sapphire Rapids, both ISA builds:
-// see README, "Performance".
-constexpr std::int64_t kSmallMaxFlops = std::int64_t(1) << 22;
-// libxsmm vectorises along C's rows (our N): below this it loses to Eigen (N = 1: 8 vs 14
-// GFLOP/s with AVX-512).
-constexpr std::int64_t kXsmmMinN = 8;
-
+// The crossovers kGemmSmallMaxFlops, kXsmmMinN, kXsmmMaxTransposedKBytes and
+// xsmm_column_multiple() are in core/ops/gemm_backends.h (measured: see README, "Performance").
 thread_local GemmBackend forced = GemmBackend::Auto;
 
 // OpenBLAS 0.3.21's dynamic dispatch picks its kernels by CPU model; a model it does not
@@ -50,7 +43,7 @@ bool compute_blas_is_fallback() {
 template <class T>
 using RowMat = Eigen::Matrix<T, Eigen::Dynamic, Eigen::Dynamic, Eigen::RowMajor>;
 
-// Eigen runs a product on the calling thread, except a large one (above kSmallMaxFlops,
+// Eigen runs a product on the calling thread, except a large one (above kGemmSmallMaxFlops,
 // when OpenBLAS is a fallback) called outside a parallel region, which it spreads over
 // tapegrad's threads.
 template <class T>
@@ -67,7 +60,7 @@ void eigen_gemm(bool ta, bool tb, const T* A, const T* B, T* C, std::int64_t M, 
     ~Threads() {
       if (set) Eigen::setNbThreads(1);
     }
-  } threads(M * N * K > kSmallMaxFlops);
+  } threads(M * N * K > kGemmSmallMaxFlops);
   if (!acc) c.setZero();
   if (!ta && !tb) c.noalias() += a * b;
   else if (!ta && tb) c.noalias() += a * b.transpose();
@@ -134,14 +127,21 @@ const char* gemm_backend_name(GemmBackend b) {
 // float32 with AVX2 at a column count off the 8-float vector (N = 50: 48 vs 62).
 GemmBackend chosen_gemm_backend(Dtype dtype, std::int64_t M, std::int64_t N, std::int64_t K, bool ta, bool tb) {
   (void)ta;
-  if (M * N * K > kSmallMaxFlops) return blas_is_fallback() ? GemmBackend::Eigen : GemmBackend::Blas;
+  if (M * N * K > kGemmSmallMaxFlops) return blas_is_fallback() ? GemmBackend::Eigen : GemmBackend::Blas;
   if (N < kXsmmMinN || !xsmm_available()) return GemmBackend::Eigen;
   const std::int64_t bytes = dtype == Dtype::Float64 ? 8 : 4;
-  if (tb && K * bytes > 256) return GemmBackend::Eigen;  // the (K, N) panel costs more than it wins
-#if !defined(__AVX512F__)
-  if (dtype == Dtype::Float32 && N % 8 != 0) return GemmBackend::Eigen;
-#endif
+  if (tb && K * bytes > kXsmmMaxTransposedKBytes) return GemmBackend::Eigen;  // the (K, N) panel costs more than it wins
+  if (N % xsmm_column_multiple(dtype) != 0) return GemmBackend::Eigen;
   return GemmBackend::Xsmm;
+}
+
+std::int64_t xsmm_column_multiple(Dtype dtype) {
+#if defined(__AVX512F__)
+  (void)dtype;
+  return 1;
+#else
+  return dtype == Dtype::Float32 ? 8 : 1;
+#endif
 }
 
 const char* blas_core_name() {

@@ -39,7 +39,7 @@ void reduce_block(const T* x, T* out, std::int64_t outer, std::int64_t R, std::i
   }
   // Blocks of W columns are summed over the rows in registers (each column still adds its
   // rows in order 0, 1, ..., R-1), the rest of a row in place.
-  constexpr std::int64_t W = 128 / static_cast<std::int64_t>(sizeof(T));
+  constexpr std::int64_t W = detail::kSumColumnBlockBytes / static_cast<std::int64_t>(sizeof(T));
   for (std::int64_t b = 0; b < outer; ++b) {
     T* __restrict o = out + b * inner;
     const T* __restrict xb = x + b * R * inner;

@@ -4,7 +4,7 @@
 
 #include <tapegrad/core/core.h>
 #include <tapegrad/layers/checkpoint.h>
-#include <tapegrad/layers/loss.h>
+#include <tapegrad/layers/losses.h>
 #include <tapegrad/models/mlp.h>
 #include <tapegrad/optim/optim.h>
 

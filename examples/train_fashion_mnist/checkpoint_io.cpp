@@ -19,21 +19,74 @@ std::string g17(double v) {
   return buf;
 }
 
-std::vector<double> f64_values(const Tensor* t, const std::string& path, const std::string& key) {
-  if (!t) return {};
-  if (t->dtype() != Dtype::Float64 || t->dim() != 1 || t->numel() < 1)
-    throw std::invalid_argument("'" + path + "': '" + key + "' must be a float64 vector, got " + shape_str(t->shape()) +
-                                " " + dtype_name(t->dtype()));
-  return t->to_vector();
+std::string join_dims(const std::vector<std::int64_t>& v) {
+  std::string out;
+  for (std::size_t i = 0; i < v.size(); ++i) out += (i ? "," : "") + std::to_string(v[i]);
+  return out;
+}
+
+// The model's Linear (rank 2) and Conv2d (rank 4) weights as the metadata describes them,
+// checked against the file's tensors before anything is built: a lying or corrupted
+// metadata line must not make us allocate its architecture (4,000,000 channels), nor be
+// blamed on command-line flags the user never gave.
+void check_architecture_against_tensors(const std::string& path, const Config& a, const SafetensorsContent& c) {
+  struct Want {
+    Shape shape;         // -1: not checked (follows from the image size)
+    std::string source;  // the metadata key that implies it
+  };
+  std::vector<Want> want;
+  const std::int64_t classes = data::kFashionMnistClasses;
+  if (a.model == "cnn") {
+    std::int64_t in = 1;
+    for (auto ch : a.cnn.channels) {
+      want.push_back({{ch, in, 3, 3}, "fmnist.cnn.channels " + join_dims(a.cnn.channels)});
+      in = ch;
+    }
+    if (a.cnn.head > 0) {
+      want.push_back({{a.cnn.head, -1}, "fmnist.cnn.head " + std::to_string(a.cnn.head)});
+      want.push_back({{classes, a.cnn.head}, "fmnist.cnn.head " + std::to_string(a.cnn.head)});
+    } else {
+      want.push_back({{classes, -1}, "fmnist.cnn.channels " + join_dims(a.cnn.channels)});
+    }
+  } else {
+    std::int64_t in = data::kFashionMnistPixels;
+    for (auto h : a.hidden) {
+      want.push_back({{h, in}, "fmnist.hidden " + join_dims(a.hidden)});
+      in = h;
+    }
+    want.push_back({{classes, in}, "fmnist.hidden " + join_dims(a.hidden)});
+  }
+  std::vector<std::pair<std::string, Shape>> have;  // file order = the model's layer order
+  for (const auto& [k, t] : c.tensors)
+    if (k.rfind("model.", 0) == 0 && k.size() > 7 && k.compare(k.size() - 7, 7, ".weight") == 0 &&
+        (t.dim() == 2 || t.dim() == 4))
+      have.emplace_back(k, t.shape());
+  const std::string where = "'" + path + "': its metadata (fmnist.model " + a.model + ") does not match its tensors: ";
+  for (std::size_t i = 0; i < want.size(); ++i) {
+    const Shape& w = want[i].shape;
+    if (i >= have.size())
+      throw std::invalid_argument(where + want[i].source + " implies a weight " + shape_str(w) + " (layer " +
+                                  std::to_string(i + 1) + ") that the file does not hold; refusing to build the "
+                                  "model (the file was edited or corrupted)");
+    const Shape& h = have[i].second;
+    bool same = h.size() == w.size();
+    for (std::size_t d = 0; same && d < w.size(); ++d) same = w[d] < 0 || w[d] == h[d];
+    if (!same)
+      throw std::invalid_argument(where + want[i].source + " implies " + shape_str(w) + " for " + have[i].first +
+                                  ", the file holds " + shape_str(h) + " (-1: any); refusing to build the model "
+                                  "(the file was edited or corrupted)");
+  }
+  if (have.size() > want.size())
+    throw std::invalid_argument(where + "it holds " + std::to_string(have.size()) + " Linear/Conv2d weights, the "
+                                "metadata describes " + std::to_string(want.size()) + " (" + have[want.size()].first +
+                                " is one too many); refusing to build the model");
 }
 
 }  // namespace
 
 optim::CheckpointExtras checkpoint_extras(const Config& c, const data::Standardizer& s) {
   optim::CheckpointExtras x;
-  const auto n = static_cast<std::int64_t>(s.mean().size());
-  x.tensors.emplace_back("preprocess.mean", Tensor::from_vector(s.mean(), {n}, Dtype::Float64));
-  x.tensors.emplace_back("preprocess.std", Tensor::from_vector(s.stddev(), {n}, Dtype::Float64));
+  for (auto& [k, t] : s.state_dict()) x.tensors.emplace_back("preprocess." + k, t);
   auto join = [](const std::vector<std::int64_t>& v) {
     std::string out;
     for (auto h : v) {
@@ -58,11 +111,16 @@ optim::CheckpointExtras checkpoint_extras(const Config& c, const data::Standardi
 CheckpointInfo read_checkpoint_info(const std::string& path) {
   const SafetensorsContent c = load_safetensors(path);
   CheckpointInfo info;
-  const auto mean = f64_values(c.find("preprocess.mean"), path, "preprocess.mean");
-  const auto std = f64_values(c.find("preprocess.std"), path, "preprocess.std");
-  if (!mean.empty() || !std.empty()) {
+  // "preprocess.*" is the Standardizer's state_dict; files written before it carried
+  // "feature_shape" hold the 784 pixels of (N, 784) rows.
+  std::vector<std::pair<std::string, Tensor>> pre;
+  for (const auto& [k, t] : c.tensors)
+    if (k.rfind("preprocess.", 0) == 0) pre.emplace_back(k.substr(11), t);
+  if (!pre.empty()) {
+    if (!c.find("preprocess.feature_shape"))
+      pre.emplace_back("feature_shape", Tensor::from_int64({data::kFashionMnistPixels}, {1}));
     try {
-      info.standardizer = data::Standardizer::from_stats(data::kFashionMnistPixels, mean, std);
+      info.standardizer = data::Standardizer::from_state_dict(pre);
     } catch (const std::invalid_argument& e) {
       throw std::invalid_argument("'" + path + "': preprocessing: " + e.what());
     }
@@ -101,13 +159,25 @@ double evaluate_checkpoint(const std::string& path, const data::Dataset& raw,
                                 "it was written before checkpoints kept it");
   if (!info.architecture)
     throw std::invalid_argument("'" + path + "' holds no architecture (fmnist.hidden / fmnist.norm metadata)");
-  Generator init(0), drop(0);
-  auto model = build_model(*info.architecture, data::kFashionMnistPixels, data::kFashionMnistClasses, init, &drop);
   const SafetensorsContent c = load_safetensors(path);
+  check_architecture_against_tensors(path, *info.architecture, c);
+  Generator init(0), drop(0);
+  std::shared_ptr<layers::Sequential> model;
+  try {
+    model = build_model(*info.architecture, data::kFashionMnistPixels, data::kFashionMnistClasses, init, &drop);
+  } catch (const std::invalid_argument& e) {  // the settings came from the file, not from flags
+    throw std::invalid_argument("'" + path + "': cannot build the model its metadata describes: " + e.what());
+  } catch (const std::runtime_error& e) {
+    throw std::runtime_error("'" + path + "': cannot build the model its metadata describes: " + e.what());
+  }
   layers::StateDict state;
   for (const auto& [k, v] : c.tensors)
     if (k.rfind("model.", 0) == 0) state.insert(k.substr(6), v);
-  model->load_state_dict(state, true);
+  try {
+    model->load_state_dict(state, true);
+  } catch (const std::invalid_argument& e) {
+    throw std::invalid_argument("'" + path + "': " + e.what());
+  }
   Evaluation e = evaluate_model(*model, info.standardizer->transform(raw), parallel);
   if (confusion) *confusion = std::move(e.confusion);
   return e.accuracy();

@@ -2,7 +2,8 @@
 // What a Fashion-MNIST training checkpoint holds beside the training state, so that the
 // file alone reproduces the model's predictions:
 //   tensors  "preprocess.mean", "preprocess.std" (float64, shape [1]: one value for all
-//            pixels, from the training images only);
+//            pixels, from the training images only), "preprocess.feature_shape" (int64
+//            [784]): data::Standardizer::state_dict() under the prefix "preprocess.";
 //   metadata "preprocess" (the recipe: x = pixels / 255, input = (x - mean) / std),
 //            "fmnist.hidden" ("256,128"), "fmnist.norm", "fmnist.dropout" (%.17g),
 //            "fmnist.epochs" (the epochs the run was planned for: the cosine schedule's

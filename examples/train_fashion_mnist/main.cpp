@@ -1,6 +1,6 @@
 // train_fashion_mnist: an MLP classifier for Fashion-MNIST, trained from C++.
 //   train_fashion_mnist --norm batch --optimizer adam --epochs 15
-// See trainer.h for the data pipeline and the model.
+// See trainer.h for the data pipeline and the model; the loop is the training room's fit().
 #include <CLI/CLI.hpp>
 #include <spdlog/spdlog.h>
 
@@ -11,9 +11,9 @@
 #include "checkpoint_io.h"
 #include "trainer.h"
 #include <tapegrad/core/wait_policy.h>
-#ifdef TAPEGRAD_FMNIST_MPI  // data-parallel over MPI: mpi_glue.h
+#include <tapegrad/train/data_parallel.h>
+#ifdef TAPEGRAD_FMNIST_MPI  // data-parallel over MPI: the training room's make_mpi_data_parallel
 #include <tapegrad/distributed/environment.h>
-#include "mpi_glue.h"
 #endif
 
 int main(int argc, char** argv) {
@@ -22,6 +22,12 @@ int main(int argc, char** argv) {
   std::string hidden = "256,128";
   double lr = 0;
   CLI::App app{"Train an MLP on Fashion-MNIST (Debian package dataset-fashion-mnist)"};
+  // CLI11 reads "-1" into an unsigned seed as 2^64 - 1: refuse a sign.
+  const CLI::Validator non_negative(
+      [](std::string& v) {
+        return v.find('-') == std::string::npos ? std::string() : "expected an integer >= 0, got " + v;
+      },
+      "UINT");
   app.add_option("--data", cfg.data_dir, "directory with the IDX files (.gz or plain)")->capture_default_str();
   app.add_option("--epochs", cfg.epochs, "epochs")->capture_default_str()->check(CLI::Range(1, 100000).description("an integer in [1, 100000]"));
   app.add_option("--batch-size", cfg.batch_size, "mini-batch size")->capture_default_str()->check(CLI::Range(2, 1 << 20));
@@ -52,7 +58,9 @@ int main(int argc, char** argv) {
       ->capture_default_str()
       ->check(CLI::Range(0.0, 0.99));
   app.add_option("--hidden", hidden, "hidden widths, comma-separated")->capture_default_str();
-  app.add_option("--seed", cfg.seed, "seed of the split, shuffles, weights and dropout masks")->capture_default_str();
+  app.add_option("--seed", cfg.seed, "seed of the split, shuffles, weights and dropout masks")
+      ->capture_default_str()
+      ->check(non_negative);
   app.add_option("--checkpoint", cfg.checkpoint,
                  "save the best epoch to PATH and the latest to PATH.last (weights, buffers, optimizer)");
   app.add_option("--resume", cfg.resume, "continue exactly from a checkpoint (PATH.last or PATH)");
@@ -62,7 +70,8 @@ int main(int argc, char** argv) {
   app.add_option("--limit", cfg.limit, "use only the first N training images (for tests)")
       ->capture_default_str()
       ->check(CLI::Range(0, 1 << 30).description("an integer >= 0"));
-  app.add_option("--stop-after", cfg.stop_after, "stop after this many epochs (simulates an interruption)");
+  app.add_option("--stop-after", cfg.stop_after, "stop after this many epochs (simulates an interruption)")
+      ->check(CLI::Range(1, 100000).description("an integer in [1, 100000]"));
   std::string evaluate_path;
   app.add_option("--evaluate", evaluate_path,
                  "no training: test accuracy of a checkpoint alone (its architecture, weights and preprocessing)");
@@ -88,7 +97,7 @@ int main(int argc, char** argv) {
   rank = env->rank();
   world = env->world_size();
   if (world > 1) {
-    cfg.parallel = fmnist::make_mpi_data_parallel(sync_bn);
+    cfg.parallel = tapegrad::train::make_mpi_data_parallel(sync_bn);
     if (rank != 0) {
       spdlog::set_level(spdlog::level::warn);
       cfg.progress = false;
@@ -122,7 +131,7 @@ int main(int argc, char** argv) {
                    r.history.size());
 #ifdef TAPEGRAD_FMNIST_MPI
     if (cfg.parallel && rank == 0 && total > 0) {
-      const std::string comm = fmnist::communication_summary(*cfg.parallel);
+      const std::string comm = tapegrad::train::communication_summary(*cfg.parallel);
       spdlog::info("{} of {:.2f} s in train steps", comm, total);
     }
 #endif

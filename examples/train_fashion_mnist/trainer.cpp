@@ -1,12 +1,9 @@
 #include "trainer.h"
 
 #include <spdlog/spdlog.h>
-#include <unistd.h>
 
-#include <chrono>
 #include <cmath>
 #include <cstdio>
-#include <ctime>
 #include <filesystem>
 #include <memory>
 #include <sstream>
@@ -24,26 +21,22 @@
 #include <tapegrad/layers/dropout.h>
 #include <tapegrad/layers/layer_norm.h>
 #include <tapegrad/layers/linear.h>
-#include <tapegrad/layers/loss.h>
+#include <tapegrad/layers/losses.h>
 #include <tapegrad/models/mlp.h>
 #include <tapegrad/optim/adam.h>
 #include <tapegrad/optim/lr_scheduler.h>
 #include <tapegrad/optim/sgd.h>
 #include <tapegrad/optim/training_checkpoint.h>
+#include <tapegrad/core/safetensors.h>
+#include <tapegrad/train/early_stopping.h>
+#include <tapegrad/train/fit.h>
+#include <tapegrad/train/metrics.h>
+#include <tapegrad/train/model_checkpoint.h>
+#include <tapegrad/train/progress_bar.h>
 
 namespace fmnist {
 
 using namespace tapegrad;
-using Clock = std::chrono::steady_clock;
-
-namespace {
-// CPU time (user + sys, all threads) of this process, in seconds.
-double process_cpu_seconds() {
-  timespec ts{};
-  ::clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts);
-  return static_cast<double>(ts.tv_sec) + 1e-9 * static_cast<double>(ts.tv_nsec);
-}
-}  // namespace
 
 std::vector<std::int64_t> parse_hidden(const std::string& text, const std::string& flag) {
   std::vector<std::int64_t> out;
@@ -116,56 +109,22 @@ void check_config(const Config& c) {
     throw std::invalid_argument("--schedule: expected none or cosine, got '" + c.schedule + "'");
   if (c.hidden.empty()) throw std::invalid_argument("--hidden: expected at least one hidden width");
   if (c.limit < 0) throw std::invalid_argument("--limit: expected >= 0, got " + std::to_string(c.limit));
+  if (c.val_size < 0 && c.limit > 0 && c.limit < 10)  // a tenth is held out for validation
+    throw std::invalid_argument("--limit " + std::to_string(c.limit) +
+                                ": a tenth of the images is held out for validation, which leaves none; the best "
+                                "epoch could not be chosen. Use --limit 0 (all) or >= 10");
+  if (c.val_size == 0)
+    throw std::invalid_argument("val_size 0: the best epoch is chosen on the validation split, which would be empty");
+  if (c.stop_after && *c.stop_after < 1)
+    throw std::invalid_argument("--stop-after: expected >= 1 epoch, got " + std::to_string(*c.stop_after));
   if (c.threads < 0) throw std::invalid_argument("--threads: expected >= 0, got " + std::to_string(c.threads));
 }
-
-// A one-line progress bar on a terminal: batches done, running loss, samples/s, ETA.
-class Progress {
- public:
-  Progress(bool enabled, int epoch, int epochs, std::int64_t total)
-      : enabled_(enabled && ::isatty(::fileno(stderr))), epoch_(epoch), epochs_(epochs), total_(total),
-        start_(Clock::now()) {}
-  void update(std::int64_t done, double loss, std::int64_t samples) {
-    if (!enabled_) return;
-    const double secs = std::chrono::duration<double>(Clock::now() - start_).count();
-    if (done != total_ && secs - last_ < 0.1) return;
-    last_ = secs;
-    const int width = 30;
-    const int filled = static_cast<int>(width * done / std::max<std::int64_t>(total_, 1));
-    const double rate = secs > 0 ? samples / secs : 0.0;
-    const double eta = done > 0 ? secs * static_cast<double>(total_ - done) / static_cast<double>(done) : 0.0;
-    std::fprintf(stderr, "\repoch %d/%d [%s%s] %lld/%lld loss %.4f %.0f samples/s ETA %.0fs   ", epoch_, epochs_,
-                 std::string(static_cast<std::size_t>(filled), '#').c_str(),
-                 std::string(static_cast<std::size_t>(width - filled), '.').c_str(), static_cast<long long>(done),
-                 static_cast<long long>(total_), loss, rate, eta);
-    std::fflush(stderr);
-  }
-  void finish() {
-    if (!enabled_) return;
-    std::fprintf(stderr, "\r%*s\r", 110, "");
-    std::fflush(stderr);
-  }
-
- private:
-  bool enabled_;
-  int epoch_, epochs_;
-  std::int64_t total_;
-  Clock::time_point start_;
-  double last_ = -1;
-};
 
 std::vector<std::pair<std::string, Tensor>> copy_state(const layers::Module& m) {
   std::vector<std::pair<std::string, Tensor>> out;
   for (const auto& [k, v] : m.state_dict()) out.emplace_back(k, v.clone());
   return out;
 }
-
-// Progress of a run; the checkpoints carry the epoch, the best is re-measured on resume.
-struct TrainingState {
-  int epoch = 0;                    ///< epochs completed
-  int best_epoch = 0;               ///< 0: none yet
-  double best_val_accuracy = -1.0;  ///< -1: none yet
-};
 
 // The model part ("model.<key>") and the epoch of a training checkpoint file.
 std::pair<layers::StateDict, int> read_model_state(const std::string& path) {
@@ -226,30 +185,87 @@ void check_resume_preprocessing(const Config& cfg, const CheckpointInfo& info, c
                                 " (use the same --data, --limit and --seed)");
 }
 
+// Whether a training checkpoint was written by the training room (it then carries the
+// best-so-far of its callbacks).
+bool holds_room_state(const std::string& path) {
+  const SafetensorsContent c = load_safetensors(path);
+  return c.metadata.count(train::kHistoryKey) > 0;
+}
+
+// The trainer's log: the resume line and the model line before the first epoch, one line per
+// epoch (losses, accuracy, times, every rank's CPU seconds), and the best validation accuracy
+// (kept in checkpoints, so a resumed run marks the same epochs "(best)").
+class EpochLog : public train::Callback {
+ public:
+  EpochLog(const Config& cfg, const layers::Module& model, const optim::Optimizer& opt,
+           const optim::LRScheduler* sched, std::int64_t batches)
+      : cfg_(cfg), model_(model), opt_(opt), sched_(sched), batches_(batches) {}
+  std::string name() const override { return "EpochLog"; }
+
+  void on_fit_begin(train::TrainState& s) override {
+    if (!cfg_.resume.empty()) {
+      if (sched_ && s.epoch < cfg_.epochs && opt_.lr(0) == 0.0)
+        throw std::invalid_argument("--resume " + cfg_.resume + ": the cosine schedule of that run already reached lr 0 "
+                                    "at epoch " + std::to_string(s.epoch) + "; the remaining epochs would not train. "
+                                    "Start a new run, or resume with --schedule none");
+      spdlog::info("resumed from {} after epoch {} (best validation accuracy so far {:.2f}% at epoch {})", cfg_.resume,
+                   s.epoch, 100 * std::max(0.0, best_), best_epoch_);
+    }
+    spdlog::info("model: {} | optimizer {} lr {}{} | {} batches of {} per epoch", model_.repr(), opt_.type_name(),
+                 opt_.lr(0), sched_ ? " (cosine schedule over " + std::to_string(cfg_.epochs) + " epochs)" : "",
+                 batches_, cfg_.batch_size);
+  }
+
+  void on_epoch_end(train::TrainState& s) override {
+    const train::EpochLogs& e = s.history.back();
+    const double acc = e.get("val_accuracy");
+    const bool improved = acc > best_;
+    if (improved) {
+      best_ = acc;
+      best_epoch_ = e.epoch;
+    }
+    std::string rank_cpu;  // every rank's CPU seconds, for the log (a collective: every rank)
+    if (s.parallel) {
+      const int world = s.parallel->world_size();
+      std::vector<double> all(static_cast<std::size_t>(world), 0.0);
+      all[static_cast<std::size_t>(s.parallel->rank())] = e.get("cpu_seconds");
+      s.parallel->sum(all.data(), world);
+      for (double c : all) rank_cpu += fmt::format("{}{:.2f}", rank_cpu.empty() ? "" : ", ", c);
+      rank_cpu = " (ranks: " + rank_cpu + ")";
+    }
+    spdlog::info("epoch {:2d}/{}: train loss {:.4f}, validation loss {:.4f} accuracy {:.2f}%{}, {:.1f} s "
+                 "({:.0f} samples/s, CPU {:.2f} s{}; validation {:.2f} s)",
+                 e.epoch, cfg_.epochs, e.get("loss"), e.get("val_loss"), 100 * acc, improved ? " (best)" : "",
+                 e.get("seconds"), e.get("samples_per_second"), e.get("cpu_seconds"), rank_cpu, e.get("val_seconds"));
+  }
+
+  std::map<std::string, std::string> state_dict() const override {
+    return {{"best", train::format_double(best_)}, {"best_epoch", std::to_string(best_epoch_)}};
+  }
+  void load_state_dict(const std::map<std::string, std::string>& s) override {
+    if (auto it = s.find("best"); it != s.end()) best_ = train::parse_double(it->second, "best");
+    if (auto it = s.find("best_epoch"); it != s.end())
+      best_epoch_ = static_cast<int>(train::parse_double(it->second, "best_epoch"));
+  }
+
+  double best() const { return best_; }
+  int best_epoch() const { return best_epoch_; }
+
+ private:
+  const Config& cfg_;
+  const layers::Module& model_;
+  const optim::Optimizer& opt_;
+  const optim::LRScheduler* sched_;
+  std::int64_t batches_;
+  double best_ = -1.0;  ///< -1: none yet
+  int best_epoch_ = 0;
+};
+
 }  // namespace
 
 std::string format_confusion(const std::vector<std::vector<std::int64_t>>& confusion) {
   const auto& names = data::fashion_mnist_classes();
-  std::ostringstream os;
-  char buf[64];
-  os << "confusion matrix (rows: true class, columns: predicted)\n";
-  std::snprintf(buf, sizeof buf, "%-12s", "");
-  os << buf;
-  for (std::size_t j = 0; j < confusion.size(); ++j) {
-    std::snprintf(buf, sizeof buf, "%6zu", j);
-    os << buf;
-  }
-  os << '\n';
-  for (std::size_t i = 0; i < confusion.size(); ++i) {
-    std::snprintf(buf, sizeof buf, "%zu %-10s", i, i < names.size() ? names[i] : "?");
-    os << buf;
-    for (auto v : confusion[i]) {
-      std::snprintf(buf, sizeof buf, "%6lld", static_cast<long long>(v));
-      os << buf;
-    }
-    os << '\n';
-  }
-  return os.str();
+  return train::format_confusion(confusion, std::vector<std::string>(names.begin(), names.end()));
 }
 
 Result train(const Config& cfg) {
@@ -268,13 +284,17 @@ Result train(const Config& cfg) {
   const data::Dataset full = data::load_fashion_mnist(cfg.data_dir, true, cfg.limit);
   const data::Dataset test_raw = data::load_fashion_mnist(cfg.data_dir, false);
   const std::int64_t val_size = cfg.val_size >= 0 ? cfg.val_size : (cfg.limit > 0 ? full.size() / 10 : 5000);
+  if (val_size < 1)  // e.g. --limit 50 on a folder holding 5 images
+    throw std::invalid_argument("the validation split would be empty (" + std::to_string(full.size()) +
+                                " training images in " + cfg.data_dir +
+                                ", a tenth held out); the best epoch could not be chosen");
   // One generator draws the split, each epoch's shuffle and the dropout masks, in that
   // order; its state goes into every checkpoint, so a resumed run draws what the
   // uninterrupted run would have. The weights come from a second one, used once.
   Generator gen(cfg.seed);
   Generator init_gen(cfg.seed + 0x5EED);
   const data::TrainValSplit split = data::train_val_split(full, val_size, gen);
-  const data::Standardizer standardizer = data::Standardizer::fit(split.train.X);
+  const data::Standardizer standardizer = data::Standardizer::fit(split.train.X, data::Standardizer::Scope::Global);
   check_resume_preprocessing(cfg, resumed, standardizer);
   const optim::CheckpointExtras extras = checkpoint_extras(cfg, standardizer);
   const data::Dataset train_ds = standardizer.transform(split.train);
@@ -286,7 +306,7 @@ Result train(const Config& cfg) {
   // ---- model and optimizer -------------------------------------------------------------
   auto model = build_model(cfg, data::kFashionMnistPixels, data::kFashionMnistClasses, init_gen, &gen);
   DataParallel* par = cfg.parallel.get();  // data parallel: this rank's rows of each batch
-  const int world = par ? par->world_size() : 1, rank = par ? par->rank() : 0;
+  const int world = par ? par->world_size() : 1;
   if (cfg.batch_size % world != 0)
     throw std::invalid_argument("--batch-size " + std::to_string(cfg.batch_size) + " is not divisible by the " +
                                 std::to_string(world) + " ranks");
@@ -299,109 +319,69 @@ Result train(const Config& cfg) {
     throw std::invalid_argument("--batch-size " + std::to_string(cfg.batch_size) + " exceeds the " +
                                 std::to_string(train_ds.size()) + " training images");
 
-  Result result;
-  TrainingState st;
-  if (!cfg.resume.empty()) {
-    st.epoch = static_cast<int>(optim::load_training_checkpoint(cfg.resume, *model, *opt, sched.get(), &gen));
-    if (sched && st.epoch < cfg.epochs && opt->lr(0) == 0.0)
-      throw std::invalid_argument("--resume " + cfg.resume + ": the cosine schedule of that run already reached lr 0 "
-                                  "at epoch " + std::to_string(st.epoch) + "; the remaining epochs would not train. "
-                                  "Start a new run, or resume with --schedule none");
-    // The best so far: the best checkpoint of this run, measured again on the same split.
-    if (!cfg.checkpoint.empty() && std::filesystem::exists(cfg.checkpoint)) {
-      Generator unused_init(0), unused_drop(0);
-      auto best = build_model(cfg, data::kFashionMnistPixels, data::kFashionMnistClasses, unused_init, &unused_drop);
-      auto [state, epoch] = read_model_state(cfg.checkpoint);
-      best->load_state_dict(state, true);
-      st.best_epoch = epoch;
-      st.best_val_accuracy = evaluate_model(*best, val_ds, cfg.parallel.get()).accuracy();
-    }
-    spdlog::info("resumed from {} after epoch {} (best validation accuracy so far {:.2f}% at epoch {})", cfg.resume,
-                 st.epoch, 100 * std::max(0.0, st.best_val_accuracy), st.best_epoch);
+  // ---- the training room: fit with a progress bar, this trainer's log line, checkpoints ----
+  train::FitOptions fo;
+  fo.epochs = cfg.epochs;
+  fo.validation = &val_ds;
+  fo.generator = &gen;
+  fo.resume = cfg.resume;
+  fo.max_epochs = cfg.stop_after;
+  fo.checkpoint_extras = extras;
+  fo.parallel = cfg.parallel;
+  train::ProgressBarOptions po;
+  po.bar = cfg.progress;
+  po.epoch_lines = false;  // the log line below says more
+  auto log = std::make_shared<EpochLog>(cfg, *model, *opt, sched.get(), loader.num_batches());
+  std::vector<train::CallbackPtr> callbacks{std::make_shared<train::ProgressBar>(po), log};
+  std::shared_ptr<train::ModelCheckpoint> best_ck;
+  if (!cfg.checkpoint.empty()) {
+    train::ModelCheckpointOptions mo;
+    mo.path = cfg.checkpoint;  // the best epoch by validation accuracy; the latest to <checkpoint>.last
+    mo.monitor = "val_accuracy";
+    mo.mode = train::Mode::Max;
+    best_ck = std::make_shared<train::ModelCheckpoint>(mo);
+    callbacks.push_back(best_ck);
   }
-  spdlog::info("model: {} | optimizer {} lr {}{} | {} batches of {} per epoch", model->repr(), opt->type_name(),
-               opt->lr(0), sched ? " (cosine schedule over " + std::to_string(cfg.epochs) + " epochs)" : "",
-               loader.num_batches(), cfg.batch_size);
+  if (!cfg.resume.empty() && !cfg.checkpoint.empty() && std::filesystem::exists(cfg.checkpoint) &&
+      !holds_room_state(cfg.resume)) {
+    // A checkpoint written before the training room kept no best-so-far: measure the best
+    // checkpoint of this run again on the same split.
+    Generator unused_init(0), unused_drop(0);
+    auto best = build_model(cfg, data::kFashionMnistPixels, data::kFashionMnistClasses, unused_init, &unused_drop);
+    auto [state, epoch] = read_model_state(cfg.checkpoint);
+    best->load_state_dict(state, true);
+    const double acc = evaluate_model(*best, val_ds, par).accuracy();
+    const std::map<std::string, std::string> seeded{
+        {"monitor", "val_accuracy"}, {"best", train::format_double(acc)}, {"best_epoch", std::to_string(epoch)}};
+    log->load_state_dict(seeded);
+    best_ck->load_state_dict(seeded);
+  }
+  const train::FitResult fit = train::fit(*model, loader, layers::CrossEntropyLoss{}, *opt, sched.get(), fo, callbacks);
 
-  int run_here = 0;
-  for (int epoch = st.epoch + 1; epoch <= cfg.epochs; ++epoch) {
-    if (cfg.stop_after && run_here >= *cfg.stop_after) break;
-    model->train();
-    const auto t0 = Clock::now();
-    const double cpu0 = process_cpu_seconds();
-    Progress bar(cfg.progress, epoch, cfg.epochs, loader.num_batches());
-    double loss_sum = 0;
-    std::int64_t seen = 0, done = 0;
-    loader.reset();  // the epoch's order, the same on every rank (shared generator)
-    const std::int64_t per = cfg.batch_size / world;  // this rank's rows of each global batch
-    for (std::int64_t i = 0; i < loader.num_batches(); ++i) {
-      const data::Batch b = par ? loader.batch(i, rank * per, per) : loader.batch(i);
-      Tensor logits = par ? par->forward(b.X) : (*model)(b.X);
-      Tensor loss = layers::cross_entropy(logits, b.y);
-      opt->zero_grad();
-      loss.backward();
-      if (par) par->after_backward();  // gradients averaged over ranks
-      opt->step();
-      const double l = loss.item();
-      if (!std::isfinite(l))
-        throw std::runtime_error("training diverged: loss " + std::to_string(l) + " at epoch " +
-                                 std::to_string(epoch) + ", batch " + std::to_string(done));
-      loss_sum += l * static_cast<double>(b.size());
-      seen += b.size() * world;  // global rows
-      bar.update(++done, loss_sum * world / static_cast<double>(seen), seen);
-    }
-    bar.finish();
-    const double secs = std::chrono::duration<double>(Clock::now() - t0).count();
-    const double cpu = process_cpu_seconds() - cpu0;
+  Result result;
+  for (std::size_t i = fit.history.size() - static_cast<std::size_t>(fit.epochs_run); i < fit.history.size(); ++i) {
+    const train::EpochLogs& e = fit.history[i];
     EpochStats es;
-    es.epoch = epoch;
-    es.train_loss = loss_sum * world / static_cast<double>(seen);  // over this rank's rows
-    if (par) es.train_loss = par->mean(es.train_loss);  // equal rows per rank: the global mean
-    es.seconds = secs;
-    es.samples_per_second = static_cast<double>(seen) / secs;
-    es.cpu_seconds = cpu;
-    std::string rank_cpu;  // every rank's CPU seconds, for the log
-    if (par) {
-      std::vector<double> all(static_cast<std::size_t>(world), 0.0);
-      all[static_cast<std::size_t>(rank)] = cpu;
-      par->sum(all.data(), world);
-      for (double c : all) rank_cpu += fmt::format("{}{:.2f}", rank_cpu.empty() ? "" : ", ", c);
-      rank_cpu = " (ranks: " + rank_cpu + ")";
-    }
-    const auto v0 = Clock::now();
-    const Evaluation val = evaluate_model(*model, val_ds, par);  // split across ranks
-    es.val_accuracy = val.accuracy();
-    es.val_loss = val.mean_loss();
-    es.val_seconds = std::chrono::duration<double>(Clock::now() - v0).count();
+    es.epoch = e.epoch;
+    es.train_loss = e.get("loss");
+    es.val_accuracy = e.get("val_accuracy");
+    es.val_loss = e.get("val_loss");
+    es.seconds = e.get("seconds");
+    es.samples_per_second = e.get("samples_per_second");
+    es.cpu_seconds = e.get("cpu_seconds");
+    es.val_seconds = e.get("val_seconds");
     result.history.push_back(es);
-    ++run_here;
-    if (sched) sched->step();
-    st.epoch = epoch;
-    const bool improved = es.val_accuracy > st.best_val_accuracy;
-    if (improved) {
-      st.best_val_accuracy = es.val_accuracy;
-      st.best_epoch = epoch;
-    }
-    spdlog::info("epoch {:2d}/{}: train loss {:.4f}, validation loss {:.4f} accuracy {:.2f}%{}, {:.1f} s "
-                 "({:.0f} samples/s, CPU {:.2f} s{}; validation {:.2f} s)",
-                 epoch, cfg.epochs, es.train_loss, es.val_loss, 100 * es.val_accuracy, improved ? " (best)" : "", secs,
-                 es.samples_per_second, es.cpu_seconds, rank_cpu, es.val_seconds);
-    if (!cfg.checkpoint.empty() && rank == 0) {  // ranks hold the same state: rank 0 writes
-      if (improved) optim::save_training_checkpoint(cfg.checkpoint, *model, *opt, epoch, sched.get(), &gen, &extras);
-      optim::save_training_checkpoint(cfg.checkpoint + ".last", *model, *opt, epoch, sched.get(), &gen, &extras);
-    }
-    if (par && !cfg.checkpoint.empty()) par->barrier();  // the files exist before any rank goes on
   }
-  result.epochs_done = st.epoch;
-  result.best_epoch = st.best_epoch;
-  result.best_val_accuracy = st.best_val_accuracy;
+  result.epochs_done = fit.last_epoch;
+  result.best_epoch = log->best_epoch();
+  result.best_val_accuracy = log->best();
   result.final_state = copy_state(*model);
 
   // ---- test ------------------------------------------------------------------------------
-  if (!cfg.checkpoint.empty() && st.best_epoch > 0) {
+  if (!cfg.checkpoint.empty() && result.best_epoch > 0) {
     // The checkpoint alone: its architecture, weights, buffers and input preprocessing.
-    spdlog::info("test evaluation with the best checkpoint (epoch {}, validation accuracy {:.2f}%)", st.best_epoch,
-                 100 * st.best_val_accuracy);
+    spdlog::info("test evaluation with the best checkpoint (epoch {}, validation accuracy {:.2f}%)", result.best_epoch,
+                 100 * result.best_val_accuracy);
     result.test_accuracy = evaluate_checkpoint(cfg.checkpoint, test_raw, &result.confusion, par);
   } else {
     Evaluation test = evaluate_model(*model, test_ds, par);  // split across ranks

@@ -1,6 +1,7 @@
 #pragma once
-// Fashion-MNIST MLP trainer: the loop behind the train_fashion_mnist binary, kept in a
-// library so the tests run the same code.
+// Fashion-MNIST trainer: the data, model and checkpoint choices of the train_fashion_mnist
+// binary around the training room's fit() (tapegrad/train/fit.h), kept in a library so the
+// tests run the same code.
 //
 // Data: the training file's first `limit` images (all when 0); `val_size` of them held out
 // at random for validation (default 5,000, or a tenth with --limit); pixels /255 then
@@ -17,7 +18,6 @@
 
 #include "cnn_model.h"
 #include <tapegrad/data/fashion_mnist.h>
-#include "data_parallel_hooks.h"
 #include "evaluation.h"
 #include <tapegrad/layers/sequential.h>
 
@@ -52,8 +52,8 @@ struct Config {
   /// Stop after this many epochs in this invocation (to simulate an interruption).
   std::optional<int> stop_after;
   bool progress = true;  ///< progress bar on a terminal (ignored when stderr is not a tty)
-  /// Data-parallel runtime (data_parallel_hooks.h); null: one process. batch_size is then
-  /// the global batch and must be divisible by the world size.
+  /// Data-parallel runtime (tapegrad/train/data_parallel.h: make_mpi_data_parallel); null:
+  /// one process. batch_size is then the global batch and must be divisible by the world size.
   std::shared_ptr<DataParallel> parallel;
 };
 

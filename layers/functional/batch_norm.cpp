@@ -22,6 +22,7 @@
 #include <tapegrad/layers/functional/kernels/batch_norm_nc.h>
 #include <tapegrad/layers/functional/kernels/moments.h>
 #include <tapegrad/layers/functional/kernels/simd.h>
+#include <tapegrad/layers/functional/kernels/thresholds.h>
 
 namespace tapegrad::layers::functional {
 namespace {
@@ -36,9 +37,7 @@ Dims dims_of(const Tensor& x) {
   return {x.size(0), x.size(1), S};
 }
 
-// Elements per statistics block: the block's second pass runs from L1/L2.
-constexpr std::int64_t kBlockElems = 16384;
-// Per-thread reusable buffers for the per-channel temporaries (nv::scratch), one tag a use.
+// Per-thread reusable buffers for the per-channel temporaries (kernels::scratch), one tag a use.
 struct ThreadStatsTag {};
 struct SumPartsTag {};
 struct SumsTag {};
@@ -64,12 +63,12 @@ void write_row_maybe_streamed(T* dst, std::int64_t len, bool stream, F&& f) {
     f(dst, 0, len);
     return;
   }
-  constexpr std::int64_t kChunk = 1024;
+  constexpr std::int64_t kChunk = kernels::thresholds::kBnStreamBufferElems;
   alignas(64) T buf[kChunk];
   for (std::int64_t b = 0; b < len; b += kChunk) {
     const std::int64_t n = std::min(kChunk, len - b);
     f(buf, b, n);
-    nv::stream_copy(dst + b, buf, static_cast<std::size_t>(n) * sizeof(T));
+    kernels::stream_copy(dst + b, buf, static_cast<std::size_t>(n) * sizeof(T));
   }
 }
 
@@ -93,10 +92,10 @@ inline double fold_lanes(const double* acc) {
 
 // Statistics of channels [c0, c1) of a (N, C, S) tensor (S > 1), in blocks of rows of S.
 template <class T>
-void moments_channels(const T* x, Dims d, std::int64_t c0, std::int64_t c1, nv::PartialMoments& p) {
-  const std::int64_t G = std::max<std::int64_t>(1, kBlockElems / d.S);
+void moments_channels(const T* x, Dims d, std::int64_t c0, std::int64_t c1, kernels::PartialMoments& p) {
+  const std::int64_t G = kernels::thresholds::bn_spatial_block_rows(d.S);  // rows per statistics block
   for (std::int64_t c = c0; c < c1; ++c) {
-    nv::PartialMoments pc{0, p.mean + c, p.m2 + c};
+    kernels::PartialMoments pc{0, p.mean + c, p.m2 + c};
     for (std::int64_t b = 0; b < d.N; b += G) {
       const std::int64_t e = std::min(b + G, d.N), nb = (e - b) * d.S;
       double sl[kSumLanes] = {}, ql[kSumLanes] = {};
@@ -108,7 +107,7 @@ void moments_channels(const T* x, Dims d, std::int64_t c0, std::int64_t c1, nv::
           return u * u;
         });
       double q = fold_lanes(ql);
-      nv::merge_moments(pc, 1, nb, &bmean, &q);
+      kernels::merge_moments(pc, 1, nb, &bmean, &q);
     }
   }
 }
@@ -118,13 +117,13 @@ template <class T>
 void moments(const T* x, Dims d, double* mean, double* var) {
   const std::size_t C = static_cast<std::size_t>(d.C);
   if (d.S == 1) {
-    detail::bn_rows_moments<T>(x, d.N, d.C, mean, var);
+    kernels::bn_rows_moments<T>(x, d.N, d.C, mean, var);
     return;
   }
   // channel shares: each channel lives in exactly one thread's result
-  const int nt = nv::threads_for(d.N * d.C * d.S);
-  std::vector<nv::PartialMoments> parts(static_cast<std::size_t>(nt));
-  double* stats = nv::scratch<ThreadStatsTag, double>(2 * C * static_cast<std::size_t>(nt));
+  const int nt = kernels::threads_for(d.N * d.C * d.S);
+  std::vector<kernels::PartialMoments> parts(static_cast<std::size_t>(nt));
+  double* stats = kernels::scratch<ThreadStatsTag, double>(2 * C * static_cast<std::size_t>(nt));
   std::fill(stats, stats + 2 * C * static_cast<std::size_t>(nt), 0.0);
   for (std::size_t t = 0; t < parts.size(); ++t) {
     parts[t].mean = stats + 2 * C * t;
@@ -145,8 +144,8 @@ void moments(const T* x, Dims d, double* mean, double* var) {
 template <class T>
 void backward_sums(const T* x, const T* g, Dims d, const double* mu, double* s1, double* s2) {
   const std::int64_t C = d.C;
-  const int nt = nv::threads_for(d.N * d.C * d.S);
-  double* part = nv::scratch<SumPartsTag, double>(static_cast<std::size_t>(2 * C * nt));
+  const int nt = kernels::threads_for(d.N * d.C * d.S);
+  double* part = kernels::scratch<SumPartsTag, double>(static_cast<std::size_t>(2 * C * nt));
   std::fill(part, part + 2 * C * nt, 0.0);
   run_threads(nt, [&](int t, int n_t) {
     double* p1 = part + 2 * C * t;
@@ -180,13 +179,13 @@ void backward_sums(const T* x, const T* g, Dims d, const double* mu, double* s1,
 // the one element-wise pass, split over rows.
 template <class T, class F>
 void channel_pass(Dims d, T* out, F f) {
-  const bool stream = static_cast<std::size_t>(d.N * d.C * d.S) * sizeof(T) >= nv::kStreamBytes;
+  const bool stream = static_cast<std::size_t>(d.N * d.C * d.S) * sizeof(T) >= kernels::thresholds::kStreamBytes;
   const std::int64_t rows = d.S == 1 ? d.N : d.N * d.C, len = d.S == 1 ? d.C : d.S;
-  const int nt = nv::threads_for(rows * len);
+  const int nt = kernels::threads_for(rows * len);
   run_threads(nt, [&](int t, int n_t) {
     for (std::int64_t r = rows * t / n_t, e = rows * (t + 1) / n_t; r < e; ++r)
       write_row_maybe_streamed(out + r * len, len, stream, [&](T* o, std::int64_t b, std::int64_t n) { f(o, r, b, n); });
-    if (stream) nv::fence();
+    if (stream) kernels::fence();
   });
 }
 
@@ -195,7 +194,7 @@ Tensor forward_impl(const Tensor& x, Dims d, const double* mean, const double* r
                     const Tensor& weight, const Tensor& bias) {
   Tensor out = Tensor::empty(x.shape(), x.dtype());
   // y = (x - μ)·(γ·rstd) + β: centring first keeps float32 exact for constant channels
-  T* scale = nv::scratch<ChannelTTag, T>(static_cast<std::size_t>(3 * d.C));
+  T* scale = kernels::scratch<ChannelTTag, T>(static_cast<std::size_t>(3 * d.C));
   T* shift = scale + d.C;
   T* mu = shift + d.C;
   const T* w = weight.defined() ? weight.data<T>() : nullptr;
@@ -209,7 +208,7 @@ Tensor forward_impl(const Tensor& x, Dims d, const double* mean, const double* r
   const T* xp = x.data<T>();
   const T *a = scale, *b = shift, *u = mu;
   if (d.S == 1) {
-    detail::bn_rows_affine<T>(xp, out.data<T>(), d.N, d.C, u, a, b);
+    kernels::bn_rows_affine<T>(xp, out.data<T>(), d.N, d.C, u, a, b);
   } else {
     channel_pass<T>(d, out.data<T>(), [&](T* o, std::int64_t r, std::int64_t s0, std::int64_t n) {
       const std::int64_t c = r % d.C;
@@ -233,9 +232,9 @@ void backward_impl(const Tensor& g, const T* xp, Dims d, const double* mean, con
                    bool train, GradSink& gs) {
   const T* gp = g.data<T>();
   const bool need_sums = (train && gs.needs(0)) || gs.needs(1) || gs.needs(2);
-  double* sum_dy = nv::scratch<SumsTag, double>(static_cast<std::size_t>(2 * d.C));
+  double* sum_dy = kernels::scratch<SumsTag, double>(static_cast<std::size_t>(2 * d.C));
   double* sum_dy_xc = sum_dy + d.C;
-  T* k1 = nv::scratch<ChannelTTag, T>(static_cast<std::size_t>(4 * d.C));
+  T* k1 = kernels::scratch<ChannelTTag, T>(static_cast<std::size_t>(4 * d.C));
   T* k2 = k1 + d.C;
   T* k3 = k2 + d.C;
   T* mu = k3 + d.C;
@@ -243,7 +242,7 @@ void backward_impl(const Tensor& g, const T* xp, Dims d, const double* mean, con
   std::fill(sum_dy, sum_dy + 2 * d.C, 0.0);
   if (need_sums) {
     if (d.S == 1)
-      detail::bn_rows_sums<T>(xp, gp, d.N, d.C, mu, sum_dy, sum_dy_xc);
+      kernels::bn_rows_sums<T>(xp, gp, d.N, d.C, mu, sum_dy, sum_dy_xc);
     else
       backward_sums<T>(xp, gp, d, mean, sum_dy, sum_dy_xc);
   }
@@ -258,7 +257,7 @@ void backward_impl(const Tensor& g, const T* xp, Dims d, const double* mean, con
     Tensor gx = Tensor::empty(g.shape(), g.dtype());  // dy has x's shape and dtype
     const T *a = k1, *b = k2, *k = k3, *u = mu;
     if (d.S == 1) {
-      detail::bn_rows_dx<T>(xp, gp, gx.data<T>(), d.N, d.C, u, a, b, k);
+      kernels::bn_rows_dx<T>(xp, gp, gx.data<T>(), d.N, d.C, u, a, b, k);
     } else {
       channel_pass<T>(d, gx.data<T>(), [&](T* o, std::int64_t r, std::int64_t s0, std::int64_t n) {
         const std::int64_t c = r % d.C;
@@ -347,11 +346,11 @@ Tensor batch_norm(const Tensor& x, const Tensor& running_mean, const Tensor& run
   Tensor out = TAPEGRAD_DISPATCH_FLOAT(x.dtype(), "batch_norm", [&] {
     const scalar_t* xp = x.data<scalar_t>();
     if (training) {
-      double* var = nv::scratch<VarTag, double>(static_cast<std::size_t>(d.C));
+      double* var = kernels::scratch<VarTag, double>(static_cast<std::size_t>(d.C));
       moments<scalar_t>(xp, d, mean, var);
       // A constant channel with eps = 0 has σ² + eps = 0: like PyTorch, use rstd = 0 (output β,
       // zero gradients) instead of dividing by zero.
-      nv::inverse_std(var, eps, rstd, d.C);
+      kernels::inverse_std(var, eps, rstd, d.C);
       if (running_mean.defined()) {
         running_mean.impl()->storage->bump_version();  // in-place writes: a graph that saved them notices
         running_var.impl()->storage->bump_version();

@@ -14,30 +14,9 @@
 #include <tapegrad/core/parallel.h>
 #include <tapegrad/layers/functional/kernels/conv_dnnl.h>
 #include <tapegrad/layers/functional/kernels/im2col.h>
+#include <tapegrad/layers/functional/kernels/thresholds.h>
 
 namespace tapegrad::layers::functional {
-
-std::string Size2::str() const {
-  std::string s = "(";
-  s += std::to_string(h);
-  s += ", ";
-  s += std::to_string(w);
-  s += ")";
-  return s;
-}
-
-std::int64_t conv_output_size(std::int64_t in, std::int64_t kernel, std::int64_t stride, std::int64_t pad,
-                              std::int64_t dilation) {
-  // 128-bit: huge paddings or dilations must not wrap around into a plausible size
-  const __int128 out = (static_cast<__int128>(in) + 2 * static_cast<__int128>(pad) -
-                        static_cast<__int128>(dilation) * (kernel - 1) - 1) / stride + 1;
-  if (stride < 1 || out > std::numeric_limits<std::int64_t>::max() || out < std::numeric_limits<std::int64_t>::min())
-    throw std::invalid_argument("conv_output_size: expected stride >= 1 and a size that fits in 64 bits, got in=" +
-                                std::to_string(in) + ", kernel=" + std::to_string(kernel) + ", stride=" +
-                                std::to_string(stride) + ", padding=" + std::to_string(pad) +
-                                ", dilation=" + std::to_string(dilation));
-  return static_cast<std::int64_t>(out);
-}
 
 bool conv_onednn_available() {
 #if defined(TAPEGRAD_HAVE_DNNL)
@@ -112,12 +91,11 @@ ConvPlan plan(const Tensor& x, const Tensor& w, const Tensor& b, Size2 s, Size2 
          (w.defined() ? shape_of(w) : std::string("undefined")));
   tapegrad::kernels::check_floating(x, "conv2d");
   tapegrad::kernels::check_same_dtype(x, w, "conv2d");
-  if (s.h < 1 || s.w < 1) fail("expected stride >= 1, got " + s.str());
-  if (d.h < 1 || d.w < 1) fail("expected dilation >= 1, got " + d.str());
-  if (p.h < 0 || p.w < 0) fail("expected padding >= 0, got " + p.str());
-  if (groups < 1) fail("expected groups >= 1, got " + std::to_string(groups));
   const std::int64_t O = w.size(0), Cg = w.size(1), kh = w.size(2), kw = w.size(3);
   if (kh < 1 || kw < 1) fail("expected a kernel of at least 1x1, got weight shape " + shape_of(w));
+  const WindowGeometry win{{kh, kw}, s, p, d};
+  check_window_args("conv2d", win, PaddingLimit::NonNegative);
+  if (groups < 1) fail("expected groups >= 1, got " + std::to_string(groups));
   if (O % groups != 0)
     fail("expected out_channels divisible by groups=" + std::to_string(groups) + ", got " + std::to_string(O));
   if (x.size(1) != Cg * groups)
@@ -130,15 +108,7 @@ ConvPlan plan(const Tensor& x, const Tensor& w, const Tensor& b, Size2 s, Size2 
       fail("expected bias of shape (" + std::to_string(O) + "), got " + shape_of(b));
   }
   const std::int64_t H = x.size(2), W = x.size(3);
-  // The padded input and the dilated kernel stay below 2^62, so the index arithmetic of the
-  // kernels (sums of two such sizes) cannot overflow.
-  constexpr __int128 kMaxExtent = __int128{1} << 62;
-  const __int128 ekh128 = static_cast<__int128>(d.h) * (kh - 1) + 1, ekw128 = static_cast<__int128>(d.w) * (kw - 1) + 1;
-  if (H + 2 * static_cast<__int128>(p.h) >= kMaxExtent || W + 2 * static_cast<__int128>(p.w) >= kMaxExtent ||
-      ekh128 >= kMaxExtent || ekw128 >= kMaxExtent || s.h >= kMaxExtent || s.w >= kMaxExtent)
-    fail("expected the padded input size, the dilated kernel size and the stride below 2^62, got input " +
-         shape_of(x) + ", kernel (" + std::to_string(kh) + ", " + std::to_string(kw) + "), stride " + s.str() +
-         ", padding " + p.str() + ", dilation " + d.str());
+  check_window_extent("conv2d", x.shape(), win);
   const std::int64_t ekh = d.h * (kh - 1) + 1, ekw = d.w * (kw - 1) + 1;
   if (ekh > H + 2 * p.h || ekw > W + 2 * p.w)
     fail("kernel size (dilated) (" + std::to_string(ekh) + ", " + std::to_string(ekw) +
@@ -266,16 +236,15 @@ void backward_impl(const Tensor& gy_in, const Tensor& x, const Tensor& w, bool h
   }
 }
 
-namespace dnnl_conv = kernels::dnnl_conv;
 
-dnnl_conv::Shape dnnl_shape(const ConvPlan& pl, bool bias) {
+kernels::DnnlConvShape dnnl_shape(const ConvPlan& pl, bool bias) {
   const ConvGeom& g = pl.geom;
   return {pl.N, pl.Cin, g.H, g.W, pl.Cout, g.kh, g.kw, g.sh, g.sw, g.ph, g.pw, g.dh, g.dw, pl.G, g.OH, g.OW, bias};
 }
 
 // oneDNN for a float32 convolution when the backend (and, for Auto, the measured rule) says so.
-bool use_dnnl(const Tensor& x, const ConvPlan& pl, const dnnl_conv::Shape& sh) {
-  if (x.dtype() != Dtype::Float32 || pl.N == 0 || !dnnl_conv::supports(sh)) return false;
+bool use_dnnl(const Tensor& x, const ConvPlan& pl, const kernels::DnnlConvShape& sh) {
+  if (x.dtype() != Dtype::Float32 || pl.N == 0 || !kernels::dnnl_conv_supports(sh)) return false;
   switch (conv_backend()) {
     case ConvBackend::Im2col: return false;
     case ConvBackend::OneDNN: return true;
@@ -285,16 +254,16 @@ bool use_dnnl(const Tensor& x, const ConvPlan& pl, const dnnl_conv::Shape& sh) {
   // Conv(32→64) on 14×14 1.6-2.4× faster than im2col, im2col runs Conv(1→32) on 28×28 1.8×
   // faster (oneDNN's reorders and its kernel for one input channel). Grouped convolutions
   // were not measured and stay on im2col.
-  return pl.G == 1 && pl.Cin >= 16;
+  return pl.G == 1 && pl.Cin >= kernels::thresholds::kConvDnnlMinInChannels;
 }
 
-void dnnl_backward(const Tensor& gy_in, const Tensor& x, const Tensor& w, const dnnl_conv::Shape& sh, GradSink& gs) {
+void dnnl_backward(const Tensor& gy_in, const Tensor& x, const Tensor& w, const kernels::DnnlConvShape& sh, GradSink& gs) {
   const Tensor gy = gy_in.detach();
   const bool need_x = gs.needs(0), need_w = gs.needs(1), need_b = sh.bias && gs.needs(2);
   Tensor dx = need_x ? Tensor::empty(x.shape(), Dtype::Float32) : Tensor();
   Tensor dw = need_w || need_b ? Tensor::empty(w.shape(), Dtype::Float32) : Tensor();
   Tensor db = (need_w || need_b) && sh.bias ? Tensor::empty({sh.O}, Dtype::Float32) : Tensor();
-  dnnl_conv::backward(sh, x.data<float>(), gy.data<float>(), w.data<float>(), need_x ? dx.data<float>() : nullptr,
+  kernels::dnnl_conv_backward(sh, x.data<float>(), gy.data<float>(), w.data<float>(), need_x ? dx.data<float>() : nullptr,
                       dw.defined() ? dw.data<float>() : nullptr, db.defined() ? db.data<float>() : nullptr);
   if (need_x) gs.add(0, dx);
   if (need_w) gs.add(1, dw);
@@ -306,10 +275,10 @@ void dnnl_backward(const Tensor& gy_in, const Tensor& x, const Tensor& w, const 
 Tensor conv2d(const Tensor& x, const Tensor& weight, const Tensor& bias, Size2 stride, Size2 padding, Size2 dilation,
               std::int64_t groups) {
   const ConvPlan pl = plan(x, weight, bias, stride, padding, dilation, groups);
-  const dnnl_conv::Shape sh = dnnl_shape(pl, bias.defined());
+  const kernels::DnnlConvShape sh = dnnl_shape(pl, bias.defined());
   if (use_dnnl(x, pl, sh)) {
     Tensor y = Tensor::empty({pl.N, pl.Cout, pl.geom.OH, pl.geom.OW}, Dtype::Float32);
-    dnnl_conv::forward(sh, x.data<float>(), weight.data<float>(), bias.defined() ? bias.data<float>() : nullptr,
+    kernels::dnnl_conv_forward(sh, x.data<float>(), weight.data<float>(), bias.defined() ? bias.data<float>() : nullptr,
                        y.data<float>());
     if (autograd::needs_grad({&x, &weight, &bias}))
       autograd::record("conv2d", y, {x, weight, bias}, [x = x.detach(), weight = weight.detach(), sh](const Tensor& gy, GradSink& gs) {

@@ -6,23 +6,9 @@
 #include <string>
 
 #include <tapegrad/core/tensor.h>
+#include <tapegrad/layers/functional/window.h>  // Size2, conv_output_size
 
 namespace tapegrad::layers::functional {
-
-/// An (h, w) pair of sizes; an int converts to (v, v), like PyTorch's int-or-tuple args.
-struct Size2 {
-  std::int64_t h = 0, w = 0;
-  Size2() = default;
-  Size2(std::int64_t v) : h(v), w(v) {}  // NOLINT: implicit on purpose (int or pair)
-  Size2(std::int64_t h_, std::int64_t w_) : h(h_), w(w_) {}
-  bool operator==(const Size2&) const = default;
-  std::string str() const;  ///< "(h, w)"
-};
-
-/// Output size of one spatial dim of a convolution:
-/// floor((in + 2·pad − dilation·(kernel − 1) − 1) / stride) + 1.
-std::int64_t conv_output_size(std::int64_t in, std::int64_t kernel, std::int64_t stride, std::int64_t pad,
-                              std::int64_t dilation);
 
 /// Which implementation float32 conv2d runs. float64 always runs im2col + GEMM (oneDNN has no
 /// float64 convolution).

@@ -46,7 +46,7 @@ double row_centered_sumsq(const T* x, std::int64_t n, double mu) {
 template <class T>
 void forward_rows(const T* x, T* y, const T* w, const T* b, const Rows& d, double eps, double* mean, double* rstd,
                   double* var) {
-  parallel_for(d.R, std::max<std::int64_t>(1, kParallelGrain / std::max<std::int64_t>(d.K, 1)),
+  parallel_for(d.R, parallel_rows_grain(d.K),
                [&](std::int64_t rb, std::int64_t re) {
                  for (std::int64_t r = rb; r < re; ++r) {
                    const T* xr = x + r * d.K;
@@ -170,7 +170,7 @@ void backward_impl(const Tensor& g, const T* xp, const T* wp, const TensorImpl* 
   thread_local std::vector<double> sums;
   sums.assign(static_cast<std::size_t>(2 * d.C), 0.0);
   if (d.S == 1) {  // LayerNorm (and GroupNorm on (N, C)): the per-row kernel
-    ln_rows_backward<T>(gp, xp, gxp, d.R, d.K, d.G, wp, mean, rstd, sums.data(), sums.data() + d.C);
+    kernels::ln_rows_backward<T>(gp, xp, gxp, d.R, d.K, d.G, wp, mean, rstd, sums.data(), sums.data() + d.C);
   } else {
     // Fixed row chunks per thread and an ordered merge: the result does not depend on timing.
     const int nt =
@@ -247,7 +247,7 @@ Tensor grouped_norm(const Tensor& x, std::int64_t C, std::int64_t S, std::int64_
     const scalar_t* wp = weight.defined() ? weight.data<scalar_t>() : nullptr;
     const scalar_t* bp = bias.defined() ? bias.data<scalar_t>() : nullptr;
     if (d.S == 1)  // LayerNorm (and GroupNorm on (N, C)): the per-row kernel
-      ln_rows_forward<scalar_t>(x.data<scalar_t>(), out.data<scalar_t>(), d.R, d.K, d.G, wp, bp, eps, mean, rstd,
+      kernels::ln_rows_forward<scalar_t>(x.data<scalar_t>(), out.data<scalar_t>(), d.R, d.K, d.G, wp, bp, eps, mean, rstd,
                                 group_var ? var.data() : nullptr);
     else
       forward_rows<scalar_t>(x.data<scalar_t>(), out.data<scalar_t>(), wp, bp, d, eps, mean, rstd, var.data());

@@ -19,7 +19,7 @@ struct LrnDims {
   std::int64_t lo(std::int64_t c) const { return std::max<std::int64_t>(0, c - size / 2); }
   std::int64_t hi(std::int64_t c) const { return std::min<std::int64_t>(C - 1, c + (size - 1) / 2); }
   // samples per thread chunk: small inputs stay serial
-  std::int64_t grain() const { return std::max<std::int64_t>(1, kParallelGrain / std::max<std::int64_t>(C * S, 1)); }
+  std::int64_t grain() const { return parallel_rows_grain(C * S); }
 };
 
 // D[n, c, s] = k + alpha/size · Σ_{c' in window(c)} x[n, c', s]²

@@ -1,6 +1,6 @@
 #pragma once
 // Loss functions with their tape nodes (PyTorch 1.13 semantics and names, F.mse_loss ...).
-// layers/loss.h has them under tapegrad::layers too, with the module-style wrappers.
+// layers/losses.h has them under tapegrad::layers too, with the module-style wrappers.
 //
 // Shapes: N batch, C classes. Every loss returns a scalar (shape {}) for Mean and Sum,
 // and per-element/per-sample values for None. Mean over zero elements throws (PyTorch

@@ -16,43 +16,25 @@ namespace tapegrad::layers::functional {
 
 namespace {
 
-std::int64_t floor_div(std::int64_t a, std::int64_t b) {
-  std::int64_t q = a / b;
-  if ((a % b != 0) && ((a < 0) != (b < 0))) --q;
-  return q;
-}
-
 struct PoolGeom {
   std::int64_t N, C, H, W, OH, OW;
   Size2 k, s, p, d;
   std::int64_t planes() const { return N * C; }
 };
 
+// The geometry of a pool, after every check of window.h. taps_inside_only: the op reads only
+// inside the input (max pooling ignores the padding), so each window needs a tap there.
 PoolGeom pool_geom(const Tensor& x, const char* op, Size2 k, std::optional<Size2> stride, Size2 p, Size2 d,
-                   bool ceil_mode) {
+                   bool ceil_mode, bool taps_inside_only) {
   const std::string o = op;
   if (!x.defined() || x.dim() != 4)
     throw std::invalid_argument(o + ": expected a 4-D input (N, C, H, W), got shape " +
                                 (x.defined() ? shape_str(x.shape()) : std::string("undefined")));
   kernels::check_floating(x, op);
   const Size2 s = stride.value_or(k);
-  if (k.h < 1 || k.w < 1) throw std::invalid_argument(o + ": expected kernel_size >= 1, got " + k.str());
-  if (s.h < 1 || s.w < 1) throw std::invalid_argument(o + ": expected stride >= 1, got " + s.str());
-  if (d.h < 1 || d.w < 1) throw std::invalid_argument(o + ": expected dilation >= 1, got " + d.str());
-  if (p.h < 0 || p.w < 0 || p.h > k.h / 2 || p.w > k.w / 2)
-    throw std::invalid_argument(o + ": expected 0 <= padding <= kernel_size/2 (kernel_size " + k.str() +
-                                "), got padding " + p.str());
-  // The padded input, the dilated window and the stride stay below 2^62, so the window
-  // arithmetic (sums of two such sizes) cannot overflow.
-  constexpr __int128 kMaxExtent = __int128{1} << 62;
-  const auto too_big = [&](std::int64_t in, std::int64_t kk, std::int64_t ss, std::int64_t pp, std::int64_t dd) {
-    return in + 2 * static_cast<__int128>(pp) >= kMaxExtent || static_cast<__int128>(dd) * (kk - 1) + 1 >= kMaxExtent ||
-           ss >= kMaxExtent;
-  };
-  if (too_big(x.size(2), k.h, s.h, p.h, d.h) || too_big(x.size(3), k.w, s.w, p.w, d.w))
-    throw std::invalid_argument(o + ": expected the padded input size, the dilated kernel size and the stride below "
-                                "2^62, got input " + shape_str(x.shape()) + ", kernel_size " + k.str() + ", stride " +
-                                s.str() + ", padding " + p.str() + ", dilation " + d.str());
+  const WindowGeometry win{k, s, p, d};
+  check_window_args(o, win, PaddingLimit::HalfKernel);
+  check_window_extent(o, x.shape(), win);
   PoolGeom g{x.size(0), x.size(1), x.size(2), x.size(3), 0, 0, k, s, p, d};
   g.OH = pool_output_size(g.H, k.h, s.h, p.h, d.h, ceil_mode);
   g.OW = pool_output_size(g.W, k.w, s.w, p.w, d.w, ceil_mode);
@@ -60,12 +42,13 @@ PoolGeom pool_geom(const Tensor& x, const char* op, Size2 k, std::optional<Size2
     throw std::invalid_argument(o + ": input of shape " + shape_str(x.shape()) + " gives output size (" +
                                 std::to_string(g.OH) + ", " + std::to_string(g.OW) +
                                 "), expected at least (1, 1): the kernel is larger than the padded input");
+  if (taps_inside_only) check_window_taps(o, x.shape(), win, ceil_mode, g.OH, g.OW);
   return g;
 }
 
 template <class F>
 void over_planes(std::int64_t planes, std::int64_t plane_size, F&& f) {
-  parallel_for(planes, std::max<std::int64_t>(1, kParallelGrain / std::max<std::int64_t>(plane_size, 1)), f);
+  parallel_for(planes, parallel_rows_grain(plane_size), f);
 }
 
 // ---- the window walk every pool shares ------------------------------------------------
@@ -215,17 +198,9 @@ Window adaptive_window(std::int64_t i, std::int64_t j, std::int64_t H, std::int6
 
 }  // namespace
 
-std::int64_t pool_output_size(std::int64_t in, std::int64_t kernel, std::int64_t stride, std::int64_t pad,
-                              std::int64_t dilation, bool ceil_mode) {
-  std::int64_t out =
-      floor_div(in + 2 * pad - dilation * (kernel - 1) - 1 + (ceil_mode ? stride - 1 : 0), stride) + 1;
-  if (ceil_mode && (out - 1) * stride >= in + pad) --out;
-  return out;
-}
-
 Tensor max_pool2d(const Tensor& x, Size2 kernel_size, std::optional<Size2> stride, Size2 padding, Size2 dilation,
                   bool ceil_mode) {
-  const PoolGeom g = pool_geom(x, "max_pool2d", kernel_size, stride, padding, dilation, ceil_mode);
+  const PoolGeom g = pool_geom(x, "max_pool2d", kernel_size, stride, padding, dilation, ceil_mode, true);
   Tensor y = Tensor::empty({g.N, g.C, g.OH, g.OW}, x.dtype());
   Tensor idx = Tensor::empty({g.N, g.C, g.OH, g.OW}, Dtype::Int64);
   TAPEGRAD_DISPATCH_FLOAT(x.dtype(), "max_pool2d",
@@ -251,7 +226,7 @@ Tensor max_pool2d(const Tensor& x, Size2 kernel_size, std::optional<Size2> strid
 
 Tensor avg_pool2d(const Tensor& x, Size2 kernel_size, std::optional<Size2> stride, Size2 padding, bool ceil_mode,
                   bool count_include_pad) {
-  const PoolGeom g = pool_geom(x, "avg_pool2d", kernel_size, stride, padding, 1, ceil_mode);
+  const PoolGeom g = pool_geom(x, "avg_pool2d", kernel_size, stride, padding, 1, ceil_mode, false);
   auto window = [g, count_include_pad](std::int64_t i, std::int64_t j) { return avg_window(g, i, j, count_include_pad); };
   Tensor y = Tensor::empty({g.N, g.C, g.OH, g.OW}, x.dtype());
   TAPEGRAD_DISPATCH_FLOAT(x.dtype(), "avg_pool2d", [&] {

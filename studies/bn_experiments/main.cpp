@@ -5,6 +5,9 @@
 #include <malloc.h>
 
 #include <chrono>
+#include <cmath>
+#include <stdexcept>
+#include <utility>
 #include <filesystem>
 #include <iostream>
 
@@ -34,12 +37,18 @@ int main(int argc, char** argv) {
   int threads = 2;
   bool quiet = false;
 
+  // CLI11 reads "-1" into an unsigned seed as 2^64 - 1: refuse a sign.
+  const CLI::Validator non_negative(
+      [](std::string& v) {
+        return v.find('-') == std::string::npos ? std::string() : "expected an integer >= 0, got " + v;
+      },
+      "UINT");
   auto* conv = app.add_subcommand("convergence", "Experiment 1: normalised vs plain net [50,128,64,32,1] at --lr");
   auto* lr = app.add_subcommand("learning-rate", "Experiment 2: the same nets at each learning rate");
   auto* depth = app.add_subcommand("depth", "Experiment 3: 5-, 10- and 15-layer nets at lr 0.01");
   auto* all = app.add_subcommand("all", "All three experiments, reported under both evaluation policies");
   for (auto* sc : {conv, lr, depth, all}) {
-    sc->add_option("--seed", o.seed, "First seed (runs use seed..seed+K-1)")->capture_default_str();
+    sc->add_option("--seed", o.seed, "First seed (runs use seed..seed+K-1)")->capture_default_str()->check(non_negative);
     sc->add_option("--seeds", o.seeds, "K: seeds per configuration (mean ± std, crash count)")->capture_default_str();
     sc->add_option("--epochs", o.epochs, "Epochs per run")->capture_default_str();
     sc->add_option("--batch", o.batch, "Minibatch size (remainder dropped)")->capture_default_str();
@@ -82,8 +91,13 @@ int main(int argc, char** argv) {
   try {
     o.norm = tapegrad::models::parse_norm(norm);
     if (!lrs.empty()) o.lrs = lrs;
-    if (grad_clip >= 0) o.grad_clip = grad_clip;
-    if (act_clip >= 0) o.act_clip = act_clip;
+    CLI::App* sc = app.get_subcommands().front();
+    for (auto [flag, value] : {std::pair<const char*, double>{"--grad-clip", grad_clip}, {"--act-clip", act_clip}})
+      if (sc->count(flag) > 0 && !(value >= 0 && std::isfinite(value)))
+        throw std::invalid_argument(std::string(flag) + ": expected a finite number >= 0 (0: off), got " +
+                                    std::to_string(value));
+    if (sc->count("--grad-clip") > 0) o.grad_clip = grad_clip;
+    if (sc->count("--act-clip") > 0) o.act_clip = act_clip;
     o.threads = threads;
     std::vector<std::string> exps;
     if (all->parsed()) {

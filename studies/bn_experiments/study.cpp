@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <atomic>
+#include <cmath>
 #include <cstdio>
 #include <exception>
 #include <filesystem>
@@ -9,6 +10,7 @@
 #include <mutex>
 #include <stdexcept>
 #include <thread>
+#include <utility>
 
 #include <spdlog/spdlog.h>
 
@@ -55,11 +57,20 @@ Resolved resolve(const StudyOptions& o) {
   if (o.act_clip) r.act_clip = *o.act_clip > 0 ? std::optional<double>(*o.act_clip) : std::nullopt;
   if (r.lrs.empty()) throw std::invalid_argument("the learning-rate list is empty");
   for (double lr : r.lrs)
-    if (!(lr > 0)) throw std::invalid_argument("learning rates must be > 0, got " + fmt_num(lr));
+    if (!(lr > 0 && std::isfinite(lr)))
+      throw std::invalid_argument("--lrs: learning rates must be finite and > 0, got " + fmt_num(lr));
   if (r.policies.empty()) throw std::invalid_argument("no evaluation policy");
   if (o.seeds < 1) throw std::invalid_argument("--seeds must be >= 1, got " + std::to_string(o.seeds));
   if (o.threads < 1) throw std::invalid_argument("--threads must be >= 1, got " + std::to_string(o.threads));
   if (o.epochs < 1) throw std::invalid_argument("--epochs must be >= 1, got " + std::to_string(o.epochs));
+  if (o.batch < 2) throw std::invalid_argument("--batch must be >= 2 (BatchNorm refuses 1), got " + std::to_string(o.batch));
+  for (auto [flag, lr] : {std::pair<const char*, double>{"--lr", o.lr}, {"--depth-lr", o.depth_lr}})
+    if (!(lr > 0 && std::isfinite(lr)))
+      throw std::invalid_argument(std::string(flag) + ": expected a finite number > 0, got " + fmt_num(lr));
+  if (!(o.bn_momentum >= 0 && o.bn_momentum <= 1))
+    throw std::invalid_argument("--bn-momentum: expected a number in [0, 1] (PyTorch convention), got " +
+                                fmt_num(o.bn_momentum));
+  if (std::isnan(o.target_loss)) throw std::invalid_argument("--target-loss: expected a number, got nan");
   return r;
 }
 

@@ -11,7 +11,7 @@
 #include <tapegrad/core/autograd.h>
 #include <tapegrad/core/ops.h>
 #include <tapegrad/debug/buffers.h>
-#include <tapegrad/layers/loss.h>
+#include <tapegrad/layers/losses.h>
 #include <tapegrad/models/evaluate.h>
 #include <tapegrad/optim/sgd.h>
 

@@ -7,7 +7,7 @@
 
 #include "kit/run.h"
 #include <tapegrad/core/ops.h>
-#include <tapegrad/layers/loss.h>
+#include <tapegrad/layers/losses.h>
 #include <tapegrad/optim/clip_grad.h>
 
 namespace chapter {

@@ -13,7 +13,7 @@
 #include <tapegrad/core/random.h>
 #include <tapegrad/debug/mode_audit.h>
 #include <tapegrad/layers/batch_norm.h>
-#include <tapegrad/layers/loss.h>
+#include <tapegrad/layers/losses.h>
 #include <tapegrad/models/evaluate.h>
 #include <tapegrad/models/mlp.h>
 #include <tapegrad/optim/sgd.h>

@@ -46,7 +46,13 @@ int main(int argc, char** argv) {
   int small_batch_epochs = 10;
 #ifdef MODE_BUGS_HAVE_CLI11
   CLI::App app{"Module-mode bugs: reproduce, measure, detect"};
-  app.add_option("--seed", seed, "data seed (weights and shuffling use fixed seeds)");
+  // CLI11 reads "-1" into an unsigned seed as 2^64 - 1: refuse a sign.
+  const CLI::Validator non_negative(
+      [](std::string& v) {
+        return v.find('-') == std::string::npos ? std::string() : "expected an integer >= 0, got " + v;
+      },
+      "UINT");
+  app.add_option("--seed", seed, "data seed (weights and shuffling use fixed seeds)")->check(non_negative);
   app.add_option("--epochs", epochs, "training epochs at batch 32")->check(CLI::Range(2, 1000));
   app.add_option("--small-batch-epochs", small_batch_epochs, "training epochs at batch 2")->check(CLI::Range(1, 1000));
   CLI11_PARSE(app, argc, argv);

@@ -35,16 +35,37 @@ double scaled_lr(const BatchSizeOptions& o, std::int64_t m) {
   return o.base_lr * static_cast<double>(o.replicas * m) / static_cast<double>(o.ref_batch);
 }
 
-void check_batch_size_options(const BatchSizeOptions& o, const StudyData& d) {
+void check_batch_size_options(const BatchSizeOptions& o) {
   if (o.replicas < 1) throw std::invalid_argument("--replicas must be >= 1, got " + std::to_string(o.replicas));
   if (o.seeds < 1) throw std::invalid_argument("--seeds must be >= 1, got " + std::to_string(o.seeds));
   if (o.epochs < 1) throw std::invalid_argument("--epochs must be >= 1, got " + std::to_string(o.epochs));
   if (o.model != "mlp" && o.model != "cnn")
     throw std::invalid_argument("--model: expected mlp or cnn, got '" + o.model + "'");
   if (o.ms.empty()) throw std::invalid_argument("--ms: expected at least one per-replica batch size, got none");
-  for (auto m : o.ms) {
-    if (m < 2) throw std::invalid_argument("per-replica batch m must be >= 2 (BatchNorm refuses 1), got " +
+  for (auto m : o.ms)
+    if (m < 2) throw std::invalid_argument("--ms: per-replica batch m must be >= 2 (BatchNorm refuses 1), got " +
                                            std::to_string(m));
+  check_sizes(o.train_size, o.test_size);
+  if (!(std::isfinite(o.base_lr) && o.base_lr > 0))
+    throw std::invalid_argument("--base-lr: expected a finite number > 0, got " + fmt9(o.base_lr));
+  if (o.ref_batch < 1)  // the lr is base_lr · R·m / ref_batch: 0 gives inf, < 0 a negative lr
+    throw std::invalid_argument("--ref-batch: expected a global batch >= 1, got " + std::to_string(o.ref_batch));
+  if (!(o.bn_momentum >= 0 && o.bn_momentum <= 1))
+    throw std::invalid_argument("--bn-momentum: expected a number in [0, 1] (PyTorch convention), got " +
+                                fmt9(o.bn_momentum));
+  if (!(o.sgd_momentum >= 0 && o.sgd_momentum < 1))
+    throw std::invalid_argument("SGD momentum: expected a number in [0, 1), got " + fmt9(o.sgd_momentum));
+  for (auto c : o.channels)
+    if (c < 1) throw std::invalid_argument("--channels: expected widths >= 1, got " + std::to_string(c));
+  if (o.channels.empty()) throw std::invalid_argument("--channels: expected at least one conv width, got none");
+  if (o.head < 1) throw std::invalid_argument("--head: expected a width >= 1, got " + std::to_string(o.head));
+  if (o.groups < 1) throw std::invalid_argument("--groups: expected >= 1, got " + std::to_string(o.groups));
+  check_threads(o.threads);
+}
+
+void check_batch_size_options(const BatchSizeOptions& o, const StudyData& d) {
+  check_batch_size_options(o);
+  for (auto m : o.ms) {
     if (m > d.train.size() / o.replicas)  // R·m itself may overflow
       throw std::invalid_argument("global batch " + std::to_string(o.replicas) + "·" + std::to_string(m) +
                                   " exceeds the " + std::to_string(d.train.size()) + " training images");
@@ -274,10 +295,16 @@ std::string batch_size_summary(const BatchSizeResult& r) {
   for (K k : {K::Group, K::Layer, K::None, K::Batch, K::Sync}) {
     if (!has(o, k)) continue;
     double mn = 1e9, mx = -1e9;
+    int with_runs = 0;
     for (auto m : o.ms) {
       const auto s = acc_stats(r, k, m);
       if (s.n == 0) continue;
+      ++with_runs;
       mn = std::min(mn, s.mean), mx = std::max(mx, s.mean);
+    }
+    if (with_runs == 0) {
+      md << "- " << kind_name(k) << ": all runs crashed (no accuracy at any m)\n";
+      continue;
     }
     md << "- " << kind_name(k) << ": mean from " << fmt4(mn) << " to " << fmt4(mx) << " (range " << fmt4(mx - mn)
        << " points); " << kind_name(k) << "(m = " << lo << ") − " << kind_name(k) << "(m = " << hi

@@ -57,9 +57,12 @@ BatchSizeOptions with_cnn_defaults(BatchSizeOptions o, const std::vector<std::st
 /// Linear scaling (Goyal et al. 2017): base_lr · R·m / ref_batch.
 double scaled_lr(const BatchSizeOptions& o, std::int64_t m);
 
-/// Checks the options against the data: replicas, seeds and epochs >= 1, model mlp or cnn,
-/// a non-empty --ms with every m >= 2 and R·m at most the training images. Throws
-/// std::invalid_argument naming the flag and the value.
+/// Checks every option before any data is read: replicas, seeds and epochs >= 1, model mlp
+/// or cnn, a non-empty --ms with every m >= 2, --train-size >= 1, --test-size in
+/// [0, 10000], --base-lr finite > 0, --ref-batch >= 1, --bn-momentum in [0, 1], widths and
+/// groups >= 1, --threads >= 1. Throws std::invalid_argument naming the flag and the value.
+void check_batch_size_options(const BatchSizeOptions& o);
+/// The same, and R·m at most the training images of `d`.
 void check_batch_size_options(const BatchSizeOptions& o, const StudyData& d);
 
 /// A run's model settings from the options: norm `kind`, with per-replica statistics over

@@ -21,7 +21,7 @@
 #include <tapegrad/layers/group_norm.h>
 #include <tapegrad/layers/layer_norm.h>
 #include <tapegrad/layers/linear.h>
-#include <tapegrad/layers/loss.h>
+#include <tapegrad/layers/losses.h>
 #include <tapegrad/layers/pooling.h>
 #include <tapegrad/models/cnn.h>
 #include <tapegrad/models/evaluate.h>
@@ -75,19 +75,36 @@ const std::vector<NormKind>& all_kinds() {
   return k;
 }
 
+void check_sizes(std::int64_t train_size, std::int64_t test_size) {
+  if (train_size < 1 || train_size > 60000)
+    throw std::invalid_argument("--train-size: expected 1..60000 (the Fashion-MNIST training images), got " +
+                                std::to_string(train_size));
+  if (test_size < 0 || test_size > 10000)
+    throw std::invalid_argument("--test-size: expected 0 (all) .. 10000 (the Fashion-MNIST test images), got " +
+                                std::to_string(test_size));
+}
+
+void check_threads(int threads) {
+  if (threads < 1) throw std::invalid_argument("--threads must be >= 1, got " + std::to_string(threads));
+}
+
 StudyData load_data(const std::string& dir, std::int64_t train_size, std::int64_t test_size,
                     std::uint64_t subset_seed) {
+  check_sizes(train_size, test_size);
   data::Dataset full = data::load_fashion_mnist(dir, true);
-  data::Dataset test = data::load_fashion_mnist(dir, false, test_size > 0 ? test_size : 0);
-  if (train_size <= 0 || train_size > full.size())
-    throw std::invalid_argument("train size must be in 1.." + std::to_string(full.size()) + ", got " +
-                                std::to_string(train_size));
+  data::Dataset test = data::load_fashion_mnist(dir, false, test_size);
+  if (train_size > full.size())
+    throw std::invalid_argument("--train-size: expected 1.." + std::to_string(full.size()) + " (the images in " + dir +
+                                "), got " + std::to_string(train_size));
+  if (test_size > test.size())
+    throw std::invalid_argument("--test-size: expected 0 (all) .. " + std::to_string(test.size()) +
+                                " (the test images in " + dir + "), got " + std::to_string(test_size));
   Generator g(subset_seed);
   std::vector<std::int64_t> perm = data::randperm(full.size(), g);
   perm.resize(static_cast<std::size_t>(train_size));
   std::sort(perm.begin(), perm.end());
   data::Dataset train = full.take(perm);
-  const auto st = data::Standardizer::fit(train.X);
+  const auto st = data::Standardizer::fit(train.X, data::Standardizer::Scope::Global);
   return {st.transform(train), st.transform(test)};
 }
 

@@ -33,9 +33,17 @@ struct StudyData {
 };
 /// `train_size` training images drawn at random (Generator(subset_seed), fixed across runs)
 /// from the 60,000, all 10,000 test images (or the first `test_size` when > 0).
-/// Throws std::runtime_error when the files are missing (names the Debian package).
+/// Throws std::runtime_error when the files are missing (names the Debian package),
+/// std::invalid_argument naming --train-size or --test-size when it is out of range
+/// (check_sizes) or exceeds the images the files hold.
 StudyData load_data(const std::string& dir, std::int64_t train_size, std::int64_t test_size,
                     std::uint64_t subset_seed = 1234);
+
+/// Throws std::invalid_argument naming the option: --train-size < 1 or above 60,000,
+/// --test-size < 0 or above 10,000 (0 means all).
+void check_sizes(std::int64_t train_size, std::int64_t test_size);
+/// Throws std::invalid_argument naming --threads unless threads >= 1.
+void check_threads(int threads);
 
 struct ModelConfig {
   std::string arch = "mlp";                    ///< "mlp" or "cnn"

@@ -78,11 +78,22 @@ GapRun train_gap(const GapOptions& o, const StudyData& d, std::optional<double> 
 }
 }  // namespace
 
+void check_gap_options(const GapOptions& o) {
+  if (o.seeds < 1) throw std::invalid_argument("--seeds must be >= 1, got " + std::to_string(o.seeds));
+  if (o.epochs < 1) throw std::invalid_argument("--epochs must be >= 1, got " + std::to_string(o.epochs));
+  if (o.drop_epoch < 0)
+    throw std::invalid_argument("--drop-epoch: expected >= 0 (0: never), got " + std::to_string(o.drop_epoch));
+  if (o.batch < 2) throw std::invalid_argument("--batch: expected >= 2 (BatchNorm refuses 1), got " + std::to_string(o.batch));
+  if (!(std::isfinite(o.lr) && o.lr > 0)) throw std::invalid_argument("--lr: expected a finite number > 0, got " + fmt9(o.lr));
+  check_sizes(o.train_size, o.test_size);
+  if (o.batch > o.train_size)
+    throw std::invalid_argument("--batch " + std::to_string(o.batch) + " exceeds --train-size " +
+                                std::to_string(o.train_size));
+  check_threads(o.threads);
+}
+
 GapResult run_gap(const GapOptions& o, const StudyData& d) {
-  if (o.seeds < 1 || o.epochs < 1 || o.batch < 2)
-    throw std::invalid_argument("train-eval-gap: expected seeds >= 1, epochs >= 1, batch >= 2, got " +
-                                std::to_string(o.seeds) + ", " + std::to_string(o.epochs) + ", " +
-                                std::to_string(o.batch));
+  check_gap_options(o);
   GapResult r;
   r.options = o;
   for (const auto& m : o.momenta)

@@ -44,6 +44,10 @@ struct GapResult {
   double seconds = 0;
 };
 
+/// Throws std::invalid_argument naming the option: seeds, epochs >= 1, drop epoch >= 0,
+/// batch in 2..train size, lr finite > 0, sizes (check_sizes), threads >= 1.
+void check_gap_options(const GapOptions& o);
+/// Checks the options (check_gap_options), then trains every (momentum, seed).
 GapResult run_gap(const GapOptions& o, const StudyData& data);
 std::string momentum_name(const std::optional<double>& m);
 std::string gap_csv(const GapResult& r);

@@ -41,6 +41,12 @@ int main(int argc, char** argv) {
   std::string data_dir = tapegrad::data::kFashionMnistDir, out;
   bool quick = false, quiet = false;
 
+  // CLI11 reads "-1" into an unsigned seed as 2^64 - 1: refuse a sign.
+  const CLI::Validator non_negative(
+      [](std::string& v) {
+        return v.find('-') == std::string::npos ? std::string() : "expected an integer >= 0, got " + v;
+      },
+      "UINT");
   BatchSizeOptions bo;
   std::vector<std::string> norms;
   auto* bs = app.add_subcommand("batch-size", "Test accuracy against the per-replica batch m for each norm");
@@ -48,7 +54,7 @@ int main(int argc, char** argv) {
   bs->add_option("--norms", norms, "Subset of batch, sync, renorm, group, layer, none (default: all)");
   bs->add_option("--replicas", bo.replicas, "R virtual replicas (global batch R·m)")->capture_default_str();
   bs->add_option("--seeds", bo.seeds, "Seeds per configuration")->capture_default_str();
-  bs->add_option("--seed", bo.seed, "First seed")->capture_default_str();
+  bs->add_option("--seed", bo.seed, "First seed")->capture_default_str()->check(non_negative);
   bs->add_option("--epochs", bo.epochs, "Epochs (the same for every m and norm)")->capture_default_str();
   bs->add_option("--train-size", bo.train_size, "Training images (fixed random subset)")->capture_default_str();
   bs->add_option("--test-size", bo.test_size, "Test images (0: all 10,000)")->capture_default_str();
@@ -66,7 +72,7 @@ int main(int argc, char** argv) {
   GapOptions go;
   auto* gap = app.add_subcommand("train-eval-gap", "Train-mode vs eval-mode accuracy and loss over training");
   gap->add_option("--seeds", go.seeds, "Seeds")->capture_default_str();
-  gap->add_option("--seed", go.seed, "First seed")->capture_default_str();
+  gap->add_option("--seed", go.seed, "First seed")->capture_default_str()->check(non_negative);
   gap->add_option("--epochs", go.epochs, "Epochs")->capture_default_str();
   gap->add_option("--drop-epoch", go.drop_epoch, "Epoch after which the lr drops ×0.1")->capture_default_str();
   gap->add_option("--batch", go.batch, "Minibatch size")->capture_default_str();
@@ -77,7 +83,7 @@ int main(int argc, char** argv) {
   BugOptions mo;
   auto* mb = app.add_subcommand("mode-bugs", "The mode-bug table on Fashion-MNIST, with each detector's verdict");
   mb->add_option("--seeds", mo.seeds, "Seeds (rows: mean ± std over them)")->capture_default_str();
-  mb->add_option("--seed", mo.seed, "First seed")->capture_default_str();
+  mb->add_option("--seed", mo.seed, "First seed")->capture_default_str()->check(non_negative);
   mb->add_option("--epochs", mo.epochs, "Epochs of each training")->capture_default_str();
   mb->add_option("--train-size", mo.train_size, "Training images")->capture_default_str();
   mb->add_option("--threads", mo.threads, "Worker threads (each run single-threaded)")->capture_default_str();
@@ -86,7 +92,7 @@ int main(int argc, char** argv) {
     sc->add_option("--data", data_dir, "Fashion-MNIST directory (Debian: dataset-fashion-mnist)")
         ->capture_default_str();
     sc->add_option("--out", out, "Output directory (CSV, summary.md, PNG)");
-    sc->add_flag("--quick", quick, "Small settings for a smoke test (< 2 minutes)");
+    sc->add_flag("--quick", quick, "Small settings for a smoke test (< 2 minutes); options given explicitly are kept");
     sc->add_flag("-q,--quiet", quiet, "Only warnings");
   }
   CLI11_PARSE(app, argc, argv);
@@ -96,6 +102,8 @@ int main(int argc, char** argv) {
     return 1;
   }
   if (world > 1 && bs->get_option("--replicas")->count() == 0) bo.replicas = world;  // R = the ranks
+  // --quick changes only the settings the command line did not give.
+  auto given = [](CLI::App* sc, const char* flag) { return sc->count(flag) > 0; };
   try {
     const auto t0 = std::chrono::steady_clock::now();
     std::vector<std::string> pngs;
@@ -111,12 +119,13 @@ int main(int argc, char** argv) {
         bo = with_cnn_defaults(bo, keep);
       }
       if (quick) {
-        bo.ms = {2, 8, 32};
-        bo.seeds = 2;
-        bo.epochs = 1;
-        bo.train_size = 2048;
-        bo.test_size = 2000;
+        if (!given(bs, "--ms")) bo.ms = {2, 8, 32};
+        if (!given(bs, "--seeds")) bo.seeds = 2;
+        if (!given(bs, "--epochs")) bo.epochs = 1;
+        if (!given(bs, "--train-size")) bo.train_size = 2048;
+        if (!given(bs, "--test-size")) bo.test_size = 2000;
       }
+      check_batch_size_options(bo);  // every option, before the data is read
       if (out.empty()) out = "norm_study_batch_size";
       const StudyData d = load_data(data_dir, bo.train_size, bo.test_size);
 #ifdef NORM_STUDY_MPI
@@ -128,14 +137,29 @@ int main(int argc, char** argv) {
       pngs = write_batch_size(r, out);
       std::cout << batch_size_summary(r);
     } else if (gap->parsed()) {
-      if (quick) go = quick_gap_options(go);
+      if (quick) {
+        const GapOptions q = quick_gap_options(go);
+        if (!given(gap, "--seeds")) go.seeds = q.seeds;
+        if (!given(gap, "--epochs")) go.epochs = q.epochs;
+        if (!given(gap, "--drop-epoch")) go.drop_epoch = q.drop_epoch;
+        if (!given(gap, "--train-size")) go.train_size = q.train_size;
+        go.test_size = q.test_size;
+      }
+      check_gap_options(go);
       if (out.empty()) out = "norm_study_gap";
       const StudyData d = load_data(data_dir, go.train_size, go.test_size);
       const GapResult r = run_gap(go, d);
       pngs = write_gap(r, out);
       std::cout << gap_summary(r);
     } else {
-      if (quick) mo = quick_bug_options(mo);
+      if (quick) {
+        const BugOptions q = quick_bug_options(mo);
+        if (!given(mb, "--seeds")) mo.seeds = q.seeds;
+        if (!given(mb, "--epochs")) mo.epochs = q.epochs;
+        if (!given(mb, "--train-size")) mo.train_size = q.train_size;
+        mo.test_size = q.test_size;
+      }
+      check_bug_options(mo);
       if (out.empty()) out = "norm_study_mode_bugs";
       const StudyData d = load_data(data_dir, mo.train_size, mo.test_size);
       const BugResult r = run_mode_bugs(mo, d);

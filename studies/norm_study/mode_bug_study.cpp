@@ -410,12 +410,18 @@ BugResult run_one_seed(const BugOptions& o, const StudyData& d) {
 
 }  // namespace
 
-BugResult run_mode_bugs(const BugOptions& o, const StudyData& d) {
-  if (o.epochs < 1 || o.batch < 2 || o.small_batch < 2)
-    throw std::invalid_argument("mode-bugs: expected epochs >= 1 and batches >= 2, got epochs " +
-                                std::to_string(o.epochs) + ", batches " + std::to_string(o.batch) + " and " +
-                                std::to_string(o.small_batch));
+void check_bug_options(const BugOptions& o) {
+  if (o.epochs < 1) throw std::invalid_argument("--epochs must be >= 1, got " + std::to_string(o.epochs));
   if (o.seeds < 1) throw std::invalid_argument("--seeds must be >= 1, got " + std::to_string(o.seeds));
+  if (o.batch < 2 || o.small_batch < 2)
+    throw std::invalid_argument("mode-bugs: expected batches >= 2, got " + std::to_string(o.batch) + " and " +
+                                std::to_string(o.small_batch));
+  check_sizes(o.train_size, o.test_size);
+  check_threads(o.threads);
+}
+
+BugResult run_mode_bugs(const BugOptions& o, const StudyData& d) {
+  check_bug_options(o);
   const auto t0 = std::chrono::steady_clock::now();
   BugResult r;
   for (int s = 0; s < o.seeds; ++s) {

@@ -51,6 +51,9 @@ struct BugResult {
 /// Every row on each of o.seeds seeds (seed by seed; each seed's trainings in parallel on
 /// o.threads workers). Throws std::invalid_argument for epochs < 1, batches < 2, seeds < 1.
 BugResult run_mode_bugs(const BugOptions& o, const StudyData& data);
+/// Throws std::invalid_argument naming the option: epochs, seeds >= 1, batches >= 2,
+/// sizes (check_sizes), threads >= 1.
+void check_bug_options(const BugOptions& o);
 /// One line per (seed, bug).
 std::string mode_bugs_csv(const BugResult& r);
 /// Markdown: accuracies mean ± sample std over seeds (Δ paired), the first seed's detector

@@ -10,8 +10,8 @@
 using namespace tapegrad;
 
 TEST_CASE("post-accumulate-grad hook fires once, after the last contribution", "[autograd][hooks]") {
-  Tensor w = Tensor::from_vector({2.0, 3.0}, {2}).requires_grad_();
-  Tensor v = Tensor::from_vector({1.0, 1.0}, {2}).requires_grad_();
+  Tensor w = Tensor::from_vector({2.0, 3.0}, {2}, Dtype::Float64).requires_grad_();
+  Tensor v = Tensor::from_vector({1.0, 1.0}, {2}, Dtype::Float64).requires_grad_();
   std::vector<std::vector<double>> seen;
   int v_calls = 0;
   autograd::set_post_accumulate_grad_hook(w, [&] { seen.push_back(w.grad().to_vector()); });

@@ -9,7 +9,7 @@ using ops_test::leaf;
 using ops_test::require_gradcheck;
 
 TEST_CASE("tensor basics: shape, dtype, views share storage", "[core]") {
-  Tensor t = Tensor::from_vector({1, 2, 3, 4, 5, 6}, {2, 3});
+  Tensor t = Tensor::from_vector({1, 2, 3, 4, 5, 6}, {2, 3}, Dtype::Float64);
   REQUIRE(t.dtype() == Dtype::Float64);
   REQUIRE(t.shape() == Shape{2, 3});
   REQUIRE(t.numel() == 6);
@@ -24,19 +24,19 @@ TEST_CASE("tensor basics: shape, dtype, views share storage", "[core]") {
 }
 
 TEST_CASE("broadcasting add/mul and shape errors naming both shapes", "[core]") {
-  Tensor a = Tensor::from_vector({1, 2, 3, 4, 5, 6}, {2, 3});
-  Tensor b = Tensor::from_vector({10, 20, 30}, {3});
-  Tensor c = Tensor::from_vector({100, 200}, {2, 1});
+  Tensor a = Tensor::from_vector({1, 2, 3, 4, 5, 6}, {2, 3}, Dtype::Float64);
+  Tensor b = Tensor::from_vector({10, 20, 30}, {3}, Dtype::Float64);
+  Tensor c = Tensor::from_vector({100, 200}, {2, 1}, Dtype::Float64);
   REQUIRE((a + b).to_vector() == std::vector<double>{11, 22, 33, 14, 25, 36});
   REQUIRE((a * c).to_vector() == std::vector<double>{100, 200, 300, 800, 1000, 1200});
   REQUIRE((b + c).shape() == Shape{2, 3});
-  Tensor bad = Tensor::from_vector({1, 2}, {2});
+  Tensor bad = Tensor::from_vector({1, 2}, {2}, Dtype::Float64);
   REQUIRE_THROWS_WITH(a + bad, Catch::Contains("[2, 3]") && Catch::Contains("[2]"));
   REQUIRE_THROWS_WITH(a + a.to(Dtype::Float32), Catch::Contains("float64") && Catch::Contains("float32"));
 }
 
 TEST_CASE("sum and mean over axes", "[core]") {
-  Tensor x = Tensor::from_vector({1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12}, {2, 3, 2});
+  Tensor x = Tensor::from_vector({1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12}, {2, 3, 2}, Dtype::Float64);
   REQUIRE(sum(x).item() == 78);
   REQUIRE(sum(x, {0}).to_vector() == std::vector<double>{8, 10, 12, 14, 16, 18});
   REQUIRE(sum(x, {0, 2}).to_vector() == std::vector<double>{1 + 2 + 7 + 8, 3 + 4 + 9 + 10, 5 + 6 + 11 + 12});
@@ -45,11 +45,11 @@ TEST_CASE("sum and mean over axes", "[core]") {
 }
 
 TEST_CASE("matmul and linear values", "[core]") {
-  Tensor a = Tensor::from_vector({1, 2, 3, 4, 5, 6}, {2, 3});
-  Tensor b = Tensor::from_vector({1, 0, 0, 1, 1, 1}, {3, 2});
+  Tensor a = Tensor::from_vector({1, 2, 3, 4, 5, 6}, {2, 3}, Dtype::Float64);
+  Tensor b = Tensor::from_vector({1, 0, 0, 1, 1, 1}, {3, 2}, Dtype::Float64);
   REQUIRE(matmul(a, b).to_vector() == std::vector<double>{4, 5, 10, 11});
-  Tensor w = Tensor::from_vector({1, 0, 1, 0, 1, 0}, {2, 3});
-  Tensor bias = Tensor::from_vector({0.5, -0.5}, {2});
+  Tensor w = Tensor::from_vector({1, 0, 1, 0, 1, 0}, {2, 3}, Dtype::Float64);
+  Tensor bias = Tensor::from_vector({0.5, -0.5}, {2}, Dtype::Float64);
   REQUIRE(linear(a, w, bias).to_vector() == std::vector<double>{4.5, 1.5, 10.5, 4.5});
   REQUIRE_THROWS_WITH(matmul(a, a), Catch::Contains("[2, 3] @ [2, 3]"));
 }

@@ -6,7 +6,7 @@
 #include <thread>
 
 #include <tapegrad/core/core.h>
-#include <tapegrad/layers/loss.h>
+#include <tapegrad/layers/losses.h>
 #include "test_errors_support.h"
 
 using namespace tapegrad;
@@ -58,7 +58,7 @@ TEST_CASE("errors: mixing float32 and float64 names both dtypes", "[errors]") {
 }
 
 TEST_CASE("errors: construction and shape ops name the sizes", "[errors]") {
-  CHECK_THAT(thrown<std::invalid_argument>([&] { Tensor::from_vector({1, 2, 3}, {2, 2}); }),
+  CHECK_THAT(thrown<std::invalid_argument>([&] { Tensor::from_vector({1, 2, 3}, {2, 2}, Dtype::Float64); }),
              Contains("3 values") && Contains("[2, 2]") && Contains("expected 4"));
   CHECK_THAT(thrown<std::invalid_argument>([&] { Tensor::zeros({2, -1}); }), Contains("negative") && Contains("[2, -1]"));
   CHECK_THAT(thrown<std::invalid_argument>([&] { reshape(f64({2, 3}), {4}); }), Contains("[4]") && Contains("[2, 3]"));

@@ -6,7 +6,7 @@ using namespace ops_test;
 namespace {
 // x = torch.tensor([3,1,4,1,5,9,2,6,5,3,5,8,9,7,9,3,2,3,8,4,6,2,6,4.]).reshape(2,3,4)
 Tensor x234() {
-  return Tensor::from_vector({3, 1, 4, 1, 5, 9, 2, 6, 5, 3, 5, 8, 9, 7, 9, 3, 2, 3, 8, 4, 6, 2, 6, 4}, {2, 3, 4});
+  return Tensor::from_vector({3, 1, 4, 1, 5, 9, 2, 6, 5, 3, 5, 8, 9, 7, 9, 3, 2, 3, 8, 4, 6, 2, 6, 4}, {2, 3, 4}, Dtype::Float64);
 }
 std::vector<double> ints(const Tensor& t) {
   REQUIRE(t.dtype() == Dtype::Int64);
@@ -17,7 +17,7 @@ std::vector<double> ints(const Tensor& t) {
 TEST_CASE("maximum/minimum broadcast (2,3) with (3); ties split the gradient", "[ops]") {
   // a = [[1,5,-2],[0.5,2,3]], b = [2,2,-1], g = [[1,2,3],[4,5,6]]
   const std::vector<double> av = {1, 5, -2, 0.5, 2, 3}, bv = {2, 2, -1}, gv = {1, 2, 3, 4, 5, 6};
-  Tensor g = Tensor::from_vector(gv, {2, 3});
+  Tensor g = Tensor::from_vector(gv, {2, 3}, Dtype::Float64);
   {
     Tensor a = leaf(av, {2, 3}), b = leaf(bv, {3});
     Tensor y = maximum(a, b);  // torch.maximum(a, b); y.backward(g)
@@ -36,7 +36,7 @@ TEST_CASE("maximum/minimum broadcast (2,3) with (3); ties split the gradient", "
     require_close(b.grad(), {0.0, 4.5, 6.0});
   }
   // (2,1) with (1,3) -> (2,3); NaN propagates
-  Tensor c = Tensor::from_vector({0, 10}, {2, 1}), d = Tensor::from_vector({-1, 5, NAN}, {1, 3});
+  Tensor c = Tensor::from_vector({0, 10}, {2, 1}, Dtype::Float64), d = Tensor::from_vector({-1, 5, NAN}, {1, 3}, Dtype::Float64);
   Tensor m = maximum(c, d);
   REQUIRE(m.shape() == Shape{2, 3});
   auto mv = m.to_vector();
@@ -94,7 +94,7 @@ TEST_CASE("max/min/argmax/argmin over every axis match torch (ties to the first)
   // int64 input: argmax works, the index of the first maximum
   REQUIRE(ints(argmax(Tensor::from_int64({2, 7, 7, 1}, {2, 2}), 1)) == std::vector<double>{1, 0});
   // NaN wins, like torch.max(tensor([1., nan, 3.]), 0) -> (nan, 1)
-  Tensor n = Tensor::from_vector({1, NAN, 3}, {3});
+  Tensor n = Tensor::from_vector({1, NAN, 3}, {3}, Dtype::Float64);
   REQUIRE(std::isnan(max(n, 0).item()));
   REQUIRE(argmax(n, 0).item() == 1);
   REQUIRE(argmin(n, 0).item() == 1);
@@ -106,7 +106,7 @@ TEST_CASE("max/min gradient goes to the arg position only", "[ops]") {
     Tensor x = x234();
     x.requires_grad_();
     Tensor v = max(x, 1);
-    v.backward(Tensor::from_vector(seq(8, 1), {2, 4}));
+    v.backward(Tensor::from_vector(seq(8, 1), {2, 4}, Dtype::Float64));
     require_close(x.grad(), {0.0, 0.0, 0.0, 0.0, 1.0, 2.0, 0.0, 0.0, 0.0, 0.0, 3.0, 4.0,
                              5.0, 6.0, 7.0, 0.0, 0.0, 0.0, 0.0, 8.0, 0.0, 0.0, 0.0, 0.0});
   }
@@ -115,7 +115,7 @@ TEST_CASE("max/min gradient goes to the arg position only", "[ops]") {
     Tensor x = x234();
     x.requires_grad_();
     Tensor v = min(x, 2, true);
-    v.backward(Tensor::from_vector(seq(6, 1), {2, 3, 1}));
+    v.backward(Tensor::from_vector(seq(6, 1), {2, 3, 1}, Dtype::Float64));
     require_close(x.grad(), {0.0, 1.0, 0.0, 0.0, 0.0, 0.0, 2.0, 0.0, 0.0, 3.0, 0.0, 0.0,
                              0.0, 0.0, 0.0, 4.0, 5.0, 0.0, 0.0, 0.0, 0.0, 6.0, 0.0, 0.0});
   }

@@ -1,7 +1,7 @@
 // softmax, log_softmax, logsumexp: values and gradients against PyTorch 1.13, stability, gradcheck.
 #include "test_ops_support.h"
 
-#include <tapegrad/layers/loss.h>
+#include <tapegrad/layers/losses.h>
 
 using namespace ops_test;
 
@@ -9,7 +9,7 @@ namespace {
 // x = torch.tensor([...]).reshape(2,3,4) (below); g = torch.linspace(-1, 1.3, 24).reshape(2,3,4)
 const std::vector<double> kX = {0.5, -1.2, 3.0, 0.0,  2.2,  -0.7, 1.1, -3.0, 0.3, 0.9,  -0.4, 1.6,
                                 -2.0, 0.1, 0.8, 2.5, 1.3, -1.1, 0.6, -0.2, 0.05, -0.9, 2.1,  0.4};
-Tensor g24() { return Tensor::from_vector(seq(24, -1.0, 0.1), {2, 3, 4}); }
+Tensor g24() { return Tensor::from_vector(seq(24, -1.0, 0.1), {2, 3, 4}, Dtype::Float64); }
 }  // namespace
 
 TEST_CASE("softmax and log_softmax over dim 1 and dim -1 match torch, with gradients", "[ops]") {
@@ -55,12 +55,12 @@ TEST_CASE("softmax and log_softmax over dim 1 and dim -1 match torch, with gradi
                   1e-10, 1e-14);
   }
   // torch.softmax(x, -1)[0, 0] and torch.log_softmax(x, 1)[0, 0] (spot values of the other pairings)
-  require_close(narrow(softmax(Tensor::from_vector(kX, {2, 3, 4}), -1), 0, 0, 1).to(Dtype::Float64),
+  require_close(narrow(softmax(Tensor::from_vector(kX, {2, 3, 4}, Dtype::Float64), -1), 0, 0, 1).to(Dtype::Float64),
                 {0.07157320992250206, 0.013075246216408829, 0.8719401976290433, 0.043411346232045976,
                  0.7176634134550408, 0.03948815192496906, 0.23888939816724236, 0.003959036452747805,
                  0.14310244555715027, 0.26074965643154274, 0.07106257140029111, 0.5250853266110158},
                 1e-12, 1e-15);
-  require_close(narrow(log_softmax(Tensor::from_vector(kX, {2, 3, 4}), 1), 0, 0, 1),
+  require_close(narrow(log_softmax(Tensor::from_vector(kX, {2, 3, 4}, Dtype::Float64), 1), 0, 0, 1),
                 {-1.9868708509571085, -2.380923997705562, -0.16800446221997503, -1.7922292743128583,
                  -0.28687085095710835, -1.8809239977055618, -2.068004462219975, -4.792229274312858,
                  -2.1868708509571086, -0.28092399770556176, -3.568004462219975, -0.19222927431285827});
@@ -98,7 +98,7 @@ TEST_CASE("logsumexp over dim 0 matches torch and its gradient is softmax", "[op
   sum(y).backward();
   NoGradGuard ng;
   require_close(x.grad(), softmax(x.detach(), 0).to_vector());
-  REQUIRE(logsumexp(Tensor::from_vector({1000, 1000}, {2}), 0).item() == Approx(1000 + std::log(2.0)).epsilon(1e-15));
+  REQUIRE(logsumexp(Tensor::from_vector({1000, 1000}, {2}, Dtype::Float64), 0).item() == Approx(1000 + std::log(2.0)).epsilon(1e-15));
 }
 
 TEST_CASE("gradcheck: softmax, log_softmax, logsumexp over every axis", "[ops][gradcheck]") {

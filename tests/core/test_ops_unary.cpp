@@ -20,27 +20,27 @@ TEST_CASE("exp/log/sqrt/rsqrt/abs values and gradients match torch", "[ops]") {
   // torch.exp(x), x = tensor([-2.5,-1,-0.3,0,0.4,1.7,3], dtype=float64); its grad is the same
   const std::vector<double> e = {0.0820849986238988, 0.36787944117144233, 0.7408182206817179, 1.0,
                                  1.4918246976412703, 5.473947391727199,   20.085536923187668};
-  require_close(exp(Tensor::from_vector(kX, sx)), e);
+  require_close(exp(Tensor::from_vector(kX, sx, Dtype::Float64)), e);
   require_close(grad_of(exp, kX), e);
   // torch.log(p), p = tensor([0.25,0.5,1,2,9]); grad: 1/p
-  require_close(log(Tensor::from_vector(kP, sp)),
+  require_close(log(Tensor::from_vector(kP, sp, Dtype::Float64)),
                 {-1.3862943611198906, -0.6931471805599453, 0.0, 0.6931471805599453, 2.1972245773362196});
   require_close(grad_of(log, kP), {4.0, 2.0, 1.0, 0.5, 0.1111111111111111});
   // torch.sqrt(p) and its grad
-  require_close(sqrt(Tensor::from_vector(kP, sp)), {0.5, 0.7071067811865476, 1.0, 1.4142135623730951, 3.0});
+  require_close(sqrt(Tensor::from_vector(kP, sp, Dtype::Float64)), {0.5, 0.7071067811865476, 1.0, 1.4142135623730951, 3.0});
   require_close(grad_of(sqrt, kP), {1.0, 0.7071067811865475, 0.5, 0.35355339059327373, 0.16666666666666666});
   // torch.rsqrt(p) and its grad
-  require_close(rsqrt(Tensor::from_vector(kP, sp)), {2.0, 1.414213562373095, 1.0, 0.7071067811865475,
+  require_close(rsqrt(Tensor::from_vector(kP, sp, Dtype::Float64)), {2.0, 1.414213562373095, 1.0, 0.7071067811865475,
                                                      0.3333333333333333});
   require_close(grad_of(rsqrt, kP),
                 {-4.0, -1.4142135623730947, -0.5, -0.17677669529663684, -0.018518518518518517});
   // torch.abs(x); its grad is sign(x) with sign(0) = 0
-  require_close(abs(Tensor::from_vector(kX, sx)), {2.5, 1.0, 0.3, 0.0, 0.4, 1.7, 3.0});
+  require_close(abs(Tensor::from_vector(kX, sx, Dtype::Float64)), {2.5, 1.0, 0.3, 0.0, 0.4, 1.7, 3.0});
   require_close(grad_of(abs, kX), {-1, -1, -1, 0, 1, 1, 1});
 }
 
 TEST_CASE("unary edge values follow torch: log(0) = -inf, sqrt(-1) = NaN, float32 path", "[ops]") {
-  Tensor z = Tensor::from_vector({0.0, -1.0}, {2});
+  Tensor z = Tensor::from_vector({0.0, -1.0}, {2}, Dtype::Float64);
   auto l = log(z).to_vector();
   REQUIRE(std::isinf(l[0]));
   REQUIRE(l[0] < 0);
@@ -66,14 +66,14 @@ TEST_CASE("clamp: values, inclusive-bound gradient, one-sided, min > max, NaN", 
   require_close(y2, {0.0, 0.0, 0.0, 0.0, 0.4, 1.7, 3.0});
   sum(y2).backward();
   require_close(x2.grad(), {0, 0, 0, 1, 1, 1, 1});
-  require_close(clamp_max(Tensor::from_vector(kX, {7}), 0.0), {-2.5, -1.0, -0.3, 0.0, 0.0, 0.0, 0.0});
+  require_close(clamp_max(Tensor::from_vector(kX, {7}, Dtype::Float64), 0.0), {-2.5, -1.0, -0.3, 0.0, 0.0, 0.0, 0.0});
   // torch.clamp(x, 1.0, 0.0) is 0 everywhere with zero gradient
   Tensor x3 = leaf(kX, {7});
   Tensor y3 = clamp(x3, 1.0, 0.0);
   require_close(y3, {0, 0, 0, 0, 0, 0, 0});
   sum(y3).backward();
   require_close(x3.grad(), {0, 0, 0, 0, 0, 0, 0});
-  REQUIRE(std::isnan(clamp(Tensor::from_vector({NAN}, {1}), 0.0, 1.0).item()));
+  REQUIRE(std::isnan(clamp(Tensor::from_vector({NAN}, {1}, Dtype::Float64), 0.0, 1.0).item()));
   REQUIRE_THROWS_WITH(clamp(x, std::nullopt, std::nullopt), Catch::Contains("at least one"));
 }
 

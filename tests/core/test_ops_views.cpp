@@ -4,7 +4,7 @@
 using namespace ops_test;
 
 namespace {
-Tensor arange24() { return Tensor::from_vector(seq(24), {2, 3, 4}); }  // torch.arange(24.).reshape(2,3,4)
+Tensor arange24() { return Tensor::from_vector(seq(24), {2, 3, 4}, Dtype::Float64); }  // torch.arange(24.).reshape(2,3,4)
 }  // namespace
 
 TEST_CASE("unsqueeze, squeeze and flatten are views with the right shapes", "[ops]") {
@@ -23,7 +23,7 @@ TEST_CASE("unsqueeze, squeeze and flatten are views with the right shapes", "[op
   REQUIRE(f.shares_storage_with(x));
   REQUIRE(flatten(x).shape() == Shape{24});
   REQUIRE(flatten(x, 0, 1).shape() == Shape{6, 4});
-  REQUIRE(flatten(Tensor::scalar(3.0)).shape() == Shape{1});
+  REQUIRE(flatten(Tensor::scalar(3.0, Dtype::Float64)).shape() == Shape{1});
   REQUIRE(f.to_vector() == x.to_vector());
   REQUIRE(unsqueeze(Tensor::from_int64({1, 2}, {2}), 0).shape() == Shape{1, 2});
   REQUIRE_THROWS_WITH(unsqueeze(x, 4), Catch::Contains("unsqueeze") && Catch::Contains("axis 4"));
@@ -74,8 +74,8 @@ TEST_CASE("gradcheck: narrow and slice along each axis", "[ops][gradcheck]") {
 }
 
 TEST_CASE("cat and stack match torch, with gradcheck", "[ops]") {
-  Tensor a = Tensor::from_vector({1, 2, 3, 4}, {2, 2});
-  Tensor b = Tensor::from_vector({5, 6, 7, 8, 9, 10}, {2, 3});
+  Tensor a = Tensor::from_vector({1, 2, 3, 4}, {2, 2}, Dtype::Float64);
+  Tensor b = Tensor::from_vector({5, 6, 7, 8, 9, 10}, {2, 3}, Dtype::Float64);
   // torch.cat([a, b], 1)
   Tensor c = cat({a, b}, 1);
   REQUIRE(c.shape() == Shape{2, 5});
@@ -110,11 +110,11 @@ TEST_CASE("where with broadcasting and an int64 condition matches torch", "[ops]
   Tensor A = leaf({1, 2, 3, 4, 5, 6}, {2, 3}), B = leaf({-1, -2, -3}, {3});
   Tensor y = where(cond, A, B);
   REQUIRE(y.to_vector() == std::vector<double>{1, -2, 3, -1, -2, 6});
-  y.backward(Tensor::from_vector({1, 2, 3, 4, 5, 6}, {2, 3}));
+  y.backward(Tensor::from_vector({1, 2, 3, 4, 5, 6}, {2, 3}, Dtype::Float64));
   require_close(A.grad(), {1, 0, 3, 0, 0, 6});
   require_close(B.grad(), {4, 7, 0});
   // a float condition (nonzero = true) broadcasting along rows
-  Tensor fc = Tensor::from_vector({0.0, 1.0}, {2, 1});
+  Tensor fc = Tensor::from_vector({0.0, 1.0}, {2, 1}, Dtype::Float64);
   REQUIRE(where(fc, A.detach(), B.detach()).to_vector() == std::vector<double>{-1, -2, -3, 4, 5, 6});
   REQUIRE_THROWS_WITH(where(Tensor::zeros({4}), A, B),
                       Catch::Contains("[4]") && Catch::Contains("[2, 3]") && Catch::Contains("[3]"));
@@ -125,7 +125,7 @@ TEST_CASE("where with broadcasting and an int64 condition matches torch", "[ops]
 TEST_CASE("masked_fill matches torch; the mask broadcasts and blocks the gradient", "[ops]") {
   // X.masked_fill(tensor([0., 1., 0.]).bool(), -7.5); y.backward(2 * ones(2, 3))
   Tensor X = leaf({1, 2, 3, 4, 5, 6}, {2, 3});
-  Tensor y = masked_fill(X, Tensor::from_vector({0, 1, 0}, {3}), -7.5);
+  Tensor y = masked_fill(X, Tensor::from_vector({0, 1, 0}, {3}, Dtype::Float64), -7.5);
   REQUIRE(y.to_vector() == std::vector<double>{1, -7.5, 3, 4, -7.5, 6});
   y.backward(Tensor::full({2, 3}, 2.0, Dtype::Float64));
   require_close(X.grad(), {2, 0, 2, 2, 0, 2});

@@ -13,7 +13,7 @@
 #include <tapegrad/core/safetensors.h>
 #include <tapegrad/core/core.h>
 #include <tapegrad/layers/linear.h>
-#include <tapegrad/layers/loss.h>
+#include <tapegrad/layers/losses.h>
 #include "test_errors_support.h"
 
 using namespace tapegrad;
@@ -43,7 +43,7 @@ TEST_CASE("reliability: a shape whose element or byte count overflows is refused
   // overflow (every op takes partial products such as the extent before an axis)
   CHECK(Tensor::zeros({kBig, 0, 4}).numel() == 0);
   CHECK_THAT(thrown<std::invalid_argument>([] { Tensor::zeros({kMax, 0, kMax}); }), Contains("overflow"));
-  CHECK_THAT(thrown<std::invalid_argument>([] { Tensor::from_vector({1.0}, {kBig, kBig, 4}); }), Contains("overflow"));
+  CHECK_THAT(thrown<std::invalid_argument>([] { Tensor::from_vector({1.0}, {kBig, kBig, 4}, Dtype::Float64); }), Contains("overflow"));
   CHECK_THAT(thrown<std::invalid_argument>([] { Tensor::full({-1, 3}, 1.0); }), Contains("[-1, 3]"));
 }
 
@@ -112,7 +112,7 @@ TEST_CASE("reliability: a million chained ops tear down and run backward without
   CHECK(w.grad().item() == 1.0);
   // a long-lived accumulator over a long run (total = total + loss): two nodes a step,
   // 300,000 steps (140,000 chained nodes overflowed the stack before)
-  Tensor total = Tensor::scalar(0.0);
+  Tensor total = Tensor::scalar(0.0, Dtype::Float64);
   for (int i = 0; i < 300000; ++i) total = total + mul(w, 1.0);
   total = Tensor();
   CHECK(autograd::tape_size() == 0);
@@ -260,7 +260,7 @@ TEST_CASE("reliability: relu and every selection propagate NaN like PyTorch", "[
   }
   // the loss sees the NaN (a finite-loss guard fires); the gradient passes where the
   // input is not <= 0, as PyTorch's threshold_backward does
-  Tensor w = Tensor::from_vector({nan, 1.0, -1.0}, {3});
+  Tensor w = Tensor::from_vector({nan, 1.0, -1.0}, {3}, Dtype::Float64);
   w.requires_grad_();
   Tensor loss = sum(relu(w));
   CHECK(std::isnan(loss.item()));

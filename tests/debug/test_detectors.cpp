@@ -12,7 +12,7 @@
 #include <tapegrad/layers/dropout.h>
 #include <tapegrad/layers/functional/batch_norm.h>
 #include <tapegrad/layers/linear.h>
-#include <tapegrad/layers/loss.h>
+#include <tapegrad/layers/losses.h>
 #include <tapegrad/layers/sequential.h>
 #include <tapegrad/optim/adam.h>
 #include <tapegrad/optim/sgd.h>
@@ -109,7 +109,7 @@ TEST_CASE("ModeAudit: BatchNorm forward in train mode under no-grad fires, eval-
   Generator g(4);
   Tensor x = randn({8, 4}, Dtype::Float32, g);
   ModeAudit audit(*net, quiet());
-  (*net)(x);  // training forward with gradients: fine
+  sum((*net)(x)).backward();  // training forward with gradients, reaching backward(): fine
   {
     NoGradGuard ng;
     net->eval();
@@ -248,12 +248,12 @@ TEST_CASE("ModeAudit: Dropout active inside a no-grad evaluation fires", "[debug
 
 TEST_CASE("batch_dependence: exact value for a one-channel BatchNorm, zero in eval mode, buffers restored", "[debug]") {
   BatchNorm1d bn(1, f64());
-  Tensor x = Tensor::from_vector({0, 2, 4}, {3, 1});
+  Tensor x = Tensor::from_vector({0, 2, 4}, {3, 1}, Dtype::Float64);
   BatchDependenceOptions o;
   o.max_samples = 1;
   o.trials = 3;
   o.companions = 1;
-  o.pool = Tensor::from_vector({10}, {1, 1});
+  o.pool = Tensor::from_vector({10}, {1, 1}, Dtype::Float64);
   const auto before = snapshot_buffers(bn);
   auto r = batch_dependence(bn, x, o);
   // torch: BatchNorm1d(1) in train mode, float64: output of 0 in [0, 2, 4] is -1.2247425750014138,
@@ -299,7 +299,7 @@ TEST_CASE("batch_dependence on a network: positive in train mode, rounding-level
 
 TEST_CASE("buffers_changed: a train-mode evaluation mutates the running stats, eval mode does not", "[debug]") {
   BatchNorm1d bn(2, f64());
-  Tensor x = Tensor::from_vector({1, 2, 3, 6}, {2, 2});
+  Tensor x = Tensor::from_vector({1, 2, 3, 6}, {2, 2}, Dtype::Float64);
   auto before = snapshot_buffers(bn);
   {
     NoGradGuard ng;
@@ -347,7 +347,7 @@ TEST_CASE("running_stats_gap: hand-computed gap; modes and buffers restored", "[
   bn.running_mean.fill_(1.0);
   bn.running_var.fill_(4.0);
   bn.eval();
-  Tensor x = Tensor::from_vector({0, 2, 4}, {3, 1});
+  Tensor x = Tensor::from_vector({0, 2, 4}, {3, 1}, Dtype::Float64);
   auto r = running_stats_gap(bn, x);
   REQUIRE(r.modules.size() == 1);
   // data mean 2, unbiased variance 4: |1 - 2| / sqrt(4 + 1e-5) = 0.49999937500117186

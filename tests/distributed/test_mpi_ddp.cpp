@@ -16,7 +16,7 @@
 #include <tapegrad/distributed/module_sync.h>
 #include <tapegrad/distributed/sync_batch_norm.h>
 #include <tapegrad/layers/linear.h>
-#include <tapegrad/layers/loss.h>
+#include <tapegrad/layers/losses.h>
 #include <tapegrad/layers/sequential.h>
 #include <tapegrad/models/mlp.h>
 #include <tapegrad/optim/sgd.h>
@@ -191,8 +191,8 @@ TEST_CASE("DDP: no_sync accumulates locally, the next backward averages the sum"
   auto lin = std::make_shared<layers::Linear>(3, 1, true, Dtype::Float64);
   dist::DistributedDataParallel ddp(lin);
   const double r = dist::rank();
-  Tensor x1 = Tensor::from_vector({1 + r, 2, 3}, {1, 3});
-  Tensor x2 = Tensor::from_vector({10 * (1 + r), 0, 0}, {1, 3});
+  Tensor x1 = Tensor::from_vector({1 + r, 2, 3}, {1, 3}, Dtype::Float64);
+  Tensor x2 = Tensor::from_vector({10 * (1 + r), 0, 0}, {1, 3}, Dtype::Float64);
   {
     auto guard = ddp.no_sync();
     sum(ddp(x1)).backward();
@@ -211,10 +211,10 @@ TEST_CASE("DDP: a parameter unused on one rank gets the average with zero there"
   auto b = std::make_shared<layers::Linear>(2, 1, false, Dtype::Float64);
   auto net = std::make_shared<layers::Sequential>(std::initializer_list<layers::ModulePtr>{a, b});
   dist::DistributedDataParallel ddp(net, {.bucket_cap_bytes = 8});  // one bucket per parameter
-  Tensor x = Tensor::from_vector({1, 2}, {1, 2});
+  Tensor x = Tensor::from_vector({1, 2}, {1, 2}, Dtype::Float64);
   // rank 0 uses only a; rank 1 uses a and b (b's bucket is ready on rank 1 in backward, on rank 0 in finish)
   Tensor y = (*a)(x);
-  if (dist::rank() == 1) y = y + (*b)(Tensor::from_vector({4, 6}, {1, 2}));
+  if (dist::rank() == 1) y = y + (*b)(Tensor::from_vector({4, 6}, {1, 2}, Dtype::Float64));
   sum(y).backward();
   ddp.finish();
   CHECK(a->weight.grad().to_vector() == std::vector<double>{1, 2});

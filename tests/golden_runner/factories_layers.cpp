@@ -5,7 +5,7 @@
 #include <tapegrad/layers/activation.h>
 #include <tapegrad/layers/batch_norm.h>
 #include <tapegrad/layers/linear.h>
-#include <tapegrad/layers/loss.h>
+#include <tapegrad/layers/losses.h>
 
 namespace golden {
 namespace {

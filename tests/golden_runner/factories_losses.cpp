@@ -1,6 +1,6 @@
 // Factories for the losses (MSELoss is registered with the skeleton's layers).
 #include "golden_runner/support.h"
-#include <tapegrad/layers/loss.h>
+#include <tapegrad/layers/losses.h>
 
 namespace golden {
 namespace {

@@ -3,6 +3,8 @@
 
 #include "golden_runner/support.h"
 #include <tapegrad/layers/activation.h>
+#include <tapegrad/layers/flatten.h>
+#include <tapegrad/layers/identity.h>
 #include <tapegrad/layers/batch_renorm.h>
 #include <tapegrad/layers/dropout.h>
 #include <tapegrad/layers/group_norm.h>

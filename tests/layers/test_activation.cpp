@@ -3,6 +3,8 @@
 
 #include <tapegrad/core/core.h>
 #include <tapegrad/layers/activation.h>
+#include <tapegrad/layers/flatten.h>
+#include <tapegrad/layers/identity.h>
 #include "test_ops_support.h"
 #include "test_support.h"
 
@@ -20,7 +22,7 @@ void check_against_torch(Tensor (*op)(const Tensor&), const std::vector<double>&
   Tensor x = leaf(kX, {5});
   Tensor out = op(x);
   require_close(out.to_vector(), y);
-  out.backward(Tensor::from_vector(kG, {5}));
+  out.backward(Tensor::from_vector(kG, {5}, Dtype::Float64));
   require_close(x.grad().to_vector(), gx);
   // float32 agrees to float32 precision
   Tensor x32 = Tensor::from_vector(kX, {5}, Dtype::Float32);
@@ -34,7 +36,7 @@ TEST_CASE("sigmoid matches torch.sigmoid, values and gradient", "[activation]") 
   check_against_torch(sigmoid, {0.04742587317756678, 0.3775406687981454, 0.5, 0.6681877721681662, 0.9241418199787566},
                       {0.04517665973091214, -0.470007424403189, 0.125, 0.6651386198793271, -0.07010371654510807});
   // no overflow at the extremes
-  Tensor big = Tensor::from_vector({-1000.0, 1000.0}, {2});
+  Tensor big = Tensor::from_vector({-1000.0, 1000.0}, {2}, Dtype::Float64);
   REQUIRE(sigmoid(big).to_vector() == std::vector<double>{0.0, 1.0});
 }
 
@@ -48,7 +50,7 @@ TEST_CASE("leaky_relu matches F.leaky_relu(x, 0.1), slope at 0", "[activation]")
   Tensor x = leaf(kX, {5});
   Tensor y = leaky_relu(x, 0.1);
   require_close(y.to_vector(), {-0.30000000000000004, -0.05, 0.0, 0.7, 2.5});
-  y.backward(Tensor::from_vector(kG, {5}));
+  y.backward(Tensor::from_vector(kG, {5}, Dtype::Float64));
   // PyTorch's derivative at 0 is the slope: 0.5 * 0.1 = 0.05
   require_close(x.grad().to_vector(), {0.1, -0.2, 0.05, 3.0, -1.0});
   REQUIRE_THROWS_WITH(leaky_relu(x, std::nan("")), Catch::Contains("negative_slope"));
@@ -65,7 +67,7 @@ TEST_CASE("gelu tanh approximation matches F.gelu(x, approximate='tanh')", "[act
   Tensor y = gelu(x, true);
   require_close(y.to_vector(),
                 {-0.0036373920817729943, -0.15428599017485606, 0.0, 0.5305701347051167, 2.484915733910001});
-  y.backward(Tensor::from_vector(kG, {5}));
+  y.backward(Tensor::from_vector(kG, {5}, Dtype::Float64));
   require_close(x.grad().to_vector(),
                 {-0.011584166630969648, -0.2652601929307153, 0.25, 2.929071655968312, -1.037951576212666});
   layers::GELU m("tanh");
@@ -94,7 +96,7 @@ TEST_CASE("activation ops reject int64 input naming the dtype", "[activation]") 
 }
 
 TEST_CASE("activation modules: same in train and eval, names", "[activation]") {
-  Tensor x = Tensor::from_vector(kX, {5});
+  Tensor x = Tensor::from_vector(kX, {5}, Dtype::Float64);
   layers::Sigmoid s;
   layers::Tanh t;
   layers::LeakyReLU l(0.1);

@@ -9,7 +9,7 @@
 #include <tapegrad/layers/batch_renorm.h>
 #include <tapegrad/layers/functional/batch_norm.h>
 #include <tapegrad/layers/linear.h>
-#include <tapegrad/layers/loss.h>
+#include <tapegrad/layers/losses.h>
 #include "test_support.h"
 
 using namespace tapegrad;
@@ -245,7 +245,7 @@ TEST_CASE("BN train mode: dX sums to zero per channel and is orthogonal to x-hat
   BatchNorm1d bn(3, f64());
   {
     NoGradGuard ng;
-    bn.weight.copy_(Tensor::from_vector({2.0, -0.5, 1.5}, {3}));
+    bn.weight.copy_(Tensor::from_vector({2.0, -0.5, 1.5}, {3}, Dtype::Float64));
   }
   Tensor x = rand64({6, 3}, 60, -2, 2);
   x.requires_grad_();
@@ -270,10 +270,10 @@ TEST_CASE("BN train mode is invariant to per-channel shift and scale at eps = 0"
 
 TEST_CASE("BN eval: a sample's output ignores its batch; train: it does not", "[norms]") {
   BatchNorm1d bn(2, f64());
-  bn.running_mean.copy_(Tensor::from_vector({0.5, -1}, {2}));
-  bn.running_var.copy_(Tensor::from_vector({2, 0.5}, {2}));
-  Tensor a = Tensor::from_vector({1, 2, 3, 4, 5, 6}, {3, 2});
-  Tensor b = Tensor::from_vector({1, 2, -30, 40, 0, 0}, {3, 2});  // same first row
+  bn.running_mean.copy_(Tensor::from_vector({0.5, -1}, {2}, Dtype::Float64));
+  bn.running_var.copy_(Tensor::from_vector({2, 0.5}, {2}, Dtype::Float64));
+  Tensor a = Tensor::from_vector({1, 2, 3, 4, 5, 6}, {3, 2}, Dtype::Float64);
+  Tensor b = Tensor::from_vector({1, 2, -30, 40, 0, 0}, {3, 2}, Dtype::Float64);  // same first row
   bn.eval();
   auto ea = bn.forward(a).to_vector(), eb = bn.forward(b).to_vector();
   REQUIRE(ea[0] == eb[0]);
@@ -298,10 +298,10 @@ TEST_CASE("BatchRenorm with rmax = 1, dmax = 0 is BatchNorm: values, grads, buff
     }
     for (auto* m : {bn.get(), brn.get()}) {  // the same non-trivial state in both
       NoGradGuard ng;
-      m->weight.copy_(Tensor::from_vector({1.5, -0.5, 2}, {3}));
-      m->bias.copy_(Tensor::from_vector({0.1, 0.2, -0.3}, {3}));
-      m->running_mean.copy_(Tensor::from_vector({3, -2, 0.5}, {3}));
-      m->running_var.copy_(Tensor::from_vector({9, 0.1, 4}, {3}));
+      m->weight.copy_(Tensor::from_vector({1.5, -0.5, 2}, {3}, Dtype::Float64));
+      m->bias.copy_(Tensor::from_vector({0.1, 0.2, -0.3}, {3}, Dtype::Float64));
+      m->running_mean.copy_(Tensor::from_vector({3, -2, 0.5}, {3}, Dtype::Float64));
+      m->running_var.copy_(Tensor::from_vector({9, 0.1, 4}, {3}, Dtype::Float64));
     }
     for (int step = 0; step < 3; ++step) {
       Tensor x = rand64(s, 70 + step, -2, 2), g = rand64(s, 80 + step);
@@ -340,8 +340,8 @@ TEST_CASE("BatchRenorm values against a hand computation", "[norms]") {
   }
   brn.running_mean.fill_(0.5);
   brn.running_var.fill_(4.0);
-  Tensor x = Tensor::from_vector({1, 2, 3, 6}, {4, 1});
-  require_close(brn.forward(x), Tensor::from_vector({-0.5, 0.5, 1.5, 4.5}, {4, 1}), 1e-14);
+  Tensor x = Tensor::from_vector({1, 2, 3, 6}, {4, 1}, Dtype::Float64);
+  require_close(brn.forward(x), Tensor::from_vector({-0.5, 0.5, 1.5, 4.5}, {4, 1}, Dtype::Float64), 1e-14);
   REQUIRE(std::abs(brn.last_r.item() - std::sqrt(3.5) / 2) < 1e-15);
   REQUIRE(brn.last_d.item() == 0.5);
   // buffers as BatchNorm: 0.9·0.5 + 0.1·3 = 0.75; 0.9·4 + 0.1·(14/3) (unbiased) = 4.0666...
@@ -356,7 +356,7 @@ TEST_CASE("BatchRenorm values against a hand computation", "[norms]") {
   brn.running_var.fill_(16.0);
   std::vector<double> want;
   for (double v : {1.0, 2.0, 3.0, 6.0}) want.push_back(2 * ((v - 3) / std::sqrt(3.5) * 5 / 6 + 0.5) + 0.5);
-  require_close(brn.forward(x), Tensor::from_vector(want, {4, 1}), 1e-14);
+  require_close(brn.forward(x), Tensor::from_vector(want, {4, 1}, Dtype::Float64), 1e-14);
   REQUIRE(std::abs(brn.last_r.item() - 5.0 / 6) < 1e-15);
 
   // gradients with r, d constant: dγ = Σ dy·(x̂·r + d), dβ = Σ dy,
@@ -367,7 +367,7 @@ TEST_CASE("BatchRenorm values against a hand computation", "[norms]") {
   brn.zero_grad();
   Tensor xg = x.clone().requires_grad_();
   const std::vector<double> dy{1, -1, 0.5, 2};
-  brn.forward(xg).backward(Tensor::from_vector(dy, {4, 1}));
+  brn.forward(xg).backward(Tensor::from_vector(dy, {4, 1}, Dtype::Float64));
   const double sb = std::sqrt(3.5), r = sb / 2;
   double sdy = 0, sdyxh = 0, dgamma = 0;
   const double xs[4] = {1, 2, 3, 6};
@@ -393,7 +393,7 @@ TEST_CASE("BatchRenorm gradcheck in train and eval mode, 1d and 2d", "[norms][gr
   }
   SECTION("1d (N, C, L), a constant feature and a batch of two") {
     BatchRenorm1d brn(2, f64(), 3.0, 5.0);
-    gradcheck_renorm(brn, Tensor::from_vector({0.7, 0.7, 0.3, -1.0, 0.7, 0.7, 2.0, 0.5}, {2, 2, 2}), -200.0);
+    gradcheck_renorm(brn, Tensor::from_vector({0.7, 0.7, 0.3, -1.0, 0.7, 0.7, 2.0, 0.5}, {2, 2, 2}, Dtype::Float64), -200.0);
   }
   SECTION("2d (N, C, H, W), no affine") {
     BatchRenorm2d brn(2, f64(1e-5, false), 2.0, 1.0);
@@ -417,7 +417,7 @@ TEST_CASE("BatchRenorm refuses bad clipping and one value per channel", "[norms]
 
 TEST_CASE("BatchRenorm clipping can be scheduled between steps (paper: rmax 1 -> 3, dmax 0 -> 5)", "[norms]") {
   BatchRenorm1d brn(1, f64(0.0), 1.0, 0.0);
-  Tensor x = Tensor::from_vector({1, 2, 3, 6}, {4, 1});  // μ_B = 3, σ_B = sqrt(3.5)
+  Tensor x = Tensor::from_vector({1, 2, 3, 6}, {4, 1}, Dtype::Float64);  // μ_B = 3, σ_B = sqrt(3.5)
   for (int step = 0; step <= 4; ++step) {
     const double rmax = 1.0 + 0.5 * step, dmax = 1.25 * step;
     brn.set_clipping(rmax, dmax);

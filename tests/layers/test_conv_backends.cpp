@@ -83,7 +83,7 @@ TEST_CASE("conv2d float32: im2col and oneDNN both match float64, values and grad
 TEST_CASE("conv2d with oneDNN: repeatable bit for bit, no primitives created once a shape has run", "[conv]") {
   BackendGuard guard;
   if (!conv_onednn_available()) {
-    REQUIRE_FALSE(kernels::dnnl_conv::supports({2, 32, 6, 6, 64, 3, 3, 1, 1, 1, 1, 1, 1, 1, 6, 6, true}));
+    REQUIRE_FALSE(kernels::dnnl_conv_supports({2, 32, 6, 6, 64, 3, 3, 1, 1, 1, 1, 1, 1, 1, 6, 6, true}));
     return;
   }
   set_conv_backend(ConvBackend::OneDNN);
@@ -91,7 +91,7 @@ TEST_CASE("conv2d with oneDNN: repeatable bit for bit, no primitives created onc
   for (int threads : {1, 2}) {
     set_num_threads(threads);
     const Grads first = run(c, Dtype::Float32, 7);
-    const std::int64_t created = kernels::dnnl_conv::primitives_created();
+    const std::int64_t created = kernels::dnnl_conv_primitives_created();
     for (int rep = 0; rep < 3; ++rep) {
       const Grads again = run(c, Dtype::Float32, 7);
       REQUIRE(again.y == first.y);
@@ -99,7 +99,7 @@ TEST_CASE("conv2d with oneDNN: repeatable bit for bit, no primitives created onc
       REQUIRE(again.dw == first.dw);
       REQUIRE(again.db == first.db);
     }
-    REQUIRE(kernels::dnnl_conv::primitives_created() == created);
+    REQUIRE(kernels::dnnl_conv_primitives_created() == created);
   }
 }
 
@@ -118,12 +118,12 @@ TEST_CASE("conv2d backend: the environment's choice, and Auto's rule", "[conv]")
   if (conv_onednn_available()) {
     // Auto sends the CNN's 32-channel block to oneDNN: a cache miss on a fresh shape
     set_conv_backend(ConvBackend::Auto);
-    const std::int64_t before = kernels::dnnl_conv::primitives_created();
+    const std::int64_t before = kernels::dnnl_conv_primitives_created();
     run({2, 32, 7, 5, 16, 3, 3, 1, 1, 1, 1, true}, Dtype::Float32, 3);
-    REQUIRE(kernels::dnnl_conv::primitives_created() > before);
+    REQUIRE(kernels::dnnl_conv_primitives_created() > before);
     // ... and the one-channel first block to im2col: no oneDNN primitive
-    const std::int64_t after = kernels::dnnl_conv::primitives_created();
+    const std::int64_t after = kernels::dnnl_conv_primitives_created();
     run({2, 1, 11, 9, 32, 3, 3, 1, 1, 1, 1, true}, Dtype::Float32, 4);
-    REQUIRE(kernels::dnnl_conv::primitives_created() == after);
+    REQUIRE(kernels::dnnl_conv_primitives_created() == after);
   }
 }

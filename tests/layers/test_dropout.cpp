@@ -14,10 +14,10 @@ TEST_CASE("Dropout train: 0 or x/(1-p), gradient through the same mask", "[norms
   Dropout d(0.25, &gen);
   std::vector<double> xs;
   for (int i = 1; i <= 64; ++i) xs.push_back(i);
-  Tensor x = Tensor::from_vector(xs, {8, 8});
+  Tensor x = Tensor::from_vector(xs, {8, 8}, Dtype::Float64);
   x.requires_grad_();
   Tensor y = d.forward(x);
-  Tensor g = Tensor::from_vector(std::vector<double>(64, 3.0), {8, 8});
+  Tensor g = Tensor::from_vector(std::vector<double>(64, 3.0), {8, 8}, Dtype::Float64);
   y.backward(g);
   auto yv = y.to_vector(), gv = x.grad().to_vector();
   int kept = 0;
@@ -67,7 +67,7 @@ TEST_CASE("Dropout keeps about 1 - p of 100000 entries and preserves the mean", 
 }
 
 TEST_CASE("Dropout p = 1 zeroes output and gradient; p = 0 and eval are the identity", "[norms]") {
-  Tensor x = Tensor::from_vector({1, -2, 3, 4}, {2, 2});
+  Tensor x = Tensor::from_vector({1, -2, 3, 4}, {2, 2}, Dtype::Float64);
   x.requires_grad_();
   Dropout all(1.0);
   Tensor y = all.forward(x);
@@ -119,7 +119,7 @@ TEST_CASE("Dropout float32: kept entries scaled by 1/(1-p) in float32", "[norms]
 TEST_CASE("Dropout gradcheck in eval mode (identity)", "[norms][gradcheck]") {
   Dropout d(0.4);
   d.eval();
-  Tensor x = Tensor::from_vector({0.5, -1.5, 2.0}, {3});
+  Tensor x = Tensor::from_vector({0.5, -1.5, 2.0}, {3}, Dtype::Float64);
   x.requires_grad_();
   auto r = gradcheck([&](const std::vector<Tensor>& v) { return d.forward(v[0]) * 3.0; }, {x});
   INFO(r.message);

@@ -174,11 +174,11 @@ TEST_CASE("errors: strict load_state_dict lists missing, unexpected and mis-shap
   SECTION("mis-shaped and mis-typed keys name expected and actual") {
     StateDict ck = other->state_dict();
     ck.insert("0.weight", f32({3, 3}));
-    ck.insert("1.bias", Tensor::zeros({3}, Dtype::Float64));
+    ck.insert("1.bias", Tensor::zeros({3}, Dtype::Float64));  // float64 into float32: cast, not a mismatch
     ck.insert("1.num_batches_tracked", Tensor::zeros({}, Dtype::Float32));
     const std::string msg = thrown<std::invalid_argument>([&] { net->load_state_dict(ck); });
     CHECK_THAT(msg, Contains("0.weight: expected [3, 2] float32, got [3, 3] float32"));
-    CHECK_THAT(msg, Contains("1.bias: expected [3] float32, got [3] float64"));
+    CHECK_THAT(msg, !Contains("1.bias"));
     CHECK_THAT(msg, Contains("1.num_batches_tracked: expected [] int64, got [] float32"));
     CHECK(same_values(snapshot(*net), before));
   }

@@ -42,18 +42,18 @@ TEST_CASE("InstanceNorm gradcheck: every affine/track combination, 1d and 2d", "
     }
   SECTION("a constant instance (zero variance), a batch of two") {
     InstanceNorm1d in(2, opts(true, true));
-    gradcheck_instance(in, Tensor::from_vector({1, 1, 1, 0.5, -2, 4, 0.3, 0.2, 0.1, 7, 7, 7}, {2, 2, 3}));
+    gradcheck_instance(in, Tensor::from_vector({1, 1, 1, 0.5, -2, 4, 0.3, 0.2, 0.1, 7, 7, 7}, {2, 2, 3}, Dtype::Float64));
   }
 }
 
 TEST_CASE("InstanceNorm running stats: batch average of per-instance mean and unbiased var", "[norms]") {
   InstanceNorm1d in(1, opts(false, true, 0.5));
   // instance 0 = [0, 2]: mean 1, unbiased var 2; instance 1 = [4, 8]: mean 6, unbiased var 8
-  Tensor x = Tensor::from_vector({0, 2, 4, 8}, {2, 1, 2});
+  Tensor x = Tensor::from_vector({0, 2, 4, 8}, {2, 1, 2}, Dtype::Float64);
   Tensor y = in.forward(x);
   // each instance normalised by its own biased variance (1 and 4)
   const double a = 1 / std::sqrt(1 + 1e-5), b = 2 / std::sqrt(4 + 1e-5);
-  require_close(y, Tensor::from_vector({-a, a, -b, b}, {2, 1, 2}));
+  require_close(y, Tensor::from_vector({-a, a, -b, b}, {2, 1, 2}, Dtype::Float64));
   // running_mean = 0.5·0 + 0.5·(1 + 6)/2 = 1.75; running_var = 0.5·1 + 0.5·(2 + 8)/2 = 3
   REQUIRE(in.running_mean.to_vector() == std::vector<double>{1.75});
   REQUIRE(in.running_var.to_vector() == std::vector<double>{3.0});
@@ -64,8 +64,8 @@ TEST_CASE("InstanceNorm running stats: batch average of per-instance mean and un
   // eval uses the running statistics, per channel
   in.eval();
   const double rm = in.running_mean.item(), rv = in.running_var.item();
-  require_close(in.forward(Tensor::from_vector({5, 6}, {1, 1, 2})),
-                Tensor::from_vector({(5 - rm) / std::sqrt(rv + 1e-5), (6 - rm) / std::sqrt(rv + 1e-5)}, {1, 1, 2}));
+  require_close(in.forward(Tensor::from_vector({5, 6}, {1, 1, 2}, Dtype::Float64)),
+                Tensor::from_vector({(5 - rm) / std::sqrt(rv + 1e-5), (6 - rm) / std::sqrt(rv + 1e-5)}, {1, 1, 2}, Dtype::Float64));
   REQUIRE(in.state_dict().keys() == std::vector<std::string>{"running_mean", "running_var", "num_batches_tracked"});
 }
 
@@ -78,7 +78,7 @@ TEST_CASE("InstanceNorm without tracking uses instance stats in eval too, and ha
   REQUIRE(in.state_dict().keys().empty());
   // a sample's output does not depend on the rest of its batch
   const auto xv = x.to_vector();
-  Tensor one = Tensor::from_vector(std::vector<double>(xv.begin(), xv.begin() + 8), {1, 2, 2, 2});
+  Tensor one = Tensor::from_vector(std::vector<double>(xv.begin(), xv.begin() + 8), {1, 2, 2, 2}, Dtype::Float64);
   auto yv = y.to_vector(), ov = in.forward(one).to_vector();
   for (int i = 0; i < 8; ++i) REQUIRE(yv[i] == ov[i]);
 }

@@ -35,7 +35,7 @@ TEST_CASE("LayerNorm gradcheck: one and two trailing dims, affine on/off, train 
   }
   SECTION("a constant row (zero variance) and a batch of two rows") {
     LayerNorm ln({4}, 1e-5, true, true, Dtype::Float64);
-    gradcheck_module(ln, Tensor::from_vector({2, 2, 2, 2, 0.5, -1, 3, 0.25}, {2, 4}), 99);
+    gradcheck_module(ln, Tensor::from_vector({2, 2, 2, 2, 0.5, -1, 3, 0.25}, {2, 4}, Dtype::Float64), 99);
   }
 }
 
@@ -43,10 +43,10 @@ TEST_CASE("LayerNorm values: textbook [1, 2, 3] and a sample never sees its batc
   LayerNorm ln({3}, 1e-5, true, true, Dtype::Float64);
   // (x - 2)/sqrt(2/3 + 1e-5): the biased variance of [1, 2, 3] is 2/3
   const double s = 1.0 / std::sqrt(2.0 / 3.0 + 1e-5);
-  require_close(ln.forward(Tensor::from_vector({1, 2, 3}, {1, 3})), Tensor::from_vector({-s, 0, s}, {1, 3}));
+  require_close(ln.forward(Tensor::from_vector({1, 2, 3}, {1, 3}, Dtype::Float64)), Tensor::from_vector({-s, 0, s}, {1, 3}, Dtype::Float64));
   Tensor batch = rand64({5, 3}, 8);
   const auto bv = batch.to_vector();
-  Tensor alone = Tensor::from_vector(std::vector<double>(bv.begin() + 6, bv.begin() + 9), {1, 3});
+  Tensor alone = Tensor::from_vector(std::vector<double>(bv.begin() + 6, bv.begin() + 9), {1, 3}, Dtype::Float64);
   auto all = ln.forward(batch).to_vector();
   auto one = ln.forward(alone).to_vector();
   for (int j = 0; j < 3; ++j) REQUIRE(all[6 + j] == one[j]);  // bit-identical, in train mode
@@ -103,7 +103,7 @@ TEST_CASE("GroupNorm gradcheck: (N, C, L) and (N, C, H, W), groups 1, 2 and C", 
   }
   SECTION("(N, C) input, a constant group and a batch of two") {
     GroupNorm gn(2, 4, 1e-5, true, Dtype::Float64);
-    gradcheck_module(gn, Tensor::from_vector({1.5, 1.5, -0.5, 2.0, 0.1, 0.7, 3.0, 3.0}, {2, 4}), 99);
+    gradcheck_module(gn, Tensor::from_vector({1.5, 1.5, -0.5, 2.0, 0.1, 0.7, 3.0, 3.0}, {2, 4}, Dtype::Float64), 99);
   }
 }
 
@@ -128,12 +128,12 @@ TEST_CASE("GroupNorm with 1 group is LayerNorm over (C, L); with C groups it is 
 TEST_CASE("GroupNorm statistics are per (sample, group): hand example", "[norms]") {
   // C = 4 in 2 groups, L = 1: group 0 = channels {0, 1}, group 1 = {2, 3}
   // sample [1, 3, 10, 30]: group 0 mean 2 var 1 -> [-1, 1]; group 1 mean 20 var 100 -> [-1, 1]
-  Tensor x = Tensor::from_vector({1, 3, 10, 30}, {1, 4});
+  Tensor x = Tensor::from_vector({1, 3, 10, 30}, {1, 4}, Dtype::Float64);
   auto y = functional::group_norm(x, 2, Tensor(), Tensor(), 0.0).to_vector();
   REQUIRE(y == std::vector<double>{-1, 1, -1, 1});
   // per-channel affine applied after the group statistics
-  Tensor w = Tensor::from_vector({1, 2, 3, 4}, {4}), b = Tensor::from_vector({0, 0, 0, 0.5}, {4});
-  require_close(functional::group_norm(x, 2, w, b, 0.0), Tensor::from_vector({-1, 2, -3, 4.5}, {1, 4}), 1e-15);
+  Tensor w = Tensor::from_vector({1, 2, 3, 4}, {4}, Dtype::Float64), b = Tensor::from_vector({0, 0, 0, 0.5}, {4}, Dtype::Float64);
+  require_close(functional::group_norm(x, 2, w, b, 0.0), Tensor::from_vector({-1, 2, -3, 4.5}, {1, 4}, Dtype::Float64), 1e-15);
 }
 
 TEST_CASE("GroupNorm errors: groups must divide channels; input channels must match", "[norms]") {

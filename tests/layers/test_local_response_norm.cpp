@@ -16,7 +16,7 @@ namespace {
 Tensor pattern(const Shape& s, double a, double scale) {
   std::vector<double> v(static_cast<std::size_t>(numel_of(s)));
   for (std::size_t i = 0; i < v.size(); ++i) v[i] = scale * (scale == 2 ? std::sin(a * i) : std::cos(a * i));
-  return Tensor::from_vector(v, s);
+  return Tensor::from_vector(v, s, Dtype::Float64);
 }
 }  // namespace
 

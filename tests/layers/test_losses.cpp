@@ -1,7 +1,7 @@
 // Losses against PyTorch 1.13 (torch.nn.functional, float64 unless stated), error messages, gradcheck.
 #include "test_ops_support.h"
 
-#include <tapegrad/layers/loss.h>
+#include <tapegrad/layers/losses.h>
 
 using namespace ops_test;
 using tapegrad::layers::Reduction;
@@ -67,7 +67,7 @@ TEST_CASE("cross_entropy none/sum/mean match torch (values and fused gradient)",
                                {0.191376648172676, 0.04270190215543891, -0.2977823025998595, 0.06370375227174475,
                                 0.024547926763116405, 0.09954675179589517, 0.06672818324652283, -0.19082286180553432,
                                 0.7180595212412947, -0.2819404787587053, -0.015513273005549043, -0.42060576947704054},
-                               Tensor::from_vector({1, 2, -1}, {3}));
+                               Tensor::from_vector({1, 2, -1}, {3}, Dtype::Float64));
   REQUIRE(l.shape() == Shape{3});
   // F.cross_entropy(x, t, reduction='sum')
   check_logits_loss([](const Tensor& x) { return L::cross_entropy(x, targets(), Reduction::Sum); },
@@ -87,7 +87,7 @@ TEST_CASE("cross_entropy none/sum/mean match torch (values and fused gradient)",
                     {0.095688324086338, 0.021350951077719456, -0.14889115129992975, 0.03185187613587238, 0, 0, 0, 0,
                      -0.35902976062064734, 0.14097023937935266, 0.007756636502774522, 0.21030288473852027});
   // unbatched: (C) logits and a scalar target give row 0's loss
-  require_close(L::cross_entropy(Tensor::from_vector({1.2, -0.3, 2.5, 0.1}, {4}), Tensor::from_int64({2}, {}),
+  require_close(L::cross_entropy(Tensor::from_vector({1.2, -0.3, 2.5, 0.1}, {4}, Dtype::Float64), Tensor::from_int64({2}, {}),
                                  Reduction::None),
                 {0.35351181277396254});
 }
@@ -118,7 +118,7 @@ TEST_CASE("cross_entropy with logits of magnitude 1000 is exact in float64 and f
 }
 
 TEST_CASE("cross_entropy and nll_loss reject bad targets with clear messages", "[losses]") {
-  Tensor x = Tensor::from_vector(kLogits, {3, 4});
+  Tensor x = Tensor::from_vector(kLogits, {3, 4}, Dtype::Float64);
   // class index out of range names the index, its position and C
   REQUIRE_THROWS_AS(L::cross_entropy(x, Tensor::from_int64({2, 4, 0}, {3})), std::invalid_argument);
   REQUIRE_THROWS_WITH(L::cross_entropy(x, Tensor::from_int64({2, 4, 0}, {3})),
@@ -126,7 +126,7 @@ TEST_CASE("cross_entropy and nll_loss reject bad targets with clear messages", "
   REQUIRE_THROWS_WITH(L::nll_loss(x, Tensor::from_int64({-1, 0, 0}, {3})),
                       Catch::Contains("target[0] = -1") && Catch::Contains("C = 4"));
   // wrong dtype (float class indices) names the dtype
-  REQUIRE_THROWS_WITH(L::cross_entropy(x, Tensor::from_vector({2, 3, 0}, {3})),
+  REQUIRE_THROWS_WITH(L::cross_entropy(x, Tensor::from_vector({2, 3, 0}, {3}, Dtype::Float64)),
                       Catch::Contains("int64") && Catch::Contains("float64"));
   // wrong shape names the expected and the actual shape
   REQUIRE_THROWS_WITH(L::cross_entropy(x, Tensor::from_int64({2, 3, 0, 1}, {4})),
@@ -185,7 +185,7 @@ TEST_CASE("binary_cross_entropy_with_logits matches torch and is stable at |x| =
   }
   // torch: F.binary_cross_entropy_with_logits(tensor([800., -800.]), tensor([0., 1.])) = 800, grad [0.5, -0.5]
   Tensor b = leaf({800, -800}, {2});
-  Tensor l = L::binary_cross_entropy_with_logits(b, Tensor::from_vector({0, 1}, {2}));
+  Tensor l = L::binary_cross_entropy_with_logits(b, Tensor::from_vector({0, 1}, {2}, Dtype::Float64));
   require_close(l, {800.0});
   l.backward();
   require_close(b.grad(), {0.5, -0.5});

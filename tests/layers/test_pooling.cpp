@@ -23,7 +23,7 @@ namespace {
 Tensor arange_image(std::int64_t h, std::int64_t w) {
   std::vector<double> v(static_cast<std::size_t>(h * w));
   for (std::size_t i = 0; i < v.size(); ++i) v[i] = static_cast<double>(i);
-  return Tensor::from_vector(v, {1, 1, h, w});
+  return Tensor::from_vector(v, {1, 1, h, w}, Dtype::Float64);
 }
 }  // namespace
 
@@ -45,28 +45,28 @@ TEST_CASE("max_pool2d: worked example, ceil_mode, dilation and the gradient rout
   Tensor x = arange_image(3, 3).requires_grad_();
   Tensor y = max_pool2d(x, 2, 2, 0, 1, true);  // windows clipped at the border
   test::require_close(y, {4, 5, 7, 8}, 0);
-  y.backward(Tensor::from_vector({1, 2, 3, 4}, {1, 1, 2, 2}));
+  y.backward(Tensor::from_vector({1, 2, 3, 4}, {1, 1, 2, 2}, Dtype::Float64));
   test::require_close(x.grad(), {0, 0, 0, 0, 1, 2, 0, 3, 4}, 0);
   // overlapping windows route every output's gradient to its argmax, accumulated
-  Tensor z = Tensor::from_vector({1, 9, 2, 3, 4, 5}, {1, 1, 1, 6}).requires_grad_();
+  Tensor z = Tensor::from_vector({1, 9, 2, 3, 4, 5}, {1, 1, 1, 6}, Dtype::Float64).requires_grad_();
   Tensor o = max_pool2d(z, {1, 3}, Size2{1, 1}, 0, 1, false);
   test::require_close(o, {9, 9, 4, 5}, 0);
   sum(o).backward();
   test::require_close(z.grad(), {0, 2, 0, 0, 1, 1}, 0);
   // dilation 2 picks every other element (-5, -3, -4); padding is -inf, never 0
-  Tensor neg = Tensor::from_vector({-5, -1, -3, -2, -4}, {1, 1, 1, 5});
+  Tensor neg = Tensor::from_vector({-5, -1, -3, -2, -4}, {1, 1, 1, 5}, Dtype::Float64);
   test::require_close(max_pool2d(neg, {1, 3}, Size2{1, 1}, 0, {1, 2}, false), {-3}, 0);
   test::require_close(max_pool2d(neg, {1, 3}, Size2{1, 2}, {0, 1}, 1, false), {-1, -1, -2}, 0);
 }
 
 TEST_CASE("max_pool2d propagates NaN like PyTorch and handles all -inf windows", "[pooling]") {
   const double nan = std::numeric_limits<double>::quiet_NaN(), inf = std::numeric_limits<double>::infinity();
-  Tensor x = Tensor::from_vector({1, nan, 3, nan}, {1, 1, 2, 2}).requires_grad_();
+  Tensor x = Tensor::from_vector({1, nan, 3, nan}, {1, 1, 2, 2}, Dtype::Float64).requires_grad_();
   Tensor y = max_pool2d(x, 2);
   REQUIRE(std::isnan(y.item()));
   y.backward(Tensor::ones({1, 1, 1, 1}, Dtype::Float64));
   test::require_close(x.grad(), {0, 0, 0, 1}, 0);  // the last NaN takes the gradient
-  Tensor m = Tensor::from_vector({-inf, -inf, -inf, -inf}, {1, 1, 2, 2}).requires_grad_();
+  Tensor m = Tensor::from_vector({-inf, -inf, -inf, -inf}, {1, 1, 2, 2}, Dtype::Float64).requires_grad_();
   Tensor ym = max_pool2d(m, 2);
   REQUIRE(ym.item() == -inf);
   ym.backward(Tensor::ones({1, 1, 1, 1}, Dtype::Float64));
@@ -83,7 +83,7 @@ TEST_CASE("max_pool2d 2x2 fast path follows the window rule (ties, NaN, -inf)", 
   v[20] = v[21] = v[28] = v[29] = -inf;
   v[40] = nan;
   v[49] = nan;  // two NaN in one window: the last one takes the gradient
-  x = Tensor::from_vector(v, {2, 3, 6, 8}).requires_grad_();
+  x = Tensor::from_vector(v, {2, 3, 6, 8}, Dtype::Float64).requires_grad_();
   Tensor fast = max_pool2d(x, 2);
   sum(fast).backward();
   const auto g_fast = x.grad().to_vector();
@@ -125,7 +125,7 @@ TEST_CASE("avg_pool2d: ceil_mode windows and count_include_pad divisors", "[pool
 
 TEST_CASE("adaptive_avg_pool2d windows overlap as PyTorch's", "[pooling]") {
   // W = 5 into 3: windows [0,2), [1,4), [3,5)
-  Tensor x = Tensor::from_vector({1, 2, 3, 4, 5}, {1, 1, 1, 5}).requires_grad_();
+  Tensor x = Tensor::from_vector({1, 2, 3, 4, 5}, {1, 1, 1, 5}, Dtype::Float64).requires_grad_();
   Tensor y = adaptive_avg_pool2d(x, {1, 3});
   test::require_close(y, {1.5, 3, 4.5}, 1e-15);
   sum(y).backward();

@@ -154,15 +154,15 @@ TEST_CASE("reliability: optimizer state with a negative step or impossible value
   CHECK_THAT(thrown<std::invalid_argument>([&] { adam.load_state_dict(with("state.0.step", Tensor::from_int64({-1}, {}))); }),
              Contains("state.0.step") && Contains("-1") && Contains(">= 0"));
   CHECK_THAT(thrown<std::invalid_argument>([&] {
-               adam.load_state_dict(with("state.0.exp_avg_sq", Tensor::from_vector({-1, 0}, {2})));
+               adam.load_state_dict(with("state.0.exp_avg_sq", Tensor::from_vector({-1, 0}, {2}, Dtype::Float64)));
              }),
              Contains("state.0.exp_avg_sq") && Contains(">= 0"));
   CHECK_THAT(thrown<std::invalid_argument>([&] {
-               adam.load_state_dict(with("state.0.exp_avg", Tensor::from_vector({kNaN, 0}, {2})));
+               adam.load_state_dict(with("state.0.exp_avg", Tensor::from_vector({kNaN, 0}, {2}, Dtype::Float64)));
              }),
              Contains("state.0.exp_avg") && Contains("finite"));
   CHECK_THAT(thrown<std::invalid_argument>([&] {
-               adam.load_state_dict(with("param_groups.0.lr", Tensor::scalar(-0.5)));
+               adam.load_state_dict(with("param_groups.0.lr", Tensor::scalar(-0.5, Dtype::Float64)));
              }),
              Contains("learning rate") && Contains("-0.5"));
   // nothing changed: the next step continues from step 1
@@ -173,7 +173,7 @@ TEST_CASE("reliability: optimizer state with a negative step or impossible value
   optim::RMSprop rms({w});
   rms.step();
   auto rs = rms.state_dict();
-  rs.insert("state.0.square_avg", Tensor::from_vector({-3, 1}, {2}));
+  rs.insert("state.0.square_avg", Tensor::from_vector({-3, 1}, {2}, Dtype::Float64));
   CHECK_THAT(thrown<std::invalid_argument>([&] { rms.load_state_dict(rs); }),
              Contains("square_avg") && Contains(">= 0"));
 }
@@ -195,7 +195,7 @@ TEST_CASE("reliability: scheduler options and loaded scheduler state are validat
   CHECK_THAT(thrown<std::invalid_argument>([&] { cos.load_state_dict(bad_epoch); }),
              Contains("last_epoch") && Contains("-5"));
   auto bad_lr = good;
-  bad_lr.insert("base_lrs", Tensor::from_vector({-0.1}, {1}));
+  bad_lr.insert("base_lrs", Tensor::from_vector({-0.1}, {1}, Dtype::Float64));
   CHECK_THAT(thrown<std::invalid_argument>([&] { cos.load_state_dict(bad_lr); }), Contains("base_lrs") && Contains("-0.1"));
   CHECK(cos.last_epoch() == 1);
   cos.load_state_dict(good);

@@ -8,7 +8,7 @@
 #include <tapegrad/core/ops.h>
 #include <tapegrad/core/random.h>
 #include <tapegrad/layers/functional/conv.h>
-#include <tapegrad/layers/loss.h>
+#include <tapegrad/layers/losses.h>
 #include <tapegrad/models/cnn.h>
 #include <tapegrad/optim/sgd.h>
 #include "perf_memory_support.h"

@@ -11,7 +11,7 @@
 #include <tapegrad/core/random.h>
 #include <tapegrad/core/storage.h>
 #include <tapegrad/layers/functional/batch_norm.h>
-#include <tapegrad/layers/loss.h>
+#include <tapegrad/layers/losses.h>
 #include <tapegrad/models/mlp.h>
 #include <tapegrad/optim/sgd.h>
 #include "perf_memory_support.h"
@@ -102,7 +102,7 @@ TEST_CASE("large batch-norm forward/backward agree between one and two threads",
   Generator gen(11);
   Tensor x = randn({40000, 4}, Dtype::Float64, gen);
   Tensor g = randn({40000, 4}, Dtype::Float64, gen);
-  Tensor w = Tensor::from_vector({1.5, -0.5, 2.0, 1.0}, {4});
+  Tensor w = Tensor::from_vector({1.5, -0.5, 2.0, 1.0}, {4}, Dtype::Float64);
   w.requires_grad_();
   std::vector<std::vector<double>> out, gx, gw;
   for (int threads : {1, 2}) {

@@ -128,7 +128,7 @@ TEST_CASE("scheduler state round trip continues the same schedule", "[optim][sch
     REQUIRE(opt.lr(0) == opt2.lr(0));  // bitwise
   }
   optim::OptimizerState bad = sched_state;
-  bad.insert("base_lrs", Tensor::from_vector({0.1, 0.2}, {2}));
+  bad.insert("base_lrs", Tensor::from_vector({0.1, 0.2}, {2}, Dtype::Float64));
   REQUIRE_THROWS_WITH(s2.load_state_dict(bad), Catch::Contains("shape [1]") && Catch::Contains("got [2]"));
   bad = sched_state;
   bad.erase("last_epoch");

@@ -11,7 +11,7 @@
 #include <tapegrad/core/autograd.h>
 #include <tapegrad/core/random.h>
 #include <tapegrad/optim/step_hooks.h>
-#include <tapegrad/layers/loss.h>
+#include <tapegrad/layers/losses.h>
 #include <tapegrad/models/mlp.h>
 #include <tapegrad/optim/optim.h>
 #include "test_support.h"
@@ -126,8 +126,8 @@ TEST_CASE("parameter groups keep their own lr (torch param_groups)", "[optim]") 
   REQUIRE(opt.num_param_groups() == 2);
   REQUIRE(opt.lr(1) == 0.5);
   for (int t = 0; t < 3; ++t) {
-    a.set_grad(Tensor::from_vector({0.1 * (t + 1), -0.2}, {2}));
-    b.set_grad(Tensor::from_vector({0.3}, {1}));
+    a.set_grad(Tensor::from_vector({0.1 * (t + 1), -0.2}, {2}, Dtype::Float64));
+    b.set_grad(Tensor::from_vector({0.3}, {1}, Dtype::Float64));
     opt.step();
   }
   require_close(a, {0.9048999999999999, 2.1121999999999996});
@@ -198,8 +198,8 @@ TEST_CASE("zero_grad clears or zeroes every group's gradients", "[optim]") {
   Tensor a = param({1.0}), b = param({2.0});
   optim::SGDOptions o;
   optim::SGD opt({{{a}, o}, {{b}, o}});
-  a.set_grad(Tensor::from_vector({5.0}, {1}));
-  b.set_grad(Tensor::from_vector({6.0}, {1}));
+  a.set_grad(Tensor::from_vector({5.0}, {1}, Dtype::Float64));
+  b.set_grad(Tensor::from_vector({6.0}, {1}, Dtype::Float64));
   opt.zero_grad(false);
   REQUIRE(a.grad().defined());
   REQUIRE(a.grad().item() == 0.0);
@@ -220,8 +220,8 @@ TEST_CASE("every step() runs the step hooks first with its parameters", "[optim]
     seen.push_back(ps.size());
     a_at_hook = ps[0].item();
   });
-  a.set_grad(Tensor::from_vector({1.0}, {1}));
-  b.set_grad(Tensor::from_vector({1.0, 1.0}, {2}));
+  a.set_grad(Tensor::from_vector({1.0}, {1}, Dtype::Float64));
+  b.set_grad(Tensor::from_vector({1.0, 1.0}, {2}, Dtype::Float64));
   optim::SGDOptions so;
   so.lr = 0.5;
   optim::SGD(std::vector<Tensor>{a, b}, so).step();
@@ -322,8 +322,8 @@ TEST_CASE("optimizer load_state_dict rejects bad state and changes nothing", "[o
   Tensor a = param({1.0, 2.0}), b = param({3.0});
   optim::AdamOptions o;
   optim::Adam opt({a, b}, o);
-  a.set_grad(Tensor::from_vector({0.1, 0.2}, {2}));
-  b.set_grad(Tensor::from_vector({0.3}, {1}));
+  a.set_grad(Tensor::from_vector({0.1, 0.2}, {2}, Dtype::Float64));
+  b.set_grad(Tensor::from_vector({0.3}, {1}, Dtype::Float64));
   opt.step();
   const auto good = opt.state_dict();
 
@@ -345,12 +345,12 @@ TEST_CASE("optimizer load_state_dict rejects bad state and changes nothing", "[o
   expect_error(with("state.2.exp_avg", Tensor::zeros({1}, Dtype::Float64)), "parameter 2 does not exist");
   expect_error(with("state.0.momentum_buffer", Tensor::zeros({2}, Dtype::Float64)),
                "Adam has no state named 'momentum_buffer'");
-  expect_error(with("state.0.step", Tensor::scalar(1.0)), "'state.0.step': expected an int64 scalar");
-  expect_error(with("param_groups.1.lr", Tensor::scalar(0.1)), "the optimizer has 1 groups");
-  expect_error(with("param_groups.0.momentum", Tensor::scalar(0.1)), "Adam has no option named 'momentum'");
-  expect_error(with("param_groups.0.beta1", Tensor::scalar(1.5)), "beta at index 0: 1.5");
+  expect_error(with("state.0.step", Tensor::scalar(1.0, Dtype::Float64)), "'state.0.step': expected an int64 scalar");
+  expect_error(with("param_groups.1.lr", Tensor::scalar(0.1, Dtype::Float64)), "the optimizer has 1 groups");
+  expect_error(with("param_groups.0.momentum", Tensor::scalar(0.1, Dtype::Float64)), "Adam has no option named 'momentum'");
+  expect_error(with("param_groups.0.beta1", Tensor::scalar(1.5, Dtype::Float64)), "beta at index 0: 1.5");
   expect_error(with("param_groups.0.params", Tensor::from_int64({0}, {1})), "group 0 holds 2 parameters");
-  expect_error(with("something", Tensor::scalar(1.0)), "unexpected key 'something'");
+  expect_error(with("something", Tensor::scalar(1.0, Dtype::Float64)), "unexpected key 'something'");
   optim::OptimizerState missing = good;
   missing.erase("param_groups.0.eps");
   expect_error(missing, "missing key 'param_groups.0.eps'");
@@ -363,10 +363,10 @@ TEST_CASE("optimizer load_state_dict rejects bad state and changes nothing", "[o
 // x.grad = [[3, -4], [1, 2]], y.grad = [0.5, -12] (float64).
 TEST_CASE("clip_grad_norm_ and clip_grad_value_ match torch.nn.utils", "[optim]") {
   auto make = [] {
-    Tensor x = Tensor::from_vector({3, -4, 1, 2}, {2, 2}).requires_grad_();
-    Tensor y = Tensor::from_vector({0.5, -12}, {2}).requires_grad_();
-    x.set_grad(Tensor::from_vector({3, -4, 1, 2}, {2, 2}));
-    y.set_grad(Tensor::from_vector({0.5, -12}, {2}));
+    Tensor x = Tensor::from_vector({3, -4, 1, 2}, {2, 2}, Dtype::Float64).requires_grad_();
+    Tensor y = Tensor::from_vector({0.5, -12}, {2}, Dtype::Float64).requires_grad_();
+    x.set_grad(Tensor::from_vector({3, -4, 1, 2}, {2, 2}, Dtype::Float64));
+    y.set_grad(Tensor::from_vector({0.5, -12}, {2}, Dtype::Float64));
     return std::vector<Tensor>{x, y};
   };
   struct Case {

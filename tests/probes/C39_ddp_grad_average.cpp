@@ -27,7 +27,7 @@ extern char** environ;
 #include <tapegrad/distributed/data_parallel.h>
 #include <tapegrad/distributed/environment.h>
 #include <tapegrad/layers/linear.h>
-#include <tapegrad/layers/loss.h>
+#include <tapegrad/layers/losses.h>
 #include <tapegrad/optim/sgd.h>
 
 using namespace tapegrad;

@@ -6,21 +6,19 @@
 
 #include <tapegrad/layers/functional/kernels/moments.h>
 #include <tapegrad/layers/functional/kernels/simd.h>
+#include <tapegrad/layers/functional/kernels/thresholds.h>
 
-namespace tapegrad::layers::functional::detail {
+namespace tapegrad::layers::functional::kernels {
 namespace {
 
-using nv::kLanes;
-using nv::merge_moments;
-using nv::Vec;
-using Partial = nv::PartialMoments;
+using kernels::kLanes;
+using kernels::merge_moments;
+using kernels::Vec;
+using Partial = kernels::PartialMoments;
 
-// Rows per block: a block (8192 values, 32 KB of float32) stays in L1 for the statistics'
+// Rows per statistics block (kernels/thresholds.h): a block stays in L1 for the statistics'
 // second pass; the T-precision sums run over one block's rows at a time.
-constexpr std::int64_t kBlockElems = 8192;
-std::int64_t block_rows(std::int64_t C) {
-  return std::clamp<std::int64_t>(kBlockElems / std::max<std::int64_t>(C, 1), 1, 1024);
-}
+using thresholds::bn_rows_block_rows;
 
 // V is a vector of T or T itself (the channels past the last whole vector).
 template <class V, class T>
@@ -32,14 +30,14 @@ inline V ld(const T* p) {
   if constexpr (std::is_same_v<V, T>)
     return *p;
   else
-    return nv::load(p);
+    return kernels::load(p);
 }
 template <class V, class T>
 inline void st(T* p, V v) {
   if constexpr (std::is_same_v<V, T>)
     *p = v;
   else
-    nv::store(p, v);
+    kernels::store(p, v);
 }
 
 // Calls f.template operator()<V, NV>(c0) over the channels: chunks of 4 vectors, one chunk
@@ -59,14 +57,13 @@ void for_chunks(std::int64_t C, F&& f) {
   for (; c0 < C; ++c0) f.template operator()<T, 1>(c0);
 }
 
-// Up to this many bytes an operand is taken to be cache-resident (the sizes of MLP
+// Up to kBnRowsCachedBytes an operand is taken to be cache-resident (the sizes of MLP
 // training): a kernel then walks a chunk of channels, held in registers, down the rows.
 // Larger operands stream from memory row by row, the order the hardware prefetcher
 // follows best (a chunk at a time would read each row in four strided pieces).
-constexpr std::size_t kCachedBytes = std::size_t(512) << 10;
 template <class T>
 bool cached(std::int64_t N, std::int64_t C) {
-  return static_cast<std::size_t>(N * C) * sizeof(T) <= kCachedBytes;
+  return thresholds::bn_rows_cached<T>(N, C);
 }
 
 // The statistics of rows [b, e) (see the header) into bmean, bm2; K, s, m are T scratch (C).
@@ -156,17 +153,17 @@ template <class T>
 void bn_rows_moments(const T* x, std::int64_t N, std::int64_t C, double* mean, double* var) {
   const std::size_t Cs = static_cast<std::size_t>(C);
   const bool by_chunk = cached<T>(N, C);
-  const std::int64_t B = block_rows(C);
-  const std::int64_t rows = nv::chunk_rows(C * static_cast<std::int64_t>(sizeof(T)), B);
+  const std::int64_t B = bn_rows_block_rows(C);
+  const std::int64_t rows = kernels::chunk_rows(C * static_cast<std::int64_t>(sizeof(T)), B);
   const std::size_t nc = static_cast<std::size_t>((N + rows - 1) / rows);
   // per chunk: its mean and M2 (C each), merged below in chunk order
-  double* parts = nv::scratch<MomentsTag, double>(2 * Cs * nc);
-  nv::for_row_chunks(N, rows, nv::threads_for(N * C), [&](std::int64_t k, std::int64_t r0, std::int64_t r1) {
+  double* parts = kernels::scratch<MomentsTag, double>(2 * Cs * nc);
+  kernels::for_row_chunks(N, rows, kernels::threads_for(N * C), [&](std::int64_t k, std::int64_t r0, std::int64_t r1) {
     double* mine = parts + 2 * Cs * static_cast<std::size_t>(k);
     Partial p{0, mine, mine + C};
-    double* bmean = nv::scratch<BlockTag, double>(2 * Cs);
+    double* bmean = kernels::scratch<BlockTag, double>(2 * Cs);
     double* bm2 = bmean + C;
-    T* K = nv::scratch<MomentsTTag, T>(3 * Cs);
+    T* K = kernels::scratch<MomentsTTag, T>(3 * Cs);
     for (std::int64_t b = r0; b < r1; b += B) {
       const std::int64_t e = std::min(b + B, r1);
       block_moments<T>(x, C, b, e, by_chunk, K, K + C, K + 2 * C, bmean, bm2);
@@ -183,9 +180,9 @@ void bn_rows_moments(const T* x, std::int64_t N, std::int64_t C, double* mean, d
 
 template <class T>
 void bn_rows_affine(const T* x, T* y, std::int64_t N, std::int64_t C, const T* mu, const T* a, const T* b) {
-  const bool stream = nv::streamable(y, C, N), by_chunk = cached<T>(N, C);
-  const std::int64_t rows = nv::chunk_rows(C * static_cast<std::int64_t>(sizeof(T)), 1);
-  nv::for_row_chunks(N, rows, nv::threads_for(N * C), [&](std::int64_t, std::int64_t r0, std::int64_t r1) {
+  const bool stream = kernels::streamable(y, C, N), by_chunk = cached<T>(N, C);
+  const std::int64_t rows = kernels::chunk_rows(C * static_cast<std::int64_t>(sizeof(T)), 1);
+  kernels::for_row_chunks(N, rows, kernels::threads_for(N * C), [&](std::int64_t, std::int64_t r0, std::int64_t r1) {
     if (by_chunk) {
       for_chunks<T>(C, [&]<class V, int NV>(std::int64_t c0) {
         constexpr std::int64_t L = lanes_of<V, T>();
@@ -213,13 +210,13 @@ void bn_rows_affine(const T* x, T* y, std::int64_t N, std::int64_t C, const T* m
       T* __restrict yr = y + n * C;
       if (stream) {
         for (std::int64_t c = 0; c < C; c += kLanes<T>)
-          nv::stream(yr + c, (nv::load(xr + c) - nv::load(u + c)) * nv::load(sc + c) + nv::load(sh + c));
+          kernels::stream(yr + c, (kernels::load(xr + c) - kernels::load(u + c)) * kernels::load(sc + c) + kernels::load(sh + c));
       } else {
 #pragma omp simd
         for (std::int64_t c = 0; c < C; ++c) yr[c] = (xr[c] - u[c]) * sc[c] + sh[c];
       }
     }
-    if (stream) nv::fence();
+    if (stream) kernels::fence();
   });
 }
 
@@ -227,16 +224,16 @@ template <class T>
 void bn_rows_sums(const T* x, const T* dy, std::int64_t N, std::int64_t C, const T* mu, double* s1, double* s2) {
   const std::size_t Cs = static_cast<std::size_t>(C);
   const bool by_chunk = cached<T>(N, C);
-  const std::int64_t B = block_rows(C);
-  const std::int64_t rows = nv::chunk_rows(2 * C * static_cast<std::int64_t>(sizeof(T)), B);
+  const std::int64_t B = bn_rows_block_rows(C);
+  const std::int64_t rows = kernels::chunk_rows(2 * C * static_cast<std::int64_t>(sizeof(T)), B);
   const std::size_t nc = static_cast<std::size_t>((N + rows - 1) / rows);
   // per chunk: its Σdy and Σdy·(x - μ) (C each), added up below in chunk order
-  double* part = nv::scratch<SumsTag, double>(2 * Cs * nc);
+  double* part = kernels::scratch<SumsTag, double>(2 * Cs * nc);
   std::fill(part, part + 2 * Cs * nc, 0.0);
-  nv::for_row_chunks(N, rows, nv::threads_for(N * C), [&](std::int64_t k, std::int64_t r0, std::int64_t r1) {
+  kernels::for_row_chunks(N, rows, kernels::threads_for(N * C), [&](std::int64_t k, std::int64_t r0, std::int64_t r1) {
     double* __restrict p1 = part + 2 * Cs * static_cast<std::size_t>(k);
     double* __restrict p2 = p1 + C;
-    T* __restrict a1 = nv::scratch<SumsTTag, T>(2 * Cs);
+    T* __restrict a1 = kernels::scratch<SumsTTag, T>(2 * Cs);
     T* __restrict a2 = a1 + C;
     const T* __restrict u = mu;
     // blocks of rows summed in T, the blocks in double
@@ -305,9 +302,9 @@ void bn_rows_sums(const T* x, const T* dy, std::int64_t N, std::int64_t C, const
 template <class T>
 void bn_rows_dx(const T* x, const T* dy, T* dx, std::int64_t N, std::int64_t C, const T* mu, const T* k1,
                 const T* k2, const T* k3) {
-  const bool stream = nv::streamable(dx, C, N), by_chunk = cached<T>(N, C);
-  const std::int64_t rows = nv::chunk_rows(C * static_cast<std::int64_t>(sizeof(T)), 1);
-  nv::for_row_chunks(N, rows, nv::threads_for(N * C), [&](std::int64_t, std::int64_t r0, std::int64_t r1) {
+  const bool stream = kernels::streamable(dx, C, N), by_chunk = cached<T>(N, C);
+  const std::int64_t rows = kernels::chunk_rows(C * static_cast<std::int64_t>(sizeof(T)), 1);
+  kernels::for_row_chunks(N, rows, kernels::threads_for(N * C), [&](std::int64_t, std::int64_t r0, std::int64_t r1) {
     if (by_chunk) {
       for_chunks<T>(C, [&]<class V, int NV>(std::int64_t c0) {
         constexpr std::int64_t L = lanes_of<V, T>();
@@ -340,14 +337,14 @@ void bn_rows_dx(const T* x, const T* dy, T* dx, std::int64_t N, std::int64_t C, 
       T* __restrict o = dx + n * C;
       if (stream) {
         for (std::int64_t c = 0; c < C; c += kLanes<T>)
-          nv::stream(o + c, nv::load(a + c) * (nv::load(gr + c) - nv::load(b + c) -
-                                               (nv::load(xr + c) - nv::load(u + c)) * nv::load(k + c)));
+          kernels::stream(o + c, kernels::load(a + c) * (kernels::load(gr + c) - kernels::load(b + c) -
+                                               (kernels::load(xr + c) - kernels::load(u + c)) * kernels::load(k + c)));
       } else {
 #pragma omp simd
         for (std::int64_t c = 0; c < C; ++c) o[c] = a[c] * (gr[c] - b[c] - (xr[c] - u[c]) * k[c]);
       }
     }
-    if (stream) nv::fence();
+    if (stream) kernels::fence();
   });
 }
 
@@ -361,4 +358,4 @@ TAPEGRAD_BN_ROWS(float)
 TAPEGRAD_BN_ROWS(double)
 #undef TAPEGRAD_BN_ROWS
 
-}  // namespace tapegrad::layers::functional::detail
+}  // namespace tapegrad::layers::functional::kernels

@@ -18,7 +18,7 @@
 // here, and the cache keeps only about 16 MB of the tail.)
 #include <cstdint>
 
-namespace tapegrad::layers::functional::detail {
+namespace tapegrad::layers::functional::kernels {
 
 /// Per-channel mean and biased variance σ² = Σ(x - μ)²/N (float64, C values each) of x (N, C).
 /// T-precision sums that stay exact where it matters, merged in double:
@@ -44,4 +44,4 @@ template <class T>
 void bn_rows_dx(const T* x, const T* dy, T* dx, std::int64_t N, std::int64_t C, const T* mu, const T* k1,
                 const T* k2, const T* k3);
 
-}  // namespace tapegrad::layers::functional::detail
+}  // namespace tapegrad::layers::functional::kernels

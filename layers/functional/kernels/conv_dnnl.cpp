@@ -22,7 +22,7 @@
 #include <tapegrad/core/parallel.h>
 #include <tapegrad/core/tensor.h>
 
-namespace tapegrad::layers::functional::kernels::dnnl_conv {
+namespace tapegrad::layers::functional::kernels {
 namespace {
 
 using dnnl::memory;
@@ -84,7 +84,7 @@ struct Descs {
   memory::dims strides, dilates, pl, pr;
 };
 
-Descs user_descs(const Shape& s) {
+Descs user_descs(const DnnlConvShape& s) {
   Descs d;
   d.src = memory::desc({s.N, s.C, s.H, s.W}, dt::f32, tag::nchw);
   d.dst = memory::desc({s.N, s.O, s.OH, s.OW}, dt::f32, tag::nchw);
@@ -111,7 +111,7 @@ bool plain_activations() {
 }
 memory::desc act(const memory::desc& m) { return plain_activations() ? m : any_like(m); }
 
-Key key_of(const Shape& s) {
+Key key_of(const DnnlConvShape& s) {
   return {s.N, s.C, s.H, s.W, s.O, s.kh, s.kw, s.sh, s.sw, s.ph, s.pw, s.dh, s.dw, s.G, s.OH, s.OW, s.bias ? 1 : 0,
           get_num_threads()};
 }
@@ -121,7 +121,7 @@ State& state() {
   return *st;
 }
 
-Entry& entry(const Shape& s) {
+Entry& entry(const DnnlConvShape& s) {
   const Key k = key_of(s);
   State& st = state();
   std::lock_guard<std::mutex> lock(st.mu);
@@ -193,14 +193,14 @@ void finish(Port& p, float* user, std::unique_ptr<Scratch>& hold) {
 
 }  // namespace
 
-bool supports(const Shape& s) {
+bool dnnl_conv_supports(const DnnlConvShape& s) {
   const Descs d = user_descs(s);
   return d.pr[0] >= 0 && d.pr[1] >= 0;
 }
 
-std::int64_t primitives_created() { return g_created.load(); }
+std::int64_t dnnl_conv_primitives_created() { return g_created.load(); }
 
-void forward(const Shape& s, const float* x, const float* w, const float* b, float* y) {
+void dnnl_conv_forward(const DnnlConvShape& s, const float* x, const float* w, const float* b, float* y) {
   match_threads();
   Entry& e = entry(s);
   std::unique_ptr<Scratch> hs, hw, hd;
@@ -214,7 +214,7 @@ void forward(const Shape& s, const float* x, const float* w, const float* b, flo
 
 namespace {
 
-void ensure_backward_data(Entry& e, const Shape& s) {
+void ensure_backward_data(Entry& e, const DnnlConvShape& s) {
   std::lock_guard<std::mutex> lock(e.mu);
   if (e.bwd_data) return;
   const Descs d = user_descs(s);
@@ -228,7 +228,7 @@ void ensure_backward_data(Entry& e, const Shape& s) {
   e.d_src.init(d.src, pd.diff_src_desc(), false);
 }
 
-void ensure_backward_weights(Entry& e, const Shape& s) {
+void ensure_backward_weights(Entry& e, const DnnlConvShape& s) {
   std::lock_guard<std::mutex> lock(e.mu);
   if (e.bwd_wei) return;
   const Descs d = user_descs(s);
@@ -248,7 +248,7 @@ void ensure_backward_weights(Entry& e, const Shape& s) {
 
 }  // namespace
 
-void backward(const Shape& s, const float* x, const float* dy, const float* w, float* dx, float* dw, float* db) {
+void dnnl_conv_backward(const DnnlConvShape& s, const float* x, const float* dy, const float* w, float* dx, float* dw, float* db) {
   match_threads();
   Entry& e = entry(s);
   if (dx) ensure_backward_data(e, s);
@@ -272,20 +272,20 @@ void backward(const Shape& s, const float* x, const float* dy, const float* w, f
   cpu_stream().wait();
 }
 
-}  // namespace tapegrad::layers::functional::kernels::dnnl_conv
+}  // namespace tapegrad::layers::functional::kernels
 
 #else  // !TAPEGRAD_HAVE_DNNL
 
 #include <stdexcept>
 
-namespace tapegrad::layers::functional::kernels::dnnl_conv {
+namespace tapegrad::layers::functional::kernels {
 namespace {
 [[noreturn]] void missing() { throw std::logic_error("conv2d: tapegrad was built without oneDNN"); }
 }  // namespace
-bool supports(const Shape&) { return false; }
-std::int64_t primitives_created() { return 0; }
-void forward(const Shape&, const float*, const float*, const float*, float*) { missing(); }
-void backward(const Shape&, const float*, const float*, const float*, float*, float*, float*) { missing(); }
-}  // namespace tapegrad::layers::functional::kernels::dnnl_conv
+bool dnnl_conv_supports(const DnnlConvShape&) { return false; }
+std::int64_t dnnl_conv_primitives_created() { return 0; }
+void dnnl_conv_forward(const DnnlConvShape&, const float*, const float*, const float*, float*) { missing(); }
+void dnnl_conv_backward(const DnnlConvShape&, const float*, const float*, const float*, float*, float*, float*) { missing(); }
+}  // namespace tapegrad::layers::functional::kernels
 
 #endif

@@ -5,18 +5,20 @@
 #include <cmath>
 
 #include <tapegrad/layers/functional/kernels/simd.h>
+#include <tapegrad/layers/functional/kernels/thresholds.h>
 
-namespace tapegrad::layers::functional::detail {
+namespace tapegrad::layers::functional::kernels {
 namespace {
 
-using nv::hsum;
-using nv::kLanes;
-using nv::load;
-using nv::splat;
-using nv::Vec;
+using kernels::hsum;
+using kernels::kLanes;
+using kernels::load;
+using kernels::splat;
+using kernels::Vec;
 
-// Rows whose dγ, dβ are summed in T before they are added to the double totals.
-constexpr std::int64_t kGradBlockRows = 64;
+// Rows whose dγ, dβ are summed in T before they are added to the double totals
+// (kernels/thresholds.h).
+constexpr std::int64_t kGradBlockRows = thresholds::kLnGradBlockRows;
 
 // Σ (x - k) over a row of K values.
 template <class T>
@@ -78,7 +80,7 @@ void write_row(const T* __restrict x, T* __restrict y, std::int64_t K, const T* 
     Vec<T> o = (load(x + j) - mv) * rv;  // x̂ (exactly 0 for a constant row)
     if constexpr (HasW) o = o * load(w + j);
     if constexpr (HasB) o = o + load(b + j);
-    nv::store(y + j, o);
+    kernels::store(y + j, o);
   }
   for (; j < K; ++j) {
     T o = (x[j] - mu) * rs;
@@ -88,13 +90,11 @@ void write_row(const T* __restrict x, T* __restrict y, std::int64_t K, const T* 
   }
 }
 
-// Rows per block: a block's statistics are taken for all its rows first (independent rows,
-// so their dependency chains - sums, square root, division - overlap), then its rows are
-// written while they are still in L1.
-constexpr std::int64_t kMaxRowBlock = 16;
-std::int64_t row_block(std::int64_t K) {
-  return std::clamp<std::int64_t>(8192 / std::max<std::int64_t>(K, 1), 1, kMaxRowBlock);
-}
+// Rows per block (kernels/thresholds.h): a block's statistics are taken for all its rows
+// first (independent rows, so their dependency chains - sums, square root, division -
+// overlap), then its rows are written while they are still in L1.
+constexpr std::int64_t kMaxRowBlock = thresholds::kLnMaxRowBlock;
+std::int64_t row_block(std::int64_t K) { return thresholds::ln_row_block(K); }
 
 template <class T, bool HasW, bool HasB>
 void forward_share(const T* x, T* y, std::int64_t r0, std::int64_t r1, std::int64_t K, std::int64_t G, const T* w,
@@ -148,10 +148,10 @@ void row_sums(const T* __restrict g, const T* __restrict x, std::int64_t K, cons
     A1 += gd1;
     B0 += gd0 * d0;
     B1 += gd1 * d1;
-    nv::store(aw + j, load(aw + j) + g0 * (d0 * rv));
-    nv::store(aw + j + L, load(aw + j + L) + g1 * (d1 * rv));
-    nv::store(ab + j, load(ab + j) + g0);
-    nv::store(ab + j + L, load(ab + j + L) + g1);
+    kernels::store(aw + j, load(aw + j) + g0 * (d0 * rv));
+    kernels::store(aw + j + L, load(aw + j + L) + g1 * (d1 * rv));
+    kernels::store(ab + j, load(ab + j) + g0);
+    kernels::store(ab + j + L, load(ab + j + L) + g1);
   }
   for (; j + L <= K; j += L) {
     const Vec<T> g0 = load(g + j), d0 = load(x + j) - mv;
@@ -159,8 +159,8 @@ void row_sums(const T* __restrict g, const T* __restrict x, std::int64_t K, cons
     if constexpr (HasW) gd0 = gd0 * load(w + j);
     A0 += gd0;
     B0 += gd0 * d0;
-    nv::store(aw + j, load(aw + j) + g0 * (d0 * rv));
-    nv::store(ab + j, load(ab + j) + g0);
+    kernels::store(aw + j, load(aw + j) + g0 * (d0 * rv));
+    kernels::store(ab + j, load(ab + j) + g0);
   }
   T At = 0, Bt = 0;
   for (; j < K; ++j) {
@@ -200,8 +200,8 @@ void row_sums2(const T* __restrict g0, const T* __restrict x0, const T* __restri
     a1 += gd1;
     b0 += gd0 * d0;
     b1 += gd1 * d1;
-    nv::store(aw + j, load(aw + j) + (gv0 * (d0 * r0) + gv1 * (d1 * r1)));
-    nv::store(ab + j, load(ab + j) + (gv0 + gv1));
+    kernels::store(aw + j, load(aw + j) + (gv0 * (d0 * r0) + gv1 * (d1 * r1)));
+    kernels::store(ab + j, load(ab + j) + (gv0 + gv1));
   }
   T at0 = 0, bt0 = 0, at1 = 0, bt1 = 0;
   for (; j < K; ++j) {
@@ -233,9 +233,9 @@ void row_dx(const T* __restrict g, const T* __restrict x, T* __restrict gx, std:
     if constexpr (HasW) gd = gd * load(w + j);
     const Vec<T> o = rv * gd - (c1v + (load(x + j) - mv) * c3v);
     if (stream)
-      nv::stream(gx + j, o);
+      kernels::stream(gx + j, o);
     else
-      nv::store(gx + j, o);
+      kernels::store(gx + j, o);
   }
   for (; j < K; ++j) {
     const T gd = HasW ? g[j] * w[j] : g[j];
@@ -249,7 +249,7 @@ void backward_share(const T* g, const T* x, T* gx, std::int64_t R, std::int64_t 
                     T* ab, bool stream) {
   const std::int64_t C = G * K, RB = row_block(K);
   const double invK = 1.0 / static_cast<double>(K);
-  const bool paired = G == 1 && static_cast<std::size_t>(R * K) * sizeof(T) <= (std::size_t(512) << 10);
+  const bool paired = thresholds::ln_rows_paired<T>(R, K, G);
   T c1[kMaxRowBlock], c3[kMaxRowBlock];
   for (std::int64_t b = r0; b < r1; b += kGradBlockRows) {
     std::fill(aw, aw + C, T(0));
@@ -301,8 +301,8 @@ struct AccTag {};
 template <class T>
 void ln_rows_forward(const T* x, T* y, std::int64_t R, std::int64_t K, std::int64_t G, const T* w, const T* b,
                      double eps, double* mean, double* rstd, double* var) {
-  const std::int64_t rows = nv::chunk_rows(K * static_cast<std::int64_t>(sizeof(T)), 1);
-  nv::for_row_chunks(R, rows, nv::threads_for(R * K), [&](std::int64_t, std::int64_t r0, std::int64_t r1) {
+  const std::int64_t rows = kernels::chunk_rows(K * static_cast<std::int64_t>(sizeof(T)), 1);
+  kernels::for_row_chunks(R, rows, kernels::threads_for(R * K), [&](std::int64_t, std::int64_t r0, std::int64_t r1) {
     if (w && b)
       forward_share<T, true, true>(x, y, r0, r1, K, G, w, b, eps, mean, rstd, var);
     else if (w)
@@ -319,20 +319,20 @@ void ln_rows_backward(const T* dy, const T* x, T* gx, std::int64_t R, std::int64
                       const double* mean, const double* rstd, double* dw, double* db) {
   const std::int64_t C = G * K;
   const std::size_t Cs = static_cast<std::size_t>(C);
-  const bool stream = gx && nv::streamable(gx, K, R);
-  const std::int64_t rows = nv::chunk_rows(2 * K * static_cast<std::int64_t>(sizeof(T)), kGradBlockRows);
+  const bool stream = gx && kernels::streamable(gx, K, R);
+  const std::int64_t rows = kernels::chunk_rows(2 * K * static_cast<std::int64_t>(sizeof(T)), kGradBlockRows);
   const std::size_t nc = static_cast<std::size_t>((R + rows - 1) / rows);
   // per chunk: its dγ and dβ (double, C each), added up below in chunk order
-  double* part = nv::scratch<PartTag, double>(2 * Cs * nc);
+  double* part = kernels::scratch<PartTag, double>(2 * Cs * nc);
   std::fill(part, part + 2 * Cs * nc, 0.0);
-  nv::for_row_chunks(R, rows, nv::threads_for(R * K), [&](std::int64_t k, std::int64_t r0, std::int64_t r1) {
+  kernels::for_row_chunks(R, rows, kernels::threads_for(R * K), [&](std::int64_t k, std::int64_t r0, std::int64_t r1) {
     double* pw = part + 2 * Cs * static_cast<std::size_t>(k);
-    T* acc = nv::scratch<AccTag, T>(2 * Cs);
+    T* acc = kernels::scratch<AccTag, T>(2 * Cs);
     if (w)
       backward_share<T, true>(dy, x, gx, R, r0, r1, K, G, w, mean, rstd, pw, pw + C, acc, acc + C, stream);
     else
       backward_share<T, false>(dy, x, gx, R, r0, r1, K, G, w, mean, rstd, pw, pw + C, acc, acc + C, stream);
-    if (stream) nv::fence();
+    if (stream) kernels::fence();
   });
   std::copy(part, part + C, dw);
   std::copy(part + C, part + 2 * C, db);
@@ -352,4 +352,4 @@ template void ln_rows_backward<float>(const float*, const float*, float*, std::i
 template void ln_rows_backward<double>(const double*, const double*, double*, std::int64_t, std::int64_t,
                                        std::int64_t, const double*, const double*, const double*, double*, double*);
 
-}  // namespace tapegrad::layers::functional::detail
+}  // namespace tapegrad::layers::functional::kernels

@@ -10,7 +10,7 @@
 // T-precision vectors (independent accumulators) and are added up across lanes in double.
 #include <cstdint>
 
-namespace tapegrad::layers::functional::detail {
+namespace tapegrad::layers::functional::kernels {
 
 /// Forward. Row r covers affine channels c0 .. c0 + K with c0 = (r mod G)·K; w and b hold
 /// G·K values or are null (γ = 1, β = 0). Per row, with k0 = its first value:
@@ -31,4 +31,4 @@ template <class T>
 void ln_rows_backward(const T* dy, const T* x, T* gx, std::int64_t R, std::int64_t K, std::int64_t G, const T* w,
                       const double* mean, const double* rstd, double* dw, double* db);
 
-}  // namespace tapegrad::layers::functional::detail
+}  // namespace tapegrad::layers::functional::kernels

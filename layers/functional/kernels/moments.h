@@ -6,7 +6,7 @@
 #include <algorithm>
 #include <cstdint>
 
-namespace tapegrad::layers::functional::nv {
+namespace tapegrad::layers::functional::kernels {
 
 /// Per-channel count, mean and M2 = Σ(x - mean)² of the values merged so far (C channels,
 /// arrays owned by the caller). count = 0: nothing merged yet.
@@ -37,4 +37,4 @@ inline void merge_moments(PartialMoments& p, std::int64_t C, std::int64_t nb, co
   p.count += nb;
 }
 
-}  // namespace tapegrad::layers::functional::nv
+}  // namespace tapegrad::layers::functional::kernels

@@ -1,7 +1,7 @@
 #pragma once
 // Shared building blocks of the vectorised norm kernels (layers/functional/kernels/ and the
-// norm families in layers/functional/; namespace nv = "norm vectors"): vectors of the widest
-// register, streaming stores and the 24 MiB streaming threshold, the split of rows into work
+// norm families in layers/functional/; one namespace, kernels): vectors of the widest
+// register, streaming stores (the 24 MiB threshold is in kernels/thresholds.h), the split of rows into work
 // chunks, the thread count for a kernel, and per-thread scratch buffers.
 //
 // The vectors are GCC/Clang vector extensions of TAPEGRAD_NV_BYTES: one zmm register with
@@ -22,6 +22,7 @@
 #include <tapegrad/core/parallel.h>
 #include <tapegrad/core/saved_data.h>
 #include <tapegrad/core/tensor.h>
+#include <tapegrad/layers/functional/kernels/thresholds.h>
 
 #if defined(__AVX512F__)
 #define TAPEGRAD_NV_BYTES 64
@@ -29,7 +30,7 @@
 #define TAPEGRAD_NV_BYTES 32
 #endif
 
-namespace tapegrad::layers::functional::nv {
+namespace tapegrad::layers::functional::kernels {
 
 template <class T>
 struct VecOf;
@@ -154,8 +155,8 @@ inline void inverse_std(const double* v, double eps, double* out, std::int64_t n
   for (; i < n; ++i) out[i] = v[i] + eps == 0.0 ? 0.0 : 1.0 / std::sqrt(v[i] + eps);
 }
 
-/// Outputs at least this large are streamed past the cache (they would not stay in it).
-constexpr std::size_t kStreamBytes = std::size_t(24) << 20;
+/// Outputs at least this large are streamed past the cache (kernels/thresholds.h).
+using thresholds::kStreamBytes;
 
 /// Whether every row of `len` values of an output at p can take streaming stores: p is
 /// 64-byte aligned and rows are whole vectors.
@@ -169,12 +170,9 @@ bool streamable(const T* p, std::int64_t len, std::int64_t rows) {
 /// grain, else one (a parallel region costs about a microsecond).
 inline int threads_for(std::int64_t work) { return work >= kParallelGrain ? get_num_threads() : 1; }
 
-/// Rows per work chunk of a kernel: about 1 MB of the operand (`row_bytes` per row), a
-/// multiple of `unit` rows (the kernel's own blocking).
-inline std::int64_t chunk_rows(std::int64_t row_bytes, std::int64_t unit) {
-  const std::int64_t r = std::max<std::int64_t>(1, (std::int64_t(1) << 20) / std::max<std::int64_t>(row_bytes, 1));
-  return std::max(unit, r / unit * unit);
-}
+/// Rows per work chunk of a kernel: about 1 MiB of the operand (`row_bytes` per row), a
+/// multiple of `unit` rows (the kernel's own blocking); kernels/thresholds.h.
+using thresholds::chunk_rows;
 
 /// Runs body(k, r0, r1) for the chunks k = 0, 1, ... of rows [0, rows), `chunk` rows each (the
 /// last shorter), on up to nt threads that each take the next chunk when done with one: a
@@ -202,4 +200,4 @@ T* scratch(std::size_t n) {
   return buf.data();
 }
 
-}  // namespace tapegrad::layers::functional::nv
+}  // namespace tapegrad::layers::functional::kernels

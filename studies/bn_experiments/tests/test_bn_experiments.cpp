@@ -114,7 +114,7 @@ TEST_CASE("the Clamp module matches torch.clamp", "[bn_experiments]") {
   // torch.clamp(x, -10, 10) for x = [-12, -10, 3, 10, 11]: y = [-10, -10, 3, 10, 10],
   // and y.backward(ones) gives x.grad = [0, 1, 1, 1, 0] (bounds inclusive).
   tapegrad::layers::Clamp clip(-10, 10);
-  Tensor x = Tensor::from_vector({-12, -10, 3, 10, 11}, {5});
+  Tensor x = Tensor::from_vector({-12, -10, 3, 10, 11}, {5}, tapegrad::Dtype::Float64);
   x.requires_grad_();
   Tensor y = clip(x);
   CHECK(values(y) == std::vector<double>{-10, -10, 3, 10, 10});

@@ -12,7 +12,7 @@
 #include <tapegrad/distributed/data_parallel.h>
 #include <tapegrad/distributed/environment.h>
 #include <tapegrad/distributed/sync_batch_norm.h>
-#include <tapegrad/layers/loss.h>
+#include <tapegrad/layers/losses.h>
 #include <tapegrad/optim/sgd.h>
 
 namespace normstudy {

@@ -14,7 +14,7 @@
 #include "ghost_batch.h"
 #include "test_data.h"
 #include "kit/gnuplot.h"
-#include <tapegrad/layers/loss.h>
+#include <tapegrad/layers/losses.h>
 #include <tapegrad/optim/sgd.h>
 
 using namespace normstudy;

@@ -18,7 +18,7 @@
 #include <tapegrad/distributed/environment.h>
 #include "evaluation.h"
 #include <tapegrad/layers/batch_norm.h>
-#include "mpi_glue.h"
+#include <tapegrad/train/data_parallel.h>
 #include "trainer.h"
 #include "../fmnist_test_support.h"
 
@@ -62,7 +62,7 @@ fmnist::Config small_config() {
 
 TEST_CASE("evaluation split across ranks equals one process's, bit for bit", "[fmnist][mpi]") {
   const int R = distributed::world_size();
-  auto par = fmnist::make_mpi_data_parallel(false);
+  auto par = tapegrad::train::make_mpi_data_parallel(false);
   fmnist::Config c;
   c.hidden = {32, 16};
   Generator init(5), drop(6);
@@ -117,9 +117,9 @@ TEST_CASE("train() with SyncBatchNorm on R ranks follows one process at the glob
   fmnist::Config c = small_config();
   c.dropout = 0;  // the ranks' rows share one generator: masks would differ from one process's
   const fmnist::Result one = fmnist::train(c);  // every rank, alone
-  c.parallel = fmnist::make_mpi_data_parallel(true);
+  c.parallel = tapegrad::train::make_mpi_data_parallel(true);
   const fmnist::Result sync = fmnist::train(c);
-  c.parallel = fmnist::make_mpi_data_parallel(false);
+  c.parallel = tapegrad::train::make_mpi_data_parallel(false);
   const fmnist::Result per_rank = fmnist::train(c);
   c.parallel.reset();
 
@@ -149,7 +149,7 @@ TEST_CASE("an interrupted R-rank run resumes exactly; rank 0 writes the checkpoi
   const int R = distributed::world_size();
   const std::string base = "mpi_resume_np" + std::to_string(R);  // in the test's working directory
   fmnist::Config c = small_config();
-  c.parallel = fmnist::make_mpi_data_parallel(true);
+  c.parallel = tapegrad::train::make_mpi_data_parallel(true);
   c.checkpoint = base + "_full.safetensors";
   const fmnist::Result full = fmnist::train(c);
   c.checkpoint = base + "_part.safetensors";

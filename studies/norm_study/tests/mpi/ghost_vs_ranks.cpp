@@ -18,7 +18,7 @@
 #include <tapegrad/distributed/environment.h>
 #include "ghost_batch.h"
 #include "../test_data.h"
-#include <tapegrad/layers/loss.h>
+#include <tapegrad/layers/losses.h>
 #include "core.h"
 #include <tapegrad/optim/sgd.h>
 

@@ -1,0 +1,65 @@
+#pragma once
+// read_csv: a numeric CSV file (RFC 4180: quoted fields, "" escapes, CRLF or LF line ends)
+// into a Dataset, one sample per row: every column but the label is a float32 feature,
+// the label column becomes the targets.
+//
+//   Dataset iris = data::read_csv("iris.csv", {.label = "species"});
+//   // X (150, 4) float32; y (150) int64; iris.class_names = {"setosa", "versicolor", "virginica"}
+//   Dataset house = data::read_csv("house.csv.gz", {.label = "price", .task = data::CsvTask::Regression});
+//   // y (N) float32
+#include <cstdint>
+#include <string>
+#include <string_view>
+#include <utility>
+
+#include <tapegrad/data/dataset.h>
+
+namespace tapegrad::data {
+
+/// A column given by its header name or by its 0-based index (negative counts from the
+/// end: -1 is the last column).
+struct CsvColumn {
+  CsvColumn(std::int64_t index_) : index(index_) {}                // NOLINT: implicit on purpose
+  CsvColumn(int index_) : index(index_) {}                         // NOLINT
+  CsvColumn(std::string name_) : name(std::move(name_)) {}         // NOLINT
+  CsvColumn(const char* name_) : name(name_) {}                    // NOLINT
+  std::string name;        ///< used when not empty
+  std::int64_t index = -1;
+};
+
+/// What the label column holds.
+enum class CsvTask {
+  /// Class labels. When every label is an integer (optionally signed, no decimal point),
+  /// it is the class index itself (must be >= 0). Otherwise every label is a string and
+  /// the distinct strings, sorted (byte order), become classes 0, 1, ... with the mapping
+  /// kept in Dataset::class_names. y: int64 (N).
+  Classification,
+  /// Numeric targets. y: float32 (N).
+  Regression,
+};
+
+struct CsvOptions {
+  CsvColumn label = -1;     ///< the label column (default: the last one)
+  CsvTask task = CsvTask::Classification;
+  char delimiter = ',';     ///< field separator (',' ';' '\t' ...); not '"', '\r' or '\n'
+  bool header = true;       ///< the first row names the columns (otherwise they are "0", "1", ...)
+};
+
+/// Reads `path`: plain text, or gzip-compressed (recognised by its magic bytes, whatever
+/// the file's name). Empty lines are skipped. Feature values are decimal numbers as
+/// strtod reads them (surrounding spaces allowed, e.g. "1", "-2.5e3", " 0.25 "); NaN and
+/// infinities are refused as missing data.
+/// Throws std::runtime_error when the file cannot be read (naming the path), and
+/// std::invalid_argument naming the file, the 1-based line number and the column (name and
+/// 0-based index) for: a row with a different number of fields than the header (or the
+/// first row), an empty (missing) or non-numeric value, a non-finite value, a negative
+/// integer class label, an unterminated quoted field or text after a closing quote; and
+/// naming the file for: no data rows (an empty file, or a header only), an unknown label
+/// column (listing the columns), fewer than 2 columns, a bad delimiter.
+Dataset read_csv(const std::string& path, const CsvOptions& options = {});
+
+/// read_csv on text in memory (no gzip); `source` names it in messages. A pure function of
+/// its input (a fuzzing entry point); throws as read_csv.
+Dataset parse_csv(std::string_view text, const CsvOptions& options = {}, const std::string& source = "<memory>");
+
+}  // namespace tapegrad::data

@@ -1,0 +1,111 @@
+// tapegrad_convert: checkpoints of other frameworks as tapegrad safetensors files.
+//
+//   tapegrad_convert torch IN.pt OUT.safetensors [--strip-prefix P]... [--rename OLD=NEW]...
+//                    [--half-to-float32] [--entry KEY] [--max-bytes N]
+//
+// Each subcommand is one entry of kCommands. Exit status: 0 done, 1 the input was refused or
+// the output could not be written (nothing is written then), 2 bad usage.
+#include <cstdio>
+#include <cstdlib>
+#include <functional>
+#include <iostream>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+#include <tapegrad/io/torch_convert.h>
+
+namespace {
+
+struct Usage : std::invalid_argument {
+  using std::invalid_argument::invalid_argument;
+};
+
+const char* kTorchUsage =
+    "tapegrad_convert torch IN.pt OUT.safetensors [options]\n"
+    "  Writes the state dict of a PyTorch torch.save file as safetensors with the same keys.\n"
+    "  --strip-prefix P     remove prefix P from the keys that have it (e.g. module.), repeatable\n"
+    "  --rename OLD=NEW     rename key path OLD (a key, or a leading path before a '.'), repeatable\n"
+    "  --half-to-float32    convert float16 / bfloat16 tensors to float32 (refused otherwise)\n"
+    "  --entry KEY          the state dict under KEY of a checkpoint dict (e.g. state_dict)\n"
+    "  --max-bytes N        allocation limit of the reader (default 4 x the file's size + 1 MiB)\n";
+
+int run_torch(const std::vector<std::string>& args) {
+  std::vector<std::string> positional;
+  tapegrad::io::LoadOptions o;
+  for (std::size_t i = 0; i < args.size(); ++i) {
+    const std::string& a = args[i];
+    auto value = [&]() -> const std::string& {
+      if (i + 1 >= args.size()) throw Usage(a + " needs a value");
+      return args[++i];
+    };
+    if (a == "--strip-prefix") o.strip_prefixes.push_back(value());
+    else if (a == "--rename") o.renames.push_back(tapegrad::layers::parse_key_rename(value()));
+    else if (a == "--half-to-float32") o.torch.half_to_float32 = true;
+    else if (a == "--entry") o.torch.entry = value();
+    else if (a == "--max-bytes") {
+      const std::string& v = value();
+      char* end = nullptr;
+      const unsigned long long n = std::strtoull(v.c_str(), &end, 10);
+      if (v.empty() || *end != '\0' || n == 0 || v[0] == '-') throw Usage("--max-bytes: expected a positive integer, got '" + v + "'");
+      o.torch.max_bytes = n;
+    } else if (a == "-h" || a == "--help") {
+      std::cout << kTorchUsage;
+      return 0;
+    } else if (a.rfind("--", 0) == 0) {
+      throw Usage("unknown option '" + a + "'");
+    } else {
+      positional.push_back(a);
+    }
+  }
+  if (positional.size() != 2)
+    throw Usage("expected IN.pt and OUT.safetensors, got " + std::to_string(positional.size()) + " file arguments");
+  std::cout << tapegrad::io::convert_torch_to_safetensors(positional[0], positional[1], o) << "\n";
+  return 0;
+}
+
+struct Command {
+  const char* name;
+  const char* usage;
+  std::function<int(const std::vector<std::string>&)> run;
+};
+const std::vector<Command> kCommands = {
+    {"torch", kTorchUsage, run_torch},
+};
+
+void print_usage(std::ostream& out) {
+  out << "usage: tapegrad_convert COMMAND ...\ncommands:\n";
+  for (const auto& c : kCommands) out << "  " << c.usage;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  if (argc < 2) {
+    print_usage(std::cerr);
+    return 2;
+  }
+  const std::string name = argv[1];
+  if (name == "-h" || name == "--help") {
+    print_usage(std::cout);
+    return 0;
+  }
+  for (const auto& c : kCommands) {
+    if (name != c.name) continue;
+    try {
+      return c.run(std::vector<std::string>(argv + 2, argv + argc));
+    } catch (const Usage& e) {
+      std::cerr << "tapegrad_convert " << name << ": " << e.what() << "\n" << c.usage;
+      return 2;
+    } catch (const std::invalid_argument& e) {
+      std::cerr << "tapegrad_convert " << name << ": " << e.what() << "\n";
+      return 2;
+    } catch (const std::exception& e) {
+      std::cerr << "tapegrad_convert " << name << ": " << e.what() << "\n";
+      return 1;
+    }
+  }
+  std::cerr << "tapegrad_convert: unknown command '" << name << "'\n";
+  print_usage(std::cerr);
+  return 2;
+}

@@ -1,0 +1,78 @@
+#pragma once
+// A restricted unpickler for the data.pkl of PyTorch's torch.save archives.
+//
+// It understands exactly what a state dict needs and never executes anything: the
+// opcodes of pickle protocols 2-4 that build None, bool, int, float, str, tuple, list and
+// dict values, the memo (BINPUT, LONG_BINPUT, MEMOIZE, BINGET, LONG_BINGET), MARK-based
+// building (MARK, TUPLE, APPENDS, SETITEMS, ...), persistent ids (BINPERSID) for storages,
+// and GLOBAL / STACK_GLOBAL for these names only:
+//   collections.OrderedDict                   (called with no arguments, BUILD with a dict)
+//   torch._utils._rebuild_tensor_v2           (storage, offset, size, stride, requires_grad, hooks[, metadata])
+//   torch._utils._rebuild_parameter           (tensor, requires_grad, hooks)
+//   torch.<Float|Double|Half|BFloat16|Long|Int|Short|Char|Byte|Bool>Storage
+// Any other opcode or global is refused with a std::runtime_error naming it and its byte
+// offset. The result is a tree of values in an arena (indices, no pointers), so a hostile
+// pickle that makes a list contain itself cannot leak or recurse; working memory is
+// O(size of the pickle) and every length read from the pickle is checked against the bytes
+// that remain before anything is allocated.
+#include <cstddef>
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace tapegrad::io {
+
+/// A storage named by a persistent id ('storage', torch.XStorage, key, location, numel).
+struct PickleStorage {
+  std::string type;      ///< "FloatStorage", "HalfStorage", ...
+  std::string key;       ///< the record name under <archive>/data/
+  std::string location;  ///< "cpu", "cuda:0", ... (everything loads to the CPU)
+  std::int64_t numel = 0;
+};
+
+/// A tensor made by torch._utils._rebuild_tensor_v2: a view of a storage.
+struct PickleTensor {
+  std::size_t storage = 0;  ///< index into TorchPickle::storages
+  std::int64_t offset = 0;  ///< storage offset, in elements
+  std::vector<std::int64_t> size;
+  std::vector<std::int64_t> stride;  ///< in elements
+  bool requires_grad = false;
+};
+
+/// One value of the unpickled tree.
+struct PickleValue {
+  enum class Kind : std::uint8_t { None, Bool, Int, Float, String, Tuple, List, Dict, Global, Storage, Tensor };
+  Kind kind = Kind::None;
+  bool ordered = false;     ///< Dict: an OrderedDict
+  std::int64_t i = 0;       ///< Bool, Int; Global: the callable (see torch_pickle.cpp); Storage/Tensor: index
+  double f = 0;             ///< Float
+  std::string s;            ///< String; Global: "module.name"
+  std::vector<std::size_t> items;  ///< Tuple, List: item ids; Dict: key0, value0, key1, value1, ...
+};
+
+/// "None", "bool", "int", "float", "str", "tuple", "list", "dict", "global", "storage", "tensor".
+const char* pickle_kind_name(PickleValue::Kind k);
+
+/// The unpickled tree: values[root] is the object the pickle returned.
+struct TorchPickle {
+  std::vector<PickleValue> values;
+  std::vector<PickleStorage> storages;  ///< one per distinct key (shared storages appear once)
+  std::vector<PickleTensor> tensors;
+  std::size_t root = 0;
+  const PickleValue& value(std::size_t id) const { return values[id]; }
+};
+
+/// Largest data.pkl accepted (16 MiB): a state dict needs about 120 bytes per tensor, so
+/// this holds well over 100 000 tensors; the unpickler's memory is about 100 bytes per byte.
+constexpr std::size_t kTorchMaxPickleBytes = std::size_t{16} << 20;
+
+/// Unpickles `size` bytes. Pure function of the bytes (a fuzzing entry point). Throws
+/// std::runtime_error naming the problem and its byte offset: an opcode or global outside
+/// the list above, a truncated argument, a stack underflow or missing MARK, a memo index
+/// never stored, a dict key that is not a str or int, wrong arguments to a rebuild function
+/// (negative sizes or strides, size/stride rank mismatch, more than 64 dimensions), a
+/// persistent id that is not a storage tuple, one storage key with two types or sizes,
+/// bytes after STOP, or a pickle larger than kTorchMaxPickleBytes.
+TorchPickle unpickle_torch(const std::uint8_t* data, std::size_t size);
+
+}  // namespace tapegrad::io

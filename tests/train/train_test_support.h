@@ -1,0 +1,63 @@
+#pragma once
+// Shared by the tests of train/: a small separable classification set, the networks and
+// optimizers the fit tests train, and a scratch folder.
+#include <unistd.h>
+
+#include <filesystem>
+#include <memory>
+#include <string>
+#include <system_error>
+#include <vector>
+
+#include <tapegrad/core/random.h>
+#include <tapegrad/data/dataset.h>
+#include <tapegrad/models/mlp.h>
+
+namespace train_test {
+
+/// n rows of 8 features in 3 classes: class c is centred at +2 on features 2c and 2c+1
+/// (unit Gaussian noise), so an MLP separates them well but not trivially.
+inline tapegrad::data::Dataset blobs(std::int64_t n, std::uint64_t seed) {
+  using namespace tapegrad;
+  Generator g(seed);
+  std::vector<double> x;
+  std::vector<std::int64_t> y;
+  const Tensor noise = randn({n, 8}, Dtype::Float64, g);
+  const std::vector<double> z = noise.to_vector();
+  for (std::int64_t i = 0; i < n; ++i) {
+    const std::int64_t c = g.randint(3);
+    y.push_back(c);
+    for (std::int64_t j = 0; j < 8; ++j)
+      x.push_back(z[static_cast<std::size_t>(i * 8 + j)] + (j / 2 == c ? 2.0 : 0.0));
+  }
+  return data::Dataset::make(Tensor::from_vector(x, {n, 8}, Dtype::Float32), Tensor::from_int64(y, {n}));
+}
+
+/// 8 -> 16 -> BatchNorm -> ReLU -> Dropout(0.2) -> 3, weights from `init`, masks from `drop`.
+inline std::shared_ptr<tapegrad::models::MLP> mlp(tapegrad::Generator& init, tapegrad::Generator* drop) {
+  tapegrad::models::MLPOptions o;
+  o.norm = tapegrad::models::Norm::Batch;
+  o.dropout = 0.2;
+  o.dropout_gen = drop;
+  return std::make_shared<tapegrad::models::MLP>(std::vector<std::int64_t>{8, 16, 3}, o, init);
+}
+
+/// A fresh folder under the system's temp folder, removed with its contents.
+struct TempDir {
+  std::filesystem::path path;
+  TempDir() {
+    static int counter = 0;
+    path = std::filesystem::temp_directory_path() /
+           ("tapegrad_train_" + std::to_string(::getpid()) + "_" + std::to_string(counter++));
+    std::filesystem::create_directories(path);
+  }
+  ~TempDir() {
+    std::error_code ec;
+    std::filesystem::remove_all(path, ec);
+  }
+  TempDir(const TempDir&) = delete;
+  TempDir& operator=(const TempDir&) = delete;
+  std::string file(const std::string& name) const { return (path / name).string(); }
+};
+
+}  // namespace train_test

@@ -1,0 +1,100 @@
+#include <tapegrad/train/early_stopping.h>
+
+#include <cmath>
+#include <cstdio>
+#include <cstdlib>
+#include <stdexcept>
+
+namespace tapegrad::train {
+
+bool improves(double value, double best, Mode mode, double min_delta) {
+  if (!std::isfinite(value)) return false;
+  if (std::isnan(best)) return true;
+  return mode == Mode::Min ? value < best - min_delta : value > best + min_delta;
+}
+
+std::string format_double(double v) {
+  if (std::isnan(v)) return "nan";
+  if (std::isinf(v)) return v > 0 ? "inf" : "-inf";
+  char buf[40];
+  std::snprintf(buf, sizeof buf, "%.17g", v);
+  return buf;
+}
+
+double parse_double(const std::string& text, const std::string& what) {
+  if (text == "nan") return std::nan("");
+  if (text == "inf") return HUGE_VAL;
+  if (text == "-inf") return -HUGE_VAL;
+  char* end = nullptr;
+  const double v = std::strtod(text.c_str(), &end);
+  if (text.empty() || end != text.c_str() + text.size())
+    throw std::invalid_argument(what + ": expected a number, got '" + text + "'");
+  return v;
+}
+
+namespace {
+int parse_int(const std::map<std::string, std::string>& s, const std::string& key) {
+  auto it = s.find(key);
+  if (it == s.end()) return 0;
+  const double v = parse_double(it->second, key);
+  if (v != std::floor(v) || v < 0 || v > 1e9) throw std::invalid_argument(key + ": expected a count, got '" + it->second + "'");
+  return static_cast<int>(v);
+}
+}  // namespace
+
+EarlyStopping::EarlyStopping(EarlyStoppingOptions options) : o_(std::move(options)) {
+  if (!(o_.min_delta >= 0))
+    throw std::invalid_argument("EarlyStopping: expected min_delta >= 0, got " + format_double(o_.min_delta));
+  if (o_.patience < 0)
+    throw std::invalid_argument("EarlyStopping: expected patience >= 0, got " + std::to_string(o_.patience));
+  if (o_.monitor.empty()) throw std::invalid_argument("EarlyStopping: expected a monitor key, got ''");
+}
+
+void EarlyStopping::on_epoch_end(TrainState& s) {
+  const EpochLogs& e = s.history.back();
+  auto v = e.find(o_.monitor);
+  if (!v)
+    throw std::invalid_argument("EarlyStopping: monitor '" + o_.monitor + "' was not logged by epoch " +
+                                std::to_string(e.epoch) + " (logged: " + e.keys() + ")");
+  if (!std::isfinite(*v)) {
+    stopped_epoch_ = e.epoch;
+    s.stop_training = true;
+    s.stop_reason = "EarlyStopping: " + o_.monitor + " = " + format_double(*v) + " at epoch " + std::to_string(e.epoch);
+    return;
+  }
+  if (improves(*v, best_, o_.mode, o_.min_delta)) {
+    best_ = *v;
+    best_epoch_ = e.epoch;
+    wait_ = 0;
+    return;
+  }
+  if (++wait_ >= o_.patience) {
+    stopped_epoch_ = e.epoch;
+    s.stop_training = true;
+    s.stop_reason = "EarlyStopping: " + o_.monitor + " did not improve for " + std::to_string(wait_) +
+                    " epochs (best " + format_double(best_) + " at epoch " + std::to_string(best_epoch_) + ")";
+  }
+}
+
+std::map<std::string, std::string> EarlyStopping::state_dict() const {
+  return {{"monitor", o_.monitor},
+          {"best", format_double(best_)},
+          {"best_epoch", std::to_string(best_epoch_)},
+          {"wait", std::to_string(wait_)},
+          {"stopped_epoch", std::to_string(stopped_epoch_)}};
+}
+
+void EarlyStopping::load_state_dict(const std::map<std::string, std::string>& s) {
+  if (s.empty()) return;  // a checkpoint written without this callback: start fresh
+  if (auto it = s.find("monitor"); it != s.end() && it->second != o_.monitor)
+    throw std::invalid_argument("the checkpoint monitored '" + it->second + "', this run monitors '" + o_.monitor + "'");
+  const auto b = s.find("best");
+  const double best = b == s.end() ? std::nan("") : parse_double(b->second, "best");
+  const int best_epoch = parse_int(s, "best_epoch"), wait = parse_int(s, "wait"), stopped = parse_int(s, "stopped_epoch");
+  best_ = best;
+  best_epoch_ = best_epoch;
+  wait_ = wait;
+  stopped_epoch_ = stopped;
+}
+
+}  // namespace tapegrad::train

@@ -1,0 +1,55 @@
+#pragma once
+// EarlyStopping: ends training when a monitored value has stopped improving (PyTorch
+// Lightning's EarlyStopping: same options and defaults).
+//
+// After each epoch the value of `monitor` is compared with the best so far: it improves when
+//   mode min:  value < best - min_delta        mode max:  value > best + min_delta
+// The first epoch always improves. After `patience` epochs in a row without improvement,
+// training stops (TrainState::stop_training). A NaN or infinite value stops at once. The best
+// value, its epoch and the wait counter are saved in training checkpoints: a resumed run
+// stops where the uninterrupted one would.
+#include <limits>
+#include <string>
+
+#include <tapegrad/train/callback.h>
+
+namespace tapegrad::train {
+
+struct EarlyStoppingOptions {
+  std::string monitor = "val_loss";  ///< a key of EpochLogs (needs a validation set for val_*)
+  Mode mode = Mode::Min;
+  double min_delta = 0.0;  ///< >= 0; the margin an improvement must exceed
+  int patience = 3;        ///< >= 0; epochs without improvement before stopping
+};
+
+class EarlyStopping : public Callback {
+ public:
+  /// Throws std::invalid_argument for min_delta < 0 (or NaN), patience < 0 or an empty monitor.
+  explicit EarlyStopping(EarlyStoppingOptions options = {});
+  std::string name() const override { return "EarlyStopping"; }
+  /// Throws std::invalid_argument naming the monitor and the logged keys when the epoch did
+  /// not log it.
+  void on_epoch_end(TrainState& s) override;
+  std::map<std::string, std::string> state_dict() const override;
+  void load_state_dict(const std::map<std::string, std::string>& state) override;
+
+  double best() const { return best_; }     ///< NaN before the first epoch
+  int best_epoch() const { return best_epoch_; }
+  int wait() const { return wait_; }        ///< epochs since the last improvement
+  int stopped_epoch() const { return stopped_epoch_; }  ///< 0: not stopped
+
+ private:
+  EarlyStoppingOptions o_;
+  double best_ = std::numeric_limits<double>::quiet_NaN();
+  int best_epoch_ = 0, wait_ = 0, stopped_epoch_ = 0;
+};
+
+/// Whether `value` improves on `best` (NaN best: anything finite improves).
+bool improves(double value, double best, Mode mode, double min_delta = 0.0);
+
+/// A double as text that reads back to the same bits ("%.17g"; "nan", "inf", "-inf"), and back.
+/// parse_double throws std::invalid_argument naming `what` and the text.
+std::string format_double(double v);
+double parse_double(const std::string& text, const std::string& what);
+
+}  // namespace tapegrad::train

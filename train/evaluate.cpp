@@ -1,0 +1,122 @@
+#include <tapegrad/train/evaluate.h>
+
+#include <algorithm>
+#include <stdexcept>
+#include <string>
+
+#include <tapegrad/core/autograd.h>
+#include <tapegrad/core/ops/minmax.h>
+#include <tapegrad/core/ops/index_ops.h>
+#include <tapegrad/core/ops/view_ops.h>
+#include <tapegrad/layers/functional/losses.h>
+
+namespace tapegrad::train {
+
+namespace {
+
+// Restores a module's train/eval mode when it goes out of scope (also on an exception).
+class ModeRestorer {
+ public:
+  explicit ModeRestorer(layers::Module& m) : m_(m), was_training_(m.is_training()) {}
+  ~ModeRestorer() { m_.train(was_training_); }
+  ModeRestorer(const ModeRestorer&) = delete;
+  ModeRestorer& operator=(const ModeRestorer&) = delete;
+
+ private:
+  layers::Module& m_;
+  bool was_training_;
+};
+
+}  // namespace
+
+Evaluation evaluate(layers::Module& model, const data::Dataset& ds, const EvalOptions& o) {
+  const std::int64_t batch_size = o.batch_size;
+  if (batch_size < 1) throw std::invalid_argument("evaluate: expected batch_size >= 1, got " + std::to_string(batch_size));
+  DataParallel* par = o.parallel;
+  const int world = par ? par->world_size() : 1, rank = par ? par->rank() : 0;
+  const std::int64_t n = ds.size(), batches = (n + batch_size - 1) / batch_size;
+  const bool class_targets = ds.y.defined() && ds.y.dtype() == Dtype::Int64 && ds.y.dim() == 1;
+  // Per batch: the loss sum and the correct count; then the confusion matrix. Each slot is
+  // written by one rank and zero elsewhere, so the sums over ranks are exact.
+  std::vector<double> loss(static_cast<std::size_t>(batches), 0.0);
+  std::vector<std::int64_t> counts(static_cast<std::size_t>(batches), 0);
+  std::int64_t classes = 0;
+  std::vector<std::int64_t> confusion;
+  {
+    ModeRestorer restore(model);
+    model.eval();
+    NoGradGuard no_grad;
+    for (std::int64_t k = rank; k < batches; k += world) {
+      const data::Dataset part = ds.slice(k * batch_size, std::min(n, (k + 1) * batch_size));
+      const Tensor out = model(part.X);
+      const std::size_t slot = static_cast<std::size_t>(k);
+      if (class_targets && out.dim() == 2) {
+        const Tensor logits = out.to(Dtype::Float32);
+        const std::int64_t m = logits.size(0), c = logits.size(1);
+        if (confusion.empty()) {
+          classes = c;
+          confusion.assign(static_cast<std::size_t>(c * c), 0);
+        }
+        const Tensor predicted = argmax(logits, 1);  // the first maximum of each row
+        const std::int64_t* best = predicted.data<std::int64_t>();
+        const std::int64_t* y = part.y.data<std::int64_t>();
+        for (std::int64_t i = 0; i < m; ++i) {
+          if (y[i] < 0 || y[i] >= c)
+            throw std::invalid_argument("evaluate: label " + std::to_string(y[i]) + " of row " +
+                                        std::to_string(k * batch_size + i) + " outside [0, " + std::to_string(c) + ")");
+          counts[slot] += best[i] == y[i];
+          confusion[static_cast<std::size_t>(y[i] * c + best[i])]++;
+        }
+        if (!o.loss)
+          loss[slot] = layers::functional::cross_entropy(logits, part.y, layers::functional::Reduction::Sum).item();
+      }
+      if (o.loss) loss[slot] = o.loss(out, part.y).item() * static_cast<double>(part.size());
+    }
+  }
+  if (par && world > 1) {
+    // The class count first: a rank without batches (fewer batches than ranks) has none.
+    std::int64_t seen[2] = {classes, classes > 0 ? 1 : 0};
+    par->sum(seen, 2);
+    if (seen[1] > 0) classes = seen[0] / seen[1];  // the ranks with batches agree on it
+    std::vector<std::int64_t> ints(counts);
+    std::vector<std::int64_t> local_conf(static_cast<std::size_t>(classes * classes), 0);
+    if (!confusion.empty()) local_conf = confusion;
+    ints.insert(ints.end(), local_conf.begin(), local_conf.end());
+    par->sum(ints.data(), static_cast<std::int64_t>(ints.size()));
+    par->sum(loss.data(), static_cast<std::int64_t>(loss.size()));
+    counts.assign(ints.begin(), ints.begin() + batches);
+    confusion.assign(ints.begin() + batches, ints.end());
+  }
+  Evaluation out;
+  out.count = n;
+  out.has_loss = o.loss || classes > 0;
+  for (std::int64_t k = 0; k < batches; ++k) {
+    out.correct += counts[static_cast<std::size_t>(k)];
+    out.loss_sum += loss[static_cast<std::size_t>(k)];
+  }
+  if (classes > 0) {
+    out.confusion.assign(static_cast<std::size_t>(classes), std::vector<std::int64_t>(static_cast<std::size_t>(classes)));
+    for (std::int64_t t = 0; t < classes; ++t)
+      for (std::int64_t p = 0; p < classes; ++p)
+        out.confusion[static_cast<std::size_t>(t)][static_cast<std::size_t>(p)] =
+            confusion[static_cast<std::size_t>(t * classes + p)];
+  }
+  return out;
+}
+
+Tensor predict(layers::Module& model, const Tensor& X, std::int64_t batch_size) {
+  if (batch_size < 1) throw std::invalid_argument("predict: expected batch_size >= 1, got " + std::to_string(batch_size));
+  if (!X.defined() || X.dim() < 1)
+    throw std::invalid_argument("predict: expected inputs with a rows dimension (N, ...), got " +
+                                (X.defined() ? shape_str(X.shape()) : std::string("an undefined tensor")));
+  ModeRestorer restore(model);
+  model.eval();
+  NoGradGuard no_grad;
+  const std::int64_t n = X.size(0);
+  if (n <= batch_size) return model(X);
+  std::vector<Tensor> parts;
+  for (std::int64_t b = 0; b < n; b += batch_size) parts.push_back(model(narrow(X, 0, b, std::min(n, b + batch_size) - b)));
+  return cat(parts, 0);
+}
+
+}  // namespace tapegrad::train

@@ -1,0 +1,94 @@
+#pragma once
+// fit(): the training loop every program writes by hand, once.
+//
+//   data::DataLoader loader(train_ds, {.batch_size = 64, .shuffle = true, .drop_last = true}, gen);
+//   optim::Adam opt(model->parameters(), {});
+//   train::FitOptions o;
+//   o.epochs = 20;
+//   o.validation = &val_ds;
+//   o.generator = &gen;  // saved in checkpoints: exact resume
+//   auto history = train::fit(model, loader, layers::CrossEntropyLoss{}, opt, nullptr, o,
+//                             {std::make_shared<train::EarlyStopping>(), ...});
+//
+// Each epoch: model.train(); loader.reset() (the epoch's order); per batch forward, loss,
+// zero_grad, backward, [data parallel: gradient averaging], [clipping], optimizer.step();
+// then validation (train::evaluate: eval mode under NoGradGuard, previous mode restored), the
+// scheduler's step (one per epoch), the callbacks. A non-finite loss throws.
+//
+// Exact resume: with the run's generator in FitOptions::generator and a ModelCheckpoint
+// callback, resuming from its ".last" file (FitOptions::resume) continues bit for bit as the
+// uninterrupted run would have (same batches, dropout masks, updates, early-stopping and best
+// decisions), given the same options, data and thread count.
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include <tapegrad/core/random.h>
+#include <tapegrad/data/dataloader.h>
+#include <tapegrad/layers/module.h>
+#include <tapegrad/optim/lr_scheduler.h>
+#include <tapegrad/optim/optimizer.h>
+#include <tapegrad/optim/training_checkpoint.h>
+#include <tapegrad/train/callback.h>
+#include <tapegrad/train/evaluate.h>
+
+namespace tapegrad::train {
+
+struct FitOptions {
+  /// The run's total epochs, counting epochs restored by a resume. >= 1.
+  int epochs = 1;
+  /// Evaluated after every epoch (val_loss, val_accuracy); null: none.
+  const data::Dataset* validation = nullptr;
+  std::int64_t eval_batch_size = kEvalBatch;
+  /// optim::clip_grad_norm_(params, max_norm) after backward (and the gradient averaging)
+  /// and before step. Unset: no clipping. > 0.
+  std::optional<double> clip_grad_norm;
+  /// optim::clip_grad_value_(params, value) likewise (after the norm clipping when both). >= 0.
+  std::optional<double> clip_grad_value;
+  /// The generator of the loader's shuffles and the dropout masks: its state goes into every
+  /// checkpoint and is restored on resume (needed for an exact resume). Null: not saved.
+  Generator* generator = nullptr;
+  /// Continue from a training checkpoint written by ModelCheckpoint (normally its ".last"):
+  /// restores the model, optimizer, scheduler, generator, history and callback states, then
+  /// runs the remaining epochs. Empty: start fresh.
+  std::string resume;
+  /// Run at most this many epochs in this call (an interruption; the rest can be resumed).
+  std::optional<int> max_epochs;
+  /// Tensors and metadata every checkpoint carries beside the training state, e.g. the input
+  /// preprocessing (see train/checkpoint.h's standardizer_extras) and the architecture.
+  optim::CheckpointExtras checkpoint_extras;
+  /// Data-parallel training (data_parallel.h); prepare() must have been called on the model
+  /// before the optimizer was built. The loader's batch size is then the global batch and
+  /// must be divisible by the world size.
+  std::shared_ptr<DataParallel> parallel;
+};
+
+/// What a fit() call returns.
+struct FitResult {
+  std::vector<EpochLogs> history;  ///< every epoch of the run, restored ones included
+  int epochs_run = 0;              ///< epochs trained by this call
+  int last_epoch = 0;              ///< the last finished epoch (counting restored ones)
+  bool stopped_early = false;      ///< a callback set stop_training
+  std::string stop_reason;
+  std::optional<Evaluation> last_validation;
+};
+
+/// Trains `model` as described above. `loss` takes (output, targets) and returns a scalar
+/// mean. `scheduler` may be null. Throws std::invalid_argument for bad options (epochs < 1, a
+/// loader without batches, a batch size not divisible by the ranks, clipping values out of
+/// range) and a resume file that does not fit the model, optimizer or scheduler (nothing is
+/// changed then); std::runtime_error for an unreadable resume file and for a non-finite loss
+/// (naming the epoch and batch); std::logic_error when parallel->prepare() was not called.
+FitResult fit(layers::Module& model, data::DataLoader& loader, const LossFn& loss, optim::Optimizer& optimizer,
+              optim::LRScheduler* scheduler, const FitOptions& options, std::vector<CallbackPtr> callbacks = {});
+
+/// The metadata key under which checkpoints keep the run's history (JSON array of
+/// {"epoch": n, "<key>": value, ...} objects).
+inline constexpr const char* kHistoryKey = "train.history";
+/// The metadata key present when a callback stopped the run (its reason): resuming from such a
+/// checkpoint trains no further epoch.
+inline constexpr const char* kStoppedKey = "train.stopped";
+
+}  // namespace tapegrad::train

@@ -1,0 +1,124 @@
+#include <tapegrad/train/model_checkpoint.h>
+
+#include <cmath>
+#include <stdexcept>
+
+#include <tapegrad/core/file_io.h>
+#include <tapegrad/core/safetensors.h>
+#include <tapegrad/train/early_stopping.h>
+
+namespace tapegrad::train {
+
+ModelCheckpoint::ModelCheckpoint(ModelCheckpointOptions options)
+    : o_(std::move(options)), best_(std::nan("")) {
+  if (o_.path.empty()) throw std::invalid_argument("ModelCheckpoint: expected a path, got ''");
+}
+
+void ModelCheckpoint::on_fit_begin(TrainState& s) {
+  if (!s.is_main_process()) return;
+  if (!o_.monitor.empty()) check_output_file(o_.path);
+  if (o_.save_last) check_output_file(last_path());
+}
+
+void ModelCheckpoint::after_epoch_end(TrainState& s) {
+  const EpochLogs& e = s.history.back();
+  bool improved = false;
+  if (!o_.monitor.empty()) {
+    auto v = e.find(o_.monitor);
+    if (!v)
+      throw std::invalid_argument("ModelCheckpoint: monitor '" + o_.monitor + "' was not logged by epoch " +
+                                  std::to_string(e.epoch) + " (logged: " + e.keys() + ")");
+    improved = improves(*v, best_, o_.mode);
+    if (improved) {
+      best_ = *v;
+      best_epoch_ = e.epoch;
+    }
+  }
+  if (s.is_main_process() && (improved || o_.save_last)) {  // ranks hold the same state: rank 0 writes
+    const optim::CheckpointExtras extras = s.checkpoint_extras();  // with this epoch's best
+    if (improved)
+      optim::save_training_checkpoint(o_.path, *s.model, *s.optimizer, e.epoch, s.scheduler, s.generator, &extras);
+    if (o_.save_last)
+      optim::save_training_checkpoint(last_path(), *s.model, *s.optimizer, e.epoch, s.scheduler, s.generator, &extras);
+  }
+  if (s.parallel) s.parallel->barrier();  // the files exist before any rank goes on
+}
+
+std::map<std::string, std::string> ModelCheckpoint::state_dict() const {
+  return {{"monitor", o_.monitor}, {"best", format_double(best_)}, {"best_epoch", std::to_string(best_epoch_)}};
+}
+
+void ModelCheckpoint::load_state_dict(const std::map<std::string, std::string>& s) {
+  if (s.empty()) return;
+  if (auto it = s.find("monitor"); it != s.end() && it->second != o_.monitor)
+    throw std::invalid_argument("the checkpoint monitored '" + it->second + "', this run monitors '" + o_.monitor + "'");
+  double best = std::nan("");
+  int best_epoch = 0;
+  if (auto it = s.find("best"); it != s.end()) best = parse_double(it->second, "best");
+  if (auto it = s.find("best_epoch"); it != s.end()) {
+    const double v = parse_double(it->second, "best_epoch");
+    if (v != std::floor(v) || v < 0 || v > 1e9)
+      throw std::invalid_argument("best_epoch: expected an epoch, got '" + it->second + "'");
+    best_epoch = static_cast<int>(v);
+  }
+  best_ = best;
+  best_epoch_ = best_epoch;
+}
+
+const Tensor* LoadedCheckpoint::find(const std::string& name) const {
+  for (const auto& [k, t] : tensors)
+    if (k == name) return &t;
+  return nullptr;
+}
+
+LoadedCheckpoint load_model(const std::string& path, layers::Module& model, bool strict) {
+  const SafetensorsContent c = load_safetensors(path);
+  layers::StateDict state;
+  LoadedCheckpoint out;
+  for (const auto& [k, v] : c.tensors) {
+    if (k.rfind("model.", 0) == 0)
+      state.insert(k.substr(6), v);
+    else if (k == "epoch")
+      out.epoch = static_cast<std::int64_t>(v.item());
+    else if (k.rfind("optimizer.", 0) != 0 && k.rfind("scheduler.", 0) != 0)
+      out.tensors.emplace_back(k, v);
+  }
+  if (state.size() == 0)
+    throw std::invalid_argument("load_model: '" + path + "' holds no model.* tensors (not a training checkpoint)");
+  try {
+    model.load_state_dict(state, strict);
+  } catch (const std::invalid_argument& e) {
+    throw std::invalid_argument("load_model: '" + path + "': " + e.what());
+  }
+  out.metadata = c.metadata;
+  return out;
+}
+
+optim::CheckpointExtras standardizer_extras(const data::Standardizer& s, const std::string& prefix) {
+  optim::CheckpointExtras x;
+  for (auto& [k, t] : s.state_dict()) x.tensors.emplace_back(prefix + k, t);
+  x.metadata[prefix + "recipe"] = "input = (x - " + prefix + "mean) / " + prefix + "std";
+  return x;
+}
+
+data::Standardizer read_standardizer(const LoadedCheckpoint& c, const std::string& prefix) {
+  std::vector<std::pair<std::string, Tensor>> state;
+  for (const auto& [k, t] : c.tensors)
+    if (k.rfind(prefix, 0) == 0) state.emplace_back(k.substr(prefix.size()), t);
+  if (state.empty())
+    throw std::invalid_argument("read_standardizer: the checkpoint holds no " + prefix + "mean / " + prefix +
+                                "std tensors (no input preprocessing was saved)");
+  try {
+    return data::Standardizer::from_state_dict(state);
+  } catch (const std::invalid_argument& e) {
+    throw std::invalid_argument("read_standardizer: " + std::string(e.what()));
+  }
+}
+
+optim::CheckpointExtras merge_extras(optim::CheckpointExtras a, const optim::CheckpointExtras& b) {
+  a.tensors.insert(a.tensors.end(), b.tensors.begin(), b.tensors.end());
+  for (const auto& [k, v] : b.metadata) a.metadata[k] = v;
+  return a;
+}
+
+}  // namespace tapegrad::train
