@@ -27,12 +27,14 @@ class Node;
 /// an op's output uses the one inside its producing Node, so keeping the state keeps the
 /// node (and through its edges, the graph below it) alive.
 struct AutogradMeta {
+  /// Whether the tensor takes part in backward.
   bool requires_grad = true;
   Tensor grad;              ///< leaf gradient (accumulated)
   Node* grad_fn = nullptr;  ///< producing node (owns this state); null for leaves
   /// Leaves only: see set_post_accumulate_grad_hook. `hook_pending` is the engine's count
   /// of consumers still to run in the current backward.
   std::function<void()> post_accumulate_grad_hook;
+  /// Engine bookkeeping: consumers of this leaf still to run in the current backward.
   std::int64_t hook_pending = 0;
   /// A leaf's gradient from the backward in progress, added to `grad` only once the whole
   /// backward has succeeded (a backward that throws leaves `grad` as it was).
@@ -66,12 +68,16 @@ class Edge {
   /// backward reads t's values).
   explicit Edge(const Tensor& t, bool track_version = true);
   std::shared_ptr<AutogradMeta> meta;  ///< null where no gradient is needed
+  /// The input's dtype (its gradient must have it).
   Dtype dtype = Dtype::Float32;
   /// The input's storage and its version when the op was recorded: a backward finding
   /// the storage alive (a closure saved it) at another version throws.
   std::weak_ptr<Storage> storage;
+  /// The storage version when the op was recorded.
   std::uint64_t version = 0;
+  /// Whether `s` is the input's recorded shape.
   bool same_shape(const Shape& s) const;
+  /// The input's recorded shape.
   Shape shape() const;
 
  private:
@@ -98,21 +104,28 @@ class Node {
   /// Drops the closure and the tensors it saved (after a backward without retain_graph).
   virtual void release() = 0;
 
+  /// Number of input edges.
   std::size_t num_inputs() const { return n_inputs_; }
+  /// Input edge i (unchecked; i < num_inputs()).
   Edge& input(std::size_t i) { return i < kInlineInputs ? inline_[i] : more_[i - kInlineInputs]; }
   /// Sets the edges (called once, by autograd::record).
   void set_inputs(const Tensor* inputs, std::size_t n, bool track_versions = true);
 
+  /// The op's name ("MulBackward", ...), as Tensor::grad_fn_name() reports it.
   const char* name = "";
   Tensor grad;            ///< gradient of the output, accumulated during backward
   AutogradMeta out_meta;  ///< the output tensor's autograd state (grad_fn == this)
   std::uint64_t seq = 0;  ///< recording order on the tape
+  /// true once a backward without retain_graph released the closure; a second backward
+  /// through this node throws.
   bool freed = false;
   std::string where;  ///< recording site, filled only in anomaly mode
   std::uint64_t tape_id = 0;  ///< the recording thread's tape (a backward elsewhere throws)
   std::weak_ptr<Storage> out_storage;  ///< the output's storage and version when recorded
+  /// The output storage's version when recorded.
   std::uint64_t out_version = 0;
   std::shared_ptr<AutogradMeta> teardown_self;  ///< set only while queued for teardown
+  /// Next node in the iterative teardown queue (see ~Node).
   Node* teardown_next = nullptr;
   bool reached = false;  ///< a backward ran this node's closure
   /// See autograd::on_graph_released (null unless a diagnostic watches this node).
@@ -127,6 +140,7 @@ class Node {
 
 /// Whether ops record on the tape (thread-local; on by default).
 bool grad_mode_enabled();
+/// Turns recording on or off for this thread (NoGradGuard and EnableGradGuard restore it).
 void set_grad_mode(bool enabled);
 
 /// RAII: disables recording in its scope (like torch::NoGradGuard).
@@ -155,9 +169,12 @@ class EnableGradGuard {
 /// was recorded, and a backward that produces NaN or Inf throws naming that op and
 /// site. Thread-local; off by default (it costs a check per gradient).
 bool anomaly_mode_enabled();
+/// Turns anomaly mode on or off for this thread (AnomalyModeGuard restores it).
 void set_anomaly_mode(bool enabled);
+/// RAII: sets anomaly mode in its scope (default on) and restores the previous setting.
 class AnomalyModeGuard {
  public:
+  /// Sets anomaly mode to `enabled` until the guard is destroyed.
   explicit AnomalyModeGuard(bool enabled = true) : prev_(anomaly_mode_enabled()) { set_anomaly_mode(enabled); }
   ~AnomalyModeGuard() { set_anomaly_mode(prev_); }
 
@@ -167,6 +184,8 @@ class AnomalyModeGuard {
 /// Label attached to nodes recorded in this scope in anomaly mode (e.g. a module name).
 class RecordSiteGuard {
  public:
+  /// In anomaly mode, labels the nodes recorded in scope with `site` (nested guards join
+  /// labels with '/'); outside anomaly mode it does nothing.
   explicit RecordSiteGuard(std::string site);
   ~RecordSiteGuard();
 
@@ -184,6 +203,7 @@ enum Saves : unsigned { kSavesNothing = 0, kSavesInputs = 1, kSavesOutput = 2 };
 
 /// True when an op on these inputs must record a node.
 bool needs_grad(std::initializer_list<const Tensor*> inputs);
+/// The same for a vector of inputs (undefined ones are skipped).
 bool needs_grad(const std::vector<Tensor>& inputs);
 
 namespace detail {
@@ -213,6 +233,7 @@ void record(const char* name, Tensor& out, std::initializer_list<Tensor> inputs,
                  std::allocate_shared<detail::FnNode<std::decay_t<F>>>(PoolAllocator<detail::FnNode<std::decay_t<F>>>(),
                                                                           std::decay_t<F>(std::forward<F>(backward))), saves);
 }
+/// record() for a vector of inputs (ops over many tensors, e.g. cat).
 template <class F>
 void record(const char* name, Tensor& out, const std::vector<Tensor>& inputs, F&& backward,
             unsigned saves = kSavesInputs) {

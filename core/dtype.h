@@ -14,12 +14,18 @@ enum class Dtype : std::uint8_t { Float32, Float64, Int64 };
 constexpr std::size_t dtype_size(Dtype d) { return d == Dtype::Float32 ? 4 : 8; }
 /// "float32", "float64", "int64".
 const char* dtype_name(Dtype d);
+/// true for float32 and float64, false for int64.
 inline bool is_floating(Dtype d) { return d != Dtype::Int64; }
 
+/// The Dtype of a C++ element type: dtype_of<float>::value is Dtype::Float32 (float,
+/// double and std::int64_t only).
 template <class T> struct dtype_of;
+/// \cond INTERNAL
+/// (the specialisations behind dtype_of)
 template <> struct dtype_of<float> { static constexpr Dtype value = Dtype::Float32; };
 template <> struct dtype_of<double> { static constexpr Dtype value = Dtype::Float64; };
 template <> struct dtype_of<std::int64_t> { static constexpr Dtype value = Dtype::Int64; };
+/// \endcond
 
 }  // namespace tapegrad
 

@@ -8,14 +8,16 @@
 
 namespace tapegrad {
 
+/// Tolerances of gradcheck (PyTorch's torch.autograd.gradcheck defaults).
 struct GradcheckOptions {
   double eps = 1e-6;   ///< finite-difference step
   double atol = 1e-6;  ///< |analytic - numeric| <= atol + rtol·|numeric|
-  double rtol = 1e-4;
+  double rtol = 1e-4;  ///< relative tolerance (see atol)
 };
 
+/// What gradcheck found.
 struct GradcheckResult {
-  bool ok = true;
+  bool ok = true;           ///< every compared entry within tolerance
   double max_abs_error = 0;  ///< over every compared Jacobian-vector product entry
   std::string message;       ///< first failure, naming input and element
 };

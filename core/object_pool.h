@@ -21,12 +21,17 @@ void pool_deallocate(void* p, std::size_t bytes) noexcept;
 template <class T>
 struct PoolAllocator {
   static_assert(alignof(T) <= 16, "PoolAllocator: blocks are 16-byte aligned");
+  /// The allocated type.
   using value_type = T;
   PoolAllocator() noexcept = default;
+  /// Rebinding copy (the allocator is stateless).
   template <class U>
   PoolAllocator(const PoolAllocator<U>&) noexcept {}
+  /// Memory for n objects of T (not constructed).
   T* allocate(std::size_t n) { return static_cast<T*>(detail::pool_allocate(n * sizeof(T))); }
+  /// Returns memory from allocate(n) (same n).
   void deallocate(T* p, std::size_t n) noexcept { detail::pool_deallocate(p, n * sizeof(T)); }
+  /// Always true: every PoolAllocator can free the others' blocks.
   template <class U>
   bool operator==(const PoolAllocator<U>&) const noexcept {
     return true;

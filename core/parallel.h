@@ -10,9 +10,12 @@ namespace tapegrad {
 /// set (detail::blas_is_fallback()), then on these threads.
 /// Throws std::invalid_argument for n < 1.
 void set_num_threads(int n);
+/// Threads tapegrad's loops use (what set_num_threads set, else all cores).
 int get_num_threads();
 
+/// omp_get_thread_num() (0 without OpenMP): this thread's index in a parallel region.
 int omp_get_thread_num_wrapper();
+/// omp_get_num_threads() (1 without OpenMP): threads in the current parallel region.
 int omp_get_num_threads_wrapper();
 
 /// Loops smaller than this many elements run serially (a parallel region costs ~1 µs).

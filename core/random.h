@@ -12,7 +12,9 @@ namespace tapegrad {
 /// resumed training run draws exactly the numbers the uninterrupted one would.
 class Generator {
  public:
+  /// A generator seeded with `seed` (default 0).
   explicit Generator(std::uint64_t seed = 0) : engine_(seed) {}
+  /// Reseeds: the sequence restarts as for Generator(seed).
   void manual_seed(std::uint64_t seed) { engine_.seed(seed); }
   /// Uniform in [0, 1).
   double uniform();
@@ -20,10 +22,13 @@ class Generator {
   double normal();
   /// Uniform integer in [0, n). Throws for n <= 0.
   std::int64_t randint(std::int64_t n);
+  /// The engine's next 64 raw bits.
   std::uint64_t next_u64() { return engine_(); }
   /// The engine's full state as text, and back. set_state throws on malformed text.
   std::string get_state() const;
+  /// Restores a state from get_state().
   void set_state(const std::string& state);
+  /// The underlying engine (for std:: distributions).
   std::mt19937_64& engine() { return engine_; }
 
  private:

@@ -25,8 +25,8 @@ namespace tapegrad {
 
 /// Tensors in file order (ascending data_offsets), plus the "__metadata__" strings.
 struct SafetensorsContent {
-  std::vector<std::pair<std::string, Tensor>> tensors;
-  std::map<std::string, std::string> metadata;
+  std::vector<std::pair<std::string, Tensor>> tensors;  ///< (name, tensor) in file order
+  std::map<std::string, std::string> metadata;           ///< the "__metadata__" strings
   /// The tensor named `name`, or nullptr.
   const Tensor* find(const std::string& name) const;
 };

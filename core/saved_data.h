@@ -15,6 +15,7 @@ namespace tapegrad {
 class SavedData {
  public:
   SavedData() = default;
+  /// Keeps t's storage and offset (nothing for an undefined tensor).
   explicit SavedData(const Tensor& t) {
     if (t.defined()) {
       storage_ = t.impl()->storage;

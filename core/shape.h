@@ -8,6 +8,7 @@
 
 namespace tapegrad {
 
+/// Sizes per dimension, outermost first ({} is a scalar, {N, C} a batch of rows).
 using Shape = std::vector<std::int64_t>;
 
 /// Product of the sizes (1 for a scalar, shape {}; 0 when any size is 0). Throws

@@ -19,12 +19,16 @@ namespace tapegrad::data {
 /// A column given by its header name or by its 0-based index (negative counts from the
 /// end: -1 is the last column).
 struct CsvColumn {
+  /// The column at 0-based `index_` (negative counts from the end).
   CsvColumn(std::int64_t index_) : index(index_) {}                // NOLINT: implicit on purpose
+  /// The column at 0-based `index_` (negative counts from the end).
   CsvColumn(int index_) : index(index_) {}                         // NOLINT
+  /// The column whose header is `name_`.
   CsvColumn(std::string name_) : name(std::move(name_)) {}         // NOLINT
+  /// The column whose header is `name_`.
   CsvColumn(const char* name_) : name(name_) {}                    // NOLINT
   std::string name;        ///< used when not empty
-  std::int64_t index = -1;
+  std::int64_t index = -1;  ///< used when name is empty; -1: the last column
 };
 
 /// What the label column holds.
@@ -38,10 +42,11 @@ enum class CsvTask {
   Regression,
 };
 
+/// How read_csv parses a file and which column is the label.
 struct CsvOptions {
   CsvColumn label = -1;     ///< the label column (default: the last one)
-  CsvTask task = CsvTask::Classification;
-  char delimiter = ',';     ///< field separator (',' ';' '\t' ...); not '"', '\r' or '\n'
+  CsvTask task = CsvTask::Classification;  ///< class labels (default) or numeric targets
+  char delimiter = ',';     ///< field separator (',' ';' a tab ...); not a double quote, CR or LF
   bool header = true;       ///< the first row names the columns (otherwise they are "0", "1", ...)
 };
 

@@ -17,7 +17,9 @@ namespace tapegrad::data {
 ///      float32 (N) or (N, k): regression targets.
 /// Built by make() (which checks all this), read_csv (data/csv.h), load_fashion_mnist.
 struct Dataset {
+  /// Features (N, *) float32.
   Tensor X;
+  /// Targets: (N) int64 class indices, or (N) / (N, k) float32.
   Tensor y;
   /// Classification with named classes (e.g. read_csv's string labels): class_names[i] is
   /// the label of class index i (sorted order). Empty when the classes are plain integers.
@@ -27,6 +29,7 @@ struct Dataset {
   /// shapes/dtypes otherwise, or when class_names is given for float targets.
   static Dataset make(Tensor X, Tensor y, std::vector<std::string> class_names = {});
 
+  /// N, the number of samples (0 when X is undefined).
   std::int64_t size() const { return X.defined() ? X.size(0) : 0; }
   /// Values per sample: the product of X's dims after the first (D for (N, D), C·H·W for
   /// (N, C, H, W)).
@@ -55,7 +58,9 @@ std::vector<std::int64_t> randperm(std::int64_t n, Generator& gen);
 
 /// Training and held-out validation parts of one dataset.
 struct TrainValSplit {
+  /// The training rows.
   Dataset train;
+  /// The held-out validation rows.
   Dataset val;
 };
 
@@ -74,6 +79,7 @@ TrainValSplit train_val_split(const Dataset& full, std::int64_t val_size, Genera
 /// Normalize((0.2860,), (0.3530,)) for Fashion-MNIST; the usual choice for images.
 class Standardizer {
  public:
+  /// PerFeature: one mean and std per feature (the default); Global: one for all values.
   enum class Scope { PerFeature, Global };
 
   /// Computes the statistics of X (N, *) float32 in float64 (two passes: mean, then squared
@@ -92,15 +98,20 @@ class Standardizer {
   /// transform() on a dataset's X, targets and class names shared.
   Dataset transform(const Dataset& d) const;
 
+  /// The fitted scope.
   Scope scope() const { return scope_; }
+  /// scope() == Scope::PerFeature.
   bool per_feature() const { return scope_ == Scope::PerFeature; }
   /// The fitted sample shape ((D), (C, H, W)).
   const Shape& feature_shape() const { return feature_shape_; }
   /// Statistics as values: size 1 (global) or the number of features.
   const std::vector<double>& mean() const { return mean_; }
+  /// The standard deviations in use (see the class description for near-constant
+  /// features), same size as mean().
   const std::vector<double>& stddev() const { return std_; }
   /// Statistics as float64 tensors: shape (1) (global) or feature_shape() (per feature).
   Tensor mean_tensor() const;
+  /// stddev() as a float64 tensor, shaped as mean_tensor().
   Tensor std_tensor() const;
 
   /// The state a checkpoint carries (see layers::save's extras), in this order:

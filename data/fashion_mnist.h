@@ -12,7 +12,9 @@ namespace tapegrad::data {
 
 /// Where Debian's dataset-fashion-mnist installs the gzip IDX files.
 inline constexpr const char* kFashionMnistDir = "/usr/share/datasets/fashion-mnist";
+/// Classes of Fashion-MNIST (T-shirt/top ... ankle boot).
 inline constexpr std::int64_t kFashionMnistClasses = 10;
+/// Pixels per image: 28 × 28 = 784.
 inline constexpr std::int64_t kFashionMnistPixels = 28 * 28;
 
 /// "T-shirt/top", "Trouser", "Pullover", "Dress", "Coat", "Sandal", "Shirt", "Sneaker",

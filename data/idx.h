@@ -37,7 +37,9 @@ constexpr int kMaxIdxDims = 16;
 
 /// A decoded IDX header.
 struct IdxHeader {
+  /// The element type (the magic number's third byte).
   IdxType type = IdxType::UInt8;
+  /// The sizes per dimension, as stored.
   std::vector<std::int64_t> dims;
   std::size_t header_bytes = 0;   ///< 4 + 4·ndims: the payload's byte offset
   std::uint64_t payload_bytes = 0;  ///< product(dims) · element size
@@ -45,10 +47,14 @@ struct IdxHeader {
 
 /// A whole IDX array. `payload` keeps the file's big-endian bytes; the accessors decode.
 struct IdxArray {
+  /// The element type.
   IdxType type = IdxType::UInt8;
+  /// The sizes per dimension.
   std::vector<std::int64_t> dims;
+  /// The elements as stored (big-endian), product(dims) · idx_type_size(type) bytes.
   std::vector<std::uint8_t> payload;
 
+  /// Number of elements: the product of dims.
   std::int64_t numel() const;
   /// Element i (flat, row-major) as double. Throws std::out_of_range.
   double value(std::int64_t i) const;

@@ -7,6 +7,7 @@
 
 namespace tapegrad::debug {
 
+/// How batch_dependence() probes a model: which samples, how many other batches, from where.
 struct BatchDependenceOptions {
   std::int64_t max_samples = 16;  ///< samples i checked: the first min(N, max_samples) rows of x
   std::int64_t trials = 8;        ///< other batches per sample
@@ -19,6 +20,7 @@ struct BatchDependenceOptions {
   std::uint64_t seed = 0;  ///< companions and positions are drawn from Generator(seed)
 };
 
+/// How much a sample's output changed with the other samples of its batch.
 struct BatchDependenceResult {
   /// max over samples i and all other batches (and the batch of one, when it ran) of
   /// max |output of i there - output of i in x|.
@@ -27,7 +29,10 @@ struct BatchDependenceResult {
   double alone_max_abs_diff = 0;       ///< the same, over the batches of one; NaN if refused
   bool alone_refused = false;          ///< the model threw on a batch of one (BatchNorm in train mode)
   std::string alone_error;             ///< its message
+  ///@{
+  /// Samples checked and other batches per sample, as run.
   std::int64_t samples = 0, trials = 0;
+  ///@}
   /// max_abs_diff > tol (default: a float32-rounding allowance).
   bool depends(double tol = 1e-4) const { return max_abs_diff > tol; }
 };

@@ -19,6 +19,8 @@ struct BnBackwardCheck {
   /// Both residuals <= tol. A float32 kernel stays near 1e-6; a wrong derivation (statistics
   /// held constant, mean over the wrong axis, N-1 variance in the backward) gives 1e-2 or more.
   bool ok(double tol = 1e-3) const { return col_sum <= tol && col_dot_xhat <= tol; }
+  /// Both residuals and the verdict: "max_c |sum dX|/sum|dX| = ..., max_c |sum dX*xhat|/...
+  /// = ... (ok)" (or "(FAILED)", by ok() at its default tolerance).
   std::string to_string() const;
 };
 

@@ -25,10 +25,10 @@ void restore_buffers(layers::Module& module, const layers::StateDict& snapshot);
 
 /// One entry of `before` whose value differs in `after`.
 struct BufferChange {
-  std::string key;
+  std::string key;                     ///< the buffer's state_dict key
   double max_abs_change = 0;           ///< max |after - before| over elements (int64 counters too)
   std::int64_t changed_elements = 0;   ///< elements with |after - before| > tol
-  std::int64_t numel = 0;
+  std::int64_t numel = 0;              ///< elements of the buffer (before)
   std::string note;                    ///< "missing after", "shape [3] -> [4]", or ""
 };
 

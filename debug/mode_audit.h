@@ -46,17 +46,26 @@
 
 namespace tapegrad::debug {
 
+/// The mode bugs ModeAudit detects (the list at the top of this header says what each is).
 enum class Issue { BnTrainNoGrad, StepInEval, FrozenRunningStats, DropoutNoGrad, BnTrainNoBackward, NeverUpdatedStats };
 /// "bn_train_no_grad", "step_in_eval", "frozen_running_stats", "dropout_no_grad",
 /// "bn_train_no_backward", "never_updated_stats".
 const char* issue_name(Issue issue);
 
+/// Which detectors run and how ModeAudit reports. Every detector is on by default.
 struct ModeAuditOptions {
+  /// Detect Issue::BnTrainNoGrad: a tracked BatchNorm in train mode under no-grad.
   bool bn_train_no_grad = true;
+  /// Detect Issue::StepInEval: an optimizer step while a module is in eval mode.
   bool step_in_eval = true;
+  /// Detect Issue::FrozenRunningStats: running statistics unchanged over
+  /// stats_check_every steps.
   bool frozen_running_stats = true;
+  /// Detect Issue::DropoutNoGrad: a train-mode Dropout (p > 0) under no-grad.
   bool dropout_no_grad = true;
+  /// Detect Issue::BnTrainNoBackward: a train-mode BatchNorm graph freed without backward.
   bool bn_train_no_backward = true;
+  /// Detect Issue::NeverUpdatedStats: eval mode on running statistics never updated.
   bool never_updated_stats = true;
   /// FrozenRunningStats compares the statistics every this many optimizer steps (>= 1).
   std::int64_t stats_check_every = 10;
@@ -74,24 +83,34 @@ struct ModeAuditOptions {
 
 /// One detected issue.
 struct ModeFinding {
+  /// Which detector fired.
   Issue issue;
   std::string module;  ///< dotted path of the module concerned ("" = the model itself)
   std::int64_t step;   ///< optimizer steps seen before it (0 = before the first step)
+  /// The warning text (what happened, where, what to do).
   std::string message;
 };
 
+/// How often each issue occurred, and what the audit observed.
 struct ModeAuditCounts {
+  ///@{
+  /// Occurrences of the issue of the same name (see Issue), counted past log_limit too.
   std::int64_t bn_train_no_grad = 0, step_in_eval = 0, frozen_running_stats = 0, dropout_no_grad = 0;
   std::int64_t bn_train_no_backward = 0, never_updated_stats = 0;
+  ///@}
   std::int64_t warnings = 0;  ///< warnings emitted (at most log_limit per kind)
   std::int64_t forwards = 0;  ///< forward calls of the model's modules observed
   std::int64_t steps = 0;     ///< optimizer steps on the model's parameters observed
+  /// Sum of the six issue counts.
   std::int64_t issues() const {
     return bn_train_no_grad + step_in_eval + frozen_running_stats + dropout_no_grad + bn_train_no_backward +
            never_updated_stats;
   }
 };
 
+/// Reports module-mode bugs of `model` while it lives (see the detectors at the top of this
+/// header): installs process-wide hooks at construction, removes them at destruction. Not
+/// copyable.
 class ModeAudit {
  public:
   /// Installs the hooks. `model` must outlive the audit. Throws std::invalid_argument for
@@ -101,8 +120,11 @@ class ModeAudit {
   ModeAudit(const ModeAudit&) = delete;
   ModeAudit& operator=(const ModeAudit&) = delete;
 
+  /// Counts so far.
   ModeAuditCounts counts() const;
+  /// How often `issue` occurred so far.
   std::int64_t count(Issue issue) const;
+  /// true when no issue occurred so far.
   bool clean() const { return counts().issues() == 0; }
   /// The first 1000 findings, in order.
   std::vector<ModeFinding> findings() const;

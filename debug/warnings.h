@@ -24,6 +24,7 @@ struct Warning {
   std::string message;  ///< the full text, as logged
 };
 
+/// Receives each warning (instead of the default stderr log).
 using WarningHandler = std::function<void(const Warning&)>;
 
 /// Sends every following warning (of every audit that has no handler of its own) to
@@ -43,6 +44,7 @@ void emit_warning(const Warning& w, const WarningHandler& handler = {});
 
 /// Warnings emitted in this process since it started or since reset_warning_count().
 std::int64_t warning_count();
+/// Sets warning_count() back to 0.
 void reset_warning_count();
 
 }  // namespace tapegrad::debug

@@ -10,6 +10,7 @@
 
 namespace tapegrad::distributed {
 
+/// How DistributedDataParallel reduces gradients and synchronises buffers.
 struct DDPOptions {
   /// Bucket capacity in bytes (PyTorch's bucket_cap_mb = 25). Gradients are packed into
   /// buckets in reverse parameter order (the order backward produces them); a bucket is
@@ -39,6 +40,8 @@ struct DDPOptions {
 /// Every rank must run the same sequence of forward / backward / finish (collectives).
 class DistributedDataParallel {
  public:
+  /// Wraps `module` (collective: see Construction above). Needs an initialised
+  /// Environment (distributed/environment.h).
   explicit DistributedDataParallel(layers::ModulePtr module, DDPOptions options = {});
   /// Removes the hooks and frees the communicator; destroy it before the Environment.
   ~DistributedDataParallel();
@@ -47,6 +50,7 @@ class DistributedDataParallel {
 
   /// The wrapped module's forward (after the buffer broadcast in train mode).
   Tensor forward(const Tensor& x);
+  /// forward(x).
   Tensor operator()(const Tensor& x) { return forward(x); }
   /// Completes the gradient averaging of the last backward (see the class comment). A
   /// no-op when nothing is pending, or inside no_sync().
@@ -57,6 +61,7 @@ class DistributedDataParallel {
   /// (PyTorch's no_sync(), for gradient accumulation).
   class NoSyncGuard {
    public:
+    /// Suspends gradient averaging of `ddp` until destroyed (then restores the previous state).
     explicit NoSyncGuard(DistributedDataParallel& ddp);
     ~NoSyncGuard();
     NoSyncGuard(const NoSyncGuard&) = delete;
@@ -66,19 +71,24 @@ class DistributedDataParallel {
     DistributedDataParallel& ddp_;
     bool prev_;
   };
+  /// A NoSyncGuard on this DDP: `{ auto guard = ddp.no_sync(); ... }`.
   NoSyncGuard no_sync() { return NoSyncGuard(*this); }
 
+  /// The wrapped module (for eval, state_dict, ...).
   layers::Module& module() { return *module_; }
+  /// The wrapped module's shared handle.
   layers::ModulePtr module_ptr() { return module_; }
   /// Buckets as parameter indices into module().parameters(), in reduction order.
   std::vector<std::vector<std::size_t>> bucket_layout() const;
   /// Seconds spent in DDP's MPI calls (gradient reductions: launch, test, wait; the buffer
   /// broadcast) since construction, and how many of those were spent blocked in finish().
   double comm_seconds() const;
+  /// Of comm_seconds(), the seconds spent blocked in finish().
   double wait_seconds() const;
   /// Buckets started from the backward's hooks (overlapping it) and from finish(), since
   /// construction.
   std::size_t buckets_launched_in_backward() const;
+  /// Buckets started from finish(), since construction.
   std::size_t buckets_launched_in_finish() const;
 
  private:

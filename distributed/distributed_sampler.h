@@ -6,6 +6,7 @@
 
 namespace tapegrad::distributed {
 
+/// How DistributedSampler orders and splits the indices (PyTorch's defaults).
 struct DistributedSamplerOptions {
   bool shuffle = true;     ///< permute the indices each epoch (seed + epoch)
   std::uint64_t seed = 0;  ///< must be the same on every rank
@@ -24,10 +25,13 @@ struct DistributedSamplerOptions {
 /// [0, num_replicas), or drop_last with fewer samples than replicas.
 class DistributedSampler {
  public:
+  /// Shards `dataset_size` indices over `num_replicas` ranks for `rank`; throws as the
+  /// class description says.
   DistributedSampler(std::int64_t dataset_size, int num_replicas, int rank, DistributedSamplerOptions options = {});
   /// Sets the epoch that seeds the next indices() (call at the start of every epoch,
   /// with the same value on every rank, or each epoch repeats the same order).
   void set_epoch(std::int64_t epoch) { epoch_ = epoch; }
+  /// The epoch set by set_epoch() (0 initially).
   std::int64_t epoch() const { return epoch_; }
   /// This rank's indices for the current epoch (num_samples() of them).
   std::vector<std::int64_t> indices() const;

@@ -25,13 +25,18 @@ bool launched_by_mpirun();
 /// machine shared with other work was measured 2x faster (set it to 0 for dedicated nodes).
 class Environment {
  public:
+  /// Initialises MPI (see above) with main's argc/argv (may be null). Throws
+  /// std::logic_error when an Environment already exists.
   explicit Environment(int* argc = nullptr, char*** argv = nullptr, bool force_mpi = false);
   ~Environment();
   Environment(const Environment&) = delete;
   Environment& operator=(const Environment&) = delete;
 
+  /// This process's rank in MPI_COMM_WORLD (0 without MPI).
   int rank() const;
+  /// Number of processes (1 without MPI).
   int world_size() const;
+  /// rank() == 0.
   bool is_root() const { return rank() == 0; }
   /// Whether MPI was initialised (false for a world of one without mpirun).
   bool uses_mpi() const { return owns_; }
@@ -42,6 +47,7 @@ class Environment {
 
 /// Rank and world size of the current job (0 and 1 when no Environment uses MPI).
 int rank();
+/// Number of processes of the current job (1 without MPI).
 int world_size();
 /// True when an Environment with MPI is alive (collectives talk to other ranks).
 bool is_initialized();

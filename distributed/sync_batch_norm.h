@@ -31,6 +31,7 @@ namespace tapegrad::distributed {
 /// is exactly BatchNorm.
 class SyncBatchNorm : public layers::BatchNormBase {
  public:
+  /// SyncBatchNorm over `num_features` channels C; throws as BatchNormBase does.
   explicit SyncBatchNorm(std::int64_t num_features, layers::BatchNormOptions options = {})
       : BatchNormBase(num_features, options) {}
   Tensor forward(const Tensor& x) override;

@@ -24,6 +24,7 @@ const char* checkpoint_format_name(CheckpointFormat f);
 /// Throws std::runtime_error naming the path when it cannot be read.
 CheckpointFormat detect_checkpoint_format(const std::string& path);
 
+/// How io::load reads a file and maps its keys onto a module.
 struct LoadOptions {
   bool strict = true;                        ///< Module::load_state_dict's strict
   std::vector<std::string> strip_prefixes;   ///< strip_prefix for each, in order ("module.")
@@ -33,8 +34,8 @@ struct LoadOptions {
 
 /// A file's tensors after the key changes, and what was changed.
 struct ReadResult {
-  layers::StateDict tensors;
-  CheckpointFormat format = CheckpointFormat::Safetensors;
+  layers::StateDict tensors;  ///< the tensors under their final keys
+  CheckpointFormat format = CheckpointFormat::Safetensors;  ///< what the file was
   std::vector<std::string> converted;  ///< "key: float16 -> float32 (in the file)"
   std::vector<std::string> notes;      ///< "stripped 'module.' from 5 keys", "renamed fc1 -> 0 (2 keys)"
 };

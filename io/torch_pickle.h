@@ -25,8 +25,9 @@ namespace tapegrad::io {
 /// A storage named by a persistent id ('storage', torch.XStorage, key, location, numel).
 struct PickleStorage {
   std::string type;      ///< "FloatStorage", "HalfStorage", ...
-  std::string key;       ///< the record name under <archive>/data/
+  std::string key;       ///< the record name under `<archive>/data/`
   std::string location;  ///< "cpu", "cuda:0", ... (everything loads to the CPU)
+  /// Elements in the storage (from the persistent id).
   std::int64_t numel = 0;
 };
 
@@ -34,14 +35,18 @@ struct PickleStorage {
 struct PickleTensor {
   std::size_t storage = 0;  ///< index into TorchPickle::storages
   std::int64_t offset = 0;  ///< storage offset, in elements
+  /// The tensor's shape.
   std::vector<std::int64_t> size;
   std::vector<std::int64_t> stride;  ///< in elements
+  /// The flag saved with the tensor (a parameter's is true).
   bool requires_grad = false;
 };
 
 /// One value of the unpickled tree.
 struct PickleValue {
+  /// What the value is (which of the fields below holds it).
   enum class Kind : std::uint8_t { None, Bool, Int, Float, String, Tuple, List, Dict, Global, Storage, Tensor };
+  /// What the value is.
   Kind kind = Kind::None;
   bool ordered = false;     ///< Dict: an OrderedDict
   std::int64_t i = 0;       ///< Bool, Int; Global: the callable (see torch_pickle.cpp); Storage/Tensor: index
@@ -55,10 +60,14 @@ const char* pickle_kind_name(PickleValue::Kind k);
 
 /// The unpickled tree: values[root] is the object the pickle returned.
 struct TorchPickle {
+  /// Every value of the tree; ids index this arena.
   std::vector<PickleValue> values;
   std::vector<PickleStorage> storages;  ///< one per distinct key (shared storages appear once)
+  /// Every tensor rebuilt, in order (PickleValue::i of a Tensor value indexes it).
   std::vector<PickleTensor> tensors;
+  /// Id of the object the pickle returned.
   std::size_t root = 0;
+  /// The value with id `id` (unchecked: id < values.size()).
   const PickleValue& value(std::size_t id) const { return values[id]; }
 };
 

@@ -56,6 +56,7 @@ layers::StateDict torch_state_dict(const TorchPickle& pickle, const StorageReade
 
 /// IEEE binary16 and bfloat16 bit patterns to float (exact; NaN and infinity kept).
 float half_to_float(std::uint16_t bits);
+/// bfloat16 (the high 16 bits of a float32) to float.
 float bfloat16_to_float(std::uint16_t bits);
 
 }  // namespace tapegrad::io

@@ -32,11 +32,12 @@ class Tanh : public Module {
 /// non-finite slope.
 class LeakyReLU : public Module {
  public:
+  /// LeakyReLU with `negative_slope` (finite, else std::invalid_argument).
   explicit LeakyReLU(double negative_slope = 0.01);
   Tensor forward(const Tensor& x) override;
   std::string type_name() const override { return "LeakyReLU"; }
   std::string extra_repr() const override;
-  double negative_slope;
+  double negative_slope;  ///< the slope for x <= 0
 };
 
 /// GELU (Hendrycks & Gimpel 2016); any shape. approximate = "none" (default): the exact
@@ -44,11 +45,12 @@ class LeakyReLU : public Module {
 /// throws std::invalid_argument naming it.
 class GELU : public Module {
  public:
+  /// GELU in the given form, "none" or "tanh" (else std::invalid_argument).
   explicit GELU(std::string approximate = "none");
   Tensor forward(const Tensor& x) override;
   std::string type_name() const override { return "GELU"; }
   std::string extra_repr() const override;
-  std::string approximate;
+  std::string approximate;  ///< "none" (exact erf form) or "tanh"
 };
 
 }  // namespace tapegrad::layers

@@ -24,6 +24,7 @@ struct BatchNormOptions {
   /// biased Σ(x-μ)²/m, as some frameworks and many hand-written layers do. The forward
   /// always normalises with the biased variance.
   bool unbiased_running_var = true;
+  /// dtype of the parameters and buffers (float32 or float64); Module::to changes it later.
   Dtype dtype = Dtype::Float32;
 };
 
@@ -45,13 +46,17 @@ void check_batch_norm_options(const std::string& who, const BatchNormOptions& op
 /// Buffers are never touched by an optimizer: only this forward updates them.
 class BatchNormBase : public ChannelNormBase {
  public:
+  /// Registers the parameters and buffers for `num_features` channels C (ChannelNormBase).
+  /// Throws std::invalid_argument for num_features < 1 or invalid options.
   BatchNormBase(std::int64_t num_features, BatchNormOptions options);
   Tensor forward(const Tensor& x) override;
   std::string extra_repr() const override;
   /// How many train-mode batches have updated the running statistics.
   std::int64_t batches_tracked() const;
 
+  /// C, the number of channels (features) normalised.
   std::int64_t num_features;
+  /// The options; public, so checked again at every forward.
   BatchNormOptions options;
   // weight, bias, running_mean, running_var, num_batches_tracked, reset_running_stats():
   // ChannelNormBase.
@@ -59,6 +64,7 @@ class BatchNormBase : public ChannelNormBase {
  protected:
   /// Throws std::invalid_argument naming the expected and actual shape.
   virtual void check_input(const Tensor& x) const = 0;
+  /// Throws std::invalid_argument unless x.size(1) == num_features, naming both.
   void check_features(const Tensor& x) const;
   /// Throws std::invalid_argument unless x has the dtype of the module's parameters and
   /// buffers (which Module::to changes).
@@ -88,6 +94,7 @@ class BatchNormBase : public ChannelNormBase {
 /// BatchNorm over (N, C) or (N, C, L): statistics per feature over N (and L).
 class BatchNorm1d : public BatchNormBase {
  public:
+  /// BatchNorm1d over `num_features` features C; see BatchNormBase for what throws.
   explicit BatchNorm1d(std::int64_t num_features, BatchNormOptions options = {})
       : BatchNormBase(num_features, options) {}
   std::string type_name() const override { return "BatchNorm1d"; }
@@ -99,6 +106,7 @@ class BatchNorm1d : public BatchNormBase {
 /// BatchNorm over (N, C, H, W): statistics per channel over N, H and W.
 class BatchNorm2d : public BatchNormBase {
  public:
+  /// BatchNorm2d over `num_features` channels C; see BatchNormBase for what throws.
   explicit BatchNorm2d(std::int64_t num_features, BatchNormOptions options = {})
       : BatchNormBase(num_features, options) {}
   std::string type_name() const override { return "BatchNorm2d"; }

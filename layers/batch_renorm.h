@@ -33,16 +33,23 @@ namespace tapegrad::layers {
 template <class BN>
 class BatchRenorm : public BN {
  public:
+  /// BatchRenorm over `num_features` channels C with the clipping bounds `rmax` (>= 1) and
+  /// `dmax` (>= 0); throws std::invalid_argument otherwise, or for invalid options.
   explicit BatchRenorm(std::int64_t num_features, BatchNormOptions options = {}, double rmax = 3.0,
                        double dmax = 5.0);
+  /// Train mode with running statistics: the renormalised forward above; otherwise
+  /// BatchNorm's forward.
   Tensor forward(const Tensor& x) override;
+  /// BatchNorm's extra_repr plus ", rmax=..., dmax=...".
   std::string extra_repr() const override;
   /// Sets the clipping bounds (schedulable from the training loop).
   void set_clipping(double rmax, double dmax);
+  /// The current bound of r (r in [1/rmax, rmax]).
   double rmax() const { return rmax_; }
+  /// The current bound of d (d in [-dmax, dmax]).
   double dmax() const { return dmax_; }
-  /// r and d (float64, shape (C)) of the last train-mode forward; undefined before.
-  Tensor last_r, last_d;
+  Tensor last_r;  ///< r (float64, shape (C)) of the last train-mode forward; undefined before
+  Tensor last_d;  ///< d (float64, shape (C)) of the last train-mode forward; undefined before
 
  private:
   double rmax_, dmax_;

@@ -13,8 +13,15 @@ namespace tapegrad::layers {
 /// registration (and so state_dict) order.
 class ChannelNormBase : public Module {
  public:
-  Tensor weight, bias;                                    ///< (C); undefined unless affine
-  Tensor running_mean, running_var, num_batches_tracked;  ///< undefined unless tracked
+  ///@{
+  /// Parameters: weight γ (init 1) and bias β (init 0), (C) each; undefined unless affine.
+  Tensor weight, bias;
+  ///@}
+  ///@{
+  /// Buffers: running_mean (C), running_var (C), num_batches_tracked (int64 scalar);
+  /// undefined unless track_running_stats.
+  Tensor running_mean, running_var, num_batches_tracked;
+  ///@}
 
   /// Sets running_mean 0, running_var 1, num_batches_tracked 0; does nothing without
   /// running statistics.

@@ -73,11 +73,12 @@ void save(const Module& module, const std::string& path, const SaveOptions& opti
 /// std::invalid_argument naming the path and the tensors, unless options.check_values is
 /// false (see LoadOptions).
 LoadResult load(Module& module, const std::string& path, bool strict = true);
+/// load() with every option spelled out (LoadOptions::strict, LoadOptions::check_values).
 LoadResult load(Module& module, const std::string& path, const LoadOptions& options);
 
 /// What load_checkpoint returns: the load_state_dict result and the file's extras.
 struct LoadedCheckpoint {
-  LoadResult result;
+  LoadResult result;        ///< what loading into the module did
   CheckpointExtras extras;  ///< extra tensors (names without "extra/") and user metadata
 };
 

@@ -9,12 +9,16 @@ namespace tapegrad::layers {
 /// Throws std::invalid_argument when lo > hi or a bound is NaN.
 class Clamp : public Module {
  public:
+  /// Clamps to [lo, hi]; throws std::invalid_argument when lo > hi or a bound is NaN.
   Clamp(double lo, double hi);
   Tensor forward(const Tensor& x) override;
   std::string type_name() const override { return "Clamp"; }
   std::string extra_repr() const override;
 
+  ///@{
+  /// The bounds: lo <= hi.
   double lo, hi;
+  ///@}
 };
 
 }  // namespace tapegrad::layers

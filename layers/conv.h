@@ -13,16 +13,26 @@ using functional::Size2;
 /// kernel_size) with stride 1, padding 0, dilation 1, groups 1, bias true, float32.
 class Conv2dOptions {
  public:
+  /// Options with the required channel counts and window size (an int n means (n, n)).
   Conv2dOptions(std::int64_t in_channels, std::int64_t out_channels, Size2 kernel_size)
       : in_channels_(in_channels), out_channels_(out_channels), kernel_size_(kernel_size) {}
+  /// Input channels C_in, >= 1.
   TAPEGRAD_ARG(std::int64_t, in_channels);
+  /// Output channels C_out, >= 1.
   TAPEGRAD_ARG(std::int64_t, out_channels);
+  /// Kernel size (kH, kW), >= 1.
   TAPEGRAD_ARG(Size2, kernel_size);
+  /// Step between windows, >= 1; default 1.
   TAPEGRAD_ARG(Size2, stride, 1);
+  /// Zero padding on each side, >= 0; default 0.
   TAPEGRAD_ARG(Size2, padding, 0);
+  /// Spacing between kernel taps, >= 1; default 1.
   TAPEGRAD_ARG(Size2, dilation, 1);
+  /// Channel groups, >= 1, dividing both channel counts; default 1.
   TAPEGRAD_ARG(std::int64_t, groups, 1);
+  /// Whether to add a learnable bias (out_channels); default true.
   TAPEGRAD_ARG(bool, bias, true);
+  /// dtype of weight and bias; default float32.
   TAPEGRAD_ARG(Dtype, dtype, Dtype::Float32);
 };
 
@@ -39,6 +49,8 @@ class Conv2dOptions {
 /// channel count, a rank other than 4 or a kernel larger than the padded input (see functional::conv2d).
 class Conv2d : public Module {
  public:
+  /// Positional form of Conv2dOptions (same defaults); initialises weight and bias from
+  /// `gen` as the class description says, and throws as it says.
   Conv2d(std::int64_t in_channels, std::int64_t out_channels, Size2 kernel_size, Size2 stride = 1, Size2 padding = 0,
          Size2 dilation = 1, std::int64_t groups = 1, bool bias = true, Dtype dtype = Dtype::Float32,
          Generator& gen = default_generator());
@@ -48,10 +60,21 @@ class Conv2d : public Module {
   std::string type_name() const override { return "Conv2d"; }
   std::string extra_repr() const override;
 
+  ///@{
+  /// Channel counts as constructed.
   std::int64_t in_channels, out_channels;
+  ///@}
+  ///@{
+  /// Geometry as constructed, (h, w) each.
   Size2 kernel_size, stride, padding, dilation;
+  ///@}
+  /// Channel groups.
   std::int64_t groups;
-  Tensor weight, bias;  ///< bias undefined when bias = false
+  ///@{
+  /// Parameters: weight (out_channels, in_channels/groups, kH, kW), bias (out_channels);
+  /// bias is undefined when constructed with bias = false.
+  Tensor weight, bias;
+  ///@}
 };
 
 }  // namespace tapegrad::layers

@@ -14,12 +14,14 @@ namespace tapegrad::layers {
 /// Throws std::invalid_argument when p is outside [0, 1] (naming p).
 class Dropout : public Module {
  public:
+  /// Dropout with probability `p` in [0, 1] (else std::invalid_argument), masks from
+  /// `generator` (null: default_generator()).
   explicit Dropout(double p = 0.5, Generator* generator = nullptr);
   Tensor forward(const Tensor& x) override;
   std::string type_name() const override { return "Dropout"; }
   std::string extra_repr() const override;
 
-  double p;
+  double p;  ///< probability of zeroing an element in train mode
 
  private:
   Generator* gen_;

@@ -11,11 +11,15 @@ namespace tapegrad::layers {
 /// start_dim > end_dim (after wrapping). A 0-d input becomes shape (1), like PyTorch.
 class Flatten : public Module {
  public:
+  /// Flattens dims start_dim..end_dim (checked at forward, against the input's rank).
   explicit Flatten(std::int64_t start_dim = 1, std::int64_t end_dim = -1);
   Tensor forward(const Tensor& x) override;
   std::string type_name() const override { return "Flatten"; }
   std::string extra_repr() const override;
+  ///@{
+  /// The first and last dim merged (inclusive; negative counts from the end).
   std::int64_t start_dim, end_dim;
+  ///@}
 };
 
 /// Unflatten, PyTorch's nn.Unflatten: splits dim `dim` into `unflattened_size` (its product
@@ -23,12 +27,16 @@ class Flatten : public Module {
 /// forward throws std::invalid_argument naming both shapes when the sizes do not match.
 class Unflatten : public Module {
  public:
+  /// Splits dim `dim` (negative counts from the end) into `unflattened_size` (checked at
+  /// forward).
   Unflatten(std::int64_t dim, Shape unflattened_size) : dim(dim), unflattened_size(std::move(unflattened_size)) {}
   Tensor forward(const Tensor& x) override;
   std::string type_name() const override { return "Unflatten"; }
   std::string extra_repr() const override { return "dim=" + std::to_string(dim) + ", unflattened_size=" + shape_str(unflattened_size); }
 
+  /// The dim split.
   std::int64_t dim;
+  /// The sizes it is split into.
   Shape unflattened_size;
 };
 

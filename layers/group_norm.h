@@ -9,12 +9,18 @@ namespace tapegrad::layers {
 /// with eps 1e-5, affine true, float32.
 class GroupNormOptions {
  public:
+  /// Options with the required group and channel counts; the rest default.
   GroupNormOptions(std::int64_t num_groups, std::int64_t num_channels)
       : num_groups_(num_groups), num_channels_(num_channels) {}
+  /// Groups G, >= 1, dividing num_channels.
   TAPEGRAD_ARG(std::int64_t, num_groups);
+  /// Channels C, >= 1.
   TAPEGRAD_ARG(std::int64_t, num_channels);
+  /// Added to the variance inside the sqrt; finite, >= 0; default 1e-5.
   TAPEGRAD_ARG(double, eps, 1e-5);
+  /// Learnable per-channel weight (init 1) and bias (init 0); default true.
   TAPEGRAD_ARG(bool, affine, true);
+  /// dtype of weight and bias; default float32.
   TAPEGRAD_ARG(Dtype, dtype, Dtype::Float32);
 };
 
@@ -30,6 +36,8 @@ class GroupNormOptions {
 /// both), and naming the shape when the input is not (N, num_channels, *).
 class GroupNorm : public Module {
  public:
+  /// Positional form of GroupNormOptions (same defaults). Throws std::invalid_argument
+  /// for counts < 1, num_channels not divisible by num_groups, or eps < 0 or not finite.
   GroupNorm(std::int64_t num_groups, std::int64_t num_channels, double eps = 1e-5, bool affine = true,
             Dtype dtype = Dtype::Float32);
   /// From options: GroupNorm(GroupNormOptions(8, 64).eps(1e-3)).
@@ -38,10 +46,18 @@ class GroupNorm : public Module {
   std::string type_name() const override { return "GroupNorm"; }
   std::string extra_repr() const override;
 
+  ///@{
+  /// Group and channel counts G and C.
   std::int64_t num_groups, num_channels;
+  ///@}
+  /// Added to the variance inside the sqrt.
   double eps;
+  /// Whether weight and bias exist.
   bool affine;
-  Tensor weight, bias;  ///< (C); undefined unless affine
+  ///@{
+  /// Parameters weight and bias, (C) each; undefined unless affine.
+  Tensor weight, bias;
+  ///@}
 };
 
 }  // namespace tapegrad::layers

@@ -21,6 +21,7 @@ namespace hooks {
 template <class Hook>
 class HookList {
  public:
+  /// Appends `hook`; returns its id for remove().
   std::uint64_t add(Hook hook) {
     std::lock_guard<std::mutex> lock(mu_);
     items_.emplace_back(next_, std::move(hook));
@@ -38,6 +39,7 @@ class HookList {
       }
     return false;
   }
+  /// true when no hook is registered.
   bool empty() const { return count_.load(std::memory_order_relaxed) == 0; }
   /// Calls every hook with args, in the order added, on a copy of the list (so a hook may
   /// add or remove hooks).
@@ -69,6 +71,7 @@ void remove_hook(std::uint64_t id);
 
 /// Invoked by Module::operator().
 void run_forward_hooks(Module& module, const Tensor& input, const Tensor& output);
+/// Whether any forward hook is registered (Module::operator() skips the call otherwise).
 bool any_forward_hooks();
 
 }  // namespace hooks

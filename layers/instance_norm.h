@@ -12,6 +12,7 @@ struct InstanceNormOptions {
   double momentum = 0.1;              ///< PyTorch convention: run = (1 - m)·run + m·batch
   bool affine = false;                ///< learnable weight γ (init 1) and bias β (init 0), shape (C)
   bool track_running_stats = false;  ///< keep running_mean (0), running_var (1), num_batches_tracked (0)
+  /// dtype of the parameters and buffers (float32 or float64).
   Dtype dtype = Dtype::Float32;
 };
 
@@ -29,11 +30,16 @@ struct InstanceNormOptions {
 /// own statistics.
 class InstanceNormBase : public ChannelNormBase {
  public:
+  /// Registers the parameters and buffers the options ask for, over `num_features`
+  /// channels C. Throws std::invalid_argument for num_features < 1 or invalid options
+  /// (eps, momentum), naming the value.
   InstanceNormBase(std::int64_t num_features, InstanceNormOptions options);
   Tensor forward(const Tensor& x) override;
   std::string extra_repr() const override;
 
+  /// C, the number of channels.
   std::int64_t num_features;
+  /// The options as constructed.
   InstanceNormOptions options;
   // weight, bias, running_mean, running_var, num_batches_tracked, reset_running_stats():
   // ChannelNormBase.
@@ -41,12 +47,14 @@ class InstanceNormBase : public ChannelNormBase {
  protected:
   /// Rank of a batched input (3 for 1d, 4 for 2d); rank - 1 is accepted as unbatched.
   virtual std::int64_t batched_rank() const = 0;
+  /// The accepted input shapes, for error messages ("3D (N, C, L) or 2D (C, L)").
   virtual const char* shape_text() const = 0;
 };
 
 /// InstanceNorm over (N, C, L) (or unbatched (C, L)): statistics per (n, c) over L.
 class InstanceNorm1d : public InstanceNormBase {
  public:
+  /// InstanceNorm1d over `num_features` channels C.
   explicit InstanceNorm1d(std::int64_t num_features, InstanceNormOptions options = {})
       : InstanceNormBase(num_features, options) {}
   std::string type_name() const override { return "InstanceNorm1d"; }
@@ -59,6 +67,7 @@ class InstanceNorm1d : public InstanceNormBase {
 /// InstanceNorm over (N, C, H, W) (or unbatched (C, H, W)): statistics per (n, c) over H, W.
 class InstanceNorm2d : public InstanceNormBase {
  public:
+  /// InstanceNorm2d over `num_features` channels C.
   explicit InstanceNorm2d(std::int64_t num_features, InstanceNormOptions options = {})
       : InstanceNormBase(num_features, options) {}
   std::string type_name() const override { return "InstanceNorm2d"; }

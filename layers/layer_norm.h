@@ -10,11 +10,17 @@ namespace tapegrad::layers {
 /// 1e-5, elementwise_affine true, bias true, float32.
 class LayerNormOptions {
  public:
+  /// Options with the required normalized_shape (the trailing dims); the rest default.
   explicit LayerNormOptions(Shape normalized_shape) : normalized_shape_(std::move(normalized_shape)) {}
+  /// The trailing dims (D1, ..., Dk) to normalise over; non-empty, every dim >= 1.
   TAPEGRAD_ARG(Shape, normalized_shape);
+  /// Added to the variance inside the sqrt; finite, >= 0; default 1e-5.
   TAPEGRAD_ARG(double, eps, 1e-5);
+  /// Learnable per-element weight (init 1) and bias (init 0); default true.
   TAPEGRAD_ARG(bool, elementwise_affine, true);
+  /// With elementwise_affine: whether the bias exists; default true.
   TAPEGRAD_ARG(bool, bias, true);
+  /// dtype of weight and bias; default float32.
   TAPEGRAD_ARG(Dtype, dtype, Dtype::Float32);
 };
 
@@ -31,6 +37,7 @@ class LayerNormOptions {
 /// not normalized_shape, and on an empty normalized_shape, a non-positive dim or eps < 0.
 class LayerNorm : public Module {
  public:
+  /// Positional form of LayerNormOptions (same defaults); throws as the class description says.
   explicit LayerNorm(Shape normalized_shape, double eps = 1e-5, bool elementwise_affine = true, bool bias = true,
                      Dtype dtype = Dtype::Float32);
   /// From options: LayerNorm(LayerNormOptions({C, H, W}).elementwise_affine(false)).
@@ -39,10 +46,17 @@ class LayerNorm : public Module {
   std::string type_name() const override { return "LayerNorm"; }
   std::string extra_repr() const override;
 
+  /// The trailing dims normalised over.
   Shape normalized_shape;
+  /// Added to the variance inside the sqrt.
   double eps;
+  /// Whether weight (and bias) exist.
   bool elementwise_affine;
-  Tensor weight, bias;  ///< normalized_shape; undefined unless elementwise_affine (bias: and bias)
+  ///@{
+  /// Parameters of shape normalized_shape; undefined unless elementwise_affine (bias: and
+  /// bias = true).
+  Tensor weight, bias;
+  ///@}
 };
 
 }  // namespace tapegrad::layers

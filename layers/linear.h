@@ -9,11 +9,16 @@ namespace tapegrad::layers {
 /// bias true, float32.
 class LinearOptions {
  public:
+  /// Options with the required feature counts; the rest default.
   LinearOptions(std::int64_t in_features, std::int64_t out_features)
       : in_features_(in_features), out_features_(out_features) {}
+  /// Input features (the input's last dim), >= 0.
   TAPEGRAD_ARG(std::int64_t, in_features);
+  /// Output features, >= 0.
   TAPEGRAD_ARG(std::int64_t, out_features);
+  /// Whether to add a learnable bias (out_features); default true.
   TAPEGRAD_ARG(bool, bias, true);
+  /// dtype of weight and bias; default float32.
   TAPEGRAD_ARG(Dtype, dtype, Dtype::Float32);
 };
 
@@ -25,6 +30,8 @@ class LinearOptions {
 /// Throws std::invalid_argument naming the shapes when the input's last dim != in_features.
 class Linear : public Module {
  public:
+  /// Positional form of LinearOptions (same defaults), initialised from `gen` as above.
+  /// Throws std::invalid_argument for negative sizes.
   Linear(std::int64_t in_features, std::int64_t out_features, bool bias = true, Dtype dtype = Dtype::Float32,
          Generator& gen = default_generator());
   /// From options: Linear(LinearOptions(784, 10).bias(false), gen).
@@ -33,8 +40,15 @@ class Linear : public Module {
   std::string type_name() const override { return "Linear"; }
   std::string extra_repr() const override;
 
+  ///@{
+  /// Feature counts as constructed.
   std::int64_t in_features, out_features;
-  Tensor weight, bias;  ///< bias undefined when bias=false
+  ///@}
+  ///@{
+  /// Parameters: weight (out_features, in_features), bias (out_features); bias is
+  /// undefined when constructed with bias = false.
+  Tensor weight, bias;
+  ///@}
 };
 
 }  // namespace tapegrad::layers

@@ -13,13 +13,19 @@ namespace tapegrad::layers {
 /// Throws std::invalid_argument for size < 1.
 class LocalResponseNorm : public Module {
  public:
+  /// Normalisation over `size` neighbouring channels with the given alpha, beta and k
+  /// (PyTorch's defaults). Throws std::invalid_argument for size < 1.
   explicit LocalResponseNorm(std::int64_t size, double alpha = 1e-4, double beta = 0.75, double k = 1.0);
   Tensor forward(const Tensor& x) override;
   std::string type_name() const override { return "LocalResponseNorm"; }
   std::string extra_repr() const override;
 
+  /// Channels in the window.
   std::int64_t size;
+  ///@{
+  /// The formula's constants: b = a / (k + alpha/size · Σ a²)^beta.
   double alpha, beta, k;
+  ///@}
 };
 
 }  // namespace tapegrad::layers

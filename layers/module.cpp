@@ -239,7 +239,7 @@ LoadResult Module::load_state_dict(const StateDict& dict, const LoadOptions& opt
       if (key == kCounter || ends_with(key, "." + kCounter)) {
         const std::string prefix = key.substr(0, key.size() - kCounter.size());
         if (dict.contains(prefix + "running_mean") && dict.contains(prefix + "running_var")) {
-          writes.emplace_back(dst, Tensor::zeros(dst.shape(), dst.dtype()));
+          writes.push_back({key, dst, Tensor::zeros(dst.shape(), dst.dtype())});
           res.filled.push_back(key + " = 0 (absent from the state dict, which has " + prefix + "running_mean and " +
                                prefix + "running_var: a checkpoint from before PyTorch 0.4.1)");
           continue;

@@ -23,6 +23,7 @@ struct LoadResult {
   /// How the dict's keys differ from the module's in structure (describe_key_structure in
   /// layers/state_dict_keys.h), "" when they do not or nothing is missing.
   std::string structure;
+  /// true when nothing was missing, unexpected or mismatched (conversions and fills are fine).
   bool ok() const { return missing_keys.empty() && unexpected_keys.empty() && mismatched.empty(); }
   /// Multi-line human summary: "loaded N tensors", then one line per conversion, fill,
   /// missing, unexpected and mismatched key (empty categories omitted).
@@ -42,11 +43,19 @@ struct LoadOptions {
   bool check_values = true;
 };
 
+/// The base of every layer, like torch.nn.Module: named parameters (trainable,
+/// requires_grad), buffers (saved state that is never trained: running_mean, running_var,
+/// num_batches_tracked) and child modules, a train/eval mode set recursively, state_dict
+/// and load_state_dict. Not copyable; layers are held by shared_ptr (ModulePtr).
 class Module {
  public:
+  /// Destroys the module; children held only by it go with it.
   virtual ~Module() = default;
+  /// An empty module in training mode.
   Module() = default;
+  /// Not copyable: parameters are shared handles (share a module through ModulePtr).
   Module(const Module&) = delete;
+  /// Not copy-assignable (see the copy constructor).
   Module& operator=(const Module&) = delete;
 
   /// The layer's computation.
@@ -64,14 +73,21 @@ class Module {
   void train(bool mode = true);
   /// train(false).
   void eval() { train(false); }
+  /// true in training mode (the default), false after eval() or train(false).
   bool is_training() const { return training_; }
 
   // ---- parameters, buffers, children ------------------------------------------------
+  /// The trainable tensors, in the order of named_parameters(); `recurse` false: this
+  /// module's own only. The handles are the live tensors, not copies.
   std::vector<Tensor> parameters(bool recurse = true) const;
   /// ("0.weight", W) pairs, depth-first in registration order, PyTorch's dotted names.
   std::vector<std::pair<std::string, Tensor>> named_parameters(bool recurse = true) const;
+  /// The buffers (persistent or not), in the order of named_buffers(); live handles.
   std::vector<Tensor> buffers(bool recurse = true) const;
+  /// ("1.running_mean", t) pairs of every buffer, persistent or not, depth-first in
+  /// registration order; `recurse` false: this module's own only.
   std::vector<std::pair<std::string, Tensor>> named_buffers(bool recurse = true) const;
+  /// The direct children with their names, in registration order.
   std::vector<std::pair<std::string, std::shared_ptr<Module>>> named_children() const { return children_; }
   /// Replaces the direct child `name` by `child` (like PyTorch's `module.name = child`),
   /// e.g. to swap BatchNorm for SyncBatchNorm. Throws std::invalid_argument when there is
@@ -105,6 +121,8 @@ class Module {
   /// std::invalid_argument naming every such tensor, its first bad value and its index,
   /// and nothing is loaded.
   LoadResult load_state_dict(const StateDict& dict, bool strict = true);
+  /// load_state_dict with every option spelled out (LoadOptions::strict,
+  /// LoadOptions::check_values); same checks, same atomicity.
   LoadResult load_state_dict(const StateDict& dict, const LoadOptions& options);
 
   /// Converts every parameter and floating buffer to `dtype` in place (int64 buffers
@@ -119,11 +137,15 @@ class Module {
   Tensor register_parameter(const std::string& name, Tensor value);
   /// Registers state that is saved in state_dict (when persistent) but not trained.
   Tensor register_buffer(const std::string& name, Tensor value, bool persistent = true);
+  /// Registers `child` under `name` (its state_dict keys get the prefix "name.") and
+  /// returns it with its own type. Throws std::invalid_argument when `child` is null or a
+  /// child of that name exists.
   template <class M>
   std::shared_ptr<M> register_module(const std::string& name, std::shared_ptr<M> child) {
     add_child(name, child);
     return child;
   }
+  /// register_module without the typed return; same checks, same throws.
   void add_child(const std::string& name, std::shared_ptr<Module> child);
   /// Called after the mode of this module changed (e.g. to reset per-mode caches).
   virtual void on_mode_change() {}
@@ -146,6 +168,7 @@ class Module {
   std::vector<std::pair<std::string, std::shared_ptr<Module>>> children_;
 };
 
+/// How modules are held and shared (containers, models, DistributedDataParallel).
 using ModulePtr = std::shared_ptr<Module>;
 
 /// How containers call a child: `child(input)`, and an exception from inside names where

@@ -11,11 +11,14 @@ namespace tapegrad::layers {
 class Sequential : public Module {
  public:
   Sequential() = default;
+  /// Children "0", "1", ... in the order given: Sequential({linear, bn, relu}). Throws
+  /// std::invalid_argument for a null module.
   Sequential(std::initializer_list<ModulePtr> modules);
   /// Appends a module as child "<size()>".
   void push_back(ModulePtr m);
   Tensor forward(const Tensor& x) override;
   std::string type_name() const override { return "Sequential"; }
+  /// Number of children.
   std::size_t size() const { return layers_.size(); }
   /// Replaces child "<i>" (also in the forward order).
   void replace_child(const std::string& name, ModulePtr child) override;

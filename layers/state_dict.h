@@ -15,19 +15,27 @@ namespace tapegrad::layers {
 /// on average (a hash index beside the ordered entries), erase O(size).
 class StateDict {
  public:
+  /// One (key, tensor) pair, as iteration yields it.
   using Entry = std::pair<std::string, Tensor>;
   /// Adds or replaces `key`.
   void insert(const std::string& key, const Tensor& value);
+  /// Whether `key` is present.
   bool contains(const std::string& key) const;
   /// The tensor under key; throws std::out_of_range naming the key.
   const Tensor& at(const std::string& key) const;
   /// Pointer to the tensor under key, or nullptr.
   const Tensor* find(const std::string& key) const;
+  /// Removes `key`, keeping the order of the rest; false when it was absent.
   bool erase(const std::string& key);
+  /// Every key, in insertion order.
   std::vector<std::string> keys() const;
+  /// Number of entries.
   std::size_t size() const { return entries_.size(); }
+  /// true when there are no entries.
   bool empty() const { return entries_.empty(); }
+  /// Iteration over the Entry pairs in insertion order (read-only).
   auto begin() const { return entries_.begin(); }
+  /// End of the iteration.
   auto end() const { return entries_.end(); }
 
  private:

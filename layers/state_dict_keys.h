@@ -20,8 +20,8 @@ StateDict strip_prefix(const StateDict& dict, const std::string& prefix);
 /// has that leading path replaced: {"fc1", "0"} turns "fc1.weight" into "0.weight";
 /// {"features.0.weight", "0.weight"} renames one key. An empty `to` removes the path and its dot.
 struct KeyRename {
-  std::string from;
-  std::string to;
+  std::string from;  ///< the leading key path to replace
+  std::string to;    ///< what replaces it (empty: remove the path and its dot)
 };
 
 /// Parses "OLD=NEW" (the converter's --rename). Throws std::invalid_argument naming the text

@@ -23,17 +23,21 @@ ConvNorm parse_conv_norm(const std::string& s);
 /// the head's hidden Linear (conv = false; shape = (hidden)), or nullptr for none.
 using NormFactory = std::function<layers::ModulePtr(std::int64_t features, bool conv, const Shape& shape)>;
 
+/// Architecture of a CNN; the defaults are the Fashion-MNIST reference net.
 struct CNNOptions {
   std::int64_t in_channels = 1;               ///< image channels
-  std::int64_t height = 28, width = 28;       ///< image size (each block halves it, floor)
+  ///@{
+  /// Input image size H, W (each block halves it, floor).
+  std::int64_t height = 28, width = 28;
+  ///@}
   std::vector<std::int64_t> channels{32, 64};  ///< output channels of each conv block
   std::int64_t hidden = 128;                  ///< width of the hidden Linear of the head (0: none)
-  std::int64_t num_classes = 10;
-  ConvNorm norm = ConvNorm::Batch;
+  std::int64_t num_classes = 10;              ///< output logits per sample
+  ConvNorm norm = ConvNorm::Batch;            ///< normalisation of the blocks (and the head)
   std::int64_t groups = 8;                    ///< GroupNorm groups (must divide every width)
   std::optional<double> bn_momentum = 0.1;    ///< PyTorch convention
   double eps = 1e-5;                          ///< eps of every norm layer
-  Dtype dtype = Dtype::Float32;
+  Dtype dtype = Dtype::Float32;               ///< dtype of every parameter and buffer
   /// When set, makes every norm layer instead of `norm` (groups, bn_momentum and eps are
   /// then the factory's business): e.g. per-replica or renormalised BatchNorm variants.
   NormFactory norm_factory;
@@ -50,6 +54,7 @@ struct CNNOptions {
 /// widths, or groups not dividing a width (and whatever norm_factory throws).
 class CNN : public layers::Sequential {
  public:
+  /// Builds the network described above from `options`, drawing weights from `gen`.
   explicit CNN(CNNOptions options = {}, Generator& gen = default_generator());
   std::string type_name() const override { return "CNN"; }
 };

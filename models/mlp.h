@@ -16,6 +16,7 @@ std::string norm_name(Norm n);
 /// Inverse of norm_name; throws std::invalid_argument naming the accepted values.
 Norm parse_norm(const std::string& s);
 
+/// Normalisation, regularisation and dtype of an MLP's hidden layers.
 struct MLPOptions {
   Norm norm = Norm::None;                   ///< normalisation after each hidden Linear
   std::optional<double> bn_momentum = 0.1;  ///< BatchNorm's momentum, PyTorch convention (decay 0.99 = momentum 0.01)
@@ -25,7 +26,7 @@ struct MLPOptions {
   Generator* dropout_gen = nullptr;         ///< the dropout masks' generator (nullptr: the default one)
   std::int64_t groups = 4;                  ///< GroupNorm groups (must divide each hidden width)
   std::optional<double> act_clip;           ///< clamp each hidden activation to [-c, c] after the ReLU
-  Dtype dtype = Dtype::Float32;
+  Dtype dtype = Dtype::Float32;             ///< dtype of every parameter and buffer
 };
 
 /// MLP over layer_sizes = {in, h1, ..., out}: for each hidden layer Linear -> [norm] -> ReLU
@@ -35,6 +36,7 @@ struct MLPOptions {
 /// a non-positive act_clip, a dropout outside [0, 1), or a GroupNorm whose groups do not divide a hidden width.
 class MLP : public layers::Sequential {
  public:
+  /// Builds the MLP described above; throws as it says.
   MLP(const std::vector<std::int64_t>& layer_sizes, MLPOptions options = {}, Generator& gen = default_generator());
   std::string type_name() const override { return "MLP"; }
 };

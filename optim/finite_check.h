@@ -34,6 +34,8 @@ void check_finite(const std::vector<Tensor>& params, bool check_grads = true);
 /// (which must outlive the guard).
 class FiniteCheckGuard {
  public:
+  /// Installs the check (removed by the destructor). `check_grads` false checks the
+  /// parameters' values only, not their gradients.
   explicit FiniteCheckGuard(const layers::Module* names = nullptr, bool check_grads = true);
   ~FiniteCheckGuard();
   FiniteCheckGuard(const FiniteCheckGuard&) = delete;

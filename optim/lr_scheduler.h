@@ -12,18 +12,28 @@
 
 namespace tapegrad::optim {
 
+/// The base of every learning-rate scheduler (torch.optim.lr_scheduler.LRScheduler): takes
+/// each group's current lr as base_lr, applies epoch 0 on construction, and moves one epoch
+/// per step() (call it after optimizer.step()). Keeps a reference to the optimizer, which
+/// must outlive it. Not copyable.
 class LRScheduler {
  public:
+  /// Leaves the optimizer's lrs as they are.
   virtual ~LRScheduler() = default;
+  /// Not copyable (it drives one optimizer).
   LRScheduler(const LRScheduler&) = delete;
+  /// Not copy-assignable.
   LRScheduler& operator=(const LRScheduler&) = delete;
 
   /// Advances one epoch and writes the new lr into every group.
   void step();
   /// The lr of each group set by the last step (or the constructor).
   const std::vector<double>& get_last_lr() const { return last_lr_; }
+  /// Each group's lr when the scheduler was made (the base of the formulas).
   const std::vector<double>& base_lrs() const { return base_lrs_; }
+  /// Epochs stepped: 0 after construction, +1 per step().
   std::int64_t last_epoch() const { return last_epoch_; }
+  /// "StepLR", "CosineAnnealingLR", ... (PyTorch's class names).
   virtual std::string type_name() const = 0;
 
   /// "last_epoch" (int64 scalar), "base_lrs" and "last_lr" (float64 [groups]). The
@@ -34,15 +44,21 @@ class LRScheduler {
   void load_state_dict(const OptimizerState& state);
 
  protected:
+  /// Reads every group's current lr into base_lrs; last_epoch starts at -1 until
+  /// initial_step().
   explicit LRScheduler(Optimizer& optimizer);
   /// Call at the end of the derived constructor: the epoch-0 step.
   void initial_step() { step(); }
   /// The new lr of group g at last_epoch_ given its current lr (PyTorch's get_lr()).
   virtual double next_lr(std::size_t g, double current) const = 0;
 
+  /// The optimizer whose lrs are set (not owned).
   Optimizer& optimizer_;
+  /// Each group's lr at construction.
   std::vector<double> base_lrs_;
+  /// Each group's lr after the last step.
   std::vector<double> last_lr_;
+  /// The current epoch (-1 before the first step).
   std::int64_t last_epoch_ = -1;
 };
 
@@ -50,6 +66,8 @@ class LRScheduler {
 /// step_size < 1.
 class StepLR : public LRScheduler {
  public:
+  /// Schedules every group of `optimizer`; `gamma` must be finite and >= 0 (else
+  /// std::invalid_argument), as must `step_size` >= 1.
   StepLR(Optimizer& optimizer, std::int64_t step_size, double gamma = 0.1);
   std::string type_name() const override { return "StepLR"; }
 
@@ -65,6 +83,8 @@ class StepLR : public LRScheduler {
 /// twice. Throws std::invalid_argument for a negative milestone.
 class MultiStepLR : public LRScheduler {
  public:
+  /// Schedules every group of `optimizer`; milestones are epochs (any order); `gamma` must
+  /// be finite and >= 0 (else std::invalid_argument).
   MultiStepLR(Optimizer& optimizer, std::vector<std::int64_t> milestones, double gamma = 0.1);
   std::string type_name() const override { return "MultiStepLR"; }
 
@@ -79,6 +99,8 @@ class MultiStepLR : public LRScheduler {
 /// lr = base_lr · gamma^epoch.
 class ExponentialLR : public LRScheduler {
  public:
+  /// Schedules every group of `optimizer`; `gamma` must be finite and >= 0 (else
+  /// std::invalid_argument).
   ExponentialLR(Optimizer& optimizer, double gamma);
   std::string type_name() const override { return "ExponentialLR"; }
 
@@ -95,6 +117,8 @@ class ExponentialLR : public LRScheduler {
 /// T_max < 1.
 class CosineAnnealingLR : public LRScheduler {
  public:
+  /// Schedules every group of `optimizer` over `T_max` epochs down to `eta_min` (finite,
+  /// >= 0, else std::invalid_argument).
   CosineAnnealingLR(Optimizer& optimizer, std::int64_t T_max, double eta_min = 0.0);
   std::string type_name() const override { return "CosineAnnealingLR"; }
 
@@ -113,6 +137,8 @@ class CosineAnnealingLR : public LRScheduler {
 /// outside (0, 1], end_factor outside [0, 1] or total_iters < 1.
 class LinearWarmup : public LRScheduler {
  public:
+  /// Schedules every group of `optimizer`: factor start_factor at epoch 0 to end_factor at
+  /// epoch total_iters (limits in the class description).
   LinearWarmup(Optimizer& optimizer, double start_factor = 1.0 / 3, double end_factor = 1.0,
                std::int64_t total_iters = 5);
   std::string type_name() const override { return "LinearWarmup"; }

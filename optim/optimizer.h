@@ -35,11 +35,19 @@ std::string num(double v);
 ///   "param_groups.<g>.params" int64 [n] indices of the group's parameters.
 using OptimizerState = layers::StateDict;
 
+/// The base of every optimizer (torch.optim.Optimizer): parameter groups with their own
+/// options, per-parameter state kept here so that state_dict()/load_state_dict() work the
+/// same for SGD, Adam, AdamW and RMSprop. Only parameters are updated, never buffers. Not
+/// copyable.
 class Optimizer {
  public:
+  /// Destroys the optimizer and its state; the parameters are untouched.
   virtual ~Optimizer() = default;
+  /// No groups, no state.
   Optimizer() = default;
+  /// Not copyable (the state belongs to one set of parameters).
   Optimizer(const Optimizer&) = delete;
+  /// Not copy-assignable.
   Optimizer& operator=(const Optimizer&) = delete;
 
   /// Applies one update to every parameter that has a gradient. Calls
@@ -51,7 +59,9 @@ class Optimizer {
   virtual std::string type_name() const = 0;
 
   // ---- parameter groups ----------------------------------------------------------------
+  /// Number of parameter groups (add_param_group adds one).
   virtual std::size_t num_param_groups() const = 0;
+  /// The parameters of a group, in the order given. Throws std::out_of_range.
   virtual const std::vector<Tensor>& group_params(std::size_t group) const = 0;
   /// Learning rate of a group (schedulers read and write it). Throws std::out_of_range.
   virtual double lr(std::size_t group) const = 0;
@@ -79,6 +89,8 @@ class Optimizer {
   /// Checks options read from a state dict; returns "" or what is wrong.
   virtual std::string check_group_options(std::size_t group,
                                           const std::map<std::string, double>& values) const = 0;
+  /// Writes options read from a state dict (names as in group_options) into a group;
+  /// load_state_dict calls it after check_group_options accepted them.
   virtual void set_group_options(std::size_t group, const std::map<std::string, double>& values) = 0;
   /// Throws unless every parameter is a float leaf that appears in only one group.
   void check_params(const std::vector<Tensor>& params) const;
@@ -107,8 +119,11 @@ class Optimizer {
 template <class Options>
 class OptimizerWithOptions : public Optimizer {
  public:
+  /// One parameter group: its parameters and their options.
   struct Group {
+    /// The group's parameters (float leaves, each in one group only).
     std::vector<Tensor> params;
+    /// The group's options (lr, momentum, ...).
     Options options;
   };
 
@@ -120,14 +135,21 @@ class OptimizerWithOptions : public Optimizer {
     grow_state(params.size());
     groups_.push_back(Group{std::move(params), options});
   }
+  /// Every group with its parameters and options, in the order added.
   const std::vector<Group>& param_groups() const { return groups_; }
   /// A group's options (change them between steps, as with torch's param_groups).
   Options& options(std::size_t group = 0) { return groups_.at(group).options; }
+  /// A group's options, read-only. Throws std::out_of_range.
   const Options& options(std::size_t group = 0) const { return groups_.at(group).options; }
 
+  /// Number of groups added.
   std::size_t num_param_groups() const override { return groups_.size(); }
+  /// The parameters of group g. Throws std::out_of_range.
   const std::vector<Tensor>& group_params(std::size_t g) const override { return groups_.at(g).params; }
+  /// Options::lr of group g. Throws std::out_of_range.
   double lr(std::size_t g) const override { return groups_.at(g).options.lr; }
+  /// Sets Options::lr of group g after validating it (std::invalid_argument for lr < 0 or
+  /// NaN; the group is unchanged then). Throws std::out_of_range for a bad g.
   void set_lr(std::size_t g, double lr) override {
     Options o = groups_.at(g).options;
     o.lr = lr;
@@ -164,12 +186,14 @@ class OptimizerWithOptions : public Optimizer {
     }
   }
 
+  /// Every scalar field of group g's Options (Options::visit order), bools as 0/1.
   std::vector<std::pair<std::string, double>> group_options(std::size_t g) const override {
     std::vector<std::pair<std::string, double>> out;
     Options o = groups_.at(g).options;
     o.visit([&](const char* name, auto& v) { out.emplace_back(name, static_cast<double>(v)); });
     return out;
   }
+  /// Validates group g's options with `values` written over them: "" or validate()'s message.
   std::string check_group_options(std::size_t g, const std::map<std::string, double>& values) const override {
     try {
       validate(with_values(groups_.at(g).options, values));
@@ -178,10 +202,12 @@ class OptimizerWithOptions : public Optimizer {
     }
     return "";
   }
+  /// Writes `values` over group g's options (names absent from `values` keep theirs).
   void set_group_options(std::size_t g, const std::map<std::string, double>& values) override {
     groups_.at(g).options = with_values(groups_.at(g).options, values);
   }
 
+  /// The groups, in the order add_param_group added them.
   std::vector<Group> groups_;
 
  private:

@@ -9,13 +9,23 @@ namespace tapegrad::optim {
 /// Defaults as in PyTorch: lr 1e-2, alpha 0.99, eps 1e-8, weight_decay 0, momentum 0,
 /// centered false, maximize false.
 struct RMSpropOptions {
+  /// Learning rate, >= 0.
   double lr = 1e-2;
+  /// Smoothing constant of the squared-gradient average, >= 0.
   double alpha = 0.99;
+  /// Added to the denominator for numerical stability, >= 0.
   double eps = 1e-8;
+  /// L2 penalty, >= 0.
   double weight_decay = 0.0;
+  /// Momentum factor, >= 0 (0: no momentum buffer).
   double momentum = 0.0;
+  /// Normalise by the estimated variance of the gradient (Graves 2013) instead of its
+  /// second moment.
   bool centered = false;
+  /// Ascend the objective instead of descending.
   bool maximize = false;
+  /// Calls f(name, field) for every option: the names of the optimizer state_dict's
+  /// "param_groups.<g>.<opt>" keys.
   template <class F> void visit(F&& f) {
     f("lr", lr), f("alpha", alpha), f("eps", eps), f("weight_decay", weight_decay), f("momentum", momentum);
     f("centered", centered), f("maximize", maximize);
@@ -33,7 +43,10 @@ struct RMSpropOptions {
 /// eps < 0, momentum < 0, weight_decay < 0, alpha < 0.
 class RMSprop : public OptimizerWithOptions<RMSpropOptions> {
  public:
+  /// One group of `params` with `options`. Throws std::invalid_argument for invalid options
+  /// or parameters that are not float leaves or appear twice.
   explicit RMSprop(std::vector<Tensor> params, RMSpropOptions options = {});
+  /// One group per entry, each with its own options; same checks.
   explicit RMSprop(std::vector<Group> groups);
   void step() override;
   std::string type_name() const override { return "RMSprop"; }

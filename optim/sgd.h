@@ -8,12 +8,20 @@ namespace tapegrad::optim {
 
 /// Defaults as in PyTorch (which requires lr; here it defaults to 0.01).
 struct SGDOptions {
+  /// Learning rate, >= 0.
   double lr = 0.01;
+  /// Momentum factor, >= 0 (0: plain SGD, no buffer).
   double momentum = 0.0;
+  /// Dampening of the momentum: buf = momentum·buf + (1 - dampening)·d.
   double dampening = 0.0;
+  /// L2 penalty added to the gradient, >= 0.
   double weight_decay = 0.0;
+  /// Nesterov momentum (needs momentum > 0 and dampening 0).
   bool nesterov = false;
+  /// Ascend the objective instead of descending.
   bool maximize = false;
+  /// Calls f(name, field) for every option: the names of the optimizer state_dict's
+  /// "param_groups.<g>.<opt>" keys.
   template <class F> void visit(F&& f) {
     f("lr", lr), f("momentum", momentum), f("dampening", dampening), f("weight_decay", weight_decay);
     f("nesterov", nesterov), f("maximize", maximize);

@@ -24,6 +24,7 @@
 
 namespace tapegrad::optim {
 
+/// The "format" metadata value that marks a training checkpoint file.
 inline constexpr const char* kTrainingCheckpointFormat = "tapegrad-training-checkpoint";
 
 /// What an application stores beside the training state (e.g. the input preprocessing,

@@ -8,10 +8,16 @@ packages=(
   libbenchmark-dev gnuplot-nox dataset-fashion-mnist bc
   libzip-dev  # io/: the zip container of PyTorch torch.save files
   libdnnl-dev  # oneDNN: float32 Conv2d primitives (optional in CMake; im2col + GEMM without it)
+  libcsv-dev  # bench/csv_parsers: read_csv's tokenizer measured against libcsv (optional in CMake)
   libopenmpi-dev openmpi-bin  # distributed/: data-parallel training over MPI
   clang libclang-rt-14-dev libomp-dev llvm  # scripts/test.sh: libFuzzer build, sanitizer symbolizer
+  python3-onnx python3-opencv nodejs  # tests/onnx_engines: onnx.checker, OpenCV DNN, ONNX Runtime (node)
+  doxygen  # scripts/test.sh stage docs: the API reference (docs/Doxyfile)
   "$@"
 )
+# npm for onnxruntime-node (below); a nodejs that ships its own npm (NodeSource's) conflicts
+# with Debian's npm package, so it is only asked for when no npm is on the PATH.
+command -v npm > /dev/null || packages+=(npm)
 missing=()
 for p in "${packages[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
@@ -22,4 +28,19 @@ if [ ${#missing[@]} -gt 0 ]; then
   [ "$(id -u)" -ne 0 ] && sudo_cmd="sudo"
   $sudo_cmd apt-get update -qq
   DEBIAN_FRONTEND=noninteractive $sudo_cmd apt-get install -y -qq --no-install-recommends "${missing[@]}"
+fi
+
+# ONNX Runtime for tests/onnx_engines: the npm package onnxruntime-node (its CPU library is in
+# the package; --ignore-scripts skips the install script, which only fetches optional GPU
+# files). Installed once into tools/onnxruntime (kept out of git); offline-safe when present.
+ort_dir="$(cd "$(dirname "$0")/.." && pwd)/tools/onnxruntime"
+if [ ! -f "$ort_dir/node_modules/onnxruntime-node/package.json" ]; then
+  if command -v npm > /dev/null; then
+    mkdir -p "$ort_dir"
+    echo "setup: npm install onnxruntime-node@1.20.1 into $ort_dir"
+    (cd "$ort_dir" && npm install --ignore-scripts --no-audit --no-fund onnxruntime-node@1.20.1) ||
+      echo "setup: warning: onnxruntime-node could not be installed (offline?); the onnx_engines test will be skipped"
+  else
+    echo "setup: warning: npm not found; the onnx_engines test will be skipped"
+  fi
 fi

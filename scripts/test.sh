@@ -1,6 +1,9 @@
 #!/usr/bin/env bash
 # The test entry point (the README's test command; CI runs it through .ci/run).
-# Installs what is missing, then runs three stages; any failure exits non-zero:
+# Installs what is missing, then runs these stages; any failure exits non-zero:
+#   docs     the API reference: doxygen with docs/Doxyfile into $BUILD_DIR/doxygen (HTML
+#            in html/index.html). Any warning fails (an undocumented public symbol, a
+#            broken \param or reference), and the warnings are printed. Seconds; runs first.
 #   asan     build-asan/: gcc, -O1 -g, AddressSanitizer + UndefinedBehaviorSanitizer
 #            (TAPEGRAD_SANITIZE=address,undefined, no recovery), every library test
 #            executable (tests_<folder>, tests_golden, tests_readme: the list CMake writes
@@ -17,15 +20,18 @@
 #            package and find_package, nothing ISA-dependent) are left to the release stage.
 #   release  build/: scripts/build.sh (Release) and ctest. Last, so the script's closing
 #            lines are ctest's "N tests passed/failed" summary.
-# TAPEGRAD_TEST_STAGES selects stages (default "asan fuzz avx2 release"), e.g.
+# TAPEGRAD_TEST_STAGES selects stages (default "docs asan fuzz avx2 release"), e.g.
 #   TAPEGRAD_TEST_STAGES=release bash scripts/test.sh
 # Build folders: BUILD_DIR (build), ASAN_BUILD_DIR (build-asan), FUZZ_BUILD_DIR (build-fuzz),
 # AVX2_BUILD_DIR (build-avx2).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 scripts/setup.sh
+# setup.sh installs the ONNX engines (python3-onnx, python3-opencv, onnxruntime-node): the
+# onnx_engines test fails, rather than skips, when one is missing.
+export TAPEGRAD_REQUIRE_ONNX_ENGINES="${TAPEGRAD_REQUIRE_ONNX_ENGINES:-1}"
 
-stages=" ${TAPEGRAD_TEST_STAGES:-asan fuzz avx2 release} "
+stages=" ${TAPEGRAD_TEST_STAGES:-docs asan fuzz avx2 release} "
 jobs="$(nproc)"
 fuzz_seconds="${TAPEGRAD_FUZZ_SECONDS:-60}"
 launcher=()
@@ -46,6 +52,41 @@ configure() {  # configure <build-dir> <cmake args...>: quiet unless it fails
 }
 
 stage_done() { echo "== $1: passed in $((SECONDS - $2)) s"; }
+
+if [[ "$stages" == *" docs "* ]]; then
+  t0=$SECONDS
+  docs_dir="$release_dir/doxygen"
+  echo "== docs: the API reference (doxygen docs/Doxyfile -> $docs_dir/html), no warning allowed"
+  mkdir -p "$docs_dir"
+  # Doxygen checks the free functions of a namespace only when the namespace itself has a
+  # description (docs/namespaces.dox): a namespace missing there would hide its functions
+  # from both the reference and the warnings. Every tapegrad namespace opened at the start
+  # of a line in the documented headers (detail ones excepted) must be described.
+  read -r -a docs_inputs <<< "$(sed -n 's/^INPUT *= *//p' docs/Doxyfile)"
+  docs_folders=()
+  for d in "${docs_inputs[@]}"; do [[ -d "$d" ]] && docs_folders+=("$d"); done
+  missing_ns=()
+  while read -r ns; do
+    grep -qxF "/// \\namespace $ns" docs/namespaces.dox || missing_ns+=("$ns")
+  done < <(find "${docs_folders[@]}" -name '*.h' -not -path '*/kernels/*' -print0 | sort -z |
+    xargs -0 awk 'FNR == 1 { depth = 0 }
+      /^namespace [A-Za-z_:]+ \{/ { n = $2; if (depth > 0) n = stack[depth] "::" n; stack[++depth] = n; print n; next }
+      /^\}( |$)/ { if (depth > 0) depth-- }' | sort -u | grep '^tapegrad' | grep -v 'detail')
+  if [[ ${#missing_ns[@]} -gt 0 ]]; then
+    echo "== docs: FAILED, namespaces without a description in docs/namespaces.dox: ${missing_ns[*]}"
+    exit 1
+  fi
+  # WARN_AS_ERROR=FAIL_ON_WARNINGS in the Doxyfile: doxygen writes every warning, then exits
+  # non-zero. The warnings go to a log, printed when there are any.
+  if ! ( cat docs/Doxyfile; echo "OUTPUT_DIRECTORY=$docs_dir"; echo "WARN_LOGFILE=$docs_dir/warnings.log" ) |
+      doxygen - > "$docs_dir/doxygen.log" 2>&1 || [[ -s "$docs_dir/warnings.log" ]]; then
+    cat "$docs_dir/doxygen.log" "$docs_dir/warnings.log" 2> /dev/null
+    echo "== docs: FAILED, $(wc -l < "$docs_dir/warnings.log" 2> /dev/null || echo ?) doxygen warning line(s) above" \
+      "(document each symbol in its header; see docs/Doxyfile)"
+    exit 1
+  fi
+  stage_done docs "$t0"
+fi
 
 if [[ "$stages" == *" asan "* ]]; then
   t0=$SECONDS

@@ -34,6 +34,7 @@ namespace tapegrad::train {
 /// Callbacks may add their own values in on_epoch_end.
 struct EpochLogs {
   int epoch = 0;  ///< 1-based
+  /// (key, value) pairs in the order logged ("loss", "val_loss", ...).
   std::vector<std::pair<std::string, double>> values;
 
   /// The value of `key`, or nullopt.
@@ -49,13 +50,16 @@ struct EpochLogs {
 /// The history as a JSON array of {"epoch": n, "<key>": value, ...} objects (doubles written
 /// round-trip exact), and back. history_from_json throws std::invalid_argument for malformed text.
 std::string history_to_json(const std::vector<EpochLogs>& history);
+/// Parses history_to_json()'s text back.
 std::vector<EpochLogs> history_from_json(const std::string& json);
 
 class Callback;
 
 /// What callbacks see and may change during fit().
 struct TrainState {
+  /// The model being trained.
   layers::Module* model = nullptr;
+  /// The optimizer stepping it.
   optim::Optimizer* optimizer = nullptr;
   optim::LRScheduler* scheduler = nullptr;  ///< null without a scheduler
   Generator* generator = nullptr;           ///< the run's generator (shuffles, dropout), or null
@@ -70,6 +74,7 @@ struct TrainState {
   std::optional<Evaluation> last_validation;  ///< the last validation pass (confusion matrix...)
   /// Set by a callback (e.g. EarlyStopping) to end training after this epoch.
   bool stop_training = false;
+  /// Why stop_training was set (printed and logged), e.g. EarlyStopping's message.
   std::string stop_reason;
 
   /// Rank 0 (or the only process): the one that writes files and prints.
@@ -79,7 +84,9 @@ struct TrainState {
   optim::CheckpointExtras checkpoint_extras() const;
 
   // ---- set by fit(), used by checkpoint_extras() ----
+  /// FitOptions::checkpoint_extras (set by fit()).
   const optim::CheckpointExtras* user_extras = nullptr;
+  /// The run's callbacks, whose states checkpoint_extras() collects (set by fit()).
   const std::vector<std::shared_ptr<Callback>>* callbacks = nullptr;
 };
 
@@ -92,6 +99,7 @@ class Callback {
   virtual std::string name() const = 0;
   /// Before the first epoch of this call (after a resume restored the state).
   virtual void on_fit_begin(TrainState&) {}
+  /// Before each epoch's first batch (state.epoch is the new epoch).
   virtual void on_epoch_begin(TrainState&) {}
   /// After each optimizer step (state.batch, running_loss, samples_seen updated).
   virtual void on_batch_end(TrainState&) {}
@@ -109,6 +117,7 @@ class Callback {
   virtual void load_state_dict(const std::map<std::string, std::string>&) {}
 };
 
+/// How fit() takes callbacks.
 using CallbackPtr = std::shared_ptr<Callback>;
 
 /// Whether a monitored value improved: mode "min" (lower is better) or "max".
@@ -119,6 +128,7 @@ Mode parse_mode(const std::string& text);
 /// Runs a function at the end of each epoch (e.g. a custom log line).
 class LambdaCallback : public Callback {
  public:
+  /// Calls `on_epoch_end(state)` in on_epoch_end (an empty function does nothing).
   explicit LambdaCallback(std::function<void(TrainState&)> on_epoch_end) : fn_(std::move(on_epoch_end)) {}
   std::string name() const override { return "LambdaCallback"; }
   void on_epoch_end(TrainState& s) override {

@@ -20,10 +20,15 @@
 
 namespace tapegrad::train {
 
+/// What fit() and evaluate() need from a data-parallel run, with MPI kept out of train/: a
+/// rank, a world size, the prepared model and a few collectives. The MPI implementation comes
+/// from tapegrad_distributed (mpi_available()). Every collective must be called by every rank.
 class DataParallel {
  public:
   virtual ~DataParallel() = default;
+  /// This process's rank in [0, world_size()).
   virtual int rank() const = 0;
+  /// Number of processes.
   virtual int world_size() const = 0;
   /// Call once with the freshly built model, before the optimizer is made: may swap its
   /// BatchNorm layers for SyncBatchNorm (new parameter tensors) and wraps it for gradient
@@ -39,7 +44,9 @@ class DataParallel {
   virtual double mean(double value) = 0;
   /// Elementwise sums over ranks of n values, in place (every rank gets the totals).
   virtual void sum(double* values, std::int64_t n) = 0;
+  /// The int64 form of sum().
   virtual void sum(std::int64_t* values, std::int64_t n) = 0;
+  /// Returns once every rank has called it.
   virtual void barrier() = 0;
   /// Ends the job from one rank (the others may be waiting in a collective). Default: no-op.
   virtual void abort(const std::string& /*message*/) {}

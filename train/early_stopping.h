@@ -15,13 +15,16 @@
 
 namespace tapegrad::train {
 
+/// What EarlyStopping watches and how patient it is (Lightning's defaults, monitor val_loss).
 struct EarlyStoppingOptions {
   std::string monitor = "val_loss";  ///< a key of EpochLogs (needs a validation set for val_*)
-  Mode mode = Mode::Min;
+  Mode mode = Mode::Min;   ///< Min: lower is better (losses); Max: higher (accuracies)
   double min_delta = 0.0;  ///< >= 0; the margin an improvement must exceed
   int patience = 3;        ///< >= 0; epochs without improvement before stopping
 };
 
+/// Callback that stops training when the monitored value stops improving (see the top of
+/// this header); its state travels in training checkpoints.
 class EarlyStopping : public Callback {
  public:
   /// Throws std::invalid_argument for min_delta < 0 (or NaN), patience < 0 or an empty monitor.
@@ -34,7 +37,7 @@ class EarlyStopping : public Callback {
   void load_state_dict(const std::map<std::string, std::string>& state) override;
 
   double best() const { return best_; }     ///< NaN before the first epoch
-  int best_epoch() const { return best_epoch_; }
+  int best_epoch() const { return best_epoch_; }  ///< epoch of best(); 0 before the first
   int wait() const { return wait_; }        ///< epochs since the last improvement
   int stopped_epoch() const { return stopped_epoch_; }  ///< 0: not stopped
 
@@ -50,6 +53,7 @@ bool improves(double value, double best, Mode mode, double min_delta = 0.0);
 /// A double as text that reads back to the same bits ("%.17g"; "nan", "inf", "-inf"), and back.
 /// parse_double throws std::invalid_argument naming `what` and the text.
 std::string format_double(double v);
+/// Reads format_double()'s text back.
 double parse_double(const std::string& text, const std::string& what);
 
 }  // namespace tapegrad::train

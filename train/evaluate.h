@@ -22,7 +22,9 @@ using LossFn = std::function<Tensor(const Tensor& output, const Tensor& target)>
 /// or 10,000 rows evenly over 2, 4 or 5 ranks.
 inline constexpr std::int64_t kEvalBatch = 500;
 
+/// How evaluate() batches, which loss it sums, and over which processes.
 struct EvalOptions {
+  /// Rows per evaluation batch, >= 1 (default kEvalBatch).
   std::int64_t batch_size = kEvalBatch;
   /// The loss summed into loss_sum as loss(output, y) · rows per batch. Empty: cross-entropy
   /// (summed per batch) for class targets, none otherwise.
@@ -39,9 +41,12 @@ struct Evaluation {
   std::int64_t count = 0;    ///< rows
   std::int64_t correct = 0;  ///< rows whose argmax equals the label
   double loss_sum = 0;       ///< Σ over batches of the loss · rows (nats for cross-entropy)
+  /// Whether a loss was computed (loss_sum is meaningful).
   bool has_loss = false;
   ConfusionMatrix confusion;  ///< [true][predicted], classes × classes (empty without classes)
+  /// correct / count (0 for no rows).
   double accuracy() const { return count > 0 ? static_cast<double>(correct) / static_cast<double>(count) : 0.0; }
+  /// loss_sum / count: the mean loss per row (0 for no rows).
   double mean_loss() const { return count > 0 ? loss_sum / static_cast<double>(count) : 0.0; }
 };
 

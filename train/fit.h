@@ -36,11 +36,13 @@
 
 namespace tapegrad::train {
 
+/// How fit() trains: epochs, validation, clipping, checkpoints, resume, parallelism.
 struct FitOptions {
   /// The run's total epochs, counting epochs restored by a resume. >= 1.
   int epochs = 1;
   /// Evaluated after every epoch (val_loss, val_accuracy); null: none.
   const data::Dataset* validation = nullptr;
+  /// Rows per validation batch (EvalOptions::batch_size), >= 1.
   std::int64_t eval_batch_size = kEvalBatch;
   /// optim::clip_grad_norm_(params, max_norm) after backward (and the gradient averaging)
   /// and before step. Unset: no clipping. > 0.
@@ -71,8 +73,8 @@ struct FitResult {
   int epochs_run = 0;              ///< epochs trained by this call
   int last_epoch = 0;              ///< the last finished epoch (counting restored ones)
   bool stopped_early = false;      ///< a callback set stop_training
-  std::string stop_reason;
-  std::optional<Evaluation> last_validation;
+  std::string stop_reason;         ///< why it stopped early ("" otherwise)
+  std::optional<Evaluation> last_validation;  ///< the last validation pass, if any
 };
 
 /// Trains `model` as described above. `loss` takes (output, targets) and returns a scalar

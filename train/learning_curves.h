@@ -12,15 +12,21 @@
 
 namespace tapegrad::train {
 
+/// Where LearningCurves draws, which keys and how large.
 struct LearningCurvesOptions {
   std::string path;  ///< the PNG
   /// Panels (left to right), each the keys it plots; keys that were not logged are skipped,
   /// and a panel with none of its keys is left out.
   std::vector<std::vector<std::string>> panels = {{"loss", "val_loss"}, {"val_accuracy"}};
-  int width = 1000, height = 420;  ///< pixels
+  ///@{
+  /// Image size in pixels (default 1000 × 420).
+  int width = 1000, height = 420;
+  ///@}
   std::string title;               ///< above the panels (empty: none)
 };
 
+/// Callback drawing the run's learning curves into a PNG at the end of fit() (see the top
+/// of this header).
 class LearningCurves : public Callback {
  public:
   /// Throws std::invalid_argument for an empty path or no panels, and for a path, title or

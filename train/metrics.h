@@ -28,6 +28,7 @@ double top_k_accuracy(const Tensor& scores, const Tensor& target, std::int64_t k
 /// columns predicted), classes × classes. classes = 0: max(label, prediction) + 1.
 /// Throws for a label or prediction outside [0, classes).
 using ConfusionMatrix = std::vector<std::vector<std::int64_t>>;
+/// The confusion matrix of `prediction` (as predicted_classes) against `target` (N) int64.
 ConfusionMatrix confusion_matrix(const Tensor& prediction, const Tensor& target, std::int64_t classes = 0);
 
 /// Per-class precision, recall and F1 from a confusion matrix (sklearn's
@@ -35,11 +36,22 @@ ConfusionMatrix confusion_matrix(const Tensor& prediction, const Tensor& target,
 /// precision 0, a class absent from the targets recall 0, and F1 = 0 when both are 0).
 /// Averages: macro (unweighted mean over classes) and weighted (by support).
 struct ClassificationReport {
+  ///@{
+  /// Per class (index = class): precision TP/(TP+FP), recall TP/(TP+FN), F1 their harmonic
+  /// mean; 0 where undefined (zero_division = 0).
   std::vector<double> precision, recall, f1;
+  ///@}
   std::vector<std::int64_t> support;  ///< true rows per class
+  /// Trace of the confusion matrix over its total.
   double accuracy = 0;
+  ///@{
+  /// Unweighted means over classes of precision, recall and f1.
   double macro_precision = 0, macro_recall = 0, macro_f1 = 0;
+  ///@}
+  ///@{
+  /// Means over classes weighted by support.
   double weighted_precision = 0, weighted_recall = 0, weighted_f1 = 0;
+  ///@}
 };
 /// Throws for a matrix that is not square or is empty, or a negative count.
 ClassificationReport classification_report(const ConfusionMatrix& confusion);
@@ -54,6 +66,7 @@ std::string format_confusion(const ConfusionMatrix& confusion, const std::vector
 /// float dtype (compared in double). With k outputs: the uniform average over outputs
 /// (sklearn's multioutput = "uniform_average").
 double mean_squared_error(const Tensor& prediction, const Tensor& target);
+/// Mean of |prediction - target| (sklearn's mean_absolute_error).
 double mean_absolute_error(const Tensor& prediction, const Tensor& target);
 /// R² = 1 - Σ(y - ŷ)² / Σ(y - ȳ)² per output; for a constant target column (Σ(y - ȳ)² = 0)
 /// 1 when the prediction is exact and 0 otherwise (sklearn's force_finite). Throws for N < 2.

@@ -12,14 +12,18 @@
 
 namespace tapegrad::train {
 
+/// File format of MetricsLog: Auto chooses by the path's extension.
 enum class LogFormat { Auto, Csv, JsonLines };
 
+/// Where MetricsLog writes and in which format.
 struct MetricsLogOptions {
-  std::string path;
+  std::string path;  ///< the file, rewritten after every epoch
   /// Auto: JSON lines for a path ending in .jsonl or .json, CSV otherwise.
   LogFormat format = LogFormat::Auto;
 };
 
+/// Callback writing the run's history as CSV or JSON lines after every epoch (see the top
+/// of this header).
 class MetricsLog : public Callback {
  public:
   /// Throws std::invalid_argument for an empty path.
@@ -28,6 +32,7 @@ class MetricsLog : public Callback {
   /// Checks the path (core/file_io.h check_output_file): std::runtime_error naming it.
   void on_fit_begin(TrainState& s) override;
   void after_epoch_end(TrainState& s) override;
+  /// The format in use (Auto resolved by the path).
   LogFormat format() const { return format_; }
 
  private:
@@ -37,6 +42,7 @@ class MetricsLog : public Callback {
 
 /// The history as CSV text, and as JSON lines (see above).
 std::string history_csv(const std::vector<EpochLogs>& history);
+/// One JSON object per epoch and line.
 std::string history_json_lines(const std::vector<EpochLogs>& history);
 
 }  // namespace tapegrad::train

@@ -26,13 +26,18 @@
 
 namespace tapegrad::train {
 
+/// Where ModelCheckpoint writes and what makes a checkpoint the best.
 struct ModelCheckpointOptions {
   std::string path;                  ///< the best checkpoint; the last goes to path + ".last"
   std::string monitor = "val_loss";  ///< empty: no best checkpoint, only the last
+  /// Min (default): a lower monitored value is better; Max: higher.
   Mode mode = Mode::Min;
+  /// Also write `path + ".last"` after every epoch (the file to resume from).
   bool save_last = true;
 };
 
+/// Callback writing the best and the last training checkpoints of a run (see the top of
+/// this header); its state (best value and epoch) travels in every checkpoint.
 class ModelCheckpoint : public Callback {
  public:
   /// Throws std::invalid_argument for an empty path.
@@ -47,7 +52,9 @@ class ModelCheckpoint : public Callback {
   std::map<std::string, std::string> state_dict() const override;
   void load_state_dict(const std::map<std::string, std::string>& state) override;
 
+  /// Path of the best checkpoint (ModelCheckpointOptions::path).
   const std::string& best_path() const { return o_.path; }
+  /// Path of the last checkpoint: path + ".last".
   std::string last_path() const { return o_.path + ".last"; }
   double best() const { return best_; }        ///< NaN before the first epoch
   int best_epoch() const { return best_epoch_; }  ///< 0: none yet
@@ -61,8 +68,10 @@ class ModelCheckpoint : public Callback {
 /// A training checkpoint read back for inference: the model part went into a module, the
 /// rest is here.
 struct LoadedCheckpoint {
+  /// The epoch the checkpoint was written after.
   std::int64_t epoch = 0;
   std::vector<std::pair<std::string, Tensor>> tensors;  ///< extras (no "model.", "optimizer.", "scheduler." keys)
+  /// The checkpoint's string metadata (history, callback states, user extras).
   std::map<std::string, std::string> metadata;
   /// The extra tensor `name`, or nullptr.
   const Tensor* find(const std::string& name) const;

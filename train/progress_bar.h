@@ -12,8 +12,9 @@
 
 namespace tapegrad::train {
 
+/// Where and what ProgressBar prints.
 struct ProgressBarOptions {
-  std::FILE* stream = stderr;
+  std::FILE* stream = stderr;  ///< where to print; not null
   /// Draw the bar (ignored when `stream` is not a terminal).
   bool bar = true;
   /// Write the summary line at the end of each epoch.
@@ -24,8 +25,11 @@ struct ProgressBarOptions {
   double min_interval = 0.1; ///< seconds between redraws
 };
 
+/// Callback printing a per-epoch progress bar on a terminal and a summary line per epoch
+/// (see the top of this header).
 class ProgressBar : public Callback {
  public:
+  /// Throws std::invalid_argument for a null stream or width < 1.
   explicit ProgressBar(ProgressBarOptions options = {});
   std::string name() const override { return "ProgressBar"; }
   void on_epoch_begin(TrainState& s) override;

@@ -1,7 +1,9 @@
-// tapegrad_convert: checkpoints of other frameworks as tapegrad safetensors files.
+// tapegrad_convert: checkpoints of other frameworks as tapegrad safetensors files, and
+// tapegrad checkpoints as ONNX models.
 //
 //   tapegrad_convert torch IN.pt OUT.safetensors [--strip-prefix P]... [--rename OLD=NEW]...
 //                    [--half-to-float32] [--entry KEY] [--max-bytes N]
+//   tapegrad_convert onnx CHECKPOINT OUT.onnx [--fuse-batch-norm] [--no-fold-preprocessing]
 //
 // Each subcommand is one entry of kCommands. Exit status: 0 done, 1 the input was refused or
 // the output could not be written (nothing is written then), 2 bad usage.
@@ -13,6 +15,7 @@
 #include <string>
 #include <vector>
 
+#include <tapegrad/io/onnx_convert.h>
 #include <tapegrad/io/torch_convert.h>
 
 namespace {
@@ -64,6 +67,35 @@ int run_torch(const std::vector<std::string>& args) {
   return 0;
 }
 
+const char* kOnnxUsage =
+    "tapegrad_convert onnx CHECKPOINT OUT.onnx [options]\n"
+    "  Exports a train_fashion_mnist checkpoint (its fmnist.* metadata names the architecture) in\n"
+    "  eval mode as ONNX (opset 17): input (N, 784) pixels / 255, output (N, 10) logits.\n"
+    "  --fuse-batch-norm        fold each BatchNorm into the Linear/Conv2d before it\n"
+    "  --no-fold-preprocessing  leave the standardisation out of the graph (the input is then\n"
+    "                           (pixels / 255 - mean) / std; the model's metadata says so)\n";
+
+int run_onnx(const std::vector<std::string>& args) {
+  std::vector<std::string> positional;
+  tapegrad::io::OnnxConvertOptions o;
+  for (const auto& a : args) {
+    if (a == "--fuse-batch-norm") o.fuse_batch_norm = true;
+    else if (a == "--no-fold-preprocessing") o.fold_preprocessing = false;
+    else if (a == "-h" || a == "--help") {
+      std::cout << kOnnxUsage;
+      return 0;
+    } else if (a.rfind("--", 0) == 0) {
+      throw Usage("unknown option '" + a + "'");
+    } else {
+      positional.push_back(a);
+    }
+  }
+  if (positional.size() != 2)
+    throw Usage("expected CHECKPOINT and OUT.onnx, got " + std::to_string(positional.size()) + " file arguments");
+  std::cout << tapegrad::io::convert_checkpoint_to_onnx(positional[0], positional[1], o) << "\n";
+  return 0;
+}
+
 struct Command {
   const char* name;
   const char* usage;
@@ -71,6 +103,7 @@ struct Command {
 };
 const std::vector<Command> kCommands = {
     {"torch", kTorchUsage, run_torch},
+    {"onnx", kOnnxUsage, run_onnx},
 };
 
 void print_usage(std::ostream& out) {

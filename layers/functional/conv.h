@@ -22,6 +22,7 @@ namespace tapegrad::layers::functional {
 enum class ConvBackend { Auto, Im2col, OneDNN };
 /// Throws std::invalid_argument for OneDNN when tapegrad was built without oneDNN.
 void set_conv_backend(ConvBackend backend);
+/// The backend in use (first call: read from TAPEGRAD_CONV_BACKEND).
 ConvBackend conv_backend();
 /// True when tapegrad was built with oneDNN (CMake found libdnnl-dev).
 bool conv_onednn_available();

@@ -12,17 +12,26 @@ namespace tapegrad::layers::functional {
 
 /// An (h, w) pair of sizes; an int converts to (v, v), like PyTorch's int-or-tuple args.
 struct Size2 {
+  ///@{
+  /// Height and width sizes (default 0).
   std::int64_t h = 0, w = 0;
+  ///@}
   Size2() = default;
+  /// (v, v): what an int argument means.
   Size2(std::int64_t v) : h(v), w(v) {}  // NOLINT: implicit on purpose (int or pair)
+  /// (h_, w_).
   Size2(std::int64_t h_, std::int64_t w_) : h(h_), w(w_) {}
+  /// Both sizes equal.
   bool operator==(const Size2&) const = default;
   std::string str() const;  ///< "(h, w)"
 };
 
 /// A window op's geometry: taps i·stride − padding + t·dilation, t in [0, kernel), per dim.
 struct WindowGeometry {
+  ///@{
+  /// Kernel size, stride, padding and dilation (default 1), (h, w) each.
   Size2 kernel_size, stride, padding, dilation = 1;
+  ///@}
 };
 
 /// Output size of one spatial dim of a convolution:

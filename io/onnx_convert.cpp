@@ -1,0 +1,139 @@
+#include <tapegrad/io/onnx_convert.h>
+
+#include <stdexcept>
+
+#include <tapegrad/data/fashion_mnist.h>
+#include <tapegrad/io/onnx_export.h>
+#include <tapegrad/layers/flatten.h>
+#include <tapegrad/layers/fuse_batch_norm.h>
+#include <tapegrad/models/cnn.h>
+#include <tapegrad/models/mlp.h>
+
+namespace tapegrad::io {
+
+namespace {
+
+std::vector<std::int64_t> parse_widths(const std::string& text, const std::string& key, const std::string& path) {
+  std::vector<std::int64_t> out;
+  std::size_t pos = 0;
+  while (pos <= text.size() && !text.empty()) {
+    const std::size_t comma = text.find(',', pos);
+    const std::string item = text.substr(pos, comma == std::string::npos ? std::string::npos : comma - pos);
+    std::size_t used = 0;
+    std::int64_t v = 0;
+    try {
+      v = std::stoll(item, &used);
+    } catch (const std::exception&) {
+      used = 0;
+    }
+    if (item.empty() || used != item.size() || v < 1)
+      throw std::invalid_argument("'" + path + "': " + key + ": expected positive integers separated by commas, got '" +
+                                  text + "'");
+    out.push_back(v);
+    if (comma == std::string::npos) break;
+    pos = comma + 1;
+  }
+  return out;
+}
+
+double parse_double(const std::string& text, const std::string& key, const std::string& path) {
+  std::size_t used = 0;
+  double v = 0;
+  try {
+    v = std::stod(text, &used);
+  } catch (const std::exception&) {
+    used = 0;
+  }
+  if (text.empty() || used != text.size())
+    throw std::invalid_argument("'" + path + "': " + key + ": expected a number, got '" + text + "'");
+  return v;
+}
+
+}  // namespace
+
+std::shared_ptr<layers::Sequential> model_from_fmnist_checkpoint(const SafetensorsContent& c, const std::string& path) {
+  auto meta = [&](const char* k) -> const std::string* {
+    auto it = c.metadata.find(k);
+    return it == c.metadata.end() ? nullptr : &it->second;
+  };
+  for (const char* k : {"fmnist.hidden", "fmnist.norm", "fmnist.dropout"})
+    if (!meta(k))
+      throw std::invalid_argument("'" + path + "' holds no architecture: metadata key '" + std::string(k) +
+                                  "' is missing (expected a checkpoint written by train_fashion_mnist)");
+  const std::string model = meta("fmnist.model") ? *meta("fmnist.model") : "mlp";
+  const std::string& norm = *meta("fmnist.norm");
+  const double dropout = parse_double(*meta("fmnist.dropout"), "fmnist.dropout", path);
+  if (!(dropout >= 0 && dropout < 1))
+    throw std::invalid_argument("'" + path + "': fmnist.dropout: expected a value in [0, 1), got " + *meta("fmnist.dropout"));
+  const std::int64_t pixels = data::kFashionMnistPixels, classes = data::kFashionMnistClasses;
+  Generator init(0);
+  std::shared_ptr<layers::Sequential> net;
+  if (model == "mlp") {
+    models::MLPOptions o;
+    o.norm = models::parse_norm(norm);
+    o.dropout = dropout;
+    std::vector<std::int64_t> sizes{pixels};
+    for (auto h : parse_widths(*meta("fmnist.hidden"), "fmnist.hidden", path)) sizes.push_back(h);
+    sizes.push_back(classes);
+    net = std::make_shared<models::MLP>(sizes, o, init);
+  } else if (model == "cnn") {
+    models::CNNOptions o;
+    o.height = o.width = 28;
+    if (meta("fmnist.cnn.channels")) o.channels = parse_widths(*meta("fmnist.cnn.channels"), "fmnist.cnn.channels", path);
+    if (meta("fmnist.cnn.head")) o.hidden = static_cast<std::int64_t>(parse_double(*meta("fmnist.cnn.head"), "fmnist.cnn.head", path));
+    if (meta("fmnist.cnn.groups"))
+      o.groups = static_cast<std::int64_t>(parse_double(*meta("fmnist.cnn.groups"), "fmnist.cnn.groups", path));
+    o.num_classes = classes;
+    o.norm = models::parse_conv_norm(norm);
+    net = std::make_shared<layers::Sequential>();
+    net->push_back(std::make_shared<layers::Unflatten>(1, Shape{1, 28, 28}));
+    net->push_back(std::make_shared<models::CNN>(o, init));
+  } else {
+    throw std::invalid_argument("'" + path + "': fmnist.model: expected mlp or cnn, got '" + model + "'");
+  }
+  layers::StateDict state;
+  for (const auto& [k, v] : c.tensors)
+    if (k.rfind("model.", 0) == 0) state.insert(k.substr(6), v);
+  if (state.size() == 0)
+    throw std::invalid_argument("'" + path + "' holds no model tensors (keys starting with 'model.')");
+  net->load_state_dict(state, true);
+  net->eval();
+  return net;
+}
+
+std::string convert_checkpoint_to_onnx(const std::string& checkpoint, const std::string& out, const OnnxConvertOptions& options) {
+  const SafetensorsContent c = load_safetensors(checkpoint);
+  std::shared_ptr<layers::Sequential> net = model_from_fmnist_checkpoint(c, checkpoint);
+  std::string summary;
+  if (options.fuse_batch_norm) {
+    layers::FuseReport r;
+    net = layers::fuse_batch_norm(*net, &r);
+    summary += "fused " + std::to_string(r.fused) + " BatchNorm layers; ";
+  }
+  OnnxExportOptions o;
+  o.graph_name = "fashion_mnist";
+  for (const auto& [k, v] : c.metadata)
+    if (k.rfind("fmnist.", 0) == 0) o.metadata.emplace_back(k, v);
+  const Tensor* mean = c.find("preprocess.mean");
+  const Tensor* std = c.find("preprocess.std");
+  if (options.fold_preprocessing) {
+    if (!mean || !std)
+      throw std::invalid_argument("'" + checkpoint +
+                                  "' holds no preprocessing (preprocess.mean / preprocess.std) to fold into the graph; "
+                                  "convert it with --no-fold-preprocessing and standardise the input yourself");
+    o.input_mean = mean->to_vector();
+    o.input_std = std->to_vector();
+    o.metadata.emplace_back("preprocess", "input = pixels / 255 (the standardisation (x - mean)/std is in the graph)");
+    summary += "standardisation folded in; ";
+  } else {
+    auto it = c.metadata.find("preprocess");
+    std::string recipe = it != c.metadata.end() ? it->second : "unknown: the checkpoint does not say";
+    if (mean && std && mean->numel() == 1 && std->numel() == 1)
+      recipe += " with preprocess.mean = " + std::to_string(mean->item()) + ", preprocess.std = " + std::to_string(std->item());
+    o.metadata.emplace_back("preprocess", recipe);
+  }
+  save_onnx(*net, {data::kFashionMnistPixels}, out, o);
+  return summary + "wrote " + out + ": input (N, 784) -> output (N, 10) logits";
+}
+
+}  // namespace tapegrad::io
