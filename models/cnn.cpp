@@ -49,6 +49,7 @@ layers::BatchNormOptions bn_opts(const CNNOptions& o) {
 }
 
 layers::ModulePtr conv_norm(const CNNOptions& o, std::int64_t c, std::int64_t h, std::int64_t w) {
+  if (o.norm_factory) return o.norm_factory(c, true, Shape{c, h, w});
   switch (o.norm) {
     case ConvNorm::Batch: return std::make_shared<layers::BatchNorm2d>(c, bn_opts(o));
     case ConvNorm::Group: check_groups(o, c); return std::make_shared<layers::GroupNorm>(o.groups, c, o.eps, true, o.dtype);
@@ -66,6 +67,7 @@ layers::ModulePtr conv_norm(const CNNOptions& o, std::int64_t c, std::int64_t h,
 }
 
 layers::ModulePtr head_norm(const CNNOptions& o, std::int64_t width) {
+  if (o.norm_factory) return o.norm_factory(width, false, Shape{width});
   switch (o.norm) {
     case ConvNorm::Batch: return std::make_shared<layers::BatchNorm1d>(width, bn_opts(o));
     case ConvNorm::Group: check_groups(o, width); return std::make_shared<layers::GroupNorm>(o.groups, width, o.eps, true, o.dtype);

@@ -1,6 +1,7 @@
 #pragma once
 // A small convolutional classifier: conv-norm-ReLU-pool blocks and a linear head, the
 // modern block of the chapter ("convolution → BN → ReLU").
+#include <functional>
 #include <optional>
 #include <string>
 #include <vector>
@@ -18,6 +19,10 @@ std::string conv_norm_name(ConvNorm n);
 /// Inverse of conv_norm_name; throws std::invalid_argument naming the accepted values.
 ConvNorm parse_conv_norm(const std::string& s);
 
+/// The norm layer after a conv block (conv = true; shape = its output's (C, H, W)) or after
+/// the head's hidden Linear (conv = false; shape = (hidden)), or nullptr for none.
+using NormFactory = std::function<layers::ModulePtr(std::int64_t features, bool conv, const Shape& shape)>;
+
 /// Architecture of a CNN; the defaults are the Fashion-MNIST reference net.
 struct CNNOptions {
   std::int64_t in_channels = 1;               ///< image channels
@@ -33,6 +38,9 @@ struct CNNOptions {
   std::optional<double> bn_momentum = 0.1;    ///< PyTorch convention
   double eps = 1e-5;                          ///< eps of every norm layer
   Dtype dtype = Dtype::Float32;               ///< dtype of every parameter and buffer
+  /// When set, makes every norm layer instead of `norm` (groups, bn_momentum and eps are
+  /// then the factory's business): e.g. per-replica or renormalised BatchNorm variants.
+  NormFactory norm_factory;
 };
 
 /// For each c in channels: Conv2d(prev, c, 3, padding 1) -> norm -> ReLU -> MaxPool2d(2).
@@ -43,7 +51,7 @@ struct CNNOptions {
 /// is the reference net Conv(1→32)-BN-ReLU-Pool-Conv(32→64)-BN-ReLU-Pool-
 /// Linear(3136→128)-BN-ReLU-Linear(128→10). Weights are drawn from `gen` in layer order.
 /// Throws std::invalid_argument for no blocks, a size that pools below 1, non-positive
-/// widths, or groups not dividing a width.
+/// widths, or groups not dividing a width (and whatever norm_factory throws).
 class CNN : public layers::Sequential {
  public:
   /// Builds the network described above from `options`, drawing weights from `gen`.

@@ -9,25 +9,9 @@
 #include <tapegrad/core/ops/index_ops.h>
 #include <tapegrad/core/ops/view_ops.h>
 #include <tapegrad/layers/functional/losses.h>
+#include <tapegrad/models/evaluate.h>
 
 namespace tapegrad::train {
-
-namespace {
-
-// Restores a module's train/eval mode when it goes out of scope (also on an exception).
-class ModeRestorer {
- public:
-  explicit ModeRestorer(layers::Module& m) : m_(m), was_training_(m.is_training()) {}
-  ~ModeRestorer() { m_.train(was_training_); }
-  ModeRestorer(const ModeRestorer&) = delete;
-  ModeRestorer& operator=(const ModeRestorer&) = delete;
-
- private:
-  layers::Module& m_;
-  bool was_training_;
-};
-
-}  // namespace
 
 Evaluation evaluate(layers::Module& model, const data::Dataset& ds, const EvalOptions& o) {
   const std::int64_t batch_size = o.batch_size;
@@ -42,37 +26,37 @@ Evaluation evaluate(layers::Module& model, const data::Dataset& ds, const EvalOp
   std::vector<std::int64_t> counts(static_cast<std::size_t>(batches), 0);
   std::int64_t classes = 0;
   std::vector<std::int64_t> confusion;
-  {
-    ModeRestorer restore(model);
-    model.eval();
-    NoGradGuard no_grad;
-    for (std::int64_t k = rank; k < batches; k += world) {
-      const data::Dataset part = ds.slice(k * batch_size, std::min(n, (k + 1) * batch_size));
-      const Tensor out = model(part.X);
-      const std::size_t slot = static_cast<std::size_t>(k);
-      if (class_targets && out.dim() == 2) {
-        const Tensor logits = out.to(Dtype::Float32);
-        const std::int64_t m = logits.size(0), c = logits.size(1);
-        if (confusion.empty()) {
-          classes = c;
-          confusion.assign(static_cast<std::size_t>(c * c), 0);
-        }
-        const Tensor predicted = argmax(logits, 1);  // the first maximum of each row
-        const std::int64_t* best = predicted.data<std::int64_t>();
-        const std::int64_t* y = part.y.data<std::int64_t>();
-        for (std::int64_t i = 0; i < m; ++i) {
-          if (y[i] < 0 || y[i] >= c)
-            throw std::invalid_argument("evaluate: label " + std::to_string(y[i]) + " of row " +
-                                        std::to_string(k * batch_size + i) + " outside [0, " + std::to_string(c) + ")");
-          counts[slot] += best[i] == y[i];
-          confusion[static_cast<std::size_t>(y[i] * c + best[i])]++;
-        }
-        if (!o.loss)
-          loss[slot] = layers::functional::cross_entropy(logits, part.y, layers::functional::Reduction::Sum).item();
+  // models::evaluate_batches: eval mode, no tape, every module's mode restored; this rank's
+  // batches rank, rank + R, ... only.
+  models::EvaluateOptions eo;
+  eo.batch_size = batch_size;
+  eo.first_batch = rank;
+  eo.batch_step = world;
+  models::evaluate_batches(model, ds.X, eo, [&](std::int64_t k, std::int64_t begin, std::int64_t end, const Tensor& out) {
+    const Tensor target = ds.y.defined() ? narrow(ds.y, 0, begin, end - begin).clone() : Tensor();
+    const std::size_t slot = static_cast<std::size_t>(k);
+    if (class_targets && out.dim() == 2) {
+      const Tensor logits = out.to(Dtype::Float32);
+      const std::int64_t m = logits.size(0), c = logits.size(1);
+      if (confusion.empty()) {
+        classes = c;
+        confusion.assign(static_cast<std::size_t>(c * c), 0);
       }
-      if (o.loss) loss[slot] = o.loss(out, part.y).item() * static_cast<double>(part.size());
+      const Tensor predicted = argmax(logits, 1);  // the first maximum of each row
+      const std::int64_t* best = predicted.data<std::int64_t>();
+      const std::int64_t* y = target.data<std::int64_t>();
+      for (std::int64_t i = 0; i < m; ++i) {
+        if (y[i] < 0 || y[i] >= c)
+          throw std::invalid_argument("evaluate: label " + std::to_string(y[i]) + " of row " +
+                                      std::to_string(begin + i) + " outside [0, " + std::to_string(c) + ")");
+        counts[slot] += best[i] == y[i];
+        confusion[static_cast<std::size_t>(y[i] * c + best[i])]++;
+      }
+      if (!o.loss)
+        loss[slot] = layers::functional::cross_entropy(logits, target, layers::functional::Reduction::Sum).item();
     }
-  }
+    if (o.loss) loss[slot] = o.loss(out, target).item() * static_cast<double>(end - begin);
+  });
   if (par && world > 1) {
     // The class count first: a rank without batches (fewer batches than ranks) has none.
     std::int64_t seen[2] = {classes, classes > 0 ? 1 : 0};
@@ -109,13 +93,14 @@ Tensor predict(layers::Module& model, const Tensor& X, std::int64_t batch_size) 
   if (!X.defined() || X.dim() < 1)
     throw std::invalid_argument("predict: expected inputs with a rows dimension (N, ...), got " +
                                 (X.defined() ? shape_str(X.shape()) : std::string("an undefined tensor")));
-  ModeRestorer restore(model);
-  model.eval();
-  NoGradGuard no_grad;
   const std::int64_t n = X.size(0);
-  if (n <= batch_size) return model(X);
+  models::EvaluateOptions eo;  // eval mode, no tape, modes restored
+  eo.batch_size = n <= batch_size ? 0 : batch_size;  // one batch: X itself
   std::vector<Tensor> parts;
-  for (std::int64_t b = 0; b < n; b += batch_size) parts.push_back(model(narrow(X, 0, b, std::min(n, b + batch_size) - b)));
+  models::evaluate_batches(model, X, eo, [&](std::int64_t, std::int64_t, std::int64_t, const Tensor& out) {
+    parts.push_back(out);
+  });
+  if (parts.size() == 1) return parts.front();
   return cat(parts, 0);
 }
 

@@ -10,7 +10,9 @@
 
 #include <tapegrad/core/autograd.h>
 #include <tapegrad/core/ops.h>
+#include <tapegrad/debug/buffers.h>
 #include <tapegrad/layers/losses.h>
+#include <tapegrad/models/evaluate.h>
 #include <tapegrad/optim/sgd.h>
 
 namespace chapter {
@@ -46,11 +48,12 @@ tapegrad::models::MLPOptions mlp_options(const RunConfig& cfg) {
 }
 
 double evaluate(tapegrad::models::MLP& model, const Tensor& x, const Tensor& y, EvalPolicy policy) {
-  tapegrad::NoGradGuard ng;
-  const bool was_training = model.is_training();
-  model.train(policy == EvalPolicy::Train);
-  const double loss = tapegrad::layers::mse_loss(model(x), y).item();
-  model.train(was_training);
+  tapegrad::models::EvaluateOptions o;  // the whole set as one batch
+  o.train_mode = policy == EvalPolicy::Train;
+  double loss = 0;
+  tapegrad::models::evaluate_batches(model, x, o, [&](std::int64_t, std::int64_t, std::int64_t, const Tensor& out) {
+    loss = tapegrad::layers::mse_loss(out, y).item();
+  });
   return loss;
 }
 
@@ -83,7 +86,6 @@ RunResult train_run(const RunConfig& cfg, const Dataset& data) {
   r.loss.resize(cfg.policies.size());
   std::vector<std::int64_t> perm(static_cast<std::size_t>(n));
   const bool stats = has_running_stats(*model);
-  const auto buffers = model->buffers();
   EpochOptions eo;
   eo.batch = cfg.batch;
   eo.grad_clip = cfg.grad_clip;
@@ -107,7 +109,7 @@ RunResult train_run(const RunConfig& cfg, const Dataset& data) {
     }
     // Evaluate every policy on both splits. Without running statistics the policies agree,
     // so the net is evaluated once.
-    std::vector<Tensor> saved;
+    tapegrad::layers::StateDict saved;
     for (std::size_t p = 0; p < cfg.policies.size(); ++p) {
       const EvalPolicy pol = cfg.policies[p];
       if (p > 0 && !stats) {
@@ -118,14 +120,10 @@ RunResult train_run(const RunConfig& cfg, const Dataset& data) {
       // A train-mode evaluation followed by another policy must not leak its running
       // statistics into the next one: keep a copy and restore it.
       const bool restore = stats && pol == EvalPolicy::Train && cfg.policies.size() > 1;
-      if (restore) {
-        saved.clear();
-        for (const auto& b : buffers) saved.push_back(b.clone());
-      }
+      if (restore) saved = tapegrad::debug::snapshot_buffers(*model);
       r.loss[p][0].push_back(evaluate(*model, data.x_train, data.y_train, pol));
       r.loss[p][1].push_back(evaluate(*model, data.x_test, data.y_test, pol));
-      if (restore)
-        for (std::size_t i = 0; i < buffers.size(); ++i) Tensor(buffers[i]).copy_(saved[i]);
+      if (restore) tapegrad::debug::restore_buffers(*model, saved);
     }
     if (!r.crashed) {
       for (std::size_t p = 0; p < cfg.policies.size() && !r.crashed; ++p)

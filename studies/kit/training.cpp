@@ -14,6 +14,7 @@
 #include <tapegrad/debug/mode_audit.h>
 #include <tapegrad/layers/batch_norm.h>
 #include <tapegrad/layers/losses.h>
+#include <tapegrad/models/evaluate.h>
 #include <tapegrad/models/mlp.h>
 #include <tapegrad/optim/sgd.h>
 
@@ -37,19 +38,6 @@ Tensor targets(const Tensor& x, const Tensor& noise) {
   for (std::int64_t i = 0; i < n; ++i) y[i] = chapter_target(vx[i * D], vx[i * D + 1], vn[i]);
   return Tensor::from_vector(y, {n, 1}, Dtype::Float32);
 }
-
-class ModeRestore {
- public:
-  explicit ModeRestore(layers::Module& m) {
-    for (auto& [p, mod] : m.named_modules()) modes_.emplace_back(mod, mod->is_training());
-  }
-  ~ModeRestore() {
-    for (auto& [mod, mode] : modes_) mod->train(mode);
-  }
-
- private:
-  std::vector<std::pair<layers::Module*, bool>> modes_;
-};
 
 void set_bn_mode(layers::Module& net, bool training) {
   for (auto& [p, m] : net.named_modules())
@@ -102,11 +90,12 @@ std::vector<std::string> batch_norm_paths(layers::Module& net) {
 }
 
 double eval_mse(layers::Module& net, const Tensor& x, const Tensor& y) {
-  ModeRestore restore(net);
   AuditPause pause;
-  NoGradGuard ng;
-  net.eval();
-  return layers::mse_loss(net(x), y).item();
+  double loss = 0;
+  models::evaluate_batches(net, x, {}, [&](std::int64_t, std::int64_t, std::int64_t, const Tensor& out) {
+    loss = layers::mse_loss(out, y).item();
+  });
+  return loss;
 }
 
 TrainLog train_regression(layers::Module& net, const RegressionData& d, const TrainConfig& c) {

@@ -12,6 +12,7 @@
 #include <CLI/CLI.hpp>
 #endif
 
+#include "kit/mode_bug_catalogue.h"
 #include "kit/mode_bugs.h"
 #include <tapegrad/core/wait_policy.h>
 
@@ -62,8 +63,7 @@ int main(int argc, char** argv) {
   std::vector<Row> rows;
 
   const auto inf = bugs::measure_train_mode_inference(seed);
-  rows.push_back({"Inference in train mode",
-                  "a test sample's prediction changes with its batch companions; a batch of one is refused",
+  rows.push_back({bugs::info(bugs::Bug::TrainModeInference).title, bugs::info(bugs::Bug::TrainModeInference).effect,
                   "max abs change of a prediction (10 test samples x 20 random sets of 31 companions): train mode " +
                       g4(inf.train_dependence) + ", eval mode " + g4(inf.eval_dependence) + "; batch of one: \"" +
                       first_sentence(inf.batch_of_one_error) + "\"",
@@ -72,8 +72,7 @@ int main(int argc, char** argv) {
                       " for one no-grad prediction"});
 
   const auto fg = bugs::measure_forgotten_train(epochs, seed);
-  rows.push_back({"train() forgotten after validation",
-                  "from epoch 2 on the net trains in eval mode: BN normalises with frozen running statistics",
+  rows.push_back({bugs::info(bugs::Bug::ForgottenTrain).title, bugs::info(bugs::Bug::ForgottenTrain).effect,
                   "running-stat change over epochs 2-" + n(epochs) + ": " + g4(fg.buggy_stats_change) + " (correct loop " +
                       g4(fg.correct_stats_change) + "); final train loss " + g4(fg.buggy.train_loss.back()) + " vs " +
                       g4(fg.correct.train_loss.back()) + "; final eval test MSE " + g4(fg.buggy.eval_loss.back()) +
@@ -82,9 +81,7 @@ int main(int argc, char** argv) {
                       n(fg.audit_frozen_stats) + " (correct loop: " + n(fg.audit_correct_issues) + " issues)"});
 
   const auto lk = bugs::measure_test_leak(seed);
-  rows.push_back({"Test data evaluated in train mode (the chapter's loop)",
-                  "the test batch's statistics are written into the running statistics; the printed test loss uses "
-                  "batch statistics",
+  rows.push_back({bugs::info(bugs::Bug::TestLeak).title, bugs::info(bugs::Bug::TestLeak).effect,
                   "after 1 evaluation: max abs change of running_mean " + g4(lk.mean_change_1) + ", of running_var " +
                       g4(lk.var_change_1) + " (after 10: " + g4(lk.mean_change_10) + ", " + g4(lk.var_change_10) +
                       "); eval test MSE " + g4(lk.eval_before) + " -> " + g4(lk.eval_after_1) + " -> " +
@@ -95,8 +92,7 @@ int main(int argc, char** argv) {
                       (lk.correct_changed_buffers ? "buffers changed" : "no buffer changed") + ")"});
 
   const auto mm = bugs::measure_momentum_mixup(epochs, seed);
-  rows.push_back({"Momentum convention mixed up (0.99 given where 0.01 was meant)",
-                  "running statistics track only the last batch (8 samples at the end of each epoch)",
+  rows.push_back({bugs::info(bugs::Bug::MomentumMixup).title, bugs::info(bugs::Bug::MomentumMixup).effect,
                   "eval test MSE: momentum 0.01 " + g4(mm.eval_intended) + ", 0.99 " + g4(mm.eval_mixed) +
                       ", 0.1 (default) " + g4(mm.eval_default) + "; the weights are identical (max abs difference " +
                       g4(mm.max_weight_diff) + ")",
@@ -106,8 +102,8 @@ int main(int argc, char** argv) {
 
   for (auto [batch, ep] : {std::pair<std::int64_t, int>{32, epochs}, {2, small_batch_epochs}}) {
     const auto bv = bugs::measure_biased_variance(batch, ep, seed);
-    rows.push_back({"Biased running variance, batch " + n(batch),
-                    "running_var fed with sum((x-mean)^2)/m instead of /(m-1): scaled by about (m-1)/m",
+    rows.push_back({bugs::info(bugs::Bug::BiasedVariance).title + ", batch " + n(batch),
+                    bugs::info(bugs::Bug::BiasedVariance).effect,
                     "running_var biased/unbiased " + g4(bv.var_ratio) + " (m = " + n(batch) + "); eval test MSE " +
                         g4(bv.eval_biased) + " vs " + g4(bv.eval_unbiased) + " (unbiased, PyTorch)",
                     "`running_stats_gap` worst abs ln var ratio " + g4(bv.var_gap_biased) + " vs " +
@@ -115,9 +111,9 @@ int main(int argc, char** argv) {
   }
 
   const auto ck = bugs::measure_checkpoint_without_buffers(seed);
-  rows.push_back({std::string("Checkpoint saved without buffers, loaded non-strictly") +
+  rows.push_back({bugs::info(bugs::Bug::CheckpointNoBuffers).title +
                       (ck.used_file ? " (safetensors file round trip)" : ""),
-                  "running statistics back at their init values (mean 0, var 1)",
+                  bugs::info(bugs::Bug::CheckpointNoBuffers).effect,
                   "max abs eval-output difference from the real model " + g4(ck.max_output_diff) +
                       "; eval test MSE " + g4(ck.eval_loaded) + " vs " + g4(ck.eval_real),
                   std::string(ck.strict_error.empty() ? "" : "strict load refuses it; ") +
@@ -126,16 +122,14 @@ int main(int argc, char** argv) {
                       "; `running_stats_gap` " + g4(ck.gap_loaded) + " std"});
 
   const auto fz = bugs::measure_frozen_finetune(epochs, 20, seed);
-  rows.push_back({"Frozen BN while fine-tuning (eval-mode BN, trainable gamma/beta) vs train-mode BN",
-                  "after a shift of the inputs, frozen BN keeps the old domain's statistics",
+  rows.push_back({bugs::info(bugs::Bug::FrozenFinetune).title, bugs::info(bugs::Bug::FrozenFinetune).effect,
                   "shifted-domain eval test MSE: before fine-tuning " + g4(fz.eval_before) + ", frozen BN " +
                       g4(fz.eval_frozen) + ", train-mode BN " + g4(fz.eval_train_mode) + " (20 epochs)",
                   "`ModeAudit` step_in_eval x" + n(fz.audit_step_in_eval) + "; with allow_eval = the BN paths x" +
                       n(fz.audit_step_in_eval_allowed) + " (deliberate freezing)"});
 
   const auto bc = bugs::measure_bn_backward_invariants(seed);
-  rows.push_back({"Wrong BN backward (mutants in tests/debug/test_mutants.cpp)",
-                  "statistics held constant / mean over the wrong axis / N-1 variance in the backward",
+  rows.push_back({bugs::info(bugs::Bug::WrongBackward).title, bugs::info(bugs::Bug::WrongBackward).effect,
                   "real fused kernel, float64: column-sum residual " + fmt("%.2g", bc.col_sum) +
                       ", dX*xhat residual " + fmt("%.2g", bc.col_dot_xhat),
                   "`bn_backward_invariants` and `gradcheck` flag every mutant"});

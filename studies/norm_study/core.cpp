@@ -23,6 +23,9 @@
 #include <tapegrad/layers/linear.h>
 #include <tapegrad/layers/losses.h>
 #include <tapegrad/layers/pooling.h>
+#include <tapegrad/models/cnn.h>
+#include <tapegrad/models/evaluate.h>
+#include <tapegrad/debug/buffers.h>
 
 namespace normstudy {
 
@@ -174,6 +177,8 @@ Model build_mlp(const ModelConfig& c, std::int64_t in_features, std::int64_t cla
   return m;
 }
 
+// models::CNN (its block and head, weights drawn in the same layer order) with the study's
+// norms, behind an Unflatten of the flat input rows.
 Model build_cnn(const ModelConfig& c, std::int64_t in_features, std::int64_t classes, Generator& init) {
   if (c.image.size() != 3 || c.image[0] * c.image[1] * c.image[2] != in_features)
     throw std::invalid_argument("cnn: expected input rows of C·H·W = image's product features, got " +
@@ -183,24 +188,20 @@ Model build_cnn(const ModelConfig& c, std::int64_t in_features, std::int64_t cla
     throw std::invalid_argument("cnn: expected at least one conv width and a head >= 1, got " +
                                 std::to_string(c.channels.size()) + " widths, head " + std::to_string(c.head));
   Model m;
+  models::CNNOptions o;
+  o.in_channels = c.image[0];
+  o.height = c.image[1];
+  o.width = c.image[2];
+  o.channels = c.channels;
+  o.hidden = c.head;
+  o.num_classes = classes;
+  o.dtype = c.dtype;
+  o.norm_factory = [&](std::int64_t features, bool conv, const Shape& shape) {
+    return make_norm(c, m, features, conv, shape);
+  };
   m.net = std::make_shared<layers::Sequential>();
   m.net->push_back(std::make_shared<layers::Unflatten>(1, c.image));
-  std::int64_t ch = c.image[0], h = c.image[1], w = c.image[2];
-  for (std::int64_t out : c.channels) {
-    if (h < 2 || w < 2)
-      throw std::invalid_argument("cnn: a " + std::to_string(h) + "x" + std::to_string(w) +
-                                  " feature map cannot be pooled by 2");
-    m.net->push_back(std::make_shared<layers::Conv2d>(ch, out, 3, 1, 1, 1, 1, true, c.dtype, init));
-    if (auto n = make_norm(c, m, out, true, Shape{out, h, w})) m.net->push_back(n);
-    m.net->push_back(std::make_shared<layers::ReLU>());
-    m.net->push_back(std::make_shared<layers::MaxPool2d>(2));
-    ch = out, h /= 2, w /= 2;
-  }
-  m.net->push_back(std::make_shared<layers::Flatten>());
-  m.net->push_back(std::make_shared<layers::Linear>(ch * h * w, c.head, true, c.dtype, init));
-  if (auto n = make_norm(c, m, c.head, false, Shape{c.head})) m.net->push_back(n);
-  m.net->push_back(std::make_shared<layers::ReLU>());
-  m.net->push_back(std::make_shared<layers::Linear>(c.head, classes, true, c.dtype, init));
+  m.net->push_back(std::make_shared<models::CNN>(o, init));
   return m;
 }
 
@@ -221,57 +222,25 @@ void renorm_schedule(Model& m, std::int64_t step, std::int64_t total) {
 }
 
 namespace {
-Eval evaluate_batches(layers::Module& net, const data::Dataset& ds, std::int64_t batch, bool drop_last) {
-  NoGradGuard no_grad;
-  const std::int64_t n = ds.size();
-  std::int64_t correct = 0, seen = 0;
-  double loss_sum = 0;
-  for (std::int64_t begin = 0; begin < n; begin += batch) {
-    const std::int64_t end = std::min(n, begin + batch);
-    if (drop_last && end - begin < batch) break;
-    const data::Dataset part = ds.slice(begin, end);
-    const Tensor logits = net(part.X).to(Dtype::Float64);
-    loss_sum += layers::cross_entropy(logits, part.y, layers::Reduction::Sum).item();
-    const std::int64_t m = logits.size(0);
-    const Tensor predicted = argmax(logits, 1);  // the first maximum of each row
-    const std::int64_t* best = predicted.data<std::int64_t>();
-    const std::int64_t* y = part.y.data<std::int64_t>();
-    for (std::int64_t i = 0; i < m; ++i) correct += best[i] == y[i];
-    seen += m;
-  }
-  if (seen == 0) return {std::nan(""), std::nan("")};
-  return {static_cast<double>(correct) / static_cast<double>(seen), loss_sum / static_cast<double>(seen)};
-}
-
-// Saves every module's mode, returns a function restoring them.
-std::vector<std::pair<layers::Module*, bool>> modes_of(layers::Module& net) {
-  std::vector<std::pair<layers::Module*, bool>> out;
-  for (auto& [name, mod] : net.named_modules()) out.emplace_back(mod, mod->is_training());
-  return out;
-}
-// train() recurses, and named_modules lists a parent before its children, so setting each
-// module's own mode in that order restores every mode.
-void restore_modes(const std::vector<std::pair<layers::Module*, bool>>& modes) {
-  for (auto& [mod, training] : modes) mod->train(training);
-}
+Eval to_eval(const models::ClassifierEvaluation& e) { return {e.accuracy(), e.mean_loss()}; }
 }  // namespace
 
 Eval evaluate_eval_mode(layers::Module& net, const data::Dataset& ds) {
-  const auto modes = modes_of(net);
-  net.eval();
-  const Eval e = evaluate_batches(net, ds, 1000, false);
-  restore_modes(modes);
-  return e;
+  models::ClassifierOptions o;
+  o.batch_size = 1000;
+  o.loss_dtype = Dtype::Float64;
+  return to_eval(models::evaluate_classifier(net, ds.X, ds.y, o));
 }
 
 Eval evaluate_train_mode(layers::Module& net, const data::Dataset& ds, std::int64_t batch) {
-  const auto modes = modes_of(net);
-  const auto bufs = net.buffers();
-  const auto saved = snapshot(bufs);
-  net.train();
-  const Eval e = evaluate_batches(net, ds, batch, true);
-  restore(bufs, saved);
-  restore_modes(modes);
+  const auto saved = debug::snapshot_buffers(net);
+  models::ClassifierOptions o;
+  o.batch_size = batch;
+  o.drop_last = true;
+  o.train_mode = true;
+  o.loss_dtype = Dtype::Float64;
+  const Eval e = to_eval(models::evaluate_classifier(net, ds.X, ds.y, o));
+  debug::restore_buffers(net, saved);
   return e;
 }
 
@@ -315,20 +284,6 @@ void run_jobs(std::size_t n, int threads, const std::function<void(std::size_t)>
   }
   tapegrad::set_num_threads(before);
   if (error) std::rethrow_exception(error);
-}
-
-std::vector<Tensor> snapshot(const std::vector<Tensor>& ts) {
-  std::vector<Tensor> out;
-  out.reserve(ts.size());
-  for (const auto& t : ts) out.push_back(t.clone());
-  return out;
-}
-
-void restore(const std::vector<Tensor>& ts, const std::vector<Tensor>& saved) {
-  for (std::size_t i = 0; i < ts.size(); ++i) {
-    Tensor t = ts[i];  // a handle sharing the buffer's storage
-    t.copy_(saved[i]);
-  }
 }
 
 std::string fmt9(double v) {

@@ -85,10 +85,12 @@ void renorm_schedule(Model& m, std::int64_t step, std::int64_t total_steps);
 struct Eval {
   double accuracy = 0, loss = 0;
 };
-/// Eval mode (running statistics), batches of 1000, no grad; modes restored.
+/// Eval mode (running statistics), batches of 1000, no grad; modes restored
+/// (models::evaluate_classifier, float64 loss).
 Eval evaluate_eval_mode(tapegrad::layers::Module& net, const tapegrad::data::Dataset& ds);
 /// Train mode with batch statistics of consecutive batches of `batch` rows (the remainder
-/// dropped), no grad, every buffer restored afterwards (no side effects); modes restored.
+/// dropped), no grad, every buffer restored afterwards (debug::snapshot_buffers; no side
+/// effects); modes restored.
 Eval evaluate_train_mode(tapegrad::layers::Module& net, const tapegrad::data::Dataset& ds, std::int64_t batch);
 
 /// One training step: zero_grad, cross-entropy (mean) of net(X) against y, backward,
@@ -103,10 +105,6 @@ bool crashed_loss(double loss);
 /// (tapegrad::set_num_threads(1)), so a job's bits never depend on `threads`. Rethrows the
 /// first exception.
 void run_jobs(std::size_t n, int threads, const std::function<void(std::size_t)>& fn);
-
-/// Copies of every buffer / parameter value of a module, and their restoration.
-std::vector<tapegrad::Tensor> snapshot(const std::vector<tapegrad::Tensor>& ts);
-void restore(const std::vector<tapegrad::Tensor>& ts, const std::vector<tapegrad::Tensor>& saved);
 
 /// "%.9g".
 std::string fmt9(double v);

@@ -16,6 +16,7 @@
 #include <tapegrad/data/dataloader.h>
 #include <tapegrad/debug/diagnostics.h>
 #include "kit/gnuplot.h"
+#include "kit/mode_bug_catalogue.h"
 #include <tapegrad/layers/checkpoint.h>
 #include <tapegrad/optim/sgd.h>
 
@@ -33,6 +34,10 @@ BugOptions quick_bug_options(BugOptions o) {
 }
 
 namespace {
+
+using chapter::bugs::Bug;
+// The row names come from the kit's catalogue.
+const std::string& name(Bug b) { return chapter::bugs::info(b).name; }
 
 enum class Validation { None, Correct, ForgetTrain, TrainModeNoGrad };
 
@@ -216,15 +221,14 @@ BugResult run_one_seed(const BugOptions& o, const StudyData& d) {
     std::string one_error = "accepted";
     {
       NoGradGuard ng;
-      const auto bufs = net.buffers();
-      const auto saved = snapshot(bufs);
+      const auto saved = debug::snapshot_buffers(net);
       net.train();
       try {
         net(d.test.slice(0, 1).X);
       } catch (const std::exception& e) {
         one_error = e.what();
       }
-      restore(bufs, saved);
+      debug::restore_buffers(net, saved);
     }
     net.train();
     const auto dep = debug::batch_dependence(net, x_probe);
@@ -234,8 +238,7 @@ BugResult run_one_seed(const BugOptions& o, const StudyData& d) {
     {
       debug::ModeAuditOptions ao;
       ao.log_limit = 0;
-      const auto bufs = net.buffers();
-      const auto saved = snapshot(bufs);
+      const auto saved = debug::snapshot_buffers(net);
       net.train();
       {
         // The audit sees one train-mode no-grad prediction of 64 test images.
@@ -244,12 +247,12 @@ BugResult run_one_seed(const BugOptions& o, const StudyData& d) {
         net(d.test.slice(0, std::min<std::int64_t>(64, d.test.size())).X);
         audit_hits = audit.count(debug::Issue::BnTrainNoGrad);
       }
-      restore(bufs, saved);
+      debug::restore_buffers(net, saved);
       net.eval();
     }
     for (std::int64_t b : {std::int64_t{8}, std::int64_t{64}}) {
       BugRow row;
-      row.bug = "inference in train mode, batch " + std::to_string(b);
+      row.bug = name(Bug::TrainModeInference) + ", batch " + std::to_string(b);
       row.correct_label = "eval mode";
       row.buggy_label = "train mode, batch " + std::to_string(b);
       row.correct_accuracy = correct.accuracy;
@@ -262,7 +265,7 @@ BugResult run_one_seed(const BugOptions& o, const StudyData& d) {
       r.rows.push_back(row);
     }
     BugRow row;
-    row.bug = "inference in train mode, batch 1";
+    row.bug = name(Bug::TrainModeInference) + ", batch 1";
     row.correct_label = "eval mode";
     row.buggy_label = "refused: " + one_error;
     row.correct_accuracy = correct.accuracy;
@@ -275,7 +278,7 @@ BugResult run_one_seed(const BugOptions& o, const StudyData& d) {
   // 2. train() forgotten after validation.
   {
     BugRow row;
-    row.bug = "train() forgotten after validation";
+    row.bug = name(Bug::ForgottenTrain);
     row.correct_label = "correct loop";
     row.buggy_label = "eval mode from epoch 2 on";
     row.correct_accuracy = correct.accuracy;
@@ -291,18 +294,16 @@ BugResult run_one_seed(const BugOptions& o, const StudyData& d) {
   {
     // One more train-mode test pass on a copy of the correct net: which buffers move?
     const auto before = debug::snapshot_buffers(net);
-    const auto bufs = net.buffers();
-    const auto saved = snapshot(bufs);
     net.train();
     {
       NoGradGuard ng;
       net(d.test.slice(0, std::min<std::int64_t>(o.batch, d.test.size())).X);
     }
     const auto changed = debug::buffers_changed(before, net.state_dict());
-    restore(bufs, saved);
+    debug::restore_buffers(net, before);
     net.eval();
     BugRow row;
-    row.bug = "test data through train-mode BN";
+    row.bug = name(Bug::TestLeak);
     row.correct_label = "correct loop";
     row.buggy_label = "chapter's loop (eval-mode score; it prints " + fixed(t[2].reported) + "%)";
     row.correct_accuracy = correct.accuracy;
@@ -319,7 +320,7 @@ BugResult run_one_seed(const BugOptions& o, const StudyData& d) {
     const auto g_ok = debug::running_stats_gap(*t[3].model.net, x_train_probe);
     const auto g_bad = debug::running_stats_gap(*t[4].model.net, x_train_probe);
     BugRow row;
-    row.bug = "momentum 0.99 where 0.01 was meant";
+    row.bug = name(Bug::MomentumMixup);
     row.correct_label = "momentum 0.01";
     row.buggy_label = "momentum 0.99";
     row.correct_accuracy = t[3].accuracy;
@@ -336,7 +337,7 @@ BugResult run_one_seed(const BugOptions& o, const StudyData& d) {
     const auto g_ok = debug::running_stats_gap(*t[5].model.net, x_train_probe);
     const auto g_bad = debug::running_stats_gap(*t[6].model.net, x_train_probe);
     BugRow row;
-    row.bug = "biased running variance, batch " + std::to_string(o.small_batch);
+    row.bug = name(Bug::BiasedVariance) + ", batch " + std::to_string(o.small_batch);
     row.correct_label = "unbiased (m − 1)";
     row.buggy_label = "biased (m)";
     row.correct_accuracy = t[5].accuracy;
@@ -371,7 +372,7 @@ BugResult run_one_seed(const BugOptions& o, const StudyData& d) {
     const auto gap = debug::running_stats_gap(*fresh.net, x_train_probe);
     const auto gap_ok = debug::running_stats_gap(net, x_train_probe);
     BugRow row;
-    row.bug = "checkpoint without buffers, non-strict load";
+    row.bug = name(Bug::CheckpointNoBuffers);
     row.correct_label = "weights + buffers";
     row.buggy_label = "weights only";
     row.correct_accuracy = correct.accuracy;
@@ -393,7 +394,7 @@ BugResult run_one_seed(const BugOptions& o, const StudyData& d) {
       (k == 0 ? fz : tr) = finetune(o, d, sh_train, sh_test, pre, k == 0);
     });
     BugRow row;
-    row.bug = "frozen BN while fine-tuning on shifted inputs (" + fixed(before) + "% before)";
+    row.bug = name(Bug::FrozenFinetune) + " (" + fixed(before) + "% before)";
     row.correct_label = "train-mode BN";
     row.buggy_label = "frozen (eval-mode) BN";
     row.correct_accuracy = tr.accuracy;

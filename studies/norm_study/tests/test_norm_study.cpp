@@ -7,6 +7,7 @@
 
 #include <spdlog/spdlog.h>
 
+#include <tapegrad/debug/buffers.h>
 #include "batch_size.h"
 #include <tapegrad/core/ops.h>
 #include <tapegrad/core/random.h>
@@ -81,10 +82,9 @@ Compare ghost_vs_replicas(NormKind kind, int R, std::int64_t m, int steps, const
     train_step(*sync.net, opt_sync, X, y);
     // The replicas.
     double loss_sum = 0;
-    const auto bufs0 = reps[0].net->buffers();
-    const auto start = snapshot(bufs0);
+    const auto start = debug::snapshot_buffers(*reps[0].net);
     for (int r = 0; r < R; ++r) {
-      if (r > 0) restore(reps[static_cast<std::size_t>(r)].net->buffers(), start);  // broadcast_buffers
+      if (r > 0) debug::restore_buffers(*reps[static_cast<std::size_t>(r)].net, start);  // broadcast_buffers
       auto& net = *reps[static_cast<std::size_t>(r)].net;
       net.zero_grad();
       Tensor loss = layers::cross_entropy(net(narrow(X, 0, r * m, m)), narrow(y, 0, r * m, m));
