@@ -22,9 +22,11 @@ struct RecalibratedLayer {
   /// max over channels of |new − old running_mean| / sqrt(new running_var + eps).
   double max_mean_change = 0;
 };
+/// What recalibrate_batch_norm changed, layer by layer.
 struct RecalibrationReport {
   std::vector<RecalibratedLayer> layers;  ///< in forward order
   std::int64_t batches = 0;               ///< batches per pass
+  /// One line per layer (its path, the largest mean and variance changes) for a log.
   std::string to_string() const;
 };
 

@@ -12,6 +12,7 @@
 
 namespace tapegrad::models {
 
+/// How evaluate_batches splits its input and in which mode it runs the model.
 struct EvaluateOptions {
   std::int64_t batch_size = 0;   ///< rows per batch; 0: the whole input as one batch (not copied)
   bool drop_last = false;        ///< skip a last batch shorter than batch_size
@@ -21,8 +22,8 @@ struct EvaluateOptions {
   bool train_mode = false;
   /// Only batches first_batch, first_batch + batch_step, ... run (rank r of R in a
   /// data-parallel evaluation: first_batch r, batch_step R); batch indices stay global.
-  std::int64_t first_batch = 0;
-  std::int64_t batch_step = 1;
+  std::int64_t first_batch = 0;  ///< the first batch this call runs (see above)
+  std::int64_t batch_step = 1;   ///< the stride between the batches this call runs (>= 1)
 };
 
 /// Batches of `rows` rows under `o` (the last partial one counted unless drop_last).
@@ -46,6 +47,7 @@ struct ClassifierOptions : EvaluateOptions {
   Dtype loss_dtype = Dtype::Float32;  ///< logits are converted to this before argmax and the loss
 };
 
+/// Totals of evaluate_classifier over the batches it ran.
 struct ClassifierEvaluation {
   std::int64_t count = 0;    ///< rows evaluated
   std::int64_t correct = 0;  ///< argmax equal to the label
