@@ -130,11 +130,14 @@ double dot(const std::vector<double>& a, const std::vector<double>& b) {
 // Copies of tensors and their restoration, outside the tape.
 std::vector<Tensor> save(const std::vector<Tensor>& ts) {
   NoGradGuard ng;
-  return normstudy::snapshot(ts);
+  std::vector<Tensor> out;
+  out.reserve(ts.size());
+  for (const Tensor& t : ts) out.push_back(t.clone());
+  return out;
 }
 void load(const std::vector<Tensor>& ts, const std::vector<Tensor>& saved) {
   NoGradGuard ng;
-  normstudy::restore(ts, saved);
+  for (std::size_t i = 0; i < ts.size(); ++i) Tensor(ts[i]).copy_(saved[i]);
 }
 
 IcsPoint probe_ics(Net& n, const Tensor& X, const Tensor& Y, const std::vector<std::vector<double>>& G, double lr) {
