@@ -27,9 +27,9 @@ void check_all(const Tensor& t, const std::vector<double>& expected) {
 
 TEST_CASE("nested backward: a hook runs another graph's backward, recorded interleaved, and drops it",
           "[autograd][nested_backward]") {
-  Tensor x = Tensor::from_vector({1.0, -2.0, 0.5}, {3}).requires_grad_();  // graph A
-  Tensor z = Tensor::from_vector({3.0, 4.0, -1.0}, {3}).requires_grad_();  // graph A, used last
-  Tensor y = Tensor::from_vector({0.25, 2.0, -3.0}, {3}).requires_grad_(); // graph B
+  Tensor x = Tensor::from_vector({1.0, -2.0, 0.5}, {3}, Dtype::Float64).requires_grad_();  // graph A
+  Tensor z = Tensor::from_vector({3.0, 4.0, -1.0}, {3}, Dtype::Float64).requires_grad_();  // graph A, used last
+  Tensor y = Tensor::from_vector({0.25, 2.0, -3.0}, {3}, Dtype::Float64).requires_grad_(); // graph B
   Tensor a = x;
   Tensor b = y;
   for (int i = 0; i < kSteps; ++i) {
@@ -62,8 +62,8 @@ TEST_CASE("nested backward: a hook runs another graph's backward, recorded inter
 }
 
 TEST_CASE("nested backward: a backward closure runs another graph's backward", "[autograd][nested_backward]") {
-  Tensor x = Tensor::from_vector({1.0, 2.0}, {2}).requires_grad_();
-  Tensor y = Tensor::from_vector({-1.0, 0.5}, {2}).requires_grad_();
+  Tensor x = Tensor::from_vector({1.0, 2.0}, {2}, Dtype::Float64).requires_grad_();
+  Tensor y = Tensor::from_vector({-1.0, 0.5}, {2}, Dtype::Float64).requires_grad_();
   Tensor a = x;
   Tensor b = y;
   for (int i = 0; i < kSteps; ++i) {
@@ -88,7 +88,7 @@ TEST_CASE("nested backward: a backward closure runs another graph's backward", "
   b = Tensor();
   id = Tensor();
   // Reference for B: the same chain on a fresh leaf, in a backward of its own.
-  Tensor y_ref = Tensor::from_vector({-1.0, 0.5}, {2}).requires_grad_();
+  Tensor y_ref = Tensor::from_vector({-1.0, 0.5}, {2}, Dtype::Float64).requires_grad_();
   Tensor r = y_ref;
   for (int i = 0; i < kSteps; ++i) r = exp(r * 0.1);
   sum(r).backward();
@@ -105,8 +105,8 @@ TEST_CASE("nested backward: a backward closure runs another graph's backward", "
 
 TEST_CASE("nested backward: graphs sharing nodes propagate separately and both reach the leaves",
           "[autograd][nested_backward]") {
-  Tensor x = Tensor::from_vector({0.5, -1.0}, {2}).requires_grad_();
-  Tensor z = Tensor::from_vector({2.0, 3.0}, {2}).requires_grad_();
+  Tensor x = Tensor::from_vector({0.5, -1.0}, {2}, Dtype::Float64).requires_grad_();
+  Tensor z = Tensor::from_vector({2.0, 3.0}, {2}, Dtype::Float64).requires_grad_();
   Tensor h = x * x;            // shared: d h / d x = 2x
   Tensor lb = sum(h * 10.0);   // B uses h
   Tensor la = sum(h * z);      // A uses h; z's hook fires before h's node runs in A
@@ -120,8 +120,8 @@ TEST_CASE("nested backward: graphs sharing nodes propagate separately and both r
 
 TEST_CASE("nested backward: freeing a node the outer backward still needs is the usual error",
           "[autograd][nested_backward]") {
-  Tensor x = Tensor::from_vector({0.5, -1.0}, {2}).requires_grad_();
-  Tensor z = Tensor::from_vector({2.0, 3.0}, {2}).requires_grad_();
+  Tensor x = Tensor::from_vector({0.5, -1.0}, {2}, Dtype::Float64).requires_grad_();
+  Tensor z = Tensor::from_vector({2.0, 3.0}, {2}, Dtype::Float64).requires_grad_();
   Tensor h = x * x;
   Tensor lb = sum(h * 10.0);
   Tensor la = sum(h * z);
@@ -137,9 +137,9 @@ TEST_CASE("nested backward: freeing a node the outer backward still needs is the
 
 TEST_CASE("nested backward: an error in the nested backward leaves the outer graph clean",
           "[autograd][nested_backward]") {
-  Tensor x = Tensor::from_vector({1.0, 2.0}, {2}).requires_grad_();
-  Tensor y = Tensor::from_vector({3.0, 4.0}, {2}).requires_grad_();
-  Tensor z = Tensor::from_vector({1.0, 1.0}, {2}).requires_grad_();
+  Tensor x = Tensor::from_vector({1.0, 2.0}, {2}, Dtype::Float64).requires_grad_();
+  Tensor y = Tensor::from_vector({3.0, 4.0}, {2}, Dtype::Float64).requires_grad_();
+  Tensor z = Tensor::from_vector({1.0, 1.0}, {2}, Dtype::Float64).requires_grad_();
   Tensor a = x * 2.0;
   Tensor t = y * 1.0;
   Tensor b = t * t;  // saves t
@@ -162,7 +162,7 @@ TEST_CASE("nested backward: an error in the nested backward leaves the outer gra
 
 TEST_CASE("nested backward: a closure whose node a nested backward frees is released after it returns",
           "[autograd][nested_backward]") {
-  Tensor x = Tensor::from_vector({1.0, 2.0}, {2}).requires_grad_();
+  Tensor x = Tensor::from_vector({1.0, 2.0}, {2}, Dtype::Float64).requires_grad_();
   Tensor u = x.clone();
   int calls = 0;
   // The first run of the closure runs a backward from u itself: that backward reaches

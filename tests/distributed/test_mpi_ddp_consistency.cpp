@@ -115,7 +115,7 @@ TEST_CASE("DDP: another model's optimizer may step between backward and finish()
   auto other = std::make_shared<layers::Linear>(2, 1, true, Dtype::Float64);  // unrelated, not wrapped
   optim::SGD other_opt(other->parameters(), {.lr = 0.5});
   sum(ddp(batch_for_rank(7))).backward();
-  sum((*other)(Tensor::from_vector({1.0, 2.0}, {1, 2}))).backward();
+  sum((*other)(Tensor::from_vector({1.0, 2.0}, {1, 2}, Dtype::Float64))).backward();
   const double w0 = other->weight.to_vector()[0];
   CHECK_NOTHROW(other_opt.step());  // before the fix: refused ("optimizer.step() before finish()")
   CHECK(other->weight.to_vector()[0] == w0 - 0.5 * 1.0);

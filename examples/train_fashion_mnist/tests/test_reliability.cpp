@@ -55,7 +55,7 @@ std::string message_of(F&& f) {
 
 }  // namespace
 
-TEST_CASE("--evaluate refuses a checkpoint with a negative running_var or a NaN weight, naming file and tensor",
+TEST_CASE("train_fashion_mnist --evaluate refuses a checkpoint with a negative running_var or a NaN weight, naming file and tensor",
           "[fmnist][reliability]") {
   fmnist_test::TempDir dir;
   fmnist::Config cfg;
@@ -73,7 +73,7 @@ TEST_CASE("--evaluate refuses a checkpoint with a negative running_var or a NaN 
              Contains("ck.safetensors") && Contains("0.weight") && Contains("finite"));
 }
 
-TEST_CASE("--evaluate checks the tensors against lying metadata before building anything", "[fmnist][reliability]") {
+TEST_CASE("train_fashion_mnist --evaluate checks the tensors against lying metadata before building anything", "[fmnist][reliability]") {
   fmnist_test::TempDir dir;
   fmnist::Config cfg;
   cfg.model = "cnn";
@@ -94,7 +94,7 @@ TEST_CASE("--evaluate checks the tensors against lying metadata before building 
              Contains("fmnist.hidden 16") && Contains("[10, 16]") && Contains("[8, 16]"));
 }
 
-TEST_CASE("--limit leaving no validation split and --stop-after < 1 are refused before any work",
+TEST_CASE("train_fashion_mnist --limit leaving no validation split and --stop-after < 1 are refused before any work",
           "[fmnist][reliability]") {
   fmnist::Config c;
   c.progress = false;
