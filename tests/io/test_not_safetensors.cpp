@@ -37,7 +37,8 @@ TEST_CASE("a CSV given as a checkpoint is 'not a safetensors file'", "[errors][r
   std::vector<std::uint8_t> bytes(8 + 16, ' ');
   const std::uint64_t n = 16;
   std::memcpy(bytes.data(), &n, 8);
-  std::memcpy(bytes.data() + 8, "PK\x03\x04 zip file", 15);
+  const char zip_text[] = "PK\x03\x04 zip file";  // 13 bytes of a zip file's start, then spaces
+  std::memcpy(bytes.data() + 8, zip_text, sizeof zip_text - 1);
   CHECK_THAT(thrown<std::runtime_error>([&] { parse_safetensors(bytes.data(), bytes.size()); }),
              Contains("not a safetensors file: header does not start with '{'") && Contains("byte offset 8"));
   fs::remove_all(dir);
