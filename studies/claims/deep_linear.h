@@ -20,6 +20,8 @@
 #include <string>
 #include <vector>
 
+#include "distribution_noise.h"
+
 namespace claims {
 
 struct LinearOptions {
@@ -54,10 +56,12 @@ struct LandscapePoint {
 };
 struct LinearRun {
   bool bn = false;
+  bool noise = false;  ///< DistributionNoise after each of the first depth − 1 Linears (after its BN)
   std::uint64_t seed = 0;
   bool crashed = false;
   int crash_step = 0;
   std::vector<std::pair<int, double>> loss;  ///< (step, loss) at every probe step
+  std::vector<std::pair<int, double>> clean_loss;  ///< noise runs: the same with the noise off (BN still on the batch)
   std::vector<IcsPoint> ics;
   std::vector<LandscapePoint> landscape;
 };
@@ -70,6 +74,10 @@ struct LinearResult {
 
 /// Trains every (net, seed) with the probes asked for (ics, landscape).
 LinearResult run_deep_linear(const LinearOptions& o, bool ics, bool landscape);
+/// `noisy-bn`: plain, plain + noise, BN, BN + noise (Santurkar et al. Algorithm 1 after each
+/// of the first depth − 1 Linears, after the BN), every seed, no probes; loss and clean_loss
+/// every `every` steps. Noise layer j of seed s draws from Generator(1000·s + 500 + j).
+LinearResult run_noisy_linear(const LinearOptions& o, const NoiseOptions& noise);
 std::string ics_csv(const LinearResult& r);
 std::string landscape_csv(const LinearResult& r);
 std::string ics_summary(const LinearResult& r);

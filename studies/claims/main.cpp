@@ -3,6 +3,7 @@
 //   claims ics --out results/ics                         # Santurkar et al. 2018 Def. 2.1, deep linear net
 //   claims landscape --out results/landscape             # Santurkar et al. 2018 Fig. 4, deep linear net
 //   claims lr-sweep --out results/lr_sweep               # Bjorck et al. 2018, Fashion-MNIST MLP
+//   claims noisy-bn --out results/noisy_bn               # Santurkar et al. 2018 Algorithm 1, both nets
 //   claims <subcommand> --quick                          # CI smoke test (< 60 s)
 #include <chrono>
 #include <iostream>
@@ -13,6 +14,7 @@
 
 #include "deep_linear.h"
 #include "lr_sweep.h"
+#include "noisy_bn.h"
 #include "variance_shift.h"
 #include <tapegrad/data/fashion_mnist.h>
 
@@ -74,7 +76,26 @@ int main(int argc, char** argv) {
   sw->add_option("--threads", wo.threads, "Worker threads (each run single-threaded)")->capture_default_str();
   sw->add_option("--data", data_dir, "Fashion-MNIST directory (Debian: dataset-fashion-mnist)")->capture_default_str();
 
-  for (auto* sc : {vs, ics, land, sw}) {
+  NoisyOptions no;
+  auto* nb = app.add_subcommand("noisy-bn", "Santurkar et al.'s Algorithm 1 noise after BN (and after a plain layer), both nets");
+  nb->add_option("--noise-mean", no.noise.mean_range, "n_m: per unit and step mu ~ U(-n_m, n_m)")->capture_default_str();
+  nb->add_option("--noise-scale", no.noise.scale_max, "n_v: per unit and step sigma ~ U(1, n_v)")->capture_default_str();
+  nb->add_option("--noise-jitter", no.noise.jitter, "r: per-sample std around mu and sigma")->capture_default_str();
+  nb->add_option("--steps", no.linear.steps, "Deep linear network: GD steps")->capture_default_str();
+  nb->add_option("--linear-lr", no.linear.lr, "Deep linear network: GD lr")->capture_default_str();
+  nb->add_option("--every", no.linear.every, "Deep linear network: record the loss every k-th step")->capture_default_str();
+  nb->add_option("--seeds", no.seeds, "Seeds")->capture_default_str();
+  nb->add_option("--seed", no.seed, "First seed")->capture_default_str()->check(non_negative);
+  nb->add_option("--epochs", no.epochs, "MLP: epochs")->capture_default_str();
+  nb->add_option("--batch", no.batch, "MLP: minibatch size")->capture_default_str();
+  nb->add_option("--lr", no.lr, "MLP: SGD lr (momentum 0.9)")->capture_default_str();
+  nb->add_option("--train-size", no.train_size, "MLP: training images")->capture_default_str();
+  nb->add_option("--test-size", no.test_size, "MLP: test images (0: all 10,000)")->capture_default_str();
+  nb->add_option("--hidden", no.hidden, "MLP: hidden widths")->capture_default_str();
+  nb->add_option("--threads", no.threads, "Worker threads (each run single-threaded)")->capture_default_str();
+  nb->add_option("--data", data_dir, "Fashion-MNIST directory (Debian: dataset-fashion-mnist)")->capture_default_str();
+
+  for (auto* sc : {vs, ics, land, sw, nb}) {
     sc->add_option("--out", out, "Output directory (CSV, summary.md, PNG)");
     sc->add_flag("--quick", quick, "Small settings for a smoke test (< 60 s); options given explicitly are kept");
     sc->add_flag("-q,--quiet", quiet, "Only warnings");
@@ -99,6 +120,22 @@ int main(int argc, char** argv) {
       const ShiftResult r = run_variance_shift(so, d);
       pngs = write_shift(r, out);
       std::cout << shift_summary(r);
+    } else if (nb->parsed()) {
+      if (quick) {
+        const NoisyOptions q = quick_noisy_options(no);
+        if (!given(nb, "--seeds")) no.seeds = q.seeds;
+        if (!given(nb, "--steps")) no.linear.steps = q.linear.steps;
+        if (!given(nb, "--every")) no.linear.every = q.linear.every;
+        if (!given(nb, "--epochs")) no.epochs = q.epochs;
+        if (!given(nb, "--train-size")) no.train_size = q.train_size;
+        if (!given(nb, "--test-size")) no.test_size = q.test_size;
+      }
+      check_noisy_options(no);
+      if (out.empty()) out = "claims_noisy_bn";
+      const normstudy::StudyData d = normstudy::load_data(data_dir, no.train_size, no.test_size);
+      const NoisyResult r = run_noisy_bn(no, d);
+      pngs = write_noisy(r, out);
+      std::cout << noisy_summary(r);
     } else if (sw->parsed()) {
       if (quick) {
         const SweepOptions q = quick_sweep_options(wo);
