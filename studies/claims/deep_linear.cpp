@@ -324,10 +324,14 @@ std::string header(const LinearResult& r, const char* title) {
   const auto& o = r.options;
   std::ostringstream md;
   md << "# claims " << title << ": summary\n\n";
+  if (!r.description.empty()) {
+    md << "- " << r.description << "\n";
+  } else {
   md << "- Santurkar et al. 2018's deep linear network: " << o.depth << " Linear(" << o.width << ", " << o.width
      << ") without bias, Glorot uniform, " << o.samples << " samples X ~ N(0, 1), y = x·Aᵀ (A standard Gaussian), "
      << "full-batch GD lr " << fmt9(o.lr) << ", " << o.steps << " steps, summed squared error, float64; bn: "
      << "BatchNorm1d after each Linear but the last\n";
+  }
   md << "- probes every " << o.every << " steps; seeds " << o.seed << ".." << o.seed + static_cast<std::uint64_t>(o.seeds) - 1
      << "; per-seed window means, then mean ± std over seeds; ratio = BN / plain, paired by seed\n";
   int crashed = 0;
@@ -530,7 +534,7 @@ std::vector<std::string> write_ics(const LinearResult& r, const std::string& dir
     });
   };
   return band_figure(r, dir, "ics",
-                     "Deep linear network, ICS (Santurkar et al. Def. 2.1): line = mean over layers, band = min..max "
+                     r.figure_name + ", ICS (Santurkar et al. Def. 2.1): line = mean over layers, band = min..max "
                      "over layers (means over " + std::to_string(r.options.seeds) + " seeds)",
                      {{"||G - G'||_2", {table(false, 0), table(true, 0)}},
                       {"||G - G'||_2 / ||G||_2", {table(false, 1), table(true, 1)}}},
@@ -553,7 +557,7 @@ std::vector<std::string> write_landscape(const LinearResult& r, const std::strin
                       [](const LandscapePoint& p) { return std::array<double, 3>{p.beta, p.beta, p.beta}; });
   };
   return band_figure(r, dir, "landscape",
-                     "Deep linear network along -g, eta in [" + fmt4(r.options.eta_min) + ", " + fmt4(r.options.eta_max) +
+                     r.figure_name + " along -g, eta in [" + fmt4(r.options.eta_min) + ", " + fmt4(r.options.eta_max) +
                          "] x lr: bands = min..max over eta (means over " + std::to_string(r.options.seeds) + " seeds)",
                      {{"loss L(W - eta g)", {loss(false), loss(true)}},
                       {"gradient predictiveness ||grad L(W) - grad L(W - eta g)||", {gpred(false), gpred(true)}},

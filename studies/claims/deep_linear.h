@@ -70,6 +70,9 @@ struct LinearResult {
   bool ics = false, landscape = false;  ///< which probes ran
   std::vector<LinearRun> runs;          ///< plain then BN, each for every seed
   double seconds = 0;
+  /// Other nets reusing the summaries and figures (mlp_probes.h): the set-up bullet that
+  /// replaces the deep linear network's, and the figure titles' first words.
+  std::string description, figure_name = "Deep linear network";
 };
 
 /// Trains every (net, seed) with the probes asked for (ics, landscape).

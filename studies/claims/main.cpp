@@ -4,6 +4,8 @@
 //   claims landscape --out results/landscape             # Santurkar et al. 2018 Fig. 4, deep linear net
 //   claims lr-sweep --out results/lr_sweep               # Bjorck et al. 2018, Fashion-MNIST MLP
 //   claims noisy-bn --out results/noisy_bn               # Santurkar et al. 2018 Algorithm 1, both nets
+//   claims ics-mlp --out results/ics_mlp                 # the same probes on the Fashion-MNIST MLP
+//   claims landscape-mlp --out results/landscape_mlp
 //   claims <subcommand> --quick                          # CI smoke test (< 60 s)
 #include <chrono>
 #include <iostream>
@@ -14,6 +16,7 @@
 
 #include "deep_linear.h"
 #include "lr_sweep.h"
+#include "mlp_probes.h"
 #include "noisy_bn.h"
 #include "variance_shift.h"
 #include <tapegrad/data/fashion_mnist.h>
@@ -95,7 +98,27 @@ int main(int argc, char** argv) {
   nb->add_option("--threads", no.threads, "Worker threads (each run single-threaded)")->capture_default_str();
   nb->add_option("--data", data_dir, "Fashion-MNIST directory (Debian: dataset-fashion-mnist)")->capture_default_str();
 
-  for (auto* sc : {vs, ics, land, sw, nb}) {
+  MlpProbeOptions mo;
+  auto* icsm = app.add_subcommand("ics-mlp", "Internal covariate shift (Def. 2.1) on the Fashion-MNIST MLP, BN vs plain");
+  auto* landm = app.add_subcommand("landscape-mlp", "Loss range, gradient predictiveness, effective beta on the Fashion-MNIST MLP");
+  for (auto* sc : {icsm, landm}) {
+    sc->add_option("--seeds", mo.seeds, "Seeds")->capture_default_str();
+    sc->add_option("--seed", mo.seed, "First seed")->capture_default_str()->check(non_negative);
+    sc->add_option("--epochs", mo.epochs, "Epochs")->capture_default_str();
+    sc->add_option("--batch", mo.batch, "Minibatch size")->capture_default_str();
+    sc->add_option("--lr", mo.lr, "SGD lr (no momentum)")->capture_default_str();
+    sc->add_option("--train-size", mo.train_size, "Training images")->capture_default_str();
+    sc->add_option("--test-size", mo.test_size, "Test images (0: all 10,000)")->capture_default_str();
+    sc->add_option("--hidden", mo.hidden, "Hidden widths")->capture_default_str();
+    sc->add_option("--every", mo.every, "Probe every k-th step (and at the first and last)")->capture_default_str();
+    sc->add_option("--threads", mo.threads, "Worker threads (each run single-threaded)")->capture_default_str();
+    sc->add_option("--data", data_dir, "Fashion-MNIST directory (Debian: dataset-fashion-mnist)")->capture_default_str();
+  }
+  landm->add_option("--grid", mo.grid, "Step sizes eta on the geometric grid")->capture_default_str();
+  landm->add_option("--eta-min", mo.eta_min, "Smallest eta, in units of lr")->capture_default_str();
+  landm->add_option("--eta-max", mo.eta_max, "Largest eta, in units of lr")->capture_default_str();
+
+  for (auto* sc : {vs, ics, land, sw, nb, icsm, landm}) {
     sc->add_option("--out", out, "Output directory (CSV, summary.md, PNG)");
     sc->add_flag("--quick", quick, "Small settings for a smoke test (< 60 s); options given explicitly are kept");
     sc->add_flag("-q,--quiet", quiet, "Only warnings");
@@ -136,6 +159,30 @@ int main(int argc, char** argv) {
       const NoisyResult r = run_noisy_bn(no, d);
       pngs = write_noisy(r, out);
       std::cout << noisy_summary(r);
+    } else if (icsm->parsed() || landm->parsed()) {
+      CLI::App* sc = icsm->parsed() ? icsm : landm;
+      if (quick) {
+        const MlpProbeOptions q = quick_mlp_probe_options(mo);
+        if (!given(sc, "--seeds")) mo.seeds = q.seeds;
+        if (!given(sc, "--epochs")) mo.epochs = q.epochs;
+        if (!given(sc, "--train-size")) mo.train_size = q.train_size;
+        if (!given(sc, "--test-size")) mo.test_size = q.test_size;
+        if (!given(sc, "--every")) mo.every = q.every;
+        if (!given(sc, "--grid")) mo.grid = q.grid;
+      }
+      check_mlp_probe_options(mo);
+      const normstudy::StudyData d = normstudy::load_data(data_dir, mo.train_size, mo.test_size);
+      if (icsm->parsed()) {
+        if (out.empty()) out = "claims_ics_mlp";
+        const LinearResult r = run_mlp_probes(mo, d, true, false);
+        pngs = write_ics(r, out);
+        std::cout << ics_summary(r);
+      } else {
+        if (out.empty()) out = "claims_landscape_mlp";
+        const LinearResult r = run_mlp_probes(mo, d, false, true);
+        pngs = write_landscape(r, out);
+        std::cout << landscape_summary(r);
+      }
     } else if (sw->parsed()) {
       if (quick) {
         const SweepOptions q = quick_sweep_options(wo);
