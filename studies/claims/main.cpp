@@ -6,6 +6,7 @@
 //   claims noisy-bn --out results/noisy_bn               # Santurkar et al. 2018 Algorithm 1, both nets
 //   claims ics-mlp --out results/ics_mlp                 # the same probes on the Fashion-MNIST MLP
 //   claims landscape-mlp --out results/landscape_mlp
+//   claims init-sweep --out results/init_sweep           # weight scale x depth, BN vs plain
 //   claims <subcommand> --quick                          # CI smoke test (< 60 s)
 #include <chrono>
 #include <iostream>
@@ -15,6 +16,7 @@
 #include <spdlog/spdlog.h>
 
 #include "deep_linear.h"
+#include "init_sweep.h"
 #include "lr_sweep.h"
 #include "mlp_probes.h"
 #include "noisy_bn.h"
@@ -118,7 +120,23 @@ int main(int argc, char** argv) {
   landm->add_option("--eta-min", mo.eta_min, "Smallest eta, in units of lr")->capture_default_str();
   landm->add_option("--eta-max", mo.eta_max, "Largest eta, in units of lr")->capture_default_str();
 
-  for (auto* sc : {vs, ics, land, sw, nb, icsm, landm}) {
+  InitOptions io;
+  auto* is = app.add_subcommand("init-sweep", "Weight scale x depth, BN vs plain at a fixed lr: the region within 2 points of the best");
+  is->add_option("--scales", io.scales, "Weight scales s (x the Kaiming std sqrt(2/fan_in))")->capture_default_str();
+  is->add_option("--depths", io.depths, "Hidden-layer counts")->capture_default_str();
+  is->add_option("--width", io.width, "Hidden width")->capture_default_str();
+  is->add_option("--seeds", io.seeds, "Seeds")->capture_default_str();
+  is->add_option("--seed", io.seed, "First seed")->capture_default_str()->check(non_negative);
+  is->add_option("--epochs", io.epochs, "Epochs")->capture_default_str();
+  is->add_option("--batch", io.batch, "Minibatch size")->capture_default_str();
+  is->add_option("--lr", io.lr, "SGD lr (momentum 0.9), the same for every cell")->capture_default_str();
+  is->add_option("--train-size", io.train_size, "Training images")->capture_default_str();
+  is->add_option("--test-size", io.test_size, "Test images (0: all 10,000)")->capture_default_str();
+  is->add_option("--tolerance", io.tolerance, "Points of test accuracy from the best that count as good")->capture_default_str();
+  is->add_option("--threads", io.threads, "Worker threads (each run single-threaded)")->capture_default_str();
+  is->add_option("--data", data_dir, "Fashion-MNIST directory (Debian: dataset-fashion-mnist)")->capture_default_str();
+
+  for (auto* sc : {vs, ics, land, sw, nb, icsm, landm, is}) {
     sc->add_option("--out", out, "Output directory (CSV, summary.md, PNG)");
     sc->add_flag("--quick", quick, "Small settings for a smoke test (< 60 s); options given explicitly are kept");
     sc->add_flag("-q,--quiet", quiet, "Only warnings");
@@ -183,6 +201,22 @@ int main(int argc, char** argv) {
         pngs = write_landscape(r, out);
         std::cout << landscape_summary(r);
       }
+    } else if (is->parsed()) {
+      if (quick) {
+        const InitOptions q = quick_init_options(io);
+        if (!given(is, "--seeds")) io.seeds = q.seeds;
+        if (!given(is, "--scales")) io.scales = q.scales;
+        if (!given(is, "--depths")) io.depths = q.depths;
+        if (!given(is, "--epochs")) io.epochs = q.epochs;
+        if (!given(is, "--train-size")) io.train_size = q.train_size;
+        if (!given(is, "--test-size")) io.test_size = q.test_size;
+      }
+      check_init_options(io);
+      if (out.empty()) out = "claims_init_sweep";
+      const normstudy::StudyData d = normstudy::load_data(data_dir, io.train_size, io.test_size);
+      const InitResult r = run_init_sweep(io, d);
+      pngs = write_init(r, out);
+      std::cout << init_summary(r);
     } else if (sw->parsed()) {
       if (quick) {
         const SweepOptions q = quick_sweep_options(wo);
