@@ -7,6 +7,7 @@
 //   claims ics-mlp --out results/ics_mlp                 # the same probes on the Fashion-MNIST MLP
 //   claims landscape-mlp --out results/landscape_mlp
 //   claims init-sweep --out results/init_sweep           # weight scale x depth, BN vs plain
+//   claims reg-gap --out results/reg_gap                 # train - test gap across batch sizes, |gamma|
 //   claims <subcommand> --quick                          # CI smoke test (< 60 s)
 #include <chrono>
 #include <iostream>
@@ -18,6 +19,7 @@
 #include "deep_linear.h"
 #include "init_sweep.h"
 #include "lr_sweep.h"
+#include "reg_gap.h"
 #include "mlp_probes.h"
 #include "noisy_bn.h"
 #include "variance_shift.h"
@@ -136,7 +138,21 @@ int main(int argc, char** argv) {
   is->add_option("--threads", io.threads, "Worker threads (each run single-threaded)")->capture_default_str();
   is->add_option("--data", data_dir, "Fashion-MNIST directory (Debian: dataset-fashion-mnist)")->capture_default_str();
 
-  for (auto* sc : {vs, ics, land, sw, nb, icsm, landm, is}) {
+  GapOptions go;
+  auto* rg = app.add_subcommand("reg-gap", "Train - test gap, BN vs plain, across batch sizes at a matched and at each one's best lr");
+  rg->add_option("--batches", go.batches, "Batch sizes")->capture_default_str();
+  rg->add_option("--lrs", go.lrs, "SGD rates (momentum 0.9)")->capture_default_str();
+  rg->add_option("--matched-lr", go.matched_lr, "The rate both nets share (one of --lrs)")->capture_default_str();
+  rg->add_option("--seeds", go.seeds, "Seeds")->capture_default_str();
+  rg->add_option("--seed", go.seed, "First seed")->capture_default_str()->check(non_negative);
+  rg->add_option("--epochs", go.epochs, "Epochs")->capture_default_str();
+  rg->add_option("--train-size", go.train_size, "Training images")->capture_default_str();
+  rg->add_option("--test-size", go.test_size, "Test images (0: all 10,000)")->capture_default_str();
+  rg->add_option("--hidden", go.hidden, "Hidden widths")->capture_default_str();
+  rg->add_option("--threads", go.threads, "Worker threads (each run single-threaded)")->capture_default_str();
+  rg->add_option("--data", data_dir, "Fashion-MNIST directory (Debian: dataset-fashion-mnist)")->capture_default_str();
+
+  for (auto* sc : {vs, ics, land, sw, nb, icsm, landm, is, rg}) {
     sc->add_option("--out", out, "Output directory (CSV, summary.md, PNG)");
     sc->add_flag("--quick", quick, "Small settings for a smoke test (< 60 s); options given explicitly are kept");
     sc->add_flag("-q,--quiet", quiet, "Only warnings");
@@ -217,6 +233,23 @@ int main(int argc, char** argv) {
       const InitResult r = run_init_sweep(io, d);
       pngs = write_init(r, out);
       std::cout << init_summary(r);
+    } else if (rg->parsed()) {
+      if (quick) {
+        const GapOptions q = quick_gap_options(go);
+        if (!given(rg, "--seeds")) go.seeds = q.seeds;
+        if (!given(rg, "--batches")) go.batches = q.batches;
+        if (!given(rg, "--lrs")) go.lrs = q.lrs;
+        if (!given(rg, "--matched-lr")) go.matched_lr = q.matched_lr;
+        if (!given(rg, "--epochs")) go.epochs = q.epochs;
+        if (!given(rg, "--train-size")) go.train_size = q.train_size;
+        if (!given(rg, "--test-size")) go.test_size = q.test_size;
+      }
+      check_gap_options(go);
+      if (out.empty()) out = "claims_reg_gap";
+      const normstudy::StudyData d = normstudy::load_data(data_dir, go.train_size, go.test_size);
+      const GapResult r = run_reg_gap(go, d);
+      pngs = write_gap(r, out);
+      std::cout << gap_summary(r);
     } else if (sw->parsed()) {
       if (quick) {
         const SweepOptions q = quick_sweep_options(wo);

@@ -52,3 +52,35 @@ TEST_CASE("MLP probes change nothing and the CSV does not depend on threads", "[
   CHECK(claims::ics_csv(two) == claims::ics_csv(probed));
   CHECK(claims::landscape_csv(two) == claims::landscape_csv(probed));
 }
+
+TEST_CASE("build_mlp + train_mlp train every BN's gamma and apply the weight scale", "[claims][mlp]") {
+  const auto d = synthetic(256, 12);
+  claims::MlpSpec spec;
+  spec.hidden = {16, 8};
+  spec.bn = true;
+  Generator init(1);
+  claims::Mlp m = claims::build_mlp(spec, 12, 4, init);
+  REQUIRE(m.bns.size() == 2);
+  claims::TrainSpec t;
+  t.epochs = 3;
+  t.batch = 32;
+  t.lr = 0.1;
+  const auto out = claims::train_mlp(m, t, d);
+  CHECK_FALSE(out.crashed);
+  CHECK(out.train_acc > 0.5);  // four classes from the signs of two features
+  for (const auto& b : m.bns) {
+    double moved = 0;
+    for (double g : b->weight.to_vector()) moved = std::max(moved, std::fabs(g - 1));
+    CHECK(moved > 1e-3);
+  }
+  claims::MlpSpec big;
+  big.hidden = {4000};
+  big.weight_scale = 3;
+  Generator g2(2);
+  const auto m2 = claims::build_mlp(big, 50, 2, g2);
+  double s2 = 0;
+  const auto w = m2.linears[0]->weight.to_vector();
+  for (double v : w) s2 += v * v;
+  CHECK(std::sqrt(s2 / w.size()) == Approx(3 * std::sqrt(2.0 / 50)).epsilon(0.02));
+  for (double v : m2.linears[0]->bias.to_vector()) CHECK(v == 0);
+}
