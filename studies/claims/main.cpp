@@ -80,6 +80,7 @@ int main(int argc, char** argv) {
   sw->add_option("--batch", wo.batch, "Minibatch size")->capture_default_str();
   sw->add_option("--train-size", wo.train_size, "Training images")->capture_default_str();
   sw->add_option("--test-size", wo.test_size, "Test images (0: all 10,000)")->capture_default_str();
+  sw->add_option("--arch", wo.arch, "mlp or cnn (normstudy's CNN, the block of models::CNN)")->capture_default_str();
   sw->add_option("--threads", wo.threads, "Worker threads (each run single-threaded)")->capture_default_str();
   sw->add_option("--data", data_dir, "Fashion-MNIST directory (Debian: dataset-fashion-mnist)")->capture_default_str();
 
