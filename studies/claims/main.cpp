@@ -8,6 +8,7 @@
 //   claims landscape-mlp --out results/landscape_mlp
 //   claims init-sweep --out results/init_sweep           # weight scale x depth, BN vs plain
 //   claims reg-gap --out results/reg_gap                 # train - test gap across batch sizes, |gamma|
+//   claims lr-sweep-linear --out results/lr_sweep_linear # the lr range on the deep linear network
 //   claims <subcommand> --quick                          # CI smoke test (< 60 s)
 #include <chrono>
 #include <iostream>
@@ -18,6 +19,7 @@
 
 #include "deep_linear.h"
 #include "init_sweep.h"
+#include "linear_lr_sweep.h"
 #include "lr_sweep.h"
 #include "reg_gap.h"
 #include "mlp_probes.h"
@@ -153,7 +155,16 @@ int main(int argc, char** argv) {
   rg->add_option("--threads", go.threads, "Worker threads (each run single-threaded)")->capture_default_str();
   rg->add_option("--data", data_dir, "Fashion-MNIST directory (Debian: dataset-fashion-mnist)")->capture_default_str();
 
-  for (auto* sc : {vs, ics, land, sw, nb, icsm, landm, is, rg}) {
+  LinearSweepOptions lw;
+  auto* swl = app.add_subcommand("lr-sweep-linear", "BN vs plain on the deep linear network, lr in sqrt(10) steps to divergence");
+  swl->add_option("--lr-min", lw.lr_min, "Smallest rate")->capture_default_str();
+  swl->add_option("--lr-max", lw.lr_max, "Largest rate")->capture_default_str();
+  swl->add_option("--steps", lw.steps, "GD steps per run")->capture_default_str();
+  swl->add_option("--seeds", lw.linear.seeds, "Seeds")->capture_default_str();
+  swl->add_option("--seed", lw.linear.seed, "First seed")->capture_default_str()->check(non_negative);
+  swl->add_option("--threads", lw.linear.threads, "Worker threads (each run single-threaded)")->capture_default_str();
+
+  for (auto* sc : {vs, ics, land, sw, nb, icsm, landm, is, rg, swl}) {
     sc->add_option("--out", out, "Output directory (CSV, summary.md, PNG)");
     sc->add_flag("--quick", quick, "Small settings for a smoke test (< 60 s); options given explicitly are kept");
     sc->add_flag("-q,--quiet", quiet, "Only warnings");
@@ -251,6 +262,19 @@ int main(int argc, char** argv) {
       const GapResult r = run_reg_gap(go, d);
       pngs = write_gap(r, out);
       std::cout << gap_summary(r);
+    } else if (swl->parsed()) {
+      if (quick) {
+        const LinearSweepOptions q = quick_linear_sweep_options(lw);
+        if (!given(swl, "--seeds")) lw.linear.seeds = q.linear.seeds;
+        if (!given(swl, "--steps")) lw.steps = q.steps;
+        if (!given(swl, "--lr-min")) lw.lr_min = q.lr_min;
+        if (!given(swl, "--lr-max")) lw.lr_max = q.lr_max;
+      }
+      check_linear_sweep_options(lw);
+      if (out.empty()) out = "claims_lr_sweep_linear";
+      const LinearSweepResult r = run_linear_lr_sweep(lw);
+      write_linear_sweep(r, out);
+      std::cout << linear_sweep_summary(r);
     } else if (sw->parsed()) {
       if (quick) {
         const SweepOptions q = quick_sweep_options(wo);
