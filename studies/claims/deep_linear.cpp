@@ -53,6 +53,8 @@ void check_linear_options(const LinearOptions& o) {
   if (!(o.eta_min > 0 && o.eta_max > o.eta_min && std::isfinite(o.eta_max)))
     throw std::invalid_argument("--eta-range: expected 0 < min < max, got " + fmt9(o.eta_min) + " " + fmt9(o.eta_max));
   if (o.seeds < 1) throw std::invalid_argument("--seeds must be >= 1, got " + std::to_string(o.seeds));
+  if (!(o.init_scale > 0 && std::isfinite(o.init_scale)))
+    throw std::invalid_argument("--scales: expected finite scales > 0, got " + fmt9(o.init_scale));
   normstudy::check_threads(o.threads);
 }
 
@@ -71,7 +73,7 @@ Net build(const LinearOptions& o, bool bn, Generator& init, const NoiseOptions* 
           std::uint64_t noise_seed = 0) {
   Net n;
   n.seq = std::make_shared<layers::Sequential>();
-  const double bound = std::sqrt(6.0 / static_cast<double>(2 * o.width));  // Glorot uniform
+  const double bound = o.init_scale * std::sqrt(6.0 / static_cast<double>(2 * o.width));  // Glorot uniform × scale
   layers::BatchNormOptions bo;
   bo.dtype = Dtype::Float64;
   for (int j = 0; j < o.depth; ++j) {
@@ -227,6 +229,7 @@ LinearRun train_one(const LinearOptions& o, bool bn, std::uint64_t seed, bool ic
     NoGradGuard ng;
     Y = matmul(X, transpose(A, 0, 1));
   }
+  for (double v : Y.to_vector()) run.target_ss += v * v;
   Net n = build(o, bn, init, noise, 1000 * seed + 500);
   std::vector<std::vector<double>> G;
   for (int t = 0; t <= o.steps; ++t) {

@@ -36,6 +36,7 @@ struct LinearOptions {
   int seeds = 3;
   std::uint64_t seed = 0;
   int threads = 2;
+  double init_scale = 1;       ///< multiplies the Glorot bound (init-sweep-linear)
 };
 LinearOptions quick_linear_options(LinearOptions o);
 /// Throws std::invalid_argument naming the option.
@@ -61,6 +62,7 @@ struct LinearRun {
   bool crashed = false;
   int crash_step = 0;
   std::vector<std::pair<int, double>> loss;  ///< (step, loss) at every probe step
+  double target_ss = 0;  ///< Σ y² over samples and outputs: the loss of predicting 0
   std::vector<std::pair<int, double>> clean_loss;  ///< noise runs: the same with the noise off (BN still on the batch)
   std::vector<IcsPoint> ics;
   std::vector<LandscapePoint> landscape;

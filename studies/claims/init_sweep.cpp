@@ -52,7 +52,7 @@ void check_init_options(const InitOptions& o) {
   normstudy::check_threads(o.threads);
 }
 
-double InitRun::acc() const { return out.crashed ? 0.1 : out.test_acc; }
+double InitRun::acc() const { return out.crashed ? crash_acc : out.test_acc; }
 
 namespace {
 
@@ -134,17 +134,21 @@ std::string init_summary(const InitResult& r) {
   const auto& o = r.options;
   std::ostringstream md;
   md << "# claims init-sweep: summary\n\n";
+  if (!r.description.empty()) {
+    md << r.description;
+  } else {
   md << "- Fashion-MNIST MLP 784-[" << o.width << " × depth]-10, bn: Linear -> BatchNorm1d -> ReLU, plain: Linear -> ReLU; "
         "weights N(0, (s·√(2/fan_in))²), bias 0\n";
   md << "- " << o.train_size << " training images, SGD momentum 0.9, lr " << fmt4(o.lr) << " (fixed), batch " << o.batch
      << ", " << o.epochs << " epochs; eval-mode test accuracy; a crashed run counts as 10 %\n";
+  }
   md << "- seeds " << o.seed << ".." << o.seed + static_cast<std::uint64_t>(o.seeds) - 1 << "; wall time " << fmt4(r.seconds)
      << " s with " << o.threads << " worker threads\n\n";
   for (bool bn : {false, true}) {
     const auto cells = cell_means(r, bn);
     std::vector<bool> mask;
     good_share(cells, o.tolerance, &mask);
-    md << "### " << (bn ? "BN" : "plain") << ": mean test accuracy (%); * = within " << fmt4(o.tolerance)
+    md << "### " << (bn ? "BN" : "plain") << ": mean " << r.score << " (%); * = within " << fmt4(o.tolerance)
        << " points of the best\n\n| depth \\ s |";
     for (double s : o.scales) md << " " << fmt4(s) << " |";
     md << "\n|---|";
@@ -197,9 +201,9 @@ std::vector<std::string> write_init(const InitResult& r, const std::string& dir_
   if (!report_kit::write_tables(dir_s, init_csv(r), init_summary(r))) return {};
   std::ostringstream gp;
   gp << "set terminal pngcairo size 1100,480 font 'sans,10'\nset output " << report_kit::gnuplot_quote(png.string())
-     << "\nset multiplot layout 1,2 title 'Fashion-MNIST MLP, fixed lr " << fmt4(o.lr)
-     << ": mean test accuracy (%) over " << o.seeds << " seeds; * within " << fmt4(o.tolerance)
-     << " points of the net''s best'\nset cbrange [10:100]\nset palette rgbformulae 33,13,10\nset xlabel 'weight scale s (x Kaiming std)'\n"
+     << "\nset multiplot layout 1,2 title '" << r.figure_name << ", fixed lr " << fmt4(o.lr)
+     << ": mean " << r.score << " (%) over " << o.seeds << " seeds; * within " << fmt4(o.tolerance)
+     << " points of the net''s best'\nset cbrange [" << r.floor << ":100]\nset palette rgbformulae 33,13,10\nset xlabel 'weight scale s (x " << r.scale_name << ")'\n"
         "set ylabel 'hidden layers'\nset xtics (";
   for (std::size_t k = 0; k < o.scales.size(); ++k) gp << (k ? ", " : "") << "'" << fmt4(o.scales[k]) << "' " << k;
   gp << ")\nset ytics (";

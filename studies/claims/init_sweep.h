@@ -40,12 +40,17 @@ struct InitRun {
   int depth = 0;
   std::uint64_t seed = 0;
   TrainOutcome out;
-  double acc() const;  ///< test accuracy, 0.1 when crashed
+  double crash_acc = 0.1;  ///< the score a crashed run counts as
+  double acc() const;  ///< test accuracy (init-sweep-linear: R²), crash_acc when crashed
 };
 struct InitResult {
   InitOptions options;
   std::vector<InitRun> runs;  ///< net, depth, scale, seed
   double seconds = 0;
+  /// Other nets reusing the summary and figure (init-sweep-linear): the set-up bullets that
+  /// replace the MLP's, the figure title's first words and the score's name.
+  std::string description, figure_name = "Fashion-MNIST MLP", score = "test accuracy", scale_name = "Kaiming std";
+  double floor = 10;  ///< the colour scale's lower end (chance)
 };
 
 InitResult run_init_sweep(const InitOptions& o, const normstudy::StudyData& d);

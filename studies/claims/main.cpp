@@ -9,6 +9,7 @@
 //   claims init-sweep --out results/init_sweep           # weight scale x depth, BN vs plain
 //   claims reg-gap --out results/reg_gap                 # train - test gap across batch sizes, |gamma|
 //   claims lr-sweep-linear --out results/lr_sweep_linear # the lr range on the deep linear network
+//   claims init-sweep-linear --out results/init_sweep_linear  # the same on the deep linear network
 //   claims <subcommand> --quick                          # CI smoke test (< 60 s)
 #include <chrono>
 #include <iostream>
@@ -18,6 +19,7 @@
 #include <spdlog/spdlog.h>
 
 #include "deep_linear.h"
+#include "init_linear.h"
 #include "init_sweep.h"
 #include "linear_lr_sweep.h"
 #include "lr_sweep.h"
@@ -164,7 +166,18 @@ int main(int argc, char** argv) {
   swl->add_option("--seed", lw.linear.seed, "First seed")->capture_default_str()->check(non_negative);
   swl->add_option("--threads", lw.linear.threads, "Worker threads (each run single-threaded)")->capture_default_str();
 
-  for (auto* sc : {vs, ics, land, sw, nb, icsm, landm, is, rg, swl}) {
+  InitLinearOptions il;
+  auto* isl = app.add_subcommand("init-sweep-linear", "Glorot scale x depth on the deep linear network, BN vs plain: R2 within 2 points of the best");
+  isl->add_option("--scales", il.scales, "Scales s of the Glorot bound")->capture_default_str();
+  isl->add_option("--depths", il.depths, "Linear layers")->capture_default_str();
+  isl->add_option("--steps", il.steps, "GD steps")->capture_default_str();
+  isl->add_option("--lr", il.linear.lr, "GD lr")->capture_default_str();
+  isl->add_option("--tolerance", il.tolerance, "Points of R2 from the best that count as good")->capture_default_str();
+  isl->add_option("--seeds", il.linear.seeds, "Seeds")->capture_default_str();
+  isl->add_option("--seed", il.linear.seed, "First seed")->capture_default_str()->check(non_negative);
+  isl->add_option("--threads", il.linear.threads, "Worker threads (each run single-threaded)")->capture_default_str();
+
+  for (auto* sc : {vs, ics, land, sw, nb, icsm, landm, is, rg, swl, isl}) {
     sc->add_option("--out", out, "Output directory (CSV, summary.md, PNG)");
     sc->add_flag("--quick", quick, "Small settings for a smoke test (< 60 s); options given explicitly are kept");
     sc->add_flag("-q,--quiet", quiet, "Only warnings");
@@ -262,6 +275,19 @@ int main(int argc, char** argv) {
       const GapResult r = run_reg_gap(go, d);
       pngs = write_gap(r, out);
       std::cout << gap_summary(r);
+    } else if (isl->parsed()) {
+      if (quick) {
+        const InitLinearOptions q = quick_init_linear_options(il);
+        if (!given(isl, "--seeds")) il.linear.seeds = q.linear.seeds;
+        if (!given(isl, "--steps")) il.steps = q.steps;
+        if (!given(isl, "--scales")) il.scales = q.scales;
+        if (!given(isl, "--depths")) il.depths = q.depths;
+      }
+      check_init_linear_options(il);
+      if (out.empty()) out = "claims_init_sweep_linear";
+      const InitResult r = run_init_sweep_linear(il);
+      pngs = write_init(r, out);
+      std::cout << init_summary(r);
     } else if (swl->parsed()) {
       if (quick) {
         const LinearSweepOptions q = quick_linear_sweep_options(lw);
