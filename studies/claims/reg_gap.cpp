@@ -149,7 +149,10 @@ std::string gap_csv(const GapResult& r) {
   std::string out = "net,batch,lr,seed,crashed,last_epoch_loss,train_acc,test_acc,gap,gamma_abs\n";
   for (const auto& x : r.runs) {
     std::string g;
-    for (std::size_t i = 0; i < x.gamma_abs.size(); ++i) g += (i ? ";" : "") + fmt9(x.gamma_abs[i]);
+    for (std::size_t i = 0; i < x.gamma_abs.size(); ++i) {
+      if (i) g += ';';
+      g += fmt9(x.gamma_abs[i]);
+    }
     out += std::string(x.bn ? "bn" : "plain") + "," + std::to_string(x.batch) + "," + fmt9(x.lr) + "," +
            std::to_string(x.seed) + "," + (x.out.crashed ? "1" : "0") + "," + fmt9(x.out.last_epoch_loss) + "," +
            fmt9(x.out.train_acc) + "," + fmt9(x.out.test_acc) + "," + fmt9(x.gap()) + "," + g + "\n";
