@@ -53,6 +53,8 @@ void check_linear_options(const LinearOptions& o) {
   if (!(o.eta_min > 0 && o.eta_max > o.eta_min && std::isfinite(o.eta_max)))
     throw std::invalid_argument("--eta-range: expected 0 < min < max, got " + fmt9(o.eta_min) + " " + fmt9(o.eta_max));
   if (o.seeds < 1) throw std::invalid_argument("--seeds must be >= 1, got " + std::to_string(o.seeds));
+  if (!(o.init_scale > 0 && std::isfinite(o.init_scale)))
+    throw std::invalid_argument("--scales: expected finite scales > 0, got " + fmt9(o.init_scale));
   normstudy::check_threads(o.threads);
 }
 
@@ -64,12 +66,14 @@ struct Net {
   std::vector<std::vector<Tensor>> groups;  ///< groups[j]: Linear j's weight, then its BN's γ and β
   std::vector<Tensor> params;              ///< every parameter, group order
   std::vector<Tensor> buffers;             ///< BN running statistics
+  std::vector<std::shared_ptr<DistributionNoise>> noises;
 };
 
-Net build(const LinearOptions& o, bool bn, Generator& init) {
+Net build(const LinearOptions& o, bool bn, Generator& init, const NoiseOptions* noise = nullptr,
+          std::uint64_t noise_seed = 0) {
   Net n;
   n.seq = std::make_shared<layers::Sequential>();
-  const double bound = std::sqrt(6.0 / static_cast<double>(2 * o.width));  // Glorot uniform
+  const double bound = o.init_scale * std::sqrt(6.0 / static_cast<double>(2 * o.width));  // Glorot uniform × scale
   layers::BatchNormOptions bo;
   bo.dtype = Dtype::Float64;
   for (int j = 0; j < o.depth; ++j) {
@@ -86,6 +90,11 @@ Net build(const LinearOptions& o, bool bn, Generator& init) {
       n.buffers.push_back(b->running_mean);
       n.buffers.push_back(b->running_var);
       n.buffers.push_back(b->num_batches_tracked);
+    }
+    if (noise && j + 1 < o.depth) {
+      auto z = std::make_shared<DistributionNoise>(*noise, noise_seed + static_cast<std::uint64_t>(j));
+      n.seq->push_back(z);
+      n.noises.push_back(z);
     }
     for (auto& t : g) n.params.push_back(t);
     n.groups.push_back(std::move(g));
@@ -191,9 +200,25 @@ LandscapePoint probe_landscape(Net& n, const Tensor& X, const Tensor& Y, const s
   return pt;
 }
 
-LinearRun train_one(const LinearOptions& o, bool bn, std::uint64_t seed, bool ics, bool landscape) {
+// Full-batch loss with the noise layers off (BN still in train mode), changing nothing.
+double clean_loss(Net& n, const Tensor& X, const Tensor& Y) {
+  const auto saved_b = save(n.buffers);
+  for (auto& z : n.noises) z->eval();
+  double L;
+  {
+    NoGradGuard ng;
+    L = layers::mse_loss((*n.seq)(X), Y, layers::Reduction::Sum).item();
+  }
+  for (auto& z : n.noises) z->train();
+  load(n.buffers, saved_b);
+  return L;
+}
+
+LinearRun train_one(const LinearOptions& o, bool bn, std::uint64_t seed, bool ics, bool landscape,
+                    const NoiseOptions* noise = nullptr) {
   LinearRun run;
   run.bn = bn;
+  run.noise = noise != nullptr;
   run.seed = seed;
   // Data and A from the seed's data stream; weights from its init stream (equal for BN and plain).
   Generator data_gen(seed * 2 + 1), init(seed * 2 + 2);
@@ -204,7 +229,8 @@ LinearRun train_one(const LinearOptions& o, bool bn, std::uint64_t seed, bool ic
     NoGradGuard ng;
     Y = matmul(X, transpose(A, 0, 1));
   }
-  Net n = build(o, bn, init);
+  for (double v : Y.to_vector()) run.target_ss += v * v;
+  Net n = build(o, bn, init, noise, 1000 * seed + 500);
   std::vector<std::vector<double>> G;
   for (int t = 0; t <= o.steps; ++t) {
     const double L = loss_grads(n, X, Y, G);
@@ -215,6 +241,7 @@ LinearRun train_one(const LinearOptions& o, bool bn, std::uint64_t seed, bool ic
     }
     if (t % o.every == 0 || t == o.steps) {
       run.loss.emplace_back(t, L);
+      if (noise) run.clean_loss.emplace_back(t, clean_loss(n, X, Y));
       if (ics) run.ics.push_back(probe_ics(n, X, Y, G, o.lr)), run.ics.back().step = t;
       if (landscape) run.landscape.push_back(probe_landscape(n, X, Y, G, L, o)), run.landscape.back().step = t;
     }
@@ -300,10 +327,14 @@ std::string header(const LinearResult& r, const char* title) {
   const auto& o = r.options;
   std::ostringstream md;
   md << "# claims " << title << ": summary\n\n";
+  if (!r.description.empty()) {
+    md << "- " << r.description << "\n";
+  } else {
   md << "- Santurkar et al. 2018's deep linear network: " << o.depth << " Linear(" << o.width << ", " << o.width
      << ") without bias, Glorot uniform, " << o.samples << " samples X ~ N(0, 1), y = x·Aᵀ (A standard Gaussian), "
      << "full-batch GD lr " << fmt9(o.lr) << ", " << o.steps << " steps, summed squared error, float64; bn: "
      << "BatchNorm1d after each Linear but the last\n";
+  }
   md << "- probes every " << o.every << " steps; seeds " << o.seed << ".." << o.seed + static_cast<std::uint64_t>(o.seeds) - 1
      << "; per-seed window means, then mean ± std over seeds; ratio = BN / plain, paired by seed\n";
   int crashed = 0;
@@ -343,6 +374,33 @@ LinearResult run_deep_linear(const LinearOptions& o, bool ics, bool landscape) {
     r.runs[k] = train_one(o, r.runs[k].bn, r.runs[k].seed, ics, landscape);
     const auto& run = r.runs[k];
     spdlog::info("deep linear {} seed {}: loss {:.4g} -> {:.4g}{}", net_name(run.bn), run.seed,
+                 run.loss.empty() ? NAN : run.loss.front().second, run.loss.empty() ? NAN : run.loss.back().second,
+                 run.crashed ? " (crashed at step " + std::to_string(run.crash_step) + ")" : "");
+  });
+  r.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  return r;
+}
+
+LinearResult run_noisy_linear(const LinearOptions& o, const NoiseOptions& noise) {
+  check_linear_options(o);
+  check_noise_options(noise);
+  LinearResult r;
+  r.options = o;
+  for (bool bn : {false, true})
+    for (bool nz : {false, true})
+      for (int s = 0; s < o.seeds; ++s) {
+        LinearRun run;
+        run.bn = bn;
+        run.noise = nz;
+        run.seed = o.seed + static_cast<std::uint64_t>(s);
+        r.runs.push_back(run);
+      }
+  const auto t0 = std::chrono::steady_clock::now();
+  normstudy::run_jobs(r.runs.size(), o.threads, [&](std::size_t k) {
+    const bool nz = r.runs[k].noise;
+    r.runs[k] = train_one(o, r.runs[k].bn, r.runs[k].seed, false, false, nz ? &noise : nullptr);
+    const auto& run = r.runs[k];
+    spdlog::info("deep linear {}{} seed {}: loss {:.4g} -> {:.4g}{}", net_name(run.bn), run.noise ? "+noise" : "", run.seed,
                  run.loss.empty() ? NAN : run.loss.front().second, run.loss.empty() ? NAN : run.loss.back().second,
                  run.crashed ? " (crashed at step " + std::to_string(run.crash_step) + ")" : "");
   });
@@ -479,7 +537,7 @@ std::vector<std::string> write_ics(const LinearResult& r, const std::string& dir
     });
   };
   return band_figure(r, dir, "ics",
-                     "Deep linear network, ICS (Santurkar et al. Def. 2.1): line = mean over layers, band = min..max "
+                     r.figure_name + ", ICS (Santurkar et al. Def. 2.1): line = mean over layers, band = min..max "
                      "over layers (means over " + std::to_string(r.options.seeds) + " seeds)",
                      {{"||G - G'||_2", {table(false, 0), table(true, 0)}},
                       {"||G - G'||_2 / ||G||_2", {table(false, 1), table(true, 1)}}},
@@ -502,7 +560,7 @@ std::vector<std::string> write_landscape(const LinearResult& r, const std::strin
                       [](const LandscapePoint& p) { return std::array<double, 3>{p.beta, p.beta, p.beta}; });
   };
   return band_figure(r, dir, "landscape",
-                     "Deep linear network along -g, eta in [" + fmt4(r.options.eta_min) + ", " + fmt4(r.options.eta_max) +
+                     r.figure_name + " along -g, eta in [" + fmt4(r.options.eta_min) + ", " + fmt4(r.options.eta_max) +
                          "] x lr: bands = min..max over eta (means over " + std::to_string(r.options.seeds) + " seeds)",
                      {{"loss L(W - eta g)", {loss(false), loss(true)}},
                       {"gradient predictiveness ||grad L(W) - grad L(W - eta g)||", {gpred(false), gpred(true)}},

@@ -20,6 +20,8 @@
 #include <string>
 #include <vector>
 
+#include "distribution_noise.h"
+
 namespace claims {
 
 struct LinearOptions {
@@ -34,6 +36,7 @@ struct LinearOptions {
   int seeds = 3;
   std::uint64_t seed = 0;
   int threads = 2;
+  double init_scale = 1;       ///< multiplies the Glorot bound (init-sweep-linear)
 };
 LinearOptions quick_linear_options(LinearOptions o);
 /// Throws std::invalid_argument naming the option.
@@ -54,10 +57,13 @@ struct LandscapePoint {
 };
 struct LinearRun {
   bool bn = false;
+  bool noise = false;  ///< DistributionNoise after each of the first depth − 1 Linears (after its BN)
   std::uint64_t seed = 0;
   bool crashed = false;
   int crash_step = 0;
   std::vector<std::pair<int, double>> loss;  ///< (step, loss) at every probe step
+  double target_ss = 0;  ///< Σ y² over samples and outputs: the loss of predicting 0
+  std::vector<std::pair<int, double>> clean_loss;  ///< noise runs: the same with the noise off (BN still on the batch)
   std::vector<IcsPoint> ics;
   std::vector<LandscapePoint> landscape;
 };
@@ -66,10 +72,17 @@ struct LinearResult {
   bool ics = false, landscape = false;  ///< which probes ran
   std::vector<LinearRun> runs;          ///< plain then BN, each for every seed
   double seconds = 0;
+  /// Other nets reusing the summaries and figures (mlp_probes.h): the set-up bullet that
+  /// replaces the deep linear network's, and the figure titles' first words.
+  std::string description, figure_name = "Deep linear network";
 };
 
 /// Trains every (net, seed) with the probes asked for (ics, landscape).
 LinearResult run_deep_linear(const LinearOptions& o, bool ics, bool landscape);
+/// `noisy-bn`: plain, plain + noise, BN, BN + noise (Santurkar et al. Algorithm 1 after each
+/// of the first depth − 1 Linears, after the BN), every seed, no probes; loss and clean_loss
+/// every `every` steps. Noise layer j of seed s draws from Generator(1000·s + 500 + j).
+LinearResult run_noisy_linear(const LinearOptions& o, const NoiseOptions& noise);
 std::string ics_csv(const LinearResult& r);
 std::string landscape_csv(const LinearResult& r);
 std::string ics_summary(const LinearResult& r);

@@ -43,6 +43,7 @@ void check_sweep_options(const SweepOptions& o) {
   if (o.batch > o.train_size)
     throw std::invalid_argument("--batch " + std::to_string(o.batch) + " exceeds --train-size " + std::to_string(o.train_size));
   normstudy::check_threads(o.threads);
+  if (o.arch != "mlp" && o.arch != "cnn") throw std::invalid_argument("--arch: expected mlp or cnn, got " + o.arch);
 }
 
 std::vector<double> sweep_rates(const SweepOptions& o) {
@@ -65,6 +66,7 @@ SweepRun train_one(const SweepOptions& o, const normstudy::StudyData& d, bool bn
   normstudy::ModelConfig mc;
   mc.norm = bn ? normstudy::NormKind::Sync : normstudy::NormKind::None;  // Sync: BatchNorm1d over the batch
   mc.hidden = o.hidden;
+  mc.arch = o.arch;
   Generator init(seed), shuffle(seed + 1000003);
   normstudy::Model m = normstudy::build_model(mc, d.train.num_features(), 10, init);
   optim::SGDOptions so;
@@ -156,9 +158,15 @@ std::string sweep_summary(const SweepResult& r) {
   const auto& o = r.options;
   std::ostringstream md;
   md << "# claims lr-sweep: summary\n\n";
-  md << "- MLP 784";
-  for (auto h : o.hidden) md << "-" << h;
-  md << "-10, BN (Linear -> BatchNorm1d -> ReLU) vs plain (Linear -> ReLU), Fashion-MNIST " << o.train_size
+  if (o.arch == "cnn") {
+    md << "- CNN [Conv2d(3×3) -> norm -> ReLU -> MaxPool2d(2)] × (8, 16) -> Linear(784, 64) -> norm -> ReLU -> Linear(64, 10), "
+          "BN (norm = BatchNorm2d / BatchNorm1d) vs plain (no norm), Fashion-MNIST ";
+  } else {
+    md << "- MLP 784";
+    for (auto h : o.hidden) md << "-" << h;
+    md << "-10, BN (Linear -> BatchNorm1d -> ReLU) vs plain (Linear -> ReLU), Fashion-MNIST ";
+  }
+  md << o.train_size
      << " training images, plain SGD (no momentum), batch " << o.batch << ", " << o.epochs << " epochs; lr "
      << fmt4(o.lr_min) << " .. " << fmt4(o.lr_max) << " in √10 steps; seeds " << o.seed << ".."
      << o.seed + static_cast<std::uint64_t>(o.seeds) - 1 << "\n";
@@ -214,7 +222,7 @@ std::vector<std::string> write_sweep(const SweepResult& r, const std::string& di
   if (!report_kit::write_tables(dir_s, sweep_csv(r), sweep_summary(r))) return {};
   std::ostringstream gp;
   gp << "set terminal pngcairo size 900,520 font 'sans,10'\nset output " << report_kit::gnuplot_quote(png.string())
-     << "\nset title 'Fashion-MNIST MLP, plain SGD: test accuracy against lr (mean ± std over " << r.options.seeds
+     << "\nset title 'Fashion-MNIST " << (r.options.arch == "cnn" ? "CNN" : "MLP") << ", plain SGD: test accuracy against lr (mean ± std over " << r.options.seeds
      << " seeds; a missing point: a run diverged)'\nset xlabel 'learning rate'\nset ylabel 'test accuracy (%)'\n"
         "set logscale x\nset grid\nset key bottom left\nset datafile missing '?'\nplot ";
   for (bool bn : {false, true}) {

@@ -23,6 +23,9 @@ struct SweepOptions {
   std::int64_t train_size = 10000;
   std::int64_t test_size = 0;
   std::vector<std::int64_t> hidden = {256, 128};
+  /// "mlp" or "cnn" (normstudy's CNN: [Conv2d 3×3 -> norm -> ReLU -> MaxPool 2] × (8, 16)
+  /// -> Linear(784, 64) -> norm -> ReLU -> Linear(64, 10), the block of models::CNN).
+  std::string arch = "mlp";
   int threads = 2;
 };
 SweepOptions quick_sweep_options(SweepOptions o);

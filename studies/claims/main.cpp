@@ -3,6 +3,13 @@
 //   claims ics --out results/ics                         # Santurkar et al. 2018 Def. 2.1, deep linear net
 //   claims landscape --out results/landscape             # Santurkar et al. 2018 Fig. 4, deep linear net
 //   claims lr-sweep --out results/lr_sweep               # Bjorck et al. 2018, Fashion-MNIST MLP
+//   claims noisy-bn --out results/noisy_bn               # Santurkar et al. 2018 Algorithm 1, both nets
+//   claims ics-mlp --out results/ics_mlp                 # the same probes on the Fashion-MNIST MLP
+//   claims landscape-mlp --out results/landscape_mlp
+//   claims init-sweep --out results/init_sweep           # weight scale x depth, BN vs plain
+//   claims reg-gap --out results/reg_gap                 # train - test gap across batch sizes, |gamma|
+//   claims lr-sweep-linear --out results/lr_sweep_linear # the lr range on the deep linear network
+//   claims init-sweep-linear --out results/init_sweep_linear  # the same on the deep linear network
 //   claims <subcommand> --quick                          # CI smoke test (< 60 s)
 #include <chrono>
 #include <iostream>
@@ -12,7 +19,13 @@
 #include <spdlog/spdlog.h>
 
 #include "deep_linear.h"
+#include "init_linear.h"
+#include "init_sweep.h"
+#include "linear_lr_sweep.h"
 #include "lr_sweep.h"
+#include "reg_gap.h"
+#include "mlp_probes.h"
+#include "noisy_bn.h"
 #include "variance_shift.h"
 #include <tapegrad/data/fashion_mnist.h>
 
@@ -71,10 +84,100 @@ int main(int argc, char** argv) {
   sw->add_option("--batch", wo.batch, "Minibatch size")->capture_default_str();
   sw->add_option("--train-size", wo.train_size, "Training images")->capture_default_str();
   sw->add_option("--test-size", wo.test_size, "Test images (0: all 10,000)")->capture_default_str();
+  sw->add_option("--arch", wo.arch, "mlp or cnn (normstudy's CNN, the block of models::CNN)")->capture_default_str();
   sw->add_option("--threads", wo.threads, "Worker threads (each run single-threaded)")->capture_default_str();
   sw->add_option("--data", data_dir, "Fashion-MNIST directory (Debian: dataset-fashion-mnist)")->capture_default_str();
 
-  for (auto* sc : {vs, ics, land, sw}) {
+  NoisyOptions no;
+  auto* nb = app.add_subcommand("noisy-bn", "Santurkar et al.'s Algorithm 1 noise after BN (and after a plain layer), both nets");
+  nb->add_option("--noise-mean", no.noise.mean_range, "n_m: per unit and step mu ~ U(-n_m, n_m)")->capture_default_str();
+  nb->add_option("--noise-scale", no.noise.scale_max, "n_v: per unit and step sigma ~ U(1, n_v)")->capture_default_str();
+  nb->add_option("--noise-jitter", no.noise.jitter, "r: per-sample std around mu and sigma")->capture_default_str();
+  nb->add_option("--steps", no.linear.steps, "Deep linear network: GD steps")->capture_default_str();
+  nb->add_option("--linear-lr", no.linear.lr, "Deep linear network: GD lr")->capture_default_str();
+  nb->add_option("--every", no.linear.every, "Deep linear network: record the loss every k-th step")->capture_default_str();
+  nb->add_option("--seeds", no.seeds, "Seeds")->capture_default_str();
+  nb->add_option("--seed", no.seed, "First seed")->capture_default_str()->check(non_negative);
+  nb->add_option("--epochs", no.epochs, "MLP: epochs")->capture_default_str();
+  nb->add_option("--batch", no.batch, "MLP: minibatch size")->capture_default_str();
+  nb->add_option("--lr", no.lr, "MLP: SGD lr (momentum 0.9)")->capture_default_str();
+  nb->add_option("--train-size", no.train_size, "MLP: training images")->capture_default_str();
+  nb->add_option("--test-size", no.test_size, "MLP: test images (0: all 10,000)")->capture_default_str();
+  nb->add_option("--hidden", no.hidden, "MLP: hidden widths")->capture_default_str();
+  nb->add_option("--threads", no.threads, "Worker threads (each run single-threaded)")->capture_default_str();
+  nb->add_option("--data", data_dir, "Fashion-MNIST directory (Debian: dataset-fashion-mnist)")->capture_default_str();
+
+  MlpProbeOptions mo;
+  auto* icsm = app.add_subcommand("ics-mlp", "Internal covariate shift (Def. 2.1) on the Fashion-MNIST MLP, BN vs plain");
+  auto* landm = app.add_subcommand("landscape-mlp", "Loss range, gradient predictiveness, effective beta on the Fashion-MNIST MLP");
+  for (auto* sc : {icsm, landm}) {
+    sc->add_option("--seeds", mo.seeds, "Seeds")->capture_default_str();
+    sc->add_option("--seed", mo.seed, "First seed")->capture_default_str()->check(non_negative);
+    sc->add_option("--epochs", mo.epochs, "Epochs")->capture_default_str();
+    sc->add_option("--batch", mo.batch, "Minibatch size")->capture_default_str();
+    sc->add_option("--lr", mo.lr, "SGD lr (no momentum)")->capture_default_str();
+    sc->add_option("--train-size", mo.train_size, "Training images")->capture_default_str();
+    sc->add_option("--test-size", mo.test_size, "Test images (0: all 10,000)")->capture_default_str();
+    sc->add_option("--hidden", mo.hidden, "Hidden widths")->capture_default_str();
+    sc->add_option("--every", mo.every, "Probe every k-th step (and at the first and last)")->capture_default_str();
+    sc->add_option("--threads", mo.threads, "Worker threads (each run single-threaded)")->capture_default_str();
+    sc->add_option("--data", data_dir, "Fashion-MNIST directory (Debian: dataset-fashion-mnist)")->capture_default_str();
+  }
+  landm->add_option("--grid", mo.grid, "Step sizes eta on the geometric grid")->capture_default_str();
+  landm->add_option("--eta-min", mo.eta_min, "Smallest eta, in units of lr")->capture_default_str();
+  landm->add_option("--eta-max", mo.eta_max, "Largest eta, in units of lr")->capture_default_str();
+
+  InitOptions io;
+  auto* is = app.add_subcommand("init-sweep", "Weight scale x depth, BN vs plain at a fixed lr: the region within 2 points of the best");
+  is->add_option("--scales", io.scales, "Weight scales s (x the Kaiming std sqrt(2/fan_in))")->capture_default_str();
+  is->add_option("--depths", io.depths, "Hidden-layer counts")->capture_default_str();
+  is->add_option("--width", io.width, "Hidden width")->capture_default_str();
+  is->add_option("--seeds", io.seeds, "Seeds")->capture_default_str();
+  is->add_option("--seed", io.seed, "First seed")->capture_default_str()->check(non_negative);
+  is->add_option("--epochs", io.epochs, "Epochs")->capture_default_str();
+  is->add_option("--batch", io.batch, "Minibatch size")->capture_default_str();
+  is->add_option("--lr", io.lr, "SGD lr (momentum 0.9), the same for every cell")->capture_default_str();
+  is->add_option("--train-size", io.train_size, "Training images")->capture_default_str();
+  is->add_option("--test-size", io.test_size, "Test images (0: all 10,000)")->capture_default_str();
+  is->add_option("--tolerance", io.tolerance, "Points of test accuracy from the best that count as good")->capture_default_str();
+  is->add_option("--threads", io.threads, "Worker threads (each run single-threaded)")->capture_default_str();
+  is->add_option("--data", data_dir, "Fashion-MNIST directory (Debian: dataset-fashion-mnist)")->capture_default_str();
+
+  GapOptions go;
+  auto* rg = app.add_subcommand("reg-gap", "Train - test gap, BN vs plain, across batch sizes at a matched and at each one's best lr");
+  rg->add_option("--batches", go.batches, "Batch sizes")->capture_default_str();
+  rg->add_option("--lrs", go.lrs, "SGD rates (momentum 0.9)")->capture_default_str();
+  rg->add_option("--matched-lr", go.matched_lr, "The rate both nets share (one of --lrs)")->capture_default_str();
+  rg->add_option("--seeds", go.seeds, "Seeds")->capture_default_str();
+  rg->add_option("--seed", go.seed, "First seed")->capture_default_str()->check(non_negative);
+  rg->add_option("--epochs", go.epochs, "Epochs")->capture_default_str();
+  rg->add_option("--train-size", go.train_size, "Training images")->capture_default_str();
+  rg->add_option("--test-size", go.test_size, "Test images (0: all 10,000)")->capture_default_str();
+  rg->add_option("--hidden", go.hidden, "Hidden widths")->capture_default_str();
+  rg->add_option("--threads", go.threads, "Worker threads (each run single-threaded)")->capture_default_str();
+  rg->add_option("--data", data_dir, "Fashion-MNIST directory (Debian: dataset-fashion-mnist)")->capture_default_str();
+
+  LinearSweepOptions lw;
+  auto* swl = app.add_subcommand("lr-sweep-linear", "BN vs plain on the deep linear network, lr in sqrt(10) steps to divergence");
+  swl->add_option("--lr-min", lw.lr_min, "Smallest rate")->capture_default_str();
+  swl->add_option("--lr-max", lw.lr_max, "Largest rate")->capture_default_str();
+  swl->add_option("--steps", lw.steps, "GD steps per run")->capture_default_str();
+  swl->add_option("--seeds", lw.linear.seeds, "Seeds")->capture_default_str();
+  swl->add_option("--seed", lw.linear.seed, "First seed")->capture_default_str()->check(non_negative);
+  swl->add_option("--threads", lw.linear.threads, "Worker threads (each run single-threaded)")->capture_default_str();
+
+  InitLinearOptions il;
+  auto* isl = app.add_subcommand("init-sweep-linear", "Glorot scale x depth on the deep linear network, BN vs plain: R2 within 2 points of the best");
+  isl->add_option("--scales", il.scales, "Scales s of the Glorot bound")->capture_default_str();
+  isl->add_option("--depths", il.depths, "Linear layers")->capture_default_str();
+  isl->add_option("--steps", il.steps, "GD steps")->capture_default_str();
+  isl->add_option("--lr", il.linear.lr, "GD lr")->capture_default_str();
+  isl->add_option("--tolerance", il.tolerance, "Points of R2 from the best that count as good")->capture_default_str();
+  isl->add_option("--seeds", il.linear.seeds, "Seeds")->capture_default_str();
+  isl->add_option("--seed", il.linear.seed, "First seed")->capture_default_str()->check(non_negative);
+  isl->add_option("--threads", il.linear.threads, "Worker threads (each run single-threaded)")->capture_default_str();
+
+  for (auto* sc : {vs, ics, land, sw, nb, icsm, landm, is, rg, swl, isl}) {
     sc->add_option("--out", out, "Output directory (CSV, summary.md, PNG)");
     sc->add_flag("--quick", quick, "Small settings for a smoke test (< 60 s); options given explicitly are kept");
     sc->add_flag("-q,--quiet", quiet, "Only warnings");
@@ -99,6 +202,105 @@ int main(int argc, char** argv) {
       const ShiftResult r = run_variance_shift(so, d);
       pngs = write_shift(r, out);
       std::cout << shift_summary(r);
+    } else if (nb->parsed()) {
+      if (quick) {
+        const NoisyOptions q = quick_noisy_options(no);
+        if (!given(nb, "--seeds")) no.seeds = q.seeds;
+        if (!given(nb, "--steps")) no.linear.steps = q.linear.steps;
+        if (!given(nb, "--every")) no.linear.every = q.linear.every;
+        if (!given(nb, "--epochs")) no.epochs = q.epochs;
+        if (!given(nb, "--train-size")) no.train_size = q.train_size;
+        if (!given(nb, "--test-size")) no.test_size = q.test_size;
+      }
+      check_noisy_options(no);
+      if (out.empty()) out = "claims_noisy_bn";
+      const normstudy::StudyData d = normstudy::load_data(data_dir, no.train_size, no.test_size);
+      const NoisyResult r = run_noisy_bn(no, d);
+      pngs = write_noisy(r, out);
+      std::cout << noisy_summary(r);
+    } else if (icsm->parsed() || landm->parsed()) {
+      CLI::App* sc = icsm->parsed() ? icsm : landm;
+      if (quick) {
+        const MlpProbeOptions q = quick_mlp_probe_options(mo);
+        if (!given(sc, "--seeds")) mo.seeds = q.seeds;
+        if (!given(sc, "--epochs")) mo.epochs = q.epochs;
+        if (!given(sc, "--train-size")) mo.train_size = q.train_size;
+        if (!given(sc, "--test-size")) mo.test_size = q.test_size;
+        if (!given(sc, "--every")) mo.every = q.every;
+        if (!given(sc, "--grid")) mo.grid = q.grid;
+      }
+      check_mlp_probe_options(mo);
+      const normstudy::StudyData d = normstudy::load_data(data_dir, mo.train_size, mo.test_size);
+      if (icsm->parsed()) {
+        if (out.empty()) out = "claims_ics_mlp";
+        const LinearResult r = run_mlp_probes(mo, d, true, false);
+        pngs = write_ics(r, out);
+        std::cout << ics_summary(r);
+      } else {
+        if (out.empty()) out = "claims_landscape_mlp";
+        const LinearResult r = run_mlp_probes(mo, d, false, true);
+        pngs = write_landscape(r, out);
+        std::cout << landscape_summary(r);
+      }
+    } else if (is->parsed()) {
+      if (quick) {
+        const InitOptions q = quick_init_options(io);
+        if (!given(is, "--seeds")) io.seeds = q.seeds;
+        if (!given(is, "--scales")) io.scales = q.scales;
+        if (!given(is, "--depths")) io.depths = q.depths;
+        if (!given(is, "--epochs")) io.epochs = q.epochs;
+        if (!given(is, "--train-size")) io.train_size = q.train_size;
+        if (!given(is, "--test-size")) io.test_size = q.test_size;
+      }
+      check_init_options(io);
+      if (out.empty()) out = "claims_init_sweep";
+      const normstudy::StudyData d = normstudy::load_data(data_dir, io.train_size, io.test_size);
+      const InitResult r = run_init_sweep(io, d);
+      pngs = write_init(r, out);
+      std::cout << init_summary(r);
+    } else if (rg->parsed()) {
+      if (quick) {
+        const GapOptions q = quick_gap_options(go);
+        if (!given(rg, "--seeds")) go.seeds = q.seeds;
+        if (!given(rg, "--batches")) go.batches = q.batches;
+        if (!given(rg, "--lrs")) go.lrs = q.lrs;
+        if (!given(rg, "--matched-lr")) go.matched_lr = q.matched_lr;
+        if (!given(rg, "--epochs")) go.epochs = q.epochs;
+        if (!given(rg, "--train-size")) go.train_size = q.train_size;
+        if (!given(rg, "--test-size")) go.test_size = q.test_size;
+      }
+      check_gap_options(go);
+      if (out.empty()) out = "claims_reg_gap";
+      const normstudy::StudyData d = normstudy::load_data(data_dir, go.train_size, go.test_size);
+      const GapResult r = run_reg_gap(go, d);
+      pngs = write_gap(r, out);
+      std::cout << gap_summary(r);
+    } else if (isl->parsed()) {
+      if (quick) {
+        const InitLinearOptions q = quick_init_linear_options(il);
+        if (!given(isl, "--seeds")) il.linear.seeds = q.linear.seeds;
+        if (!given(isl, "--steps")) il.steps = q.steps;
+        if (!given(isl, "--scales")) il.scales = q.scales;
+        if (!given(isl, "--depths")) il.depths = q.depths;
+      }
+      check_init_linear_options(il);
+      if (out.empty()) out = "claims_init_sweep_linear";
+      const InitResult r = run_init_sweep_linear(il);
+      pngs = write_init(r, out);
+      std::cout << init_summary(r);
+    } else if (swl->parsed()) {
+      if (quick) {
+        const LinearSweepOptions q = quick_linear_sweep_options(lw);
+        if (!given(swl, "--seeds")) lw.linear.seeds = q.linear.seeds;
+        if (!given(swl, "--steps")) lw.steps = q.steps;
+        if (!given(swl, "--lr-min")) lw.lr_min = q.lr_min;
+        if (!given(swl, "--lr-max")) lw.lr_max = q.lr_max;
+      }
+      check_linear_sweep_options(lw);
+      if (out.empty()) out = "claims_lr_sweep_linear";
+      const LinearSweepResult r = run_linear_lr_sweep(lw);
+      write_linear_sweep(r, out);
+      std::cout << linear_sweep_summary(r);
     } else if (sw->parsed()) {
       if (quick) {
         const SweepOptions q = quick_sweep_options(wo);

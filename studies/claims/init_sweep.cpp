@@ -1,0 +1,235 @@
+#include "init_sweep.h"
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <cstdio>
+#include <filesystem>
+#include <sstream>
+#include <stdexcept>
+
+#include <spdlog/spdlog.h>
+
+#include "kit/gnuplot.h"
+#include "kit/stats.h"
+
+namespace claims {
+
+using namespace tapegrad;
+using bnexp::mean_std;
+using bnexp::MeanStd;
+using normstudy::fmt4;
+using normstudy::fmt9;
+namespace fs = std::filesystem;
+
+InitOptions quick_init_options(InitOptions o) {
+  o.seeds = 1;
+  o.scales = {0.1, 1, 10};
+  o.depths = {2, 4};
+  o.epochs = 1;
+  o.train_size = 1024;
+  o.test_size = 1000;
+  return o;
+}
+
+void check_init_options(const InitOptions& o) {
+  if (o.scales.empty()) throw std::invalid_argument("--scales: expected at least one scale, got none");
+  for (double s : o.scales)
+    if (!(s > 0 && std::isfinite(s))) throw std::invalid_argument("--scales: expected finite scales > 0, got " + fmt9(s));
+  if (o.depths.empty()) throw std::invalid_argument("--depths: expected at least one depth, got none");
+  for (int dd : o.depths)
+    if (dd < 1) throw std::invalid_argument("--depths: expected hidden-layer counts >= 1, got " + std::to_string(dd));
+  if (o.width < 1) throw std::invalid_argument("--width must be >= 1, got " + std::to_string(o.width));
+  if (o.seeds < 1) throw std::invalid_argument("--seeds must be >= 1, got " + std::to_string(o.seeds));
+  if (o.epochs < 1) throw std::invalid_argument("--epochs must be >= 1, got " + std::to_string(o.epochs));
+  if (o.batch < 2) throw std::invalid_argument("--batch: expected >= 2 (BatchNorm refuses 1), got " + std::to_string(o.batch));
+  if (!(std::isfinite(o.lr) && o.lr > 0)) throw std::invalid_argument("--lr: expected a finite number > 0, got " + fmt9(o.lr));
+  if (!(o.tolerance >= 0 && std::isfinite(o.tolerance)))
+    throw std::invalid_argument("--tolerance: expected points >= 0, got " + fmt9(o.tolerance));
+  normstudy::check_sizes(o.train_size, o.test_size);
+  if (o.batch > o.train_size)
+    throw std::invalid_argument("--batch " + std::to_string(o.batch) + " exceeds --train-size " + std::to_string(o.train_size));
+  normstudy::check_threads(o.threads);
+}
+
+double InitRun::acc() const { return out.crashed ? crash_acc : out.test_acc; }
+
+namespace {
+
+// Mean test accuracy per cell (depth-major, then scale) of one net over the given seeds
+// (all when seed_filter < 0).
+std::vector<double> cell_means(const InitResult& r, bool bn, long long seed_filter = -1) {
+  const auto& o = r.options;
+  std::vector<double> out;
+  for (int dd : o.depths)
+    for (double s : o.scales) {
+      std::vector<double> a;
+      for (const auto& x : r.runs)
+        if (x.bn == bn && x.depth == dd && x.scale == s && (seed_filter < 0 || x.seed == static_cast<std::uint64_t>(seed_filter)))
+          a.push_back(x.acc());
+      out.push_back(mean_std(a).mean);
+    }
+  return out;
+}
+// Share of cells within tolerance (points) of the best cell.
+double good_share(const std::vector<double>& cells, double tol, std::vector<bool>* mask = nullptr) {
+  const double best = *std::max_element(cells.begin(), cells.end());
+  int n = 0;
+  if (mask) mask->assign(cells.size(), false);
+  for (std::size_t k = 0; k < cells.size(); ++k)
+    if (100 * (best - cells[k]) <= tol + 1e-9) {
+      ++n;
+      if (mask) (*mask)[k] = true;
+    }
+  return static_cast<double>(n) / static_cast<double>(cells.size());
+}
+
+}  // namespace
+
+InitResult run_init_sweep(const InitOptions& o, const normstudy::StudyData& d) {
+  check_init_options(o);
+  InitResult r;
+  r.options = o;
+  for (bool bn : {false, true})
+    for (int dd : o.depths)
+      for (double s : o.scales)
+        for (int k = 0; k < o.seeds; ++k) {
+          InitRun x;
+          x.bn = bn, x.depth = dd, x.scale = s, x.seed = o.seed + static_cast<std::uint64_t>(k);
+          r.runs.push_back(x);
+        }
+  const auto t0 = std::chrono::steady_clock::now();
+  normstudy::run_jobs(r.runs.size(), o.threads, [&](std::size_t k) {
+    auto& x = r.runs[k];
+    MlpSpec spec;
+    spec.hidden.assign(static_cast<std::size_t>(x.depth), o.width);
+    spec.bn = x.bn;
+    spec.weight_scale = x.scale;
+    Generator init(x.seed);
+    Mlp m = build_mlp(spec, d.train.num_features(), 10, init);
+    TrainSpec t;
+    t.epochs = o.epochs;
+    t.batch = o.batch;
+    t.lr = o.lr;
+    t.momentum = 0.9;
+    t.shuffle_seed = x.seed + 1000003;
+    x.out = train_mlp(m, t, d);
+    spdlog::info("init-sweep {} depth {} scale {} seed {}: {}", x.bn ? "bn" : "plain", x.depth, fmt4(x.scale), x.seed,
+                 x.out.crashed ? std::string("crashed") : "test " + fmt4(100 * x.out.test_acc) + "%");
+  });
+  r.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  return r;
+}
+
+std::string init_csv(const InitResult& r) {
+  std::string out = "net,depth,scale,seed,crashed,last_epoch_loss,train_acc,test_acc\n";
+  for (const auto& x : r.runs)
+    out += std::string(x.bn ? "bn" : "plain") + "," + std::to_string(x.depth) + "," + fmt9(x.scale) + "," +
+           std::to_string(x.seed) + "," + (x.out.crashed ? "1" : "0") + "," + fmt9(x.out.last_epoch_loss) + "," +
+           fmt9(x.out.train_acc) + "," + fmt9(x.out.test_acc) + "\n";
+  return out;
+}
+
+std::string init_summary(const InitResult& r) {
+  const auto& o = r.options;
+  std::ostringstream md;
+  md << "# claims init-sweep: summary\n\n";
+  if (!r.description.empty()) {
+    md << r.description;
+  } else {
+  md << "- Fashion-MNIST MLP 784-[" << o.width << " × depth]-10, bn: Linear -> BatchNorm1d -> ReLU, plain: Linear -> ReLU; "
+        "weights N(0, (s·√(2/fan_in))²), bias 0\n";
+  md << "- " << o.train_size << " training images, SGD momentum 0.9, lr " << fmt4(o.lr) << " (fixed), batch " << o.batch
+     << ", " << o.epochs << " epochs; eval-mode test accuracy; a crashed run counts as 10 %\n";
+  }
+  md << "- seeds " << o.seed << ".." << o.seed + static_cast<std::uint64_t>(o.seeds) - 1 << "; wall time " << fmt4(r.seconds)
+     << " s with " << o.threads << " worker threads\n\n";
+  for (bool bn : {false, true}) {
+    const auto cells = cell_means(r, bn);
+    std::vector<bool> mask;
+    good_share(cells, o.tolerance, &mask);
+    md << "### " << (bn ? "BN" : "plain") << ": mean " << r.score << " (%); * = within " << fmt4(o.tolerance)
+       << " points of the best\n\n| depth \\ s |";
+    for (double s : o.scales) md << " " << fmt4(s) << " |";
+    md << "\n|---|";
+    for (std::size_t k = 0; k < o.scales.size(); ++k) md << "---|";
+    md << "\n";
+    std::size_t c = 0;
+    for (int dd : o.depths) {
+      md << "| " << dd << " |";
+      for (std::size_t k = 0; k < o.scales.size(); ++k, ++c) {
+        int crashed = 0;
+        for (const auto& x : r.runs)
+          if (x.bn == bn && x.depth == dd && x.scale == o.scales[k]) crashed += x.out.crashed;
+        char buf[64];
+        std::snprintf(buf, sizeof buf, " %.1f%s%s |", 100 * cells[c], mask[c] ? "*" : "",
+                      crashed ? (" (" + std::to_string(crashed) + " crashed)").c_str() : "");
+        md << buf;
+      }
+      md << "\n";
+    }
+    md << "\n";
+  }
+  md << "| net | best cell (%) | share of the grid within " << fmt4(o.tolerance)
+     << " points of the best (seed means) | the same per seed, mean ± std |\n|---|---|---|---|\n";
+  std::vector<double> per[2];
+  for (bool bn : {false, true}) {
+    for (int k = 0; k < o.seeds; ++k)
+      per[bn].push_back(good_share(cell_means(r, bn, static_cast<long long>(o.seed) + k), o.tolerance));
+    const auto cells = cell_means(r, bn);
+    const MeanStd m = mean_std(per[bn]);
+    char buf[160];
+    std::snprintf(buf, sizeof buf, "| %s | %.2f | %.3f (%d of %zu cells) | %.3f ± %.3f |\n", bn ? "bn" : "plain",
+                  100 * *std::max_element(cells.begin(), cells.end()), good_share(cells, o.tolerance),
+                  static_cast<int>(std::lround(good_share(cells, o.tolerance) * cells.size())), cells.size(), m.mean, m.std);
+    md << buf;
+  }
+  std::vector<double> diff;
+  for (int k = 0; k < o.seeds; ++k) diff.push_back(per[1][k] - per[0][k]);
+  const MeanStd dm = mean_std(diff);
+  char buf[96];
+  std::snprintf(buf, sizeof buf, "\nPaired bn − plain share: %+.3f ± %.3f (per seed:", dm.mean, dm.std);
+  md << buf;
+  for (double v : diff) std::snprintf(buf, sizeof buf, " %+.3f", v), md << buf;
+  md << ")\n";
+  return md.str();
+}
+
+std::vector<std::string> write_init(const InitResult& r, const std::string& dir_s) {
+  const auto& o = r.options;
+  const fs::path dir(dir_s), plots = dir / "plots", png = dir / "init_sweep.png";
+  if (!report_kit::write_tables(dir_s, init_csv(r), init_summary(r))) return {};
+  std::ostringstream gp;
+  gp << "set terminal pngcairo size 1100,480 font 'sans,10'\nset output " << report_kit::gnuplot_quote(png.string())
+     << "\nset multiplot layout 1,2 title '" << r.figure_name << ", fixed lr " << fmt4(o.lr)
+     << ": mean " << r.score << " (%) over " << o.seeds << " seeds; * within " << fmt4(o.tolerance)
+     << " points of the net''s best'\nset cbrange [" << r.floor << ":100]\nset palette rgbformulae 33,13,10\nset xlabel 'weight scale s (x " << r.scale_name << ")'\n"
+        "set ylabel 'hidden layers'\nset xtics (";
+  for (std::size_t k = 0; k < o.scales.size(); ++k) gp << (k ? ", " : "") << "'" << fmt4(o.scales[k]) << "' " << k;
+  gp << ")\nset ytics (";
+  for (std::size_t k = 0; k < o.depths.size(); ++k) gp << (k ? ", " : "") << "'" << o.depths[k] << "' " << k;
+  gp << ")\nset xrange [-0.5:" << o.scales.size() - 0.5 << "]\nset yrange [-0.5:" << o.depths.size() - 0.5 << "]\n";
+  for (bool bn : {false, true}) {
+    const auto cells = cell_means(r, bn);
+    std::vector<bool> mask;
+    good_share(cells, o.tolerance, &mask);
+    std::ostringstream dat;
+    std::size_t c = 0;
+    for (std::size_t i = 0; i < o.depths.size(); ++i) {
+      for (std::size_t k = 0; k < o.scales.size(); ++k, ++c) {
+        char buf[64];
+        std::snprintf(buf, sizeof buf, "%zu %zu %.2f \"%.1f%s\"\n", k, i, 100 * cells[c], 100 * cells[c], mask[c] ? "*" : "");
+        dat << buf;
+      }
+      dat << "\n";
+    }
+    const std::string f = (plots / (std::string("init_") + (bn ? "bn" : "plain") + ".dat")).string();
+    report_kit::write_file(f, dat.str());
+    gp << "set title '" << (bn ? "BN" : "plain") << "'\nplot " << report_kit::gnuplot_quote(f) << " using 1:2:3 with image notitle, "
+       << report_kit::gnuplot_quote(f) << " using 1:2:4 with labels notitle\n";
+  }
+  gp << "unset multiplot\n";
+  return report_kit::render_figure((plots / "init_sweep.gp").string(), gp.str(), png.string(), (plots / "gnuplot.log").string());
+}
+
+}  // namespace claims

@@ -1,0 +1,102 @@
+#include "mlp.h"
+
+#include <cmath>
+#include <stdexcept>
+#include <string>
+
+#include <tapegrad/core/autograd.h>
+#include <tapegrad/core/ops/elementwise.h>
+#include <tapegrad/layers/activation.h>
+
+namespace claims {
+
+using namespace tapegrad;
+
+Mlp build_mlp(const MlpSpec& s, std::int64_t in_features, std::int64_t classes, Generator& init) {
+  if (s.hidden.empty()) throw std::invalid_argument("--hidden: expected at least one width, got none");
+  for (auto h : s.hidden)
+    if (h < 1) throw std::invalid_argument("--hidden: expected widths >= 1, got " + std::to_string(h));
+  if (!(s.weight_scale >= 0 && std::isfinite(s.weight_scale)))
+    throw std::invalid_argument("weight scale: expected a finite number >= 0, got " + std::to_string(s.weight_scale));
+  Mlp m;
+  m.net = std::make_shared<layers::Sequential>();
+  std::int64_t in = in_features;
+  auto linear = [&](std::int64_t out) {
+    auto l = std::make_shared<layers::Linear>(in, out, true, Dtype::Float32, init);
+    if (s.weight_scale > 0) {
+      NoGradGuard ng;
+      const double std = s.weight_scale * std::sqrt(2.0 / static_cast<double>(in));
+      l->weight.copy_(randn(l->weight.shape(), Dtype::Float32, init) * std);
+      l->bias.zero_();
+    }
+    m.net->push_back(l);
+    m.linears.push_back(l);
+    m.groups.push_back({l->weight, l->bias});
+    in = out;
+  };
+  for (std::size_t k = 0; k < s.hidden.size(); ++k) {
+    linear(s.hidden[k]);
+    if (s.bn) {
+      auto b = std::make_shared<layers::BatchNorm1d>(s.hidden[k]);
+      m.net->push_back(b);
+      m.bns.push_back(b);
+      m.groups.back().push_back(b->weight);
+      m.groups.back().push_back(b->bias);
+    }
+    if (s.noise) {
+      auto z = std::make_shared<DistributionNoise>(*s.noise, s.noise_seed + k);
+      m.net->push_back(z);
+      m.noises.push_back(z);
+    }
+    m.net->push_back(std::make_shared<layers::ReLU>());
+  }
+  linear(classes);
+  m.net->train();
+  return m;
+}
+
+}  // namespace claims
+
+#include <tapegrad/data/dataloader.h>
+#include <tapegrad/optim/sgd.h>
+
+namespace claims {
+
+TrainOutcome train_mlp(Mlp& m, const TrainSpec& t, const normstudy::StudyData& d,
+                       const std::function<void(std::int64_t, const Tensor&, const Tensor&)>& before_step) {
+  TrainOutcome out;
+  optim::SGDOptions so;
+  so.lr = t.lr;
+  so.momentum = t.momentum;
+  optim::SGD opt(m.net->parameters(), so);
+  Generator shuffle(t.shuffle_seed);
+  data::DataLoaderOptions lo;
+  lo.batch_size = t.batch;
+  lo.shuffle = true;
+  lo.drop_last = true;
+  data::DataLoader loader(d.train, lo, shuffle);
+  m.net->train();
+  std::int64_t step = 0;
+  for (int e = 1; e <= t.epochs && !out.crashed; ++e) {
+    double sum = 0;
+    int n = 0;
+    for (auto b : loader) {
+      if (before_step) before_step(step, b.X, b.y);
+      const double L = normstudy::train_step(*m.net, opt, b.X, b.y);
+      if (step == 0) out.first_loss = L;
+      ++step;
+      if (normstudy::crashed_loss(L)) {
+        out.crashed = true;
+        out.crash_step = step;
+        break;
+      }
+      sum += L, ++n;
+    }
+    out.last_epoch_loss = n ? sum / n : NAN;
+  }
+  out.train_acc = out.crashed ? NAN : normstudy::evaluate_eval_mode(*m.net, d.train).accuracy;
+  out.test_acc = out.crashed ? NAN : normstudy::evaluate_eval_mode(*m.net, d.test).accuracy;
+  return out;
+}
+
+}  // namespace claims

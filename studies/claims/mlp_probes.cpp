@@ -1,0 +1,215 @@
+#include "mlp_probes.h"
+
+#include <chrono>
+#include <cmath>
+#include <sstream>
+#include <stdexcept>
+
+#include <spdlog/spdlog.h>
+
+#include <tapegrad/core/autograd.h>
+#include <tapegrad/debug/buffers.h>
+#include <tapegrad/layers/losses.h>
+
+namespace claims {
+
+using namespace tapegrad;
+using normstudy::fmt4;
+using normstudy::fmt9;
+
+MlpProbeOptions quick_mlp_probe_options(MlpProbeOptions o) {
+  o.seeds = 2;
+  o.epochs = 1;
+  o.train_size = 1024;
+  o.test_size = 1000;
+  o.every = 4;
+  o.grid = 5;
+  return o;
+}
+
+void check_mlp_probe_options(const MlpProbeOptions& o) {
+  if (o.seeds < 1) throw std::invalid_argument("--seeds must be >= 1, got " + std::to_string(o.seeds));
+  if (o.epochs < 1) throw std::invalid_argument("--epochs must be >= 1, got " + std::to_string(o.epochs));
+  if (o.batch < 2) throw std::invalid_argument("--batch: expected >= 2 (BatchNorm refuses 1), got " + std::to_string(o.batch));
+  if (!(std::isfinite(o.lr) && o.lr > 0)) throw std::invalid_argument("--lr: expected a finite number > 0, got " + fmt9(o.lr));
+  normstudy::check_sizes(o.train_size, o.test_size);
+  if (o.batch > o.train_size)
+    throw std::invalid_argument("--batch " + std::to_string(o.batch) + " exceeds --train-size " + std::to_string(o.train_size));
+  if (o.every < 1) throw std::invalid_argument("--every must be >= 1, got " + std::to_string(o.every));
+  if (o.grid < 2) throw std::invalid_argument("--grid must be >= 2, got " + std::to_string(o.grid));
+  if (!(o.eta_min > 0 && o.eta_max > o.eta_min && std::isfinite(o.eta_max)))
+    throw std::invalid_argument("--eta-min/--eta-max: expected 0 < min < max, got " + fmt9(o.eta_min) + " " + fmt9(o.eta_max));
+  normstudy::check_threads(o.threads);
+}
+
+namespace {
+
+using Grads = std::vector<std::vector<double>>;
+
+struct Probe {
+  Mlp& m;
+  std::vector<Tensor> params;       // groups flattened
+  std::vector<std::size_t> start;   // flat index of group i's first tensor (Linear i's weight)
+  double loss_grads(const Tensor& X, const Tensor& y, Grads& g) {
+    for (auto& p : params) p.zero_grad();
+    Tensor L = layers::cross_entropy((*m.net)(X), y);
+    L.backward();
+    g.resize(params.size());
+    for (std::size_t k = 0; k < params.size(); ++k) g[k] = params[k].grad().to_vector();
+    for (auto& p : params) p.zero_grad();
+    return L.item();
+  }
+  void step(const Grads& g, std::size_t upto, double eta) {
+    NoGradGuard ng;
+    for (std::size_t k = 0; k < upto; ++k)
+      params[k].add_(Tensor::from_vector(g[k], params[k].shape(), params[k].dtype()), -eta);
+  }
+  std::vector<Tensor> save() {
+    NoGradGuard ng;
+    std::vector<Tensor> out;
+    for (const auto& p : params) out.push_back(p.clone());
+    return out;
+  }
+  void load(const std::vector<Tensor>& saved) {
+    NoGradGuard ng;
+    for (std::size_t k = 0; k < params.size(); ++k) Tensor(params[k]).copy_(saved[k]);
+  }
+};
+
+double dist(const std::vector<double>& a, const std::vector<double>& b) {
+  double s = 0;
+  for (std::size_t i = 0; i < a.size(); ++i) s += (a[i] - b[i]) * (a[i] - b[i]);
+  return std::sqrt(s);
+}
+double dot(const std::vector<double>& a, const std::vector<double>& b) {
+  double s = 0;
+  for (std::size_t i = 0; i < a.size(); ++i) s += a[i] * b[i];
+  return s;
+}
+
+LinearRun train_one(const MlpProbeOptions& o, const normstudy::StudyData& d, bool bn, std::uint64_t seed, bool ics,
+                    bool landscape) {
+  LinearRun run;
+  run.bn = bn;
+  run.seed = seed;
+  MlpSpec spec;
+  spec.hidden = o.hidden;
+  spec.bn = bn;
+  Generator init(seed);
+  Mlp m = build_mlp(spec, d.train.num_features(), 10, init);
+  Probe pr{m, {}, {}};
+  for (const auto& g : m.groups) {
+    pr.start.push_back(pr.params.size());
+    for (const auto& t : g) pr.params.push_back(t);
+  }
+  TrainSpec t;
+  t.epochs = o.epochs;
+  t.batch = o.batch;
+  t.lr = o.lr;
+  t.momentum = 0;
+  t.shuffle_seed = seed + 1000003;
+  const std::int64_t total = o.epochs * (o.train_size / o.batch);
+  Grads G, Gp;
+  auto probe = [&](std::int64_t step, const Tensor& X, const Tensor& y) {
+    if (step % o.every != 0 && step != total - 1) return;
+    const auto saved_b = debug::snapshot_buffers(*m.net);
+    const auto saved_p = pr.save();
+    const double L = pr.loss_grads(X, y, G);
+    debug::restore_buffers(*m.net, saved_b);
+    const int st = static_cast<int>(step);
+    run.loss.emplace_back(st, L);
+    if (ics) {
+      IcsPoint pt;
+      pt.step = st;
+      for (std::size_t i = 1; i < m.groups.size(); ++i) {
+        pr.step(G, pr.start[i], o.lr);
+        pr.loss_grads(X, y, Gp);
+        const auto& g = G[pr.start[i]];
+        const auto& gp = Gp[pr.start[i]];
+        const double dd = dist(g, gp), ng = std::sqrt(dot(g, g)), ngp = std::sqrt(dot(gp, gp));
+        pt.l2.push_back(dd);
+        pt.rel.push_back(ng > 0 ? dd / ng : 0.0);
+        pt.cos.push_back(ng > 0 && ngp > 0 ? dot(g, gp) / (ng * ngp) : 1.0);
+        pr.load(saved_p);
+        debug::restore_buffers(*m.net, saved_b);
+      }
+      run.ics.push_back(pt);
+    }
+    if (landscape) {
+      LandscapePoint pt;
+      pt.step = st;
+      pt.loss = L;
+      double gn2 = 0;
+      for (const auto& g : G) gn2 += dot(g, g);
+      pt.grad_norm = std::sqrt(gn2);
+      pt.loss_min = pt.gpred_min = INFINITY;
+      pt.loss_max = pt.gpred_max = -INFINITY;
+      for (int k = 0; k < o.grid; ++k) {
+        const double eta = o.lr * o.eta_min * std::pow(o.eta_max / o.eta_min, static_cast<double>(k) / (o.grid - 1));
+        pr.step(G, pr.params.size(), eta);
+        const double le = pr.loss_grads(X, y, Gp);
+        double d2 = 0;
+        for (std::size_t j = 0; j < G.size(); ++j) d2 += dist(G[j], Gp[j]) * dist(G[j], Gp[j]);
+        const double dd = std::sqrt(d2);
+        pt.loss_min = std::min(pt.loss_min, le);
+        pt.loss_max = std::max(pt.loss_max, le);
+        pt.gpred_min = std::min(pt.gpred_min, dd);
+        pt.gpred_max = std::max(pt.gpred_max, dd);
+        if (pt.grad_norm > 0) pt.beta = std::max(pt.beta, dd / (eta * pt.grad_norm));
+        pr.load(saved_p);
+        debug::restore_buffers(*m.net, saved_b);
+      }
+      run.landscape.push_back(pt);
+    }
+  };
+  const TrainOutcome out = train_mlp(m, t, d, probe);
+  run.crashed = out.crashed;
+  run.crash_step = static_cast<int>(out.crash_step);
+  spdlog::info("mlp probes {} seed {}: last-epoch loss {:.4g}, test {:.4g}%", bn ? "bn" : "plain", seed,
+               out.last_epoch_loss, 100 * out.test_acc);
+  return run;
+}
+
+}  // namespace
+
+LinearResult run_mlp_probes(const MlpProbeOptions& o, const normstudy::StudyData& d, bool ics, bool landscape) {
+  check_mlp_probe_options(o);
+  LinearResult r;
+  r.options.depth = static_cast<int>(o.hidden.size()) + 1;
+  r.options.steps = static_cast<int>(o.epochs * (o.train_size / o.batch));
+  r.options.every = o.every;
+  r.options.grid = o.grid;
+  r.options.eta_min = o.eta_min;
+  r.options.eta_max = o.eta_max;
+  r.options.lr = o.lr;
+  r.options.seeds = o.seeds;
+  r.options.seed = o.seed;
+  r.options.threads = o.threads;
+  r.ics = ics;
+  r.landscape = landscape;
+  std::ostringstream desc;
+  desc << "Fashion-MNIST MLP 784";
+  for (auto h : o.hidden) desc << "-" << h;
+  desc << "-10, bn: Linear -> BatchNorm1d -> ReLU, plain: Linear -> ReLU; " << o.train_size
+       << " training images, plain SGD (no momentum) lr " << fmt4(o.lr) << ", batch " << o.batch << ", " << o.epochs
+       << " epochs (" << r.options.steps << " steps), float32; probes on the minibatch about to be trained on";
+  if (landscape) desc << "; landscape η ∈ [" << fmt4(o.eta_min) << ", " << fmt4(o.eta_max) << "]× lr";
+  desc << "; loss = mean cross-entropy of that minibatch";
+  r.description = desc.str();
+  r.figure_name = "Fashion-MNIST MLP";
+  for (bool bn : {false, true})
+    for (int s = 0; s < o.seeds; ++s) {
+      LinearRun run;
+      run.bn = bn;
+      run.seed = o.seed + static_cast<std::uint64_t>(s);
+      r.runs.push_back(run);
+    }
+  const auto t0 = std::chrono::steady_clock::now();
+  normstudy::run_jobs(r.runs.size(), o.threads, [&](std::size_t k) {
+    r.runs[k] = train_one(o, d, r.runs[k].bn, r.runs[k].seed, ics, landscape);
+  });
+  r.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  return r;
+}
+
+}  // namespace claims

@@ -1,0 +1,260 @@
+#include "noisy_bn.h"
+
+#include <chrono>
+#include <cmath>
+#include <cstdio>
+#include <filesystem>
+#include <sstream>
+#include <stdexcept>
+
+#include <spdlog/spdlog.h>
+
+#include "kit/gnuplot.h"
+#include "kit/stats.h"
+
+namespace claims {
+
+using namespace tapegrad;
+using bnexp::mean_std;
+using bnexp::MeanStd;
+using normstudy::fmt4;
+using normstudy::fmt9;
+namespace fs = std::filesystem;
+
+NoisyOptions quick_noisy_options(NoisyOptions o) {
+  o.seeds = 2;
+  o.linear.steps = 100;
+  o.linear.every = 25;
+  o.epochs = 1;
+  o.train_size = 2048;
+  o.test_size = 2000;
+  return o;
+}
+
+void check_noisy_options(const NoisyOptions& o) {
+  check_noise_options(o.noise);
+  check_linear_options(o.linear);
+  if (o.seeds < 1) throw std::invalid_argument("--seeds must be >= 1, got " + std::to_string(o.seeds));
+  if (o.epochs < 1) throw std::invalid_argument("--epochs must be >= 1, got " + std::to_string(o.epochs));
+  if (o.batch < 2) throw std::invalid_argument("--batch: expected >= 2 (BatchNorm refuses 1), got " + std::to_string(o.batch));
+  if (!(std::isfinite(o.lr) && o.lr > 0)) throw std::invalid_argument("--lr: expected a finite number > 0, got " + fmt9(o.lr));
+  normstudy::check_sizes(o.train_size, o.test_size);
+  if (o.batch > o.train_size)
+    throw std::invalid_argument("--batch " + std::to_string(o.batch) + " exceeds --train-size " + std::to_string(o.train_size));
+  normstudy::check_threads(o.threads);
+}
+
+namespace {
+
+std::string variant(bool bn, bool noise) { return std::string(bn ? "bn" : "plain") + (noise ? "+noise" : ""); }
+
+std::string pm(const MeanStd& m, double scale, int digits, bool sci = false) {
+  if (m.n == 0) return "—";
+  char buf[96];
+  if (sci) std::snprintf(buf, sizeof buf, "%.*e ± %.*e", digits, scale * m.mean, digits, scale * m.std);
+  else std::snprintf(buf, sizeof buf, "%.*f ± %.*f", digits, scale * m.mean, digits, scale * m.std);
+  return buf;
+}
+
+// Final loss of a deep linear run: the clean loss (noise off) for noise runs; NaN when crashed.
+double linear_final(const LinearRun& x) {
+  if (x.crashed) return NAN;
+  return x.noise ? x.clean_loss.back().second : x.loss.back().second;
+}
+// Mean over the last 10% of the probes of the (clean) loss.
+double linear_tail(const LinearRun& x, int steps) {
+  if (x.crashed) return NAN;
+  const auto& v = x.noise ? x.clean_loss : x.loss;
+  double s = 0;
+  int n = 0;
+  for (auto& [st, l] : v)
+    if (st >= steps - steps / 10) s += l, ++n;
+  return n ? s / n : NAN;
+}
+
+const LinearRun* find_linear(const LinearResult& r, bool bn, bool noise, std::uint64_t seed) {
+  for (const auto& x : r.runs)
+    if (x.bn == bn && x.noise == noise && x.seed == seed) return &x;
+  return nullptr;
+}
+const NoisyMlpRun* find_mlp(const NoisyResult& r, bool bn, bool noise, std::uint64_t seed) {
+  for (const auto& x : r.mlp)
+    if (x.bn == bn && x.noise == noise && x.seed == seed) return &x;
+  return nullptr;
+}
+
+// "g (per seed: a, b, c)" of paired ratios (geometric) or differences (arithmetic).
+std::string paired(const std::vector<double>& v, bool ratio, double scale = 1) {
+  if (v.empty()) return "—";
+  double agg = 0;
+  for (double x : v) agg += ratio ? std::log(x) : x;
+  agg /= static_cast<double>(v.size());
+  if (ratio) agg = std::exp(agg);
+  char buf[64];
+  std::snprintf(buf, sizeof buf, ratio ? "%.3g (per seed: " : "%+.2f (per seed: ", ratio ? agg : scale * agg);
+  std::string c = buf;
+  for (std::size_t i = 0; i < v.size(); ++i) {
+    std::snprintf(buf, sizeof buf, ratio ? "%.3g" : "%+.2f", ratio ? v[i] : scale * v[i]);
+    c += (i ? ", " : "") + std::string(buf);
+  }
+  return c + ")";
+}
+
+}  // namespace
+
+NoisyResult run_noisy_bn(const NoisyOptions& o, const normstudy::StudyData& d) {
+  check_noisy_options(o);
+  NoisyResult r;
+  r.options = o;
+  const auto t0 = std::chrono::steady_clock::now();
+  LinearOptions lo = o.linear;
+  lo.seeds = o.seeds;
+  lo.seed = o.seed;
+  lo.threads = o.threads;
+  r.linear = run_noisy_linear(lo, o.noise);
+  for (bool bn : {false, true})
+    for (bool nz : {false, true})
+      for (int s = 0; s < o.seeds; ++s) {
+        NoisyMlpRun run;
+        run.bn = bn;
+        run.noise = nz;
+        run.seed = o.seed + static_cast<std::uint64_t>(s);
+        r.mlp.push_back(run);
+      }
+  normstudy::run_jobs(r.mlp.size(), o.threads, [&](std::size_t k) {
+    auto& run = r.mlp[k];
+    MlpSpec spec;
+    spec.hidden = o.hidden;
+    spec.bn = run.bn;
+    if (run.noise) spec.noise = o.noise;
+    spec.noise_seed = 1000 * run.seed + 500;
+    Generator init(run.seed);
+    Mlp m = build_mlp(spec, d.train.num_features(), 10, init);
+    TrainSpec t;
+    t.epochs = o.epochs;
+    t.batch = o.batch;
+    t.lr = o.lr;
+    t.shuffle_seed = run.seed + 1000003;
+    run.out = train_mlp(m, t, d);
+    spdlog::info("noisy-bn mlp {} seed {}: loss {:.4g}, test {:.4g}%", variant(run.bn, run.noise), run.seed,
+                 run.out.last_epoch_loss, 100 * run.out.test_acc);
+  });
+  r.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  return r;
+}
+
+std::string noisy_csv(const NoisyResult& r) {
+  std::string out = "model,net,seed,step,loss,clean_loss,train_acc,test_acc,crashed\n";
+  for (const auto& x : r.linear.runs)
+    for (std::size_t k = 0; k < x.loss.size(); ++k)
+      out += "deep_linear," + variant(x.bn, x.noise) + "," + std::to_string(x.seed) + "," + std::to_string(x.loss[k].first) +
+             "," + fmt9(x.loss[k].second) + "," + (x.noise ? fmt9(x.clean_loss[k].second) : fmt9(x.loss[k].second)) + ",,," +
+             (x.crashed ? "1" : "0") + "\n";
+  for (const auto& x : r.mlp)
+    out += "mlp," + variant(x.bn, x.noise) + "," + std::to_string(x.seed) + ",," + fmt9(x.out.last_epoch_loss) + ",," +
+           fmt9(x.out.train_acc) + "," + fmt9(x.out.test_acc) + "," + (x.out.crashed ? "1" : "0") + "\n";
+  return out;
+}
+
+std::string noisy_summary(const NoisyResult& r) {
+  const auto& o = r.options;
+  std::ostringstream md;
+  md << "# claims noisy-bn: summary\n\n";
+  md << "- noise (Santurkar et al. 2018, Algorithm 1) after each hidden layer's BN (or its Linear): per unit and step "
+        "μ ~ U(−" << fmt4(o.noise.mean_range) << ", " << fmt4(o.noise.mean_range) << "), σ ~ U(1, " << fmt4(o.noise.scale_max)
+     << "); per sample m ~ N(μ, r²), s ~ N(σ, r²), r = " << fmt4(o.noise.jitter) << "; y = s·x + m; off in eval mode\n";
+  md << "- deep linear network: " << o.linear.depth << " Linear(" << o.linear.width << ", " << o.linear.width << "), "
+     << o.linear.samples << " samples, full-batch GD lr " << fmt9(o.linear.lr) << ", " << o.linear.steps
+     << " steps; loss = summed squared error, for noise runs with the noise off (BN on the full batch)\n";
+  md << "- MLP 784";
+  for (auto h : o.hidden) md << "-" << h;
+  md << "-10 on Fashion-MNIST, " << o.train_size << " training images, SGD momentum 0.9 lr " << fmt4(o.lr) << ", batch "
+     << o.batch << ", " << o.epochs << " epochs; accuracies in eval mode (noise off)\n";
+  md << "- seeds " << o.seed << ".." << o.seed + static_cast<std::uint64_t>(o.seeds) - 1 << "; wall time " << fmt4(r.seconds)
+     << " s with " << o.threads << " worker threads\n\n";
+
+  md << "## Deep linear network\n\n| net | final loss | mean loss, last 10 % | crashed |\n|---|---|---|---|\n";
+  for (bool bn : {false, true})
+    for (bool nz : {false, true}) {
+      std::vector<double> f, t;
+      int crashed = 0;
+      for (int s = 0; s < o.seeds; ++s) {
+        const LinearRun* x = find_linear(r.linear, bn, nz, o.seed + static_cast<std::uint64_t>(s));
+        if (x->crashed) { ++crashed; continue; }
+        f.push_back(linear_final(*x));
+        t.push_back(linear_tail(*x, o.linear.steps));
+      }
+      md << "| " << variant(bn, nz) << " | " << pm(mean_std(f), 1, 2, true) << " | " << pm(mean_std(t), 1, 2, true) << " | "
+         << crashed << " |\n";
+    }
+  md << "\n| paired ratio of the last-10 % loss | geometric mean (per seed) |\n|---|---|\n";
+  struct P { bool bn1, n1, bn2, n2; };
+  for (const P p : {P{true, true, true, false}, P{true, true, false, false}, P{true, false, false, false}, P{false, true, false, false}}) {
+    std::vector<double> v;
+    for (int s = 0; s < o.seeds; ++s) {
+      const auto seed = o.seed + static_cast<std::uint64_t>(s);
+      const double a = linear_tail(*find_linear(r.linear, p.bn1, p.n1, seed), o.linear.steps);
+      const double b = linear_tail(*find_linear(r.linear, p.bn2, p.n2, seed), o.linear.steps);
+      if (std::isfinite(a) && std::isfinite(b) && b > 0) v.push_back(a / b);
+    }
+    md << "| " << variant(p.bn1, p.n1) << " / " << variant(p.bn2, p.n2) << " | " << paired(v, true) << " |\n";
+  }
+
+  md << "\n## Fashion-MNIST MLP\n\n| net | last-epoch train loss | train acc (%) | test acc (%) | crashed |\n|---|---|---|---|---|\n";
+  for (bool bn : {false, true})
+    for (bool nz : {false, true}) {
+      std::vector<double> l, tr, te;
+      int crashed = 0;
+      for (int s = 0; s < o.seeds; ++s) {
+        const NoisyMlpRun* x = find_mlp(r, bn, nz, o.seed + static_cast<std::uint64_t>(s));
+        if (x->out.crashed) { ++crashed; continue; }
+        l.push_back(x->out.last_epoch_loss), tr.push_back(x->out.train_acc), te.push_back(x->out.test_acc);
+      }
+      md << "| " << variant(bn, nz) << " | " << pm(mean_std(l), 1, 4) << " | " << pm(mean_std(tr), 100, 2) << " | "
+         << pm(mean_std(te), 100, 2) << " | " << crashed << " |\n";
+    }
+  md << "\n| paired test-accuracy difference (points) | mean (per seed) |\n|---|---|\n";
+  for (const P p : {P{true, true, true, false}, P{true, true, false, false}, P{true, false, false, false}, P{false, true, false, false}}) {
+    std::vector<double> v;
+    for (int s = 0; s < o.seeds; ++s) {
+      const auto seed = o.seed + static_cast<std::uint64_t>(s);
+      const auto* a = find_mlp(r, p.bn1, p.n1, seed);
+      const auto* b = find_mlp(r, p.bn2, p.n2, seed);
+      if (!a->out.crashed && !b->out.crashed) v.push_back(a->out.test_acc - b->out.test_acc);
+    }
+    md << "| " << variant(p.bn1, p.n1) << " − " << variant(p.bn2, p.n2) << " | " << paired(v, false, 100) << " |\n";
+  }
+  return md.str();
+}
+
+std::vector<std::string> write_noisy(const NoisyResult& r, const std::string& dir_s) {
+  const fs::path dir(dir_s), plots = dir / "plots", png = dir / "noisy_bn.png";
+  if (!report_kit::write_tables(dir_s, noisy_csv(r), noisy_summary(r))) return {};
+  std::ostringstream gp;
+  gp << "set terminal pngcairo size 900,520 font 'sans,10'\nset output " << report_kit::gnuplot_quote(png.string())
+     << "\nset title 'Deep linear network: loss (noise runs: with the noise off), mean over " << r.options.seeds
+     << " seeds'\nset xlabel 'step'\nset ylabel 'summed squared error'\nset logscale y\nset grid\nset key top right\nplot ";
+  const char* colors[] = {"#1f77b4", "#17becf", "#d62728", "#ff7f0e"};
+  int c = 0;
+  for (bool bn : {false, true})
+    for (bool nz : {false, true}) {
+      std::ostringstream d;
+      const LinearRun* first = find_linear(r.linear, bn, nz, r.options.seed);
+      for (std::size_t k = 0; first && k < first->loss.size(); ++k) {
+        double s = 0;
+        int n = 0;
+        for (const auto& x : r.linear.runs)
+          if (x.bn == bn && x.noise == nz && k < x.loss.size()) s += (nz ? x.clean_loss[k] : x.loss[k]).second, ++n;
+        d << first->loss[k].first << " " << fmt9(s / n) << "\n";
+      }
+      const std::string f = (plots / ("noisy_" + variant(bn, nz) + ".dat")).string();
+      report_kit::write_file(f, d.str());
+      gp << (c ? ", \\\n     " : "") << report_kit::gnuplot_quote(f) << " using 1:2 with lines lw 2 lc rgb '" << colors[c]
+         << "' title '" << variant(bn, nz) << "'";
+      ++c;
+    }
+  gp << "\n";
+  return report_kit::render_figure((plots / "noisy_bn.gp").string(), gp.str(), png.string(), (plots / "gnuplot.log").string());
+}
+
+}  // namespace claims

@@ -1,0 +1,54 @@
+#pragma once
+// `claims reg-gap`: "BN regularises: a smaller train–test gap" (the chapter), and Luo, Wang,
+// Shao & Peng 2019 (ICLR): BN's regularization fades as the batch grows. The Fashion-MNIST
+// MLP 784-256-128-10, BN vs plain, batch sizes {16, 32, 128, 512}, SGD momentum 0.9 over an
+// lr grid, a fixed number of epochs on a training subset. Per (net, batch): the generalization
+// gap train − test accuracy (both eval mode) at the matched lr and at each net's best lr (best
+// mean test accuracy over seeds — selected on the test set, so optimistic for both nets alike),
+// paired BN − plain by seed; and for BN the mean |γ| of every BN layer after training.
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "mlp.h"
+
+namespace claims {
+
+struct GapOptions {
+  std::vector<std::int64_t> batches = {16, 32, 128, 512};
+  std::vector<double> lrs = {0.01, 0.03, 0.1};
+  double matched_lr = 0.03;  ///< must be one of lrs
+  int seeds = 3;
+  std::uint64_t seed = 0;
+  int epochs = 10;
+  std::int64_t train_size = 5000;
+  std::int64_t test_size = 0;
+  std::vector<std::int64_t> hidden = {256, 128};
+  int threads = 2;
+};
+/// --quick: 1 seed, batches {32, 128}, lrs {0.03}, 2 epochs on 1,024 / 1,000 images.
+GapOptions quick_gap_options(GapOptions o);
+/// Throws std::invalid_argument naming the option.
+void check_gap_options(const GapOptions& o);
+
+struct GapRun {
+  bool bn = false;
+  std::int64_t batch = 0;
+  double lr = 0;
+  std::uint64_t seed = 0;
+  TrainOutcome out;
+  std::vector<double> gamma_abs;  ///< BN: mean |γ| per BN layer after training
+  double gap() const { return out.train_acc - out.test_acc; }
+};
+struct GapResult {
+  GapOptions options;
+  std::vector<GapRun> runs;
+  double seconds = 0;
+};
+
+GapResult run_reg_gap(const GapOptions& o, const normstudy::StudyData& d);
+std::string gap_csv(const GapResult& r);
+std::string gap_summary(const GapResult& r);
+std::vector<std::string> write_gap(const GapResult& r, const std::string& dir);
+
+}  // namespace claims
