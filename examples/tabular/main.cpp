@@ -274,7 +274,7 @@ int main(int argc, char** argv) {
     for (double s : scores) var += (s - mean) * (s - mean);
     const double std_ = std::sqrt(var / static_cast<double>(scores.size()));
     const double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-    std::printf("mean %s %.4f +- %.4f over %zu folds (std, ddof 0); time %.2f s\n", metric, mean, std_, scores.size(),
+    std::printf("mean %s %.4f +- %.4f over %zu folds (std, ddof 0); time %.3f s\n", metric, mean, std_, scores.size(),
                 secs);
     return 0;
   } catch (const std::exception& e) {
