@@ -175,6 +175,19 @@ Dataset Parser::run() {
   const char d = o_.delimiter;
   if (d == '"' || d == '\r' || d == '\n' || d == '\0')
     throw std::invalid_argument("read_csv: '" + src_ + "': the delimiter cannot be a quote, CR, LF or NUL");
+  if (o_.skip_rows < 0)
+    throw std::invalid_argument("read_csv: '" + src_ + "': expected skip_rows >= 0, got " + std::to_string(o_.skip_rows));
+  if (o_.skip_rows > 0) {  // whole lines, no quoting
+    const auto lines = static_cast<std::int64_t>(std::count(t_.begin(), t_.end(), '\n')) +
+                       (!t_.empty() && t_.back() != '\n' ? 1 : 0);
+    if (o_.skip_rows >= lines)
+      throw std::invalid_argument("read_csv: '" + src_ + "': skip_rows = " + std::to_string(o_.skip_rows) +
+                                  " skips every line (the file has " + std::to_string(lines) + " lines)");
+    for (std::int64_t k = 0; k < o_.skip_rows; ++k) {
+      i_ = t_.find('\n', i_) + 1;
+      ++line_;
+    }
+  }
   // ---- header (or the first row's width) ----------------------------------------------
   if (!next_row()) throw std::invalid_argument("read_csv: '" + src_ + "' holds no data rows (the file is empty)");
   const std::size_t ncols = fields_.size();

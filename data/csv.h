@@ -48,6 +48,11 @@ struct CsvOptions {
   CsvTask task = CsvTask::Classification;  ///< class labels (default) or numeric targets
   char delimiter = ',';     ///< field separator (',' ';' a tab ...); not a double quote, CR or LF
   bool header = true;       ///< the first row names the columns (otherwise they are "0", "1", ...)
+  /// Lines skipped at the top of the file before the header (or the first row), e.g. 1 for
+  /// scikit-learn's bundled digits.csv.gz and breast_cancer.csv, whose first line is a count
+  /// line ("1797,64,...") rather than column names (pandas' skiprows=N). Whole lines, as
+  /// they are (no quoting); line numbers in messages still count them. >= 0.
+  std::int64_t skip_rows = 0;
 };
 
 /// Reads `path`: plain text, or gzip-compressed (recognised by its magic bytes, whatever
@@ -60,7 +65,8 @@ struct CsvOptions {
 /// first row), an empty (missing) or non-numeric value, a non-finite value, a negative
 /// integer class label, an unterminated quoted field or text after a closing quote; and
 /// naming the file for: no data rows (an empty file, or a header only), an unknown label
-/// column (listing the columns), fewer than 2 columns, a bad delimiter.
+/// column (listing the columns), fewer than 2 columns, a bad delimiter, skip_rows < 0, or
+/// skip_rows that skips every line.
 Dataset read_csv(const std::string& path, const CsvOptions& options = {});
 
 /// read_csv on text in memory (no gzip); `source` names it in messages. A pure function of

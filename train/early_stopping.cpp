@@ -5,6 +5,9 @@
 #include <cstdlib>
 #include <stdexcept>
 
+#include <tapegrad/core/autograd.h>
+#include <tapegrad/layers/module.h>
+
 namespace tapegrad::train {
 
 bool improves(double value, double best, Mode mode, double min_delta) {
@@ -66,6 +69,11 @@ void EarlyStopping::on_epoch_end(TrainState& s) {
     best_ = *v;
     best_epoch_ = e.epoch;
     wait_ = 0;
+    if (o_.restore_best_weights && s.model != nullptr) {
+      best_weights_.clear();
+      for (const auto& [key, t] : s.model->state_dict()) best_weights_.emplace_back(key, t.clone());
+      best_weights_epoch_ = e.epoch;
+    }
     return;
   }
   if (++wait_ >= o_.patience) {
@@ -74,6 +82,19 @@ void EarlyStopping::on_epoch_end(TrainState& s) {
     s.stop_reason = "EarlyStopping: " + o_.monitor + " did not improve for " + std::to_string(wait_) +
                     " epochs (best " + format_double(best_) + " at epoch " + std::to_string(best_epoch_) + ")";
   }
+}
+
+void EarlyStopping::on_fit_end(TrainState& s) {
+  restored_epoch_ = 0;
+  if (!o_.restore_best_weights || s.model == nullptr || best_weights_.empty()) return;
+  if (best_weights_epoch_ == s.epoch) return;  // the model already holds the best epoch's weights
+  NoGradGuard no_grad;
+  const layers::StateDict live = s.model->state_dict();
+  for (const auto& [key, t] : best_weights_) {
+    Tensor dst = live.at(key);  // a handle on the live tensor
+    dst.copy_(t);
+  }
+  restored_epoch_ = best_weights_epoch_;
 }
 
 std::map<std::string, std::string> EarlyStopping::state_dict() const {

@@ -10,6 +10,10 @@
 // stops where the uninterrupted one would.
 #include <limits>
 #include <string>
+#include <utility>
+#include <vector>
+
+#include <tapegrad/core/tensor.h>
 
 #include <tapegrad/train/callback.h>
 
@@ -21,6 +25,12 @@ struct EarlyStoppingOptions {
   Mode mode = Mode::Min;   ///< Min: lower is better (losses); Max: higher (accuracies)
   double min_delta = 0.0;  ///< >= 0; the margin an improvement must exceed
   int patience = 3;        ///< >= 0; epochs without improvement before stopping
+  /// Keras' restore_best_weights: keep a copy of the model's state_dict (parameters and
+  /// persistent buffers) at every improvement and copy it back into the model when fit()
+  /// ends (after an early stop or the last epoch), so the model is the best epoch's, not the
+  /// last one's. The copy lives in memory only: after a resume it covers the epochs of this
+  /// fit() call (an earlier best stays in ModelCheckpoint's best file). Default false.
+  bool restore_best_weights = false;
 };
 
 /// Callback that stops training when the monitored value stops improving (see the top of
@@ -33,6 +43,8 @@ class EarlyStopping : public Callback {
   /// Throws std::invalid_argument naming the monitor and the logged keys when the epoch did
   /// not log it.
   void on_epoch_end(TrainState& s) override;
+  /// With restore_best_weights: copies the best epoch's weights back into the model.
+  void on_fit_end(TrainState& s) override;
   std::map<std::string, std::string> state_dict() const override;
   void load_state_dict(const std::map<std::string, std::string>& state) override;
 
@@ -40,11 +52,16 @@ class EarlyStopping : public Callback {
   int best_epoch() const { return best_epoch_; }  ///< epoch of best(); 0 before the first
   int wait() const { return wait_; }        ///< epochs since the last improvement
   int stopped_epoch() const { return stopped_epoch_; }  ///< 0: not stopped
+  /// With restore_best_weights: the epoch whose weights on_fit_end copied back (0: none, e.g.
+  /// the best epoch predates a resume, or the last epoch was the best).
+  int restored_epoch() const { return restored_epoch_; }
 
  private:
   EarlyStoppingOptions o_;
   double best_ = std::numeric_limits<double>::quiet_NaN();
-  int best_epoch_ = 0, wait_ = 0, stopped_epoch_ = 0;
+  int best_epoch_ = 0, wait_ = 0, stopped_epoch_ = 0, restored_epoch_ = 0;
+  std::vector<std::pair<std::string, Tensor>> best_weights_;  // restore_best_weights' copy
+  int best_weights_epoch_ = 0;
 };
 
 /// Whether `value` improves on `best` (NaN best: anything finite improves).
