@@ -12,13 +12,17 @@
 # the load average before each phase (the idle figures mean something only on a quiet machine).
 # Usage: bench/threads_cliff.sh [build-dir=build] [runs=5] [epochs=10]   (THREADS_CLIFF_TORCH=0 skips PyTorch)
 # Build first: TAPEGRAD_TARGETS="tapegrad_libraries tabular tapegrad_convert" scripts/build.sh
-# Needs python3-sklearn (the digits file) and, for the PyTorch rows, python3-torch.
+# Needs python3-sklearn (the digits file) and, for the PyTorch rows, python3-torch: both are
+# installed by scripts/setup.sh when missing.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 build="${1:-build}"
 runs="${2:-5}"
 epochs="${3:-10}"
 digits=/usr/lib/python3/dist-packages/sklearn/datasets/data/digits.csv.gz
+extras=(python3-sklearn)
+[[ "${THREADS_CLIFF_TORCH:-1}" == 0 ]] || extras+=(python3-torch)
+bash scripts/setup.sh "${extras[@]}" > /dev/null  # Debian packages, only those missing
 [[ -f "$digits" ]] || { echo "missing $digits: apt-get install -y python3-sklearn" >&2; exit 1; }
 scratch="$(mktemp -d)"
 busy_pid=""

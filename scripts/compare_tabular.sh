@@ -7,7 +7,7 @@
 # mean +- std over the folds (accuracy or R^2; std ddof 0), wall time of all 5 folds.
 # Usage: scripts/compare_tabular.sh [build-dir=build] [seed=0]
 # Needs: the tabular example built (TAPEGRAD_TARGETS=tabular scripts/build.sh) and
-# apt-get install -y python3-sklearn. Writes only to a temporary folder.
+# python3-sklearn (installed by scripts/setup.sh when missing). Writes only to a temporary folder.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 build="${1:-build}"
@@ -16,6 +16,7 @@ tabular="$build/examples/tabular/tabular"
 data=/usr/lib/python3/dist-packages/sklearn/datasets/data
 hidden=100
 [[ -x "$tabular" ]] || { echo "missing $tabular: build it first (see the header of $0)" >&2; exit 1; }
+bash scripts/setup.sh python3-sklearn > /dev/null  # the data sets and scikit-learn (Debian)
 [[ -f "$data/digits.csv.gz" ]] || { echo "missing $data: apt-get install -y python3-sklearn" >&2; exit 1; }
 out="$(mktemp -d)"
 trap 'rm -rf "$out"' EXIT
