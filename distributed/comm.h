@@ -15,4 +15,17 @@ MPI_Comm dup_world();
 /// Throws std::runtime_error naming `what` and MPI's error string when rc != MPI_SUCCESS.
 void check(int rc, const char* what);
 
+/// How a rank waits for a request (TAPEGRAD_MPI_WAIT, read once at MPI start):
+///   "backoff" (default): MPI_Test in a loop for about spin_us (TAPEGRAD_MPI_SPIN_US,
+///     default 50 µs), then MPI_Test between sleeps of 5 µs doubling to 100 µs: a waiting
+///     rank gives its core back (to the rank it waits for, on a machine with as many ranks
+///     as cores, or to other work) instead of polling it away;
+///   "spin": MPI_Wait (OpenMPI polls, yielding per mpi_yield_when_idle).
+/// The sleeps run with a 1 µs timer slack (prctl) so a 5 µs sleep is not rounded to 50 µs.
+enum class WaitPolicy { Backoff, Spin };
+WaitPolicy wait_policy();
+/// Completes `req` per wait_policy(); throws (via check) naming `what` on an MPI error.
+/// A no-op for MPI_REQUEST_NULL.
+void wait(MPI_Request& req, const char* what);
+
 }  // namespace tapegrad::distributed::detail
