@@ -24,6 +24,14 @@ void check(int rc, const char* what);
 /// The sleeps run with a 1 µs timer slack (prctl) so a 5 µs sleep is not rounded to 50 µs.
 enum class WaitPolicy { Backoff, Spin };
 WaitPolicy wait_policy();
+/// The policy and spin time from the values of TAPEGRAD_MPI_WAIT and TAPEGRAD_MPI_SPIN_US
+/// (null or empty: the defaults). Throws std::invalid_argument naming the variable, what
+/// it expects and the value given.
+struct WaitSettings {
+  WaitPolicy policy = WaitPolicy::Backoff;
+  double spin_seconds = 50e-6;
+};
+WaitSettings parse_wait_settings(const char* wait, const char* spin_us);
 /// Completes `req` per wait_policy(); throws (via check) naming `what` on an MPI error.
 /// A no-op for MPI_REQUEST_NULL.
 void wait(MPI_Request& req, const char* what);

@@ -24,23 +24,10 @@ double g_spin_seconds = 50e-6;
 
 // TAPEGRAD_MPI_WAIT and TAPEGRAD_MPI_SPIN_US (see comm.h); a bad value throws naming it.
 void read_wait_policy() {
-  g_wait = detail::WaitPolicy::Backoff;
-  g_spin_seconds = 50e-6;
-  if (const char* v = std::getenv("TAPEGRAD_MPI_WAIT"); v && *v) {
-    const std::string s = v;
-    if (s == "spin")
-      g_wait = detail::WaitPolicy::Spin;
-    else if (s != "backoff")
-      throw std::invalid_argument("TAPEGRAD_MPI_WAIT: expected backoff or spin, got '" + s + "'");
-  }
-  if (const char* v = std::getenv("TAPEGRAD_MPI_SPIN_US"); v && *v) {
-    char* end = nullptr;
-    const double us = std::strtod(v, &end);
-    if (end == v || *end != '\0' || !(us >= 0 && us <= 1e7))
-      throw std::invalid_argument(std::string("TAPEGRAD_MPI_SPIN_US: expected microseconds in [0, 1e7], got '") + v +
-                                  "'");
-    g_spin_seconds = us * 1e-6;
-  }
+  const detail::WaitSettings w =
+      detail::parse_wait_settings(std::getenv("TAPEGRAD_MPI_WAIT"), std::getenv("TAPEGRAD_MPI_SPIN_US"));
+  g_wait = w.policy;
+  g_spin_seconds = w.spin_seconds;
 }
 
 // Adds the lifetime of the scope to g_coll_seconds.
@@ -61,6 +48,26 @@ MPI_Comm dup_world() {
   return c;
 }
 WaitPolicy wait_policy() { return g_wait; }
+
+WaitSettings parse_wait_settings(const char* wait, const char* spin_us) {
+  WaitSettings w;
+  if (wait && *wait) {
+    const std::string s = wait;
+    if (s == "spin")
+      w.policy = WaitPolicy::Spin;
+    else if (s != "backoff")
+      throw std::invalid_argument("TAPEGRAD_MPI_WAIT: expected backoff or spin, got '" + s + "'");
+  }
+  if (spin_us && *spin_us) {
+    char* end = nullptr;
+    const double us = std::strtod(spin_us, &end);
+    if (end == spin_us || *end != '\0' || !(us >= 0 && us <= 1e7))
+      throw std::invalid_argument(std::string("TAPEGRAD_MPI_SPIN_US: expected microseconds in [0, 1e7], got '") +
+                                  spin_us + "'");
+    w.spin_seconds = us * 1e-6;
+  }
+  return w;
+}
 
 void wait(MPI_Request& req, const char* what) {
   if (req == MPI_REQUEST_NULL) return;
