@@ -75,7 +75,9 @@ struct DistributedDataParallel::State {
     std::vector<std::size_t> params;  // indices into `params`
     Dtype dtype = Dtype::Float32;
     std::int64_t numel = 0;
-    std::vector<char> flat;
+    std::vector<char> flat;  // the packed gradients (allocated on first use by an in-place bucket)
+    bool inplace = false;    // one parameter of >= DDPOptions::inplace_min_bytes
+    Tensor inflight;         // the gradient being reduced in its own memory (inplace, this step)
     std::size_t ready = 0;  // gradients final in this backward
     bool launched = false;
     MPI_Request request = MPI_REQUEST_NULL;
@@ -104,7 +106,23 @@ struct DistributedDataParallel::State {
 
   void launch(Bucket& b) {
     const std::size_t es = dtype_size(b.dtype);
+    void* data = nullptr;
+    if (b.inplace) {
+      // A large gradient is reduced where it is, without the two copies through `flat`,
+      // when only this parameter holds its memory (the engine gives every leaf gradient its
+      // own storage; anything else, or an unused parameter, takes the packed path).
+      Tensor g = params[b.params[0]].grad();
+      if (g.defined() && g.dtype() == b.dtype && g.numel() == b.numel && g.impl()->storage.use_count() == 1) {
+        b.inflight = std::move(g);
+        data = b.inflight.raw_data();
+      }
+    }
+    if (!data) {
+      b.flat.resize(static_cast<std::size_t>(b.numel) * es);
+      data = b.flat.data();
+    }
     for (std::size_t i : b.params) {
+      if (b.inflight.defined()) break;
       const Tensor g = params[i].grad();
       char* dst = b.flat.data() + offset_of[i] * es;
       if (g.defined())
@@ -115,7 +133,7 @@ struct DistributedDataParallel::State {
     b.launched = true;
     if (!mpi) return;
     const double t0 = now();
-    detail::check(MPI_Iallreduce(MPI_IN_PLACE, b.flat.data(), static_cast<int>(b.numel),
+    detail::check(MPI_Iallreduce(MPI_IN_PLACE, data, static_cast<int>(b.numel),
                                  b.dtype == Dtype::Float64 ? MPI_DOUBLE : MPI_FLOAT, MPI_SUM, comm, &b.request),
                   "MPI_Iallreduce");
     comm_s += now() - t0;
@@ -257,6 +275,7 @@ DistributedDataParallel::DistributedDataParallel(layers::ModulePtr module, DDPOp
     for (auto& [name, p] : module_->named_parameters())
       os << "param " << name << (p.requires_grad() ? " requires grad" : " frozen (requires_grad = false)") << "\n";
     os << "bucket_cap_bytes " << options.bucket_cap_bytes << "\n";
+    os << "inplace_min_bytes " << options.inplace_min_bytes << "\n";
     os << "broadcast_buffers " << (options.broadcast_buffers ? "true" : "false") << "\n";
     const std::string mine = os.str();
     check_same_across_ranks(fnv1a(mine), [&] { return mine; },
@@ -281,10 +300,12 @@ DistributedDataParallel::DistributedDataParallel(layers::ModulePtr module, DDPOp
     const Tensor& p = s.params[k];
     if (p.dtype() != Dtype::Float32 && p.dtype() != Dtype::Float64)
       throw std::invalid_argument("DistributedDataParallel: parameters must be float32 or float64");
-    if (s.buckets.empty() || s.buckets.back().dtype != p.dtype() ||
+    const bool inplace = p.nbytes() >= options.inplace_min_bytes;
+    if (s.buckets.empty() || s.buckets.back().dtype != p.dtype() || s.buckets.back().inplace || inplace ||
         static_cast<std::size_t>(s.buckets.back().numel) * dtype_size(p.dtype()) >= options.bucket_cap_bytes) {
       s.buckets.emplace_back();
       s.buckets.back().dtype = p.dtype();
+      s.buckets.back().inplace = inplace;
     }
     State::Bucket& b = s.buckets.back();
     s.bucket_of[k] = s.buckets.size() - 1;
@@ -292,7 +313,8 @@ DistributedDataParallel::DistributedDataParallel(layers::ModulePtr module, DDPOp
     b.params.push_back(k);
     b.numel += p.numel();
   }
-  for (auto& b : s.buckets) b.flat.resize(static_cast<std::size_t>(b.numel) * dtype_size(b.dtype));
+  for (auto& b : s.buckets)
+    if (!b.inplace) b.flat.resize(static_cast<std::size_t>(b.numel) * dtype_size(b.dtype));
   if (s.mpi) s.comm = detail::dup_world();
   for (std::size_t k = 0; k < P; ++k) {
     State* st = s_.get();
@@ -369,7 +391,23 @@ void DistributedDataParallel::finish() {
     }
     if (s.prof.on) s.prof.add(Profile::Wait);
     const std::size_t es = dtype_size(b.dtype);
+    const bool reduced_in_place = b.inflight.defined();
+    if (reduced_in_place) {  // reduced in the gradient's own memory: divide in place
+      Tensor& p = s.params[b.params[0]];
+      const std::int64_t n = b.numel;
+      if (b.dtype == Dtype::Float64) {
+        double* o = b.inflight.data<double>();
+        for (std::int64_t j = 0; j < n; ++j) o[j] = o[j] * inv;
+      } else {
+        float* o = b.inflight.data<float>();
+        const float f = static_cast<float>(inv);
+        for (std::int64_t j = 0; j < n; ++j) o[j] = o[j] * f;
+      }
+      if (!p.grad().defined() || p.grad().raw_data() != b.inflight.raw_data()) p.set_grad(b.inflight);
+      b.inflight = Tensor();
+    }
     for (std::size_t i : b.params) {
+      if (reduced_in_place) break;  // nothing was packed
       Tensor& p = s.params[i];
       if (!p.requires_grad()) continue;  // frozen since construction (on every rank: sync_step)
       Tensor g = p.grad();

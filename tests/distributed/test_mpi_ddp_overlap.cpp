@@ -1,6 +1,6 @@
 // DistributedDataParallel's overlapped path (buckets started from the backward's hooks,
-// progressed with MPI_Test, completed in finish(); the step check and buffer broadcast in
-// one message) against the plain path written out here: a local backward, then one
+// progressed with MPI_Test, completed in finish(); large gradients reduced in their own
+// memory; the step check and buffer broadcast in one message) against the plain path written out here: a local backward, then one
 // blocking allreduce per gradient and a division by the world size. On 2 ranks a sum of two
 // values is the same in any order, so after several Adam steps the parameters and buffers
 // must be equal bit for bit ("[np2]", run by ctest through `mpirun -np 2`).
@@ -8,6 +8,7 @@
 
 #include <cmath>
 #include <cstdint>
+#include <limits>
 #include <memory>
 #include <string>
 #include <vector>
@@ -84,9 +85,10 @@ layers::StateDict train_plain(Dtype dtype) {
   return m->state_dict();
 }
 
-layers::StateDict train_ddp(Dtype dtype, std::size_t bucket_bytes) {
+layers::StateDict train_ddp(Dtype dtype, std::size_t bucket_bytes, std::size_t inplace_bytes) {
   auto m = net(dtype);
-  auto ddp = std::make_unique<dist::DistributedDataParallel>(m, dist::DDPOptions{.bucket_cap_bytes = bucket_bytes});
+  auto ddp = std::make_unique<dist::DistributedDataParallel>(
+      m, dist::DDPOptions{.bucket_cap_bytes = bucket_bytes, .inplace_min_bytes = inplace_bytes});
   optim::Adam opt(m->parameters(), {.lr = 0.01});
   for (int s = 0; s < kSteps; ++s) {
     auto [x, y] = batch(s, dtype);
@@ -110,15 +112,18 @@ void check_bitwise_equal(const layers::StateDict& got, const layers::StateDict& 
 
 }  // namespace
 
-TEST_CASE("DDP overlapped in small buckets equals the plain allreduce path bit for bit (6 Adam steps)",
+TEST_CASE("DDP overlapped in buckets, packed or in place, equals the plain allreduce path bit for bit (6 Adam steps)",
           "[np2][ddp][overlap]") {
   for (Dtype dtype : {Dtype::Float64, Dtype::Float32}) {
     INFO("dtype " << dtype_name(dtype));
     const layers::StateDict plain = train_plain(dtype);
-    for (std::size_t bucket : {std::size_t(64), std::size_t(1024), std::size_t(25) << 20}) {
-      INFO("bucket_cap_bytes " << bucket);
-      check_bitwise_equal(train_ddp(dtype, bucket), plain);
-    }
+    // packed buckets only; the larger weights reduced in their gradients' memory; every
+    // parameter in place
+    for (std::size_t inplace : {std::numeric_limits<std::size_t>::max(), std::size_t(512), std::size_t(0)})
+      for (std::size_t bucket : {std::size_t(64), std::size_t(1024), std::size_t(25) << 20}) {
+        INFO("bucket_cap_bytes " << bucket << ", inplace_min_bytes " << inplace);
+        check_bitwise_equal(train_ddp(dtype, bucket, inplace), plain);
+      }
     // the ranks trained on different rows and still hold the same parameters (the running
     // statistics differ by the last batch until the next forward's broadcast, as in PyTorch)
     for (const auto& [k, v] : plain) {
@@ -155,4 +160,17 @@ TEST_CASE("DDP: each train forward gives every rank rank 0's buffers (step check
       }
     }
   }
+}
+
+TEST_CASE("DDP: a parameter of >= inplace_min_bytes is a bucket of its own", "[np2][ddp][overlap]") {
+  auto m = net(Dtype::Float32);  // 0.weight [24, 10] = 960 bytes, 3.weight [16, 24] = 1536 bytes, ...
+  dist::DistributedDataParallel ddp(m, {.bucket_cap_bytes = std::size_t(25) << 20, .inplace_min_bytes = 1000});
+  const auto names = m->named_parameters();
+  for (const auto& b : ddp.bucket_layout()) {
+    bool big = false;
+    for (std::size_t i : b) big = big || names[i].second.nbytes() >= 1000;
+    INFO("bucket of " << b.size() << " starting at " << names[b.front()].first);
+    CHECK((!big || b.size() == 1));
+  }
+  CHECK(ddp.bucket_layout().size() == 3);  // [tail of the net], [3.weight], [the rest up to 0.weight]
 }
