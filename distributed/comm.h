@@ -17,9 +17,12 @@ void check(int rc, const char* what);
 
 /// How a rank waits for a request (TAPEGRAD_MPI_WAIT, read once at MPI start):
 ///   "backoff" (default): MPI_Test in a loop for about spin_us (TAPEGRAD_MPI_SPIN_US,
-///     default 50 µs), then MPI_Test between sleeps of 5 µs doubling to 100 µs: a waiting
-///     rank gives its core back (to the rank it waits for, on a machine with as many ranks
-///     as cores, or to other work) instead of polling it away;
+///     default 500 µs, about half a step of the Fashion-MNIST MLP: a partner that has not
+///     arrived by then is not running; OpenMPI yields inside MPI_Test meanwhile), then
+///     MPI_Test between sleeps of 5 µs doubling to 100 µs: a rank kept waiting gives its
+///     core back (to the rank it waits for, on a machine with as many ranks as cores, or
+///     to other work) instead of polling it away. Short waits stay polls: a sleep wakes
+///     late (a 5 µs nanosleep took 173 µs on average on this 2-core VM under load 10);
 ///   "spin": MPI_Wait (OpenMPI polls, yielding per mpi_yield_when_idle).
 /// The sleeps run with a 1 µs timer slack (prctl) so a 5 µs sleep is not rounded to 50 µs.
 enum class WaitPolicy { Backoff, Spin };
@@ -29,7 +32,7 @@ WaitPolicy wait_policy();
 /// it expects and the value given.
 struct WaitSettings {
   WaitPolicy policy = WaitPolicy::Backoff;
-  double spin_seconds = 50e-6;
+  double spin_seconds = 500e-6;
 };
 WaitSettings parse_wait_settings(const char* wait, const char* spin_us);
 /// Completes `req` per wait_policy(); throws (via check) naming `what` on an MPI error.

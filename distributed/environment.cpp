@@ -20,7 +20,7 @@ int g_rank = 0, g_size = 1;
 MPI_Comm g_comm = MPI_COMM_NULL;
 double g_coll_seconds = 0;
 detail::WaitPolicy g_wait = detail::WaitPolicy::Backoff;
-double g_spin_seconds = 50e-6;
+double g_spin_seconds = 500e-6;
 
 // TAPEGRAD_MPI_WAIT and TAPEGRAD_MPI_SPIN_US (see comm.h); a bad value throws naming it.
 void read_wait_policy() {

@@ -11,7 +11,7 @@ namespace detail = tapegrad::distributed::detail;
 TEST_CASE("MPI wait settings: defaults, spin, a spin time in microseconds", "[single][errors]") {
   const detail::WaitSettings d = detail::parse_wait_settings(nullptr, nullptr);
   CHECK(d.policy == detail::WaitPolicy::Backoff);
-  CHECK(d.spin_seconds == 50e-6);
+  CHECK(d.spin_seconds == 500e-6);
   CHECK(detail::parse_wait_settings("", "").policy == detail::WaitPolicy::Backoff);
   CHECK(detail::parse_wait_settings("spin", nullptr).policy == detail::WaitPolicy::Spin);
   const detail::WaitSettings b = detail::parse_wait_settings("backoff", "200");
