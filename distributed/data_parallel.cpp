@@ -111,8 +111,9 @@ struct DistributedDataParallel::State {
       // A large gradient is reduced where it is, without the two copies through `flat`,
       // when only this parameter holds its memory (the engine gives every leaf gradient its
       // own storage; anything else, or an unused parameter, takes the packed path).
-      Tensor g = params[b.params[0]].grad();
-      if (g.defined() && g.dtype() == b.dtype && g.numel() == b.numel && g.impl()->storage.use_count() == 1) {
+      const Tensor& p = params[b.params[0]];
+      Tensor g = p.grad();  // (a parameter frozen since construction keeps its stale gradient: packed path)
+      if (p.requires_grad() && g.defined() && g.dtype() == b.dtype && g.numel() == b.numel && g.impl()->storage.use_count() == 1) {
         b.inflight = std::move(g);
         data = b.inflight.raw_data();
       }
