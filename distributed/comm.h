@@ -15,4 +15,28 @@ MPI_Comm dup_world();
 /// Throws std::runtime_error naming `what` and MPI's error string when rc != MPI_SUCCESS.
 void check(int rc, const char* what);
 
+/// How a rank waits for a request (TAPEGRAD_MPI_WAIT, read once at MPI start):
+///   "backoff" (default): MPI_Test in a loop for about spin_us (TAPEGRAD_MPI_SPIN_US,
+///     default 500 µs, about half a step of the Fashion-MNIST MLP: a partner that has not
+///     arrived by then is not running; OpenMPI yields inside MPI_Test meanwhile), then
+///     MPI_Test between sleeps of 5 µs doubling to 100 µs: a rank kept waiting gives its
+///     core back (to the rank it waits for, on a machine with as many ranks as cores, or
+///     to other work) instead of polling it away. Short waits stay polls: a sleep wakes
+///     late (a 5 µs nanosleep took 173 µs on average on this 2-core VM under load 10);
+///   "spin": MPI_Wait (OpenMPI polls, yielding per mpi_yield_when_idle).
+/// The sleeps run with a 1 µs timer slack (prctl) so a 5 µs sleep is not rounded to 50 µs.
+enum class WaitPolicy { Backoff, Spin };
+WaitPolicy wait_policy();
+/// The policy and spin time from the values of TAPEGRAD_MPI_WAIT and TAPEGRAD_MPI_SPIN_US
+/// (null or empty: the defaults). Throws std::invalid_argument naming the variable, what
+/// it expects and the value given.
+struct WaitSettings {
+  WaitPolicy policy = WaitPolicy::Backoff;
+  double spin_seconds = 500e-6;
+};
+WaitSettings parse_wait_settings(const char* wait, const char* spin_us);
+/// Completes `req` per wait_policy(); throws (via check) naming `what` on an MPI error.
+/// A no-op for MPI_REQUEST_NULL.
+void wait(MPI_Request& req, const char* what);
+
 }  // namespace tapegrad::distributed::detail

@@ -1,7 +1,10 @@
 #include <tapegrad/distributed/data_parallel.h>
 
 #include <chrono>
+#include <cstdio>
+#include <cstdlib>
 #include <cstring>
+#include <ctime>
 #include <sstream>
 #include <stdexcept>
 #include <string>
@@ -20,6 +23,51 @@ double now() {
   return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
 }
 
+double thread_cpu() {
+  timespec ts{};
+  clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
+  return static_cast<double>(ts.tv_sec) + 1e-9 * static_cast<double>(ts.tv_nsec);
+}
+
+// TAPEGRAD_DDP_PROFILE=1: where a rank's step time goes, wall and CPU seconds per phase,
+// printed to stderr by ~DistributedDataParallel. Phases: "sync" the forward's step check and
+// buffer broadcast; "compute" forward + loss + backward (hooks' own work excluded);
+// "launch" packing gradients into buckets and starting their reductions (from hooks and
+// finish); "progress" MPI_Test calls in hooks; "wait" blocked in finish(); "unpack" writing
+// the averaged gradients back; "outside" from finish() to the next forward (the optimizer
+// step, zero_grad, loss.item(), data loading).
+struct Profile {
+  enum Phase { Sync, Compute, Launch, Progress, Wait, Unpack, Outside, kPhases };
+  static constexpr const char* kNames[kPhases] = {"sync", "compute", "launch", "progress", "wait", "unpack", "outside"};
+  bool on = false;
+  double wall[kPhases] = {}, cpu[kPhases] = {};
+  double mark_wall = 0, mark_cpu = 0;  // start of the phase in progress
+  long steps = 0;
+  void start() {
+    mark_wall = now();
+    mark_cpu = thread_cpu();
+  }
+  // Adds the time since the last mark to `p` and restarts the mark.
+  void add(Phase p) {
+    const double w = now(), c = thread_cpu();
+    wall[p] += w - mark_wall;
+    cpu[p] += c - mark_cpu;
+    mark_wall = w;
+    mark_cpu = c;
+  }
+  void print(int rank) const {
+    if (!on || steps == 0) return;
+    std::string line = "rank " + std::to_string(rank) + ": DDP profile over " + std::to_string(steps) +
+                       " steps, ms per step wall/CPU:";
+    char buf[96];
+    for (int k = 0; k < kPhases; ++k) {
+      std::snprintf(buf, sizeof buf, " %s %.3f/%.3f", kNames[k], 1e3 * wall[k] / steps, 1e3 * cpu[k] / steps);
+      line += buf;
+    }
+    std::fprintf(stderr, "%s\n", line.c_str());
+  }
+};
+
 }  // namespace
 
 struct DistributedDataParallel::State {
@@ -27,7 +75,9 @@ struct DistributedDataParallel::State {
     std::vector<std::size_t> params;  // indices into `params`
     Dtype dtype = Dtype::Float32;
     std::int64_t numel = 0;
-    std::vector<char> flat;
+    std::vector<char> flat;  // the packed gradients (allocated on first use by an in-place bucket)
+    bool inplace = false;    // one parameter of >= DDPOptions::inplace_min_bytes
+    Tensor inflight;         // the gradient being reduced in its own memory (inplace, this step)
     std::size_t ready = 0;  // gradients final in this backward
     bool launched = false;
     MPI_Request request = MPI_REQUEST_NULL;
@@ -40,7 +90,9 @@ struct DistributedDataParallel::State {
   std::vector<std::size_t> bucket_of, offset_of;  // per parameter
   std::vector<char> param_ready;
   std::vector<Bucket> buckets;
-  std::vector<char> buffer_bytes;  // the buffers packed for the broadcast
+  std::vector<char> buffer_bytes;  // the buffers packed for a separate broadcast
+  std::size_t sync_capacity = 0;   // buffer bytes that ride with the step check (at construction)
+  std::vector<char> sync_send, sync_recv;  // the step check's message (sync_step)
   std::size_t next_launch = 0;
   bool dirty = false;  // some hook fired since the last finish()
   bool no_sync = false;
@@ -49,10 +101,29 @@ struct DistributedDataParallel::State {
   std::uint64_t step_hook = 0;
   double comm_s = 0, wait_s = 0;
   std::size_t in_backward = 0, in_finish = 0;
+  Profile prof;
+  bool in_step = false;  // a profiled forward started and finish() has not ended it
 
   void launch(Bucket& b) {
     const std::size_t es = dtype_size(b.dtype);
+    void* data = nullptr;
+    if (b.inplace) {
+      // A large gradient is reduced where it is, without the two copies through `flat`,
+      // when only this parameter holds its memory (the engine gives every leaf gradient its
+      // own storage; anything else, or an unused parameter, takes the packed path).
+      const Tensor& p = params[b.params[0]];
+      Tensor g = p.grad();  // (a parameter frozen since construction keeps its stale gradient: packed path)
+      if (p.requires_grad() && g.defined() && g.dtype() == b.dtype && g.numel() == b.numel && g.impl()->storage.use_count() == 1) {
+        b.inflight = std::move(g);
+        data = b.inflight.raw_data();
+      }
+    }
+    if (!data) {
+      b.flat.resize(static_cast<std::size_t>(b.numel) * es);
+      data = b.flat.data();
+    }
     for (std::size_t i : b.params) {
+      if (b.inflight.defined()) break;
       const Tensor g = params[i].grad();
       char* dst = b.flat.data() + offset_of[i] * es;
       if (g.defined())
@@ -63,7 +134,7 @@ struct DistributedDataParallel::State {
     b.launched = true;
     if (!mpi) return;
     const double t0 = now();
-    detail::check(MPI_Iallreduce(MPI_IN_PLACE, b.flat.data(), static_cast<int>(b.numel),
+    detail::check(MPI_Iallreduce(MPI_IN_PLACE, data, static_cast<int>(b.numel),
                                  b.dtype == Dtype::Float64 ? MPI_DOUBLE : MPI_FLOAT, MPI_SUM, comm, &b.request),
                   "MPI_Iallreduce");
     comm_s += now() - t0;
@@ -78,6 +149,7 @@ struct DistributedDataParallel::State {
       ++(all ? in_finish : in_backward);
       ++next_launch;
     }
+    if (prof.on) prof.add(Profile::Launch);
     if (mpi && next_launch > 0) {  // lets MPI progress the reductions already in flight
       const double t0 = now();
       for (std::size_t k = 0; k < next_launch; ++k) {
@@ -86,18 +158,22 @@ struct DistributedDataParallel::State {
       }
       comm_s += now() - t0;
     }
+    if (prof.on) prof.add(Profile::Progress);
   }
 
   // What this rank is about to do in a step, compared across ranks before the step's first
   // collective: mode, gradient sync (no_sync), requires_grad of every parameter, and the
   // bytes of buffers broadcast. A rank that differs would post other collectives than the
   // others (a hang, or reductions of mismatched buffers): every rank throws instead.
-  void check_step(const layers::Module& module, std::size_t broadcast_bytes) {
+  std::uint64_t step_hash(const layers::Module& module, std::size_t broadcast_bytes) {
     step_flags.clear();
     step_flags.push_back(module.is_training() ? 1 : 0);
     step_flags.push_back(no_sync ? 1 : 0);
     for (const Tensor& p : params) step_flags.push_back(p.requires_grad() ? 1 : 0);
-    const std::uint64_t h = fnv1a(&broadcast_bytes, sizeof broadcast_bytes, fnv1a(step_flags.data(), step_flags.size()));
+    return fnv1a(&broadcast_bytes, sizeof broadcast_bytes, fnv1a(step_flags.data(), step_flags.size()));
+  }
+  // Collective; throws on every rank naming the differences (check_same_across_ranks).
+  void throw_step_mismatch(const layers::Module& module, std::size_t broadcast_bytes, std::uint64_t h) {
     check_same_across_ranks(
         h,
         [&] {
@@ -114,6 +190,61 @@ struct DistributedDataParallel::State {
         "no_sync and requires_grad)");
   }
 
+  // The step check and the buffer broadcast as one collective: every rank contributes
+  // [its step hash | rank 0's buffers (read from rank 0's slot only)], a fixed
+  // 8 + sync_capacity bytes whatever the mode, so ranks that disagree still post matching
+  // collectives and all throw. When the buffers no longer fit the capacity fixed at
+  // construction (Module::to changed their dtype on every rank: the hashes agree, as they
+  // include the size), a separate broadcast follows.
+  void sync_step(const layers::Module& module, bool broadcast, std::vector<Tensor>& buffers, std::size_t total) {
+    const std::uint64_t h = step_hash(module, total);
+    const std::size_t slot = sizeof(std::uint64_t) + sync_capacity;
+    const int R = world_size(), me = rank();
+    sync_send.resize(slot);
+    sync_recv.resize(slot * static_cast<std::size_t>(R));
+    std::memcpy(sync_send.data(), &h, sizeof h);
+    const bool fused = broadcast && total <= sync_capacity;
+    if (fused && me == 0) pack(buffers, sync_send.data() + sizeof h);
+    const double t0 = now();
+    MPI_Request req = MPI_REQUEST_NULL;
+    detail::check(MPI_Iallgather(sync_send.data(), static_cast<int>(slot), MPI_BYTE, sync_recv.data(),
+                                 static_cast<int>(slot), MPI_BYTE, detail::world_comm(), &req),
+                  "MPI_Iallgather");
+    detail::wait(req, "MPI_Iallgather");
+    comm_s += now() - t0;
+    for (int r = 0; r < R; ++r)
+      if (std::memcmp(sync_recv.data() + static_cast<std::size_t>(r) * slot, &h, sizeof h) != 0) {
+        throw_step_mismatch(module, total, h);  // every rank saw the same hashes: all throw
+        throw std::logic_error("DistributedDataParallel: step hashes differ across ranks");  // not reached
+      }
+    if (!broadcast) return;
+    if (fused) {
+      if (me != 0) unpack(buffers, sync_recv.data() + sizeof h);
+      return;
+    }
+    buffer_bytes.resize(total);
+    if (me == 0) pack(buffers, buffer_bytes.data());
+    const double t1 = now();
+    req = MPI_REQUEST_NULL;
+    detail::check(MPI_Ibcast(buffer_bytes.data(), static_cast<int>(total), MPI_BYTE, 0, detail::world_comm(), &req),
+                  "MPI_Ibcast");
+    detail::wait(req, "MPI_Ibcast");
+    comm_s += now() - t1;
+    if (me != 0) unpack(buffers, buffer_bytes.data());
+  }
+  static void pack(const std::vector<Tensor>& buffers, char* dst) {
+    for (const auto& b : buffers) {
+      std::memcpy(dst, b.raw_data(), b.nbytes());
+      dst += b.nbytes();
+    }
+  }
+  static void unpack(std::vector<Tensor>& buffers, const char* src) {
+    for (auto& b : buffers) {
+      std::memcpy(b.raw_data(), src, b.nbytes());
+      src += b.nbytes();
+    }
+  }
+
   void on_grad_final(std::size_t i) {
     if (no_sync) return;
     if (param_ready[i])
@@ -123,6 +254,7 @@ struct DistributedDataParallel::State {
     param_ready[i] = 1;
     dirty = true;
     ++buckets[bucket_of[i]].ready;
+    if (prof.on) prof.add(Profile::Compute);
     launch_ready(false);
   }
 };
@@ -134,6 +266,7 @@ DistributedDataParallel::DistributedDataParallel(layers::ModulePtr module, DDPOp
   State& s = *s_;
   s.options = options;
   s.mpi = is_initialized() && world_size() > 1;
+  if (const char* v = std::getenv("TAPEGRAD_DDP_PROFILE"); v && *v && std::string(v) != "0") s.prof.on = true;
   // What the ranks will communicate must agree: the layout (parameters and buffers: names,
   // shapes, dtypes), which parameters are reduced (requires_grad) and the bucket capacity
   // (together they fix the buckets). Throws on every rank on a mismatch, before any transfer.
@@ -143,6 +276,7 @@ DistributedDataParallel::DistributedDataParallel(layers::ModulePtr module, DDPOp
     for (auto& [name, p] : module_->named_parameters())
       os << "param " << name << (p.requires_grad() ? " requires grad" : " frozen (requires_grad = false)") << "\n";
     os << "bucket_cap_bytes " << options.bucket_cap_bytes << "\n";
+    os << "inplace_min_bytes " << options.inplace_min_bytes << "\n";
     os << "broadcast_buffers " << (options.broadcast_buffers ? "true" : "false") << "\n";
     const std::string mine = os.str();
     check_same_across_ranks(fnv1a(mine), [&] { return mine; },
@@ -150,6 +284,8 @@ DistributedDataParallel::DistributedDataParallel(layers::ModulePtr module, DDPOp
                             "buffers, requires_grad and DDPOptions must match)");
   }
   broadcast_state(*module_, 0);  // checks the layout first; throws on every rank on a mismatch
+  if (options.broadcast_buffers)
+    for (const auto& b : module_->buffers()) s.sync_capacity += b.nbytes();
   for (auto& [name, p] : module_->named_parameters())
     if (p.requires_grad()) {
       s.params.push_back(p);
@@ -165,10 +301,12 @@ DistributedDataParallel::DistributedDataParallel(layers::ModulePtr module, DDPOp
     const Tensor& p = s.params[k];
     if (p.dtype() != Dtype::Float32 && p.dtype() != Dtype::Float64)
       throw std::invalid_argument("DistributedDataParallel: parameters must be float32 or float64");
-    if (s.buckets.empty() || s.buckets.back().dtype != p.dtype() ||
+    const bool inplace = p.nbytes() >= options.inplace_min_bytes;
+    if (s.buckets.empty() || s.buckets.back().dtype != p.dtype() || s.buckets.back().inplace || inplace ||
         static_cast<std::size_t>(s.buckets.back().numel) * dtype_size(p.dtype()) >= options.bucket_cap_bytes) {
       s.buckets.emplace_back();
       s.buckets.back().dtype = p.dtype();
+      s.buckets.back().inplace = inplace;
     }
     State::Bucket& b = s.buckets.back();
     s.bucket_of[k] = s.buckets.size() - 1;
@@ -176,7 +314,8 @@ DistributedDataParallel::DistributedDataParallel(layers::ModulePtr module, DDPOp
     b.params.push_back(k);
     b.numel += p.numel();
   }
-  for (auto& b : s.buckets) b.flat.resize(static_cast<std::size_t>(b.numel) * dtype_size(b.dtype));
+  for (auto& b : s.buckets)
+    if (!b.inplace) b.flat.resize(static_cast<std::size_t>(b.numel) * dtype_size(b.dtype));
   if (s.mpi) s.comm = detail::dup_world();
   for (std::size_t k = 0; k < P; ++k) {
     State* st = s_.get();
@@ -197,13 +336,14 @@ DistributedDataParallel::DistributedDataParallel(layers::ModulePtr module, DDPOp
 
 DistributedDataParallel::~DistributedDataParallel() {
   State& s = *s_;
+  s.prof.print(rank());
   optim::hooks::remove_step_hook(s.step_hook);
   for (auto& p : s.params) autograd::set_post_accumulate_grad_hook(p, {});
   int finalized = 0;
   if (s.mpi) MPI_Finalized(&finalized);
   if (s.mpi && !finalized) {  // (after MPI_Finalize there is nothing left to free)
     for (auto& b : s.buckets)
-      if (b.request != MPI_REQUEST_NULL) MPI_Wait(&b.request, MPI_STATUS_IGNORE);
+      if (b.request != MPI_REQUEST_NULL) MPI_Wait(&b.request, MPI_STATUS_IGNORE);  // never throws here
     MPI_Comm_free(&s.comm);
   }
 }
@@ -213,6 +353,10 @@ Tensor DistributedDataParallel::forward(const Tensor& x) {
   if (s.dirty)
     throw std::logic_error("DistributedDataParallel: forward() while the last backward's gradients are not averaged; "
                            "call finish() after loss.backward()");
+  if (s.prof.on) {
+    if (s.in_step) s.prof.add(Profile::Outside);  // from the last finish() to here
+    else s.prof.start();
+  }
   const bool broadcast = s.options.broadcast_buffers && module_->is_training();
   std::vector<Tensor> buffers;
   std::size_t total = 0;
@@ -220,29 +364,14 @@ Tensor DistributedDataParallel::forward(const Tensor& x) {
     buffers = module_->buffers();
     for (const auto& b : buffers) total += b.nbytes();
   }
-  // A forward that can lead to collectives (the broadcast below in train mode; gradient
+  // A forward that can lead to collectives (the broadcast in train mode; gradient
   // reductions in a backward whenever grad mode is on) first checks that every rank agrees
-  // on them. An eval() forward under NoGradGuard communicates nothing and checks nothing.
-  if (s.mpi && (module_->is_training() || grad_mode_enabled())) s.check_step(*module_, total);
-  if (broadcast && s.mpi) {
-    // Every buffer in one message: one latency per forward instead of one per buffer.
-    s.buffer_bytes.resize(total);
-    std::size_t at = 0;
-    if (rank() == 0)
-      for (const auto& b : buffers) {
-        std::memcpy(s.buffer_bytes.data() + at, b.raw_data(), b.nbytes());
-        at += b.nbytes();
-      }
-    const double t0 = now();
-    detail::check(MPI_Bcast(s.buffer_bytes.data(), static_cast<int>(total), MPI_BYTE, 0, detail::world_comm()),
-                  "MPI_Bcast");
-    s.comm_s += now() - t0;
-    at = 0;
-    if (rank() != 0)
-      for (auto& b : buffers) {
-        std::memcpy(b.raw_data(), s.buffer_bytes.data() + at, b.nbytes());
-        at += b.nbytes();
-      }
+  // on them, in the same message as the broadcast. An eval() forward under NoGradGuard
+  // communicates nothing and checks nothing.
+  if (s.mpi && (module_->is_training() || grad_mode_enabled())) s.sync_step(*module_, broadcast, buffers, total);
+  if (s.prof.on) {
+    s.prof.add(Profile::Sync);
+    s.in_step = module_->is_training() && grad_mode_enabled();
   }
   return (*module_)(x);
 }
@@ -250,20 +379,38 @@ Tensor DistributedDataParallel::forward(const Tensor& x) {
 void DistributedDataParallel::finish() {
   State& s = *s_;
   if (s.no_sync || !s.dirty) return;
+  if (s.prof.on) s.prof.add(Profile::Compute);
   s.launch_ready(true);
   const double inv = 1.0 / static_cast<double>(world_size());
   for (auto& b : s.buckets) {
     if (s.mpi && b.request != MPI_REQUEST_NULL) {
       const double t0 = now();
-      detail::check(MPI_Wait(&b.request, MPI_STATUS_IGNORE), "MPI_Wait");
+      detail::wait(b.request, "MPI_Iallreduce");
       const double dt = now() - t0;
       s.comm_s += dt;
       s.wait_s += dt;
     }
+    if (s.prof.on) s.prof.add(Profile::Wait);
     const std::size_t es = dtype_size(b.dtype);
+    const bool reduced_in_place = b.inflight.defined();
+    if (reduced_in_place) {  // reduced in the gradient's own memory: divide in place
+      Tensor& p = s.params[b.params[0]];
+      const std::int64_t n = b.numel;
+      if (b.dtype == Dtype::Float64) {
+        double* o = b.inflight.data<double>();
+        for (std::int64_t j = 0; j < n; ++j) o[j] = o[j] * inv;
+      } else {
+        float* o = b.inflight.data<float>();
+        const float f = static_cast<float>(inv);
+        for (std::int64_t j = 0; j < n; ++j) o[j] = o[j] * f;
+      }
+      if (!p.grad().defined() || p.grad().raw_data() != b.inflight.raw_data()) p.set_grad(b.inflight);
+      b.inflight = Tensor();
+    }
     for (std::size_t i : b.params) {
+      if (reduced_in_place) break;  // nothing was packed
       Tensor& p = s.params[i];
-      if (!p.requires_grad()) continue;  // frozen since construction (on every rank: check_step)
+      if (!p.requires_grad()) continue;  // frozen since construction (on every rank: sync_step)
       Tensor g = p.grad();
       if (!g.defined()) {
         g = Tensor::zeros(p.shape(), p.dtype());
@@ -285,10 +432,12 @@ void DistributedDataParallel::finish() {
     }
     b.ready = 0;
     b.launched = false;
+    if (s.prof.on) s.prof.add(Profile::Unpack);
   }
   std::fill(s.param_ready.begin(), s.param_ready.end(), 0);
   s.next_launch = 0;
   s.dirty = false;
+  ++s.prof.steps;
 }
 
 DistributedDataParallel::NoSyncGuard::NoSyncGuard(DistributedDataParallel& ddp) : ddp_(ddp), prev_(ddp.s_->no_sync) {

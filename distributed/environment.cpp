@@ -5,6 +5,10 @@
 #include <cstdlib>
 #include <exception>
 #include <stdexcept>
+#include <string>
+
+#include <sys/prctl.h>
+#include <time.h>
 
 #include <tapegrad/distributed/comm.h>
 
@@ -15,6 +19,16 @@ bool g_mpi = false;    // ... and it initialised MPI
 int g_rank = 0, g_size = 1;
 MPI_Comm g_comm = MPI_COMM_NULL;
 double g_coll_seconds = 0;
+detail::WaitPolicy g_wait = detail::WaitPolicy::Backoff;
+double g_spin_seconds = 500e-6;
+
+// TAPEGRAD_MPI_WAIT and TAPEGRAD_MPI_SPIN_US (see comm.h); a bad value throws naming it.
+void read_wait_policy() {
+  const detail::WaitSettings w =
+      detail::parse_wait_settings(std::getenv("TAPEGRAD_MPI_WAIT"), std::getenv("TAPEGRAD_MPI_SPIN_US"));
+  g_wait = w.policy;
+  g_spin_seconds = w.spin_seconds;
+}
 
 // Adds the lifetime of the scope to g_coll_seconds.
 struct CollTimer {
@@ -33,6 +47,50 @@ MPI_Comm dup_world() {
   check(MPI_Comm_dup(world_comm(), &c), "MPI_Comm_dup");
   return c;
 }
+WaitPolicy wait_policy() { return g_wait; }
+
+WaitSettings parse_wait_settings(const char* wait, const char* spin_us) {
+  WaitSettings w;
+  if (wait && *wait) {
+    const std::string s = wait;
+    if (s == "spin")
+      w.policy = WaitPolicy::Spin;
+    else if (s != "backoff")
+      throw std::invalid_argument("TAPEGRAD_MPI_WAIT: expected backoff or spin, got '" + s + "'");
+  }
+  if (spin_us && *spin_us) {
+    char* end = nullptr;
+    const double us = std::strtod(spin_us, &end);
+    if (end == spin_us || *end != '\0' || !(us >= 0 && us <= 1e7))
+      throw std::invalid_argument(std::string("TAPEGRAD_MPI_SPIN_US: expected microseconds in [0, 1e7], got '") +
+                                  spin_us + "'");
+    w.spin_seconds = us * 1e-6;
+  }
+  return w;
+}
+
+void wait(MPI_Request& req, const char* what) {
+  if (req == MPI_REQUEST_NULL) return;
+  if (g_wait == WaitPolicy::Spin) {
+    check(MPI_Wait(&req, MPI_STATUS_IGNORE), what);
+    return;
+  }
+  int done = 0;
+  const double t0 = MPI_Wtime();
+  do {  // the partner usually arrives within microseconds: poll first
+    check(MPI_Test(&req, &done, MPI_STATUS_IGNORE), what);
+    if (done) return;
+  } while (MPI_Wtime() - t0 < g_spin_seconds);
+  long ns = 5000;
+  for (;;) {  // then give the core away between tests
+    const timespec ts{0, ns};
+    nanosleep(&ts, nullptr);
+    check(MPI_Test(&req, &done, MPI_STATUS_IGNORE), what);
+    if (done) return;
+    ns = std::min(ns * 2, 100000L);
+  }
+}
+
 void check(int rc, const char* what) {
   if (rc == MPI_SUCCESS) return;
   char msg[MPI_MAX_ERROR_STRING];
@@ -59,6 +117,13 @@ Environment::Environment(int* argc, char*** argv, bool force_mpi) {
     throw std::logic_error("distributed::Environment: MPI is already initialised elsewhere");
   }
   ::setenv("OMPI_MCA_mpi_yield_when_idle", "1", /*overwrite=*/0);  // see the header
+  try {
+    read_wait_policy();
+  } catch (...) {
+    g_alive = false;
+    throw;
+  }
+  prctl(PR_SET_TIMERSLACK, 1000UL, 0, 0, 0);  // 1 µs: detail::wait's short sleeps stay short
   int provided = 0;
   if (MPI_Init_thread(argc, argv, MPI_THREAD_FUNNELED, &provided) != MPI_SUCCESS) {
     g_alive = false;
@@ -92,7 +157,9 @@ bool is_initialized() { return g_mpi; }
 void barrier() {
   if (!g_mpi) return;
   CollTimer t;
-  detail::check(MPI_Barrier(g_comm), "MPI_Barrier");
+  MPI_Request r = MPI_REQUEST_NULL;
+  detail::check(MPI_Ibarrier(g_comm, &r), "MPI_Ibarrier");
+  detail::wait(r, "MPI_Ibarrier");
 }
 
 void abort_job(const std::string& message, int code) {
@@ -115,14 +182,19 @@ int run_guarded(const std::function<int()>& body) {
 void allreduce_sum(double* data, std::int64_t n) {
   if (!g_mpi || g_size == 1) return;
   CollTimer t;
-  detail::check(MPI_Allreduce(MPI_IN_PLACE, data, static_cast<int>(n), MPI_DOUBLE, MPI_SUM, g_comm), "MPI_Allreduce");
+  MPI_Request r = MPI_REQUEST_NULL;
+  detail::check(MPI_Iallreduce(MPI_IN_PLACE, data, static_cast<int>(n), MPI_DOUBLE, MPI_SUM, g_comm, &r),
+                "MPI_Iallreduce");
+  detail::wait(r, "MPI_Iallreduce");
 }
 
 void allreduce_sum(std::int64_t* data, std::int64_t n) {
   if (!g_mpi || g_size == 1) return;
   CollTimer t;
-  detail::check(MPI_Allreduce(MPI_IN_PLACE, data, static_cast<int>(n), MPI_INT64_T, MPI_SUM, g_comm),
-                "MPI_Allreduce");
+  MPI_Request r = MPI_REQUEST_NULL;
+  detail::check(MPI_Iallreduce(MPI_IN_PLACE, data, static_cast<int>(n), MPI_INT64_T, MPI_SUM, g_comm, &r),
+                "MPI_Iallreduce");
+  detail::wait(r, "MPI_Iallreduce");
 }
 
 void allgather(const double* in, std::int64_t n, double* out) {
@@ -131,8 +203,11 @@ void allgather(const double* in, std::int64_t n, double* out) {
     return;
   }
   CollTimer t;
-  detail::check(MPI_Allgather(in, static_cast<int>(n), MPI_DOUBLE, out, static_cast<int>(n), MPI_DOUBLE, g_comm),
-                "MPI_Allgather");
+  MPI_Request r = MPI_REQUEST_NULL;
+  detail::check(
+      MPI_Iallgather(in, static_cast<int>(n), MPI_DOUBLE, out, static_cast<int>(n), MPI_DOUBLE, g_comm, &r),
+      "MPI_Iallgather");
+  detail::wait(r, "MPI_Iallgather");
 }
 
 double blocking_collective_seconds() { return g_coll_seconds; }

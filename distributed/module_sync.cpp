@@ -46,7 +46,9 @@ void check_same_across_ranks(std::uint64_t h, const std::function<std::string()>
   MPI_Comm comm = detail::world_comm();
   const int R = world_size();
   std::vector<std::uint64_t> hashes(static_cast<std::size_t>(R));
-  detail::check(MPI_Allgather(&h, 1, MPI_UINT64_T, hashes.data(), 1, MPI_UINT64_T, comm), "MPI_Allgather");
+  MPI_Request req = MPI_REQUEST_NULL;
+  detail::check(MPI_Iallgather(&h, 1, MPI_UINT64_T, hashes.data(), 1, MPI_UINT64_T, comm, &req), "MPI_Iallgather");
+  detail::wait(req, "MPI_Iallgather");
   bool same = true;
   for (auto x : hashes) same = same && x == hashes[0];
   if (same) return;

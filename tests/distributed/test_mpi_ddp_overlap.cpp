@@ -1,0 +1,176 @@
+// DistributedDataParallel's overlapped path (buckets started from the backward's hooks,
+// progressed with MPI_Test, completed in finish(); large gradients reduced in their own
+// memory; the step check and buffer broadcast in one message) against the plain path written out here: a local backward, then one
+// blocking allreduce per gradient and a division by the world size. On 2 ranks a sum of two
+// values is the same in any order, so after several Adam steps the parameters and buffers
+// must be equal bit for bit ("[np2]", run by ctest through `mpirun -np 2`).
+#include <catch2/catch.hpp>
+
+#include <cmath>
+#include <cstdint>
+#include <limits>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include <tapegrad/core/autograd.h>
+#include <tapegrad/core/ops.h>
+#include <tapegrad/core/random.h>
+#include <tapegrad/distributed/data_parallel.h>
+#include <tapegrad/distributed/environment.h>
+#include <tapegrad/layers/losses.h>
+#include <tapegrad/models/mlp.h>
+#include <tapegrad/optim/adam.h>
+
+using namespace tapegrad;
+namespace dist = tapegrad::distributed;
+
+namespace {
+
+constexpr std::int64_t kIn = 10, kClasses = 3, kPerRank = 6;
+constexpr int kSteps = 6;
+
+// Linear-BatchNorm-ReLU blocks, the same weights on every rank (seeded).
+std::shared_ptr<models::MLP> net(Dtype dtype) {
+  models::MLPOptions o;
+  o.norm = models::Norm::Batch;
+  o.dtype = dtype;
+  Generator gen(21);
+  return std::make_shared<models::MLP>(std::vector<std::int64_t>{kIn, 24, 16, kClasses}, o, gen);
+}
+
+// This rank's rows of step s (different rows on every rank).
+std::pair<Tensor, Tensor> batch(int s, Dtype dtype) {
+  Generator gen(1000 * static_cast<std::uint64_t>(s) + static_cast<std::uint64_t>(dist::rank()));
+  Tensor x = randn({kPerRank, kIn}, dtype, gen);
+  std::vector<std::int64_t> y;
+  for (int i = 0; i < kPerRank; ++i) y.push_back(gen.randint(kClasses));
+  return {x, Tensor::from_int64(y, {kPerRank})};
+}
+
+// The plain path: rank 0's buffers copied by hand before each forward; every gradient
+// gathered from both ranks (as float64, exact for float32 values), summed in the
+// parameter's dtype (one rounding, as MPI_SUM over MPI_FLOAT) and multiplied by 1/R.
+layers::StateDict train_plain(Dtype dtype) {
+  auto m = net(dtype);
+  optim::Adam opt(m->parameters(), {.lr = 0.01});
+  const double R = dist::world_size();
+  REQUIRE(R == 2);  // the plain path below sums exactly two ranks
+  for (int s = 0; s < kSteps; ++s) {
+    for (auto& b : m->buffers()) {  // broadcast_buffers: rank 0's running statistics
+      std::vector<double> v = b.to_vector();
+      if (dist::rank() != 0) std::fill(v.begin(), v.end(), 0.0);
+      dist::allreduce_sum(v.data(), static_cast<std::int64_t>(v.size()));
+      b.copy_(Tensor::from_vector(v, b.shape(), Dtype::Float64).to(b.dtype()));
+    }
+    auto [x, y] = batch(s, dtype);
+    opt.zero_grad();
+    layers::cross_entropy((*m)(x), y).backward();
+    for (auto& p : m->parameters()) {
+      const std::vector<double> g = p.grad().to_vector();
+      const std::size_t n = g.size();
+      std::vector<double> all(2 * n);
+      dist::allgather(g.data(), static_cast<std::int64_t>(n), all.data());
+      std::vector<double> avg(n);
+      for (std::size_t i = 0; i < n; ++i) {
+        if (dtype == Dtype::Float32)
+          avg[i] = (static_cast<float>(all[i]) + static_cast<float>(all[n + i])) * static_cast<float>(1.0 / R);
+        else
+          avg[i] = (all[i] + all[n + i]) * (1.0 / R);
+      }
+      p.set_grad(Tensor::from_vector(avg, p.shape(), Dtype::Float64).to(p.dtype()));  // exact: avg is in p's dtype
+    }
+    opt.step();
+  }
+  return m->state_dict();
+}
+
+layers::StateDict train_ddp(Dtype dtype, std::size_t bucket_bytes, std::size_t inplace_bytes) {
+  auto m = net(dtype);
+  auto ddp = std::make_unique<dist::DistributedDataParallel>(
+      m, dist::DDPOptions{.bucket_cap_bytes = bucket_bytes, .inplace_min_bytes = inplace_bytes});
+  optim::Adam opt(m->parameters(), {.lr = 0.01});
+  for (int s = 0; s < kSteps; ++s) {
+    auto [x, y] = batch(s, dtype);
+    opt.zero_grad();
+    layers::cross_entropy((*ddp)(x), y).backward();
+    ddp->finish();
+    opt.step();
+  }
+  CHECK(ddp->buckets_launched_in_finish() == 0);  // every bucket started during a backward
+  CHECK(ddp->buckets_launched_in_backward() == ddp->bucket_layout().size() * kSteps);
+  return m->state_dict();
+}
+
+void check_bitwise_equal(const layers::StateDict& got, const layers::StateDict& want) {
+  REQUIRE(got.size() == want.size());
+  for (const auto& [k, v] : want) {
+    INFO(k);
+    CHECK(got.at(k).to_vector() == v.to_vector());
+  }
+}
+
+}  // namespace
+
+TEST_CASE("DDP overlapped in buckets, packed or in place, equals the plain allreduce path bit for bit (6 Adam steps)",
+          "[np2][ddp][overlap]") {
+  for (Dtype dtype : {Dtype::Float64, Dtype::Float32}) {
+    INFO("dtype " << dtype_name(dtype));
+    const layers::StateDict plain = train_plain(dtype);
+    // packed buckets only; the larger weights reduced in their gradients' memory; every
+    // parameter in place
+    for (std::size_t inplace : {std::numeric_limits<std::size_t>::max(), std::size_t(512), std::size_t(0)})
+      for (std::size_t bucket : {std::size_t(64), std::size_t(1024), std::size_t(25) << 20}) {
+        INFO("bucket_cap_bytes " << bucket << ", inplace_min_bytes " << inplace);
+        check_bitwise_equal(train_ddp(dtype, bucket, inplace), plain);
+      }
+    // the ranks trained on different rows and still hold the same parameters (the running
+    // statistics differ by the last batch until the next forward's broadcast, as in PyTorch)
+    for (const auto& [k, v] : plain) {
+      if (k.find("running_") != std::string::npos || k.find("num_batches") != std::string::npos) continue;
+      std::vector<double> mine = v.to_vector(), sum = mine;
+      dist::allreduce_sum(sum.data(), static_cast<std::int64_t>(sum.size()));
+      for (std::size_t i = 0; i < mine.size(); ++i) CHECK(sum[i] == 2 * mine[i]);
+    }
+  }
+}
+
+TEST_CASE("DDP: each train forward gives every rank rank 0's buffers (step check and broadcast in one message)",
+          "[np2][ddp][overlap]") {
+  auto m = net(Dtype::Float64);
+  dist::DistributedDataParallel ddp(m);
+  for (int s = 0; s < 3; ++s) {
+    auto [x, y] = batch(s, Dtype::Float64);
+    // make the ranks' running statistics differ; one train forward must start from rank 0's
+    const double fill = (dist::rank() == 0 ? 1.0 : 1000.0) * (s + 1);
+    for (auto& b : m->buffers())
+      if (b.dtype() == Dtype::Float64) b.fill_(fill);
+    const NoGradGuard no_grad;  // a forward only: nothing to reduce afterwards
+    (void)ddp(x);
+    // running = 0.9 * (rank 0's fill) + 0.1 * this rank's batch statistic: far below rank 1's
+    // fill; num_batches_tracked (int64) is rank 0's + 1 on both ranks.
+    for (auto& [k, b] : m->named_buffers()) {
+      INFO(k << " step " << s);
+      if (b.dtype() == Dtype::Int64) {
+        std::vector<double> v = b.to_vector(), sum = v;
+        dist::allreduce_sum(sum.data(), static_cast<std::int64_t>(sum.size()));
+        CHECK(sum[0] == 2 * v[0]);
+      } else {
+        for (double v : b.to_vector()) CHECK(std::abs(v) < 100.0 * (s + 1));
+      }
+    }
+  }
+}
+
+TEST_CASE("DDP: a parameter of >= inplace_min_bytes is a bucket of its own", "[np2][ddp][overlap]") {
+  auto m = net(Dtype::Float32);  // 0.weight [24, 10] = 960 bytes, 3.weight [16, 24] = 1536 bytes, ...
+  dist::DistributedDataParallel ddp(m, {.bucket_cap_bytes = std::size_t(25) << 20, .inplace_min_bytes = 1000});
+  const auto names = m->named_parameters();
+  for (const auto& b : ddp.bucket_layout()) {
+    bool big = false;
+    for (std::size_t i : b) big = big || names[i].second.nbytes() >= 1000;
+    INFO("bucket of " << b.size() << " starting at " << names[b.front()].first);
+    CHECK((!big || b.size() == 1));
+  }
+  CHECK(ddp.bucket_layout().size() == 3);  // [tail of the net], [3.weight], [the rest up to 0.weight]
+}
