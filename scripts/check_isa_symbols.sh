@@ -12,7 +12,7 @@
 # Exit status 0 when clean, 1 with the offending symbols listed, 2 on a usage error.
 set -euo pipefail
 build="${1:?usage: check_isa_symbols.sh <build-dir>}"
-mapfile -t libs < <(find "$build" -name 'libtapegrad_*.a' | sort)
+mapfile -t libs < <(find "$(realpath "$build")" -name 'libtapegrad_*.a' | sort)
 if [[ ${#libs[@]} -eq 0 ]]; then
   echo "check_isa_symbols: no libtapegrad_*.a under $build" >&2
   exit 2
