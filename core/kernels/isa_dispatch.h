@@ -56,7 +56,7 @@
   ::tapegrad::detail::isa_select(baseline::__VA_ARGS__, avx2::__VA_ARGS__, avx512::__VA_ARGS__)
 #else
 #define TAPEGRAD_ISA_FOR_EACH_VARIANT(M) M(TAPEGRAD_ISA_NS)
-#define TAPEGRAD_ISA_SELECT(...) (::tapegrad::isa(), TAPEGRAD_ISA_NS::__VA_ARGS__)
+#define TAPEGRAD_ISA_SELECT(...) ::tapegrad::detail::isa_single(TAPEGRAD_ISA_NS::__VA_ARGS__)
 #endif
 
 namespace tapegrad::detail {
@@ -69,5 +69,12 @@ F isa_select(F baseline, F avx2, F avx512) {
     case Isa::Baseline: break;
   }
   return baseline;
+}
+/// The one variant of a build compiled for one level (isa() is read for its checks of
+/// TAPEGRAD_ISA).
+template <class F>
+F isa_single(F only) {
+  (void)isa();
+  return only;
 }
 }  // namespace tapegrad::detail
