@@ -63,6 +63,10 @@ void check_isa_runnable(Isa level, Isa cpu, const std::vector<Isa>& variants, co
   if (level > cpu)
     throw std::invalid_argument(std::string(what) + ": ISA level " + isa_name(level) + " is above this CPU's (" +
                                 isa_name(cpu) + ")");
+  if (level > variants.back())
+    throw std::invalid_argument(std::string(what) + ": ISA level " + isa_name(level) +
+                                " is above this build's highest variant (" + isa_name(variants.back()) +
+                                "; the build was compiled for one level, see cmake -DTAPEGRAD_ISA)");
   if (level < variants.front())
     throw std::invalid_argument(std::string(what) + ": ISA level " + isa_name(level) +
                                 " is below this build's lowest variant (" + isa_name(variants.front()) +

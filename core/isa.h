@@ -12,7 +12,7 @@
 // OPENBLAS_CORETYPE at load time, so a forced run sets it in the environment (docs/isa.md).
 //
 // A build compiled entirely for one level (cmake -DTAPEGRAD_ISA=native|avx2|avx512) carries
-// one variant: its level is the build's, and forcing a lower one is refused.
+// one variant: its level is the build's, and forcing another one is refused.
 #include <string>
 #include <string_view>
 #include <vector>
@@ -45,13 +45,13 @@ std::vector<Isa> isa_variants();
 /// The level the kernels run at. On the first call (the first kernel call does it) the level
 /// is fixed: set_isa()'s if it was called, else the TAPEGRAD_ISA environment variable's, else
 /// the highest variant the CPU supports. Throws std::invalid_argument when TAPEGRAD_ISA is not
-/// a level name, or names a level above cpu_isa() or one this build cannot run (below a
-/// single-level build's own level); the message names the value and the limit.
+/// a level name, or names a level above cpu_isa() or one this build does not carry (another
+/// level than a single-level build's own); the message names the value and the limit.
 Isa isa();
 
 /// Forces the kernels' level. Call before any kernel call (before isa() fixed it); setting the
 /// level already fixed is a no-op. Throws std::invalid_argument when `level` is above
-/// cpu_isa() (naming both) or not runnable by this build, std::logic_error when the level was
+/// cpu_isa() (naming both) or not carried by this build, std::logic_error when the level was
 /// already fixed to another one (naming both).
 void set_isa(Isa level);
 
