@@ -250,6 +250,10 @@ void run_team(int threads, void (*fn)(void* ctx, int t, int nt) noexcept, void* 
 
 bool in_parallel_region() { return t_in_region; }
 
+void detail::RegionErrors::capture() noexcept {
+  if (!claimed_.exchange(true, std::memory_order_acq_rel)) first_ = std::current_exception();
+}
+
 void set_num_threads(int n) {
   if (n < 1) throw std::invalid_argument("set_num_threads: expected n >= 1, got " + std::to_string(n));
   g_threads = n;

@@ -55,9 +55,9 @@ namespace detail {
 /// `errors.rethrow_if_any()` after. Costs nothing while nothing throws.
 class RegionErrors {
  public:
-  void capture() noexcept {
-    if (!claimed_.exchange(true, std::memory_order_acq_rel)) first_ = std::current_exception();
-  }
+  /// Out of line (core/parallel.cpp): the per-ISA kernels (core/kernels/isa_dispatch.h) call
+  /// it, and an inline copy compiled for AVX-512 could be the one the linker keeps.
+  void capture() noexcept;
   /// True once some thread has failed (remaining chunks of a dynamic loop may be skipped).
   bool failed() const noexcept { return claimed_.load(std::memory_order_relaxed); }
   /// After the region (its closing join orders first_'s write before this read).

@@ -13,17 +13,22 @@
 #            runs for TAPEGRAD_FUZZ_SECONDS (default 60) from fuzz/corpus/<name>. Any
 #            crash, sanitizer report or leak fails; the input is kept in
 #            build-fuzz/artifacts/.
-#   avx2     build-avx2/: Release, TAPEGRAD_ISA=avx2 (-march=x86-64-v3; libxsmm generates
-#            AVX2 code too), examples off: the whole test suite through ctest on the AVX2
-#            path, whatever ISA the CI machine has beyond it (skipped, saying so, on a CPU
-#            without AVX2 and FMA). Only the consumer tests (label consumer: the installed
-#            package and find_package, nothing ISA-dependent) are left to the release stage.
-#   release  build/: scripts/build.sh (Release) and ctest. Last, so the script's closing
+#   native   build-native/: Release, TAPEGRAD_ISA=native (everything -march=native, one kernel
+#            level: the CI machine's), examples off: the whole test suite through ctest,
+#            so the build users make for themselves is tested too. Only the consumer tests
+#            (label consumer: the installed package, nothing ISA-dependent) are left to the
+#            release stage.
+#   release  build/: scripts/build.sh, the default portable build (x86-64-v2 libraries, the
+#            hot kernels once per level: baseline, avx2, avx512; docs/isa.md), and ctest.
+#            ctest includes label isa: scripts/check_isa_symbols.sh (no AVX2/AVX-512 code
+#            outside the kernel variants) and the dispatcher, [thresholds], norm, GEMM and
+#            golden tests with the kernels forced (TAPEGRAD_ISA, OPENBLAS_CORETYPE) to each
+#            level the machine runs, from the same build. Last, so the script's closing
 #            lines are ctest's "N tests passed/failed" summary.
-# TAPEGRAD_TEST_STAGES selects stages (default "docs asan fuzz avx2 release"), e.g.
+# TAPEGRAD_TEST_STAGES selects stages (default "docs asan fuzz native release"), e.g.
 #   TAPEGRAD_TEST_STAGES=release bash scripts/test.sh
 # Build folders: BUILD_DIR (build), ASAN_BUILD_DIR (build-asan), FUZZ_BUILD_DIR (build-fuzz),
-# AVX2_BUILD_DIR (build-avx2).
+# NATIVE_BUILD_DIR (build-native).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 scripts/setup.sh
@@ -31,7 +36,7 @@ scripts/setup.sh
 # onnx_engines test fails, rather than skips, when one is missing.
 export TAPEGRAD_REQUIRE_ONNX_ENGINES="${TAPEGRAD_REQUIRE_ONNX_ENGINES:-1}"
 
-stages=" ${TAPEGRAD_TEST_STAGES:-docs asan fuzz avx2 release} "
+stages=" ${TAPEGRAD_TEST_STAGES:-docs asan fuzz native release} "
 jobs="$(nproc)"
 fuzz_seconds="${TAPEGRAD_FUZZ_SECONDS:-60}"
 launcher=()
@@ -40,7 +45,7 @@ started=$SECONDS
 asan_dir="${ASAN_BUILD_DIR:-build-asan}"
 fuzz_dir="${FUZZ_BUILD_DIR:-build-fuzz}"
 release_dir="${BUILD_DIR:-build}"
-avx2_dir="${AVX2_BUILD_DIR:-build-avx2}"
+native_dir="${NATIVE_BUILD_DIR:-build-native}"
 
 configure() {  # configure <build-dir> <cmake args...>: quiet unless it fails
   local dir="$1"
@@ -139,18 +144,14 @@ if [[ "$stages" == *" fuzz "* ]]; then
   stage_done fuzz "$t0"
 fi
 
-if [[ "$stages" == *" avx2 "* ]]; then
+if [[ "$stages" == *" native "* ]]; then
   t0=$SECONDS
-  if grep -qw avx2 /proc/cpuinfo && grep -qw fma /proc/cpuinfo; then
-    echo "== avx2: the AVX2 + FMA build (TAPEGRAD_ISA=avx2) of the library and the whole test suite"
-    configure "$avx2_dir" -DCMAKE_BUILD_TYPE=Release -DTAPEGRAD_ISA=avx2 \
-      -DTAPEGRAD_BUILD_EXAMPLES=OFF -DTAPEGRAD_BUILD_BENCH=OFF -DTAPEGRAD_FUZZ=OFF
-    cmake --build "$avx2_dir" -j "$jobs"
-    OMP_NUM_THREADS="$jobs" ctest --test-dir "$avx2_dir" --output-on-failure -j "$jobs" -LE consumer
-    stage_done avx2 "$t0"
-  else
-    echo "== avx2: SKIPPED, this CPU has no AVX2 + FMA"
-  fi
+  echo "== native: the -march=native build (TAPEGRAD_ISA=native) of the library and the whole test suite"
+  configure "$native_dir" -DCMAKE_BUILD_TYPE=Release -DTAPEGRAD_ISA=native \
+    -DTAPEGRAD_BUILD_EXAMPLES=OFF -DTAPEGRAD_BUILD_BENCH=OFF -DTAPEGRAD_FUZZ=OFF
+  cmake --build "$native_dir" -j "$jobs"
+  OMP_NUM_THREADS="$jobs" ctest --test-dir "$native_dir" --output-on-failure -j "$jobs" -LE consumer
+  stage_done native "$t0"
 fi
 
 if [[ "$stages" == *" release "* ]]; then

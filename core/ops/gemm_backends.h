@@ -32,8 +32,8 @@ constexpr std::int64_t kXsmmMinN = 8;
 /// (K·sizeof(T) <= 256): beyond it the transposed (K, N) panel costs more than it wins.
 constexpr std::int64_t kXsmmMaxTransposedKBytes = 256;
 /// libxsmm takes a small product only when N is a multiple of this (1: any N). 8 for
-/// float32 in a build without AVX-512 (an 8-float vector: N = 50 ran at 48 vs Eigen's 62
-/// GFLOP/s), else 1. Depends on the library's build, hence a function.
+/// float32 when the kernels' level (isa(), core/isa.h) is below AVX-512 (an 8-float vector:
+/// N = 50 ran at 48 vs Eigen's 62 GFLOP/s), else 1. Depends on the level, hence a function.
 std::int64_t xsmm_column_multiple(Dtype dtype);
 /// xsmm_gemm declines (returns false) when M, N or K reaches 2^20 (its kernel cache key has
 /// 20 bits each); the products chosen_gemm_backend() sends it are far smaller.
@@ -62,8 +62,8 @@ bool blas_is_fallback();
 /// Whether libxsmm generates kernels on this CPU (x86-64 with at least SSE3).
 bool xsmm_available();
 
-/// The ISA libxsmm generates code for, e.g. "hsw" (AVX2) or "cpx"/"spr" (AVX-512). A build
-/// targeting AVX2 (-march=x86-64-v3, TAPEGRAD_ISA=avx2) caps it at "hsw" unless the
+/// The ISA libxsmm generates code for, e.g. "hsw" (AVX2) or "cpx"/"spr" (AVX-512). Capped at
+/// the kernels' level (isa(), core/isa.h): "hsw" for avx2, "wsm" for baseline, unless the
 /// LIBXSMM_TARGET environment variable says otherwise.
 const char* xsmm_target();
 

@@ -8,6 +8,7 @@
 #include <unordered_map>
 #include <vector>
 
+#include <tapegrad/core/isa.h>
 #include <tapegrad/core/ops/gemm_backends.h>
 
 namespace tapegrad::detail {
@@ -17,10 +18,13 @@ void init_once() {
   static std::once_flag flag;
   std::call_once(flag, [] {
     libxsmm_init();  // first: its set-up sets the target from the CPU (or LIBXSMM_TARGET)
-#if defined(__AVX2__) && !defined(__AVX512F__)
-    // A build for AVX2 measures and runs AVX2 code, also on an AVX-512 CPU.
-    if (!std::getenv("LIBXSMM_TARGET")) libxsmm_set_target_arch("hsw");
-#endif
+    // Capped at the kernels' level (core/isa.h: TAPEGRAD_ISA, set_isa, or the level of a
+    // build compiled for one): forced to AVX2, libxsmm runs AVX2 code also on an AVX-512 CPU.
+    // LIBXSMM_TARGET, when set, wins.
+    if (!std::getenv("LIBXSMM_TARGET")) {
+      if (isa() == Isa::Avx2) libxsmm_set_target_arch("hsw");
+      else if (isa() == Isa::Baseline) libxsmm_set_target_arch("wsm");  // SSE4.2, x86-64-v2
+    }
   });
 }
 

@@ -3,7 +3,6 @@
 
 #include <cblas.h>
 
-#include <Eigen/Core>
 #include <type_traits>
 
 #include <algorithm>
@@ -11,6 +10,7 @@
 #include <string>
 
 #include <tapegrad/core/autograd.h>
+#include <tapegrad/core/kernels/gemm_eigen.h>
 #include <tapegrad/core/ops/gemm_backends.h>
 #include <tapegrad/core/ops/kernels.h>
 #include <tapegrad/core/ops/reduce.h>
@@ -32,42 +32,12 @@ thread_local GemmBackend forced = GemmBackend::Auto;
 // than AVX2/AVX-512 code (measured 26-28 against 120-146 GFLOP/s at 128x784x256 to 2048^3,
 // 1 thread). A kernel set older than the CPU's ISA counts as a fallback.
 bool compute_blas_is_fallback() {
-  if (!__builtin_cpu_supports("avx2") || !__builtin_cpu_supports("fma")) return false;
+  if (isa() < Isa::Avx2) return false;  // the kernels' level (core/isa.h): AVX2 + FMA or more
   std::string core = blas_core_name();
   std::transform(core.begin(), core.end(), core.begin(), [](unsigned char ch) { return std::tolower(ch); });
   for (const char* ok : {"haswell", "zen", "skylakex", "cooperlake", "sapphirerapids"})
     if (core == ok) return false;
   return true;
-}
-
-template <class T>
-using RowMat = Eigen::Matrix<T, Eigen::Dynamic, Eigen::Dynamic, Eigen::RowMajor>;
-
-// Eigen runs a product on the calling thread, except a large one (above kGemmSmallMaxFlops,
-// when OpenBLAS is a fallback) called outside a parallel region, which it spreads over
-// tapegrad's threads.
-template <class T>
-void eigen_gemm(bool ta, bool tb, const T* A, const T* B, T* C, std::int64_t M, std::int64_t N, std::int64_t K,
-                std::int64_t ar, std::int64_t ac, std::int64_t br, std::int64_t bc, bool acc) {
-  Eigen::Map<const RowMat<T>> a(A, ar, ac);
-  Eigen::Map<const RowMat<T>> b(B, br, bc);
-  Eigen::Map<RowMat<T>> c(C, M, N);
-  struct Threads {  // Eigen's thread count is global: set it for this call only
-    int n;  // the thread count, read once
-    bool set;
-    explicit Threads(bool large)
-        : n(large && !in_parallel_region() && omp_get_num_threads_wrapper() == 1 ? get_num_threads() : 1), set(n > 1) {
-      if (set) Eigen::setNbThreads(n);
-    }
-    ~Threads() {
-      if (set) Eigen::setNbThreads(1);
-    }
-  } threads(M * N * K > kGemmSmallMaxFlops);
-  if (!acc) c.setZero();
-  if (!ta && !tb) c.noalias() += a * b;
-  else if (!ta && tb) c.noalias() += a * b.transpose();
-  else if (ta && !tb) c.noalias() += a.transpose() * b;
-  else c.noalias() += a.transpose() * b.transpose();
 }
 
 // C = op(A)·op(B) (or +=) on `use`; libxsmm falls back to Eigen when it has no kernel.
@@ -79,7 +49,8 @@ void run_gemm(GemmBackend use, bool ta, bool tb, const Tensor& a, const Tensor& 
   T* C = c.data<T>();
   if (use == GemmBackend::Xsmm && !xsmm_gemm(ta, tb, A, B, C, M, N, K, accumulate)) use = GemmBackend::Eigen;
   if (use == GemmBackend::Eigen) {
-    eigen_gemm<T>(ta, tb, A, B, C, M, N, K, ar, ac, br, bc, accumulate);
+    static const auto eigen = TAPEGRAD_ISA_SELECT(eigen_gemm<T>);  // core/kernels/gemm_eigen.h
+    eigen(ta, tb, A, B, C, M, N, K, ar, ac, br, bc, accumulate);
   } else if (use == GemmBackend::Blas) {
     const auto TA = ta ? CblasTrans : CblasNoTrans, TB = tb ? CblasTrans : CblasNoTrans;
     const int m = static_cast<int>(M), n = static_cast<int>(N), k = static_cast<int>(K);
@@ -94,10 +65,6 @@ void run_gemm(GemmBackend use, bool ta, bool tb, const Tensor& a, const Tensor& 
 }  // namespace
 
 void gemm(bool ta, bool tb, const Tensor& a, const Tensor& b, Tensor& c, bool accumulate) {
-  // Eigen only ever sees products below the BLAS crossover: a parallel region would cost
-  // more than such a product, so Eigen runs on the calling thread.
-  static const bool eigen_serial = (Eigen::setNbThreads(1), true);
-  (void)eigen_serial;
   const std::int64_t ar = a.shape()[0], ac = a.shape()[1], br = b.shape()[0], bc = b.shape()[1];
   const std::int64_t M = ta ? ac : ar, K = ta ? ar : ac, N = tb ? br : bc;
   if (M == 0 || N == 0) return;
@@ -138,12 +105,9 @@ GemmBackend chosen_gemm_backend(Dtype dtype, std::int64_t M, std::int64_t N, std
 }
 
 std::int64_t xsmm_column_multiple(Dtype dtype) {
-#if defined(__AVX512F__)
-  (void)dtype;
-  return 1;
-#else
+  // libxsmm generates code for the kernels' level (gemm_xsmm.cpp caps it at isa())
+  if (isa() == Isa::Avx512) return 1;
   return dtype == Dtype::Float32 ? 8 : 1;
-#endif
 }
 
 const char* blas_core_name() {

@@ -11,6 +11,7 @@
 #include <tapegrad/core/autograd.h>
 #include <tapegrad/core/ops/kernels.h>
 #include <tapegrad/core/parallel.h>
+#include <tapegrad/layers/functional/kernels/max_pool_2x2.h>
 
 namespace tapegrad::layers::functional {
 
@@ -30,7 +31,7 @@ PoolGeom pool_geom(const Tensor& x, const char* op, Size2 k, std::optional<Size2
   if (!x.defined() || x.dim() != 4)
     throw std::invalid_argument(o + ": expected a 4-D input (N, C, H, W), got shape " +
                                 (x.defined() ? shape_str(x.shape()) : std::string("undefined")));
-  kernels::check_floating(x, op);
+  tapegrad::kernels::check_floating(x, op);
   const Size2 s = stride.value_or(k);
   const WindowGeometry win{k, s, p, d};
   check_window_args(o, win, PaddingLimit::HalfKernel);
@@ -100,43 +101,13 @@ inline bool replaces(T v, T m) {
 }
 
 // The common 2×2, stride 2 pool with every window inside the input and an even width: the
-// same rule as the general loop below, in row-major window order. Output rows are short (14
-// or 7 in the reference CNN), so both passes run over whole planes as contiguous loops (they
-// vectorise, with selects instead of branches that random data mispredicts):
-//   1. each horizontal pair (x[2t], x[2t+1]) of the plane -> its maximum and which one;
-//   2. pair t combined with the pair below it, t + W/2, for every t (the rows between the
-//      windows' top rows are computed and unused), then the windows' rows copied out.
+// same rule as the general loop below, in row-major window order, run by a kernel compiled
+// per ISA level (kernels/max_pool_2x2.h).
 template <class T>
 void max_forward_2x2(const T* x, T* y, std::int64_t* idx, const PoolGeom& g) {
-  const std::int64_t HW = g.H * g.W, P = HW / 2, half = g.W / 2, L = g.OH * g.OW;
-  const std::int64_t span = (2 * g.OH - 1) * half;  // pairs t whose combination is needed
-  over_planes(g.planes(), HW, [=](std::int64_t b, std::int64_t e) {  // by value: stores can't alias the bounds
-    const std::int64_t OH = g.OH, OW = g.OW;
-    std::vector<T> hv(static_cast<std::size_t>(P)), cv(static_cast<std::size_t>(span));
-    std::vector<std::int64_t> hk(static_cast<std::size_t>(P)), ck(static_cast<std::size_t>(span));
-    T* __restrict hvp = hv.data();
-    T* __restrict cvp = cv.data();
-    std::int64_t* __restrict hkp = hk.data();
-    std::int64_t* __restrict ckp = ck.data();
-    for (std::int64_t pl = b; pl < e; ++pl) {
-      const T* __restrict xp = x + pl * HW;
-      for (std::int64_t t = 0; t < P; ++t) {
-        const T v0 = xp[2 * t], v1 = xp[2 * t + 1];
-        const bool r = replaces(v1, v0);
-        hvp[t] = r ? v1 : v0;
-        hkp[t] = 2 * t + (r ? 1 : 0);
-      }
-      for (std::int64_t t = 0; t < span; ++t) {
-        const T top = hvp[t], bot = hvp[t + half];
-        const bool r = replaces(bot, top);
-        cvp[t] = r ? bot : top;
-        ckp[t] = r ? hkp[t + half] : hkp[t];
-      }
-      for (std::int64_t i = 0; i < OH; ++i) {
-        std::copy_n(cvp + 2 * i * half, OW, y + pl * L + i * OW);
-        std::copy_n(ckp + 2 * i * half, OW, idx + pl * L + i * OW);
-      }
-    }
+  const std::int64_t H = g.H, W = g.W, OH = g.OH, OW = g.OW;
+  over_planes(g.planes(), H * W, [=](std::int64_t b, std::int64_t e) {
+    kernels::max_pool_2x2_planes<T>(x, y, idx, b, e, H, W, OH, OW);
   });
 }
 
@@ -248,7 +219,7 @@ Tensor adaptive_avg_pool2d(const Tensor& x, Size2 out) {
   if (!x.defined() || x.dim() != 4)
     throw std::invalid_argument("adaptive_avg_pool2d: expected a 4-D input (N, C, H, W), got shape " +
                                 (x.defined() ? shape_str(x.shape()) : std::string("undefined")));
-  kernels::check_floating(x, "adaptive_avg_pool2d");
+  tapegrad::kernels::check_floating(x, "adaptive_avg_pool2d");
   if (out.h < 1 || out.w < 1)
     throw std::invalid_argument("adaptive_avg_pool2d: expected output_size >= 1, got " + out.str());
   const std::int64_t N = x.size(0), C = x.size(1), H = x.size(2), W = x.size(3);

@@ -8,7 +8,8 @@
 #include <tapegrad/layers/functional/kernels/simd.h>
 #include <tapegrad/layers/functional/kernels/thresholds.h>
 
-namespace tapegrad::layers::functional::kernels {
+// Compiled once per ISA level (core/kernels/isa_dispatch.h); norm_dispatch.cpp picks one.
+namespace tapegrad::layers::functional::kernels::TAPEGRAD_ISA_NS {
 namespace {
 
 using kernels::kLanes;
@@ -358,4 +359,4 @@ TAPEGRAD_BN_ROWS(float)
 TAPEGRAD_BN_ROWS(double)
 #undef TAPEGRAD_BN_ROWS
 
-}  // namespace tapegrad::layers::functional::kernels
+}  // namespace tapegrad::layers::functional::kernels::TAPEGRAD_ISA_NS

@@ -18,6 +18,8 @@
 // here, and the cache keeps only about 16 MB of the tail.)
 #include <cstdint>
 
+#include <tapegrad/core/kernels/isa_dispatch.h>
+
 namespace tapegrad::layers::functional::kernels {
 
 /// Per-channel mean and biased variance σ² = Σ(x - μ)²/N (float64, C values each) of x (N, C).
@@ -43,5 +45,21 @@ void bn_rows_sums(const T* x, const T* dy, std::int64_t N, std::int64_t C, const
 template <class T>
 void bn_rows_dx(const T* x, const T* dy, T* dx, std::int64_t N, std::int64_t C, const T* mu, const T* k1,
                 const T* k2, const T* k3);
+
+// The per-ISA variants of the four (batch_norm_nc.cpp compiled once per level); the functions
+// above call the one isa() picks (norm_dispatch.cpp).
+#define TAPEGRAD_BN_NC_VARIANT_DECLS(ns)                                                                           \
+  namespace ns {                                                                                                   \
+  template <class T>                                                                                               \
+  void bn_rows_moments(const T* x, std::int64_t N, std::int64_t C, double* mean, double* var);                     \
+  template <class T>                                                                                               \
+  void bn_rows_affine(const T* x, T* y, std::int64_t N, std::int64_t C, const T* mu, const T* a, const T* b);      \
+  template <class T>                                                                                               \
+  void bn_rows_sums(const T* x, const T* dy, std::int64_t N, std::int64_t C, const T* mu, double* s1, double* s2); \
+  template <class T>                                                                                               \
+  void bn_rows_dx(const T* x, const T* dy, T* dx, std::int64_t N, std::int64_t C, const T* mu, const T* k1,       \
+                  const T* k2, const T* k3);                                                                       \
+  }
+TAPEGRAD_ISA_FOR_EACH_VARIANT(TAPEGRAD_BN_NC_VARIANT_DECLS)
 
 }  // namespace tapegrad::layers::functional::kernels

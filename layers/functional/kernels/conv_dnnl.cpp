@@ -22,6 +22,7 @@
 #include <omp.h>
 #endif
 
+#include <tapegrad/core/isa.h>
 #include <tapegrad/core/parallel.h>
 #include <tapegrad/core/tensor.h>
 
@@ -129,8 +130,19 @@ Key key_of(const DnnlConvShape& s, int threads) {
           threads};
 }
 
+// oneDNN's JIT capped at the kernels' level (core/isa.h) before its first primitive, unless
+// ONEDNN_MAX_CPU_ISA (or DNNL_MAX_CPU_ISA) is set: the environment then decides.
+void cap_dnnl_isa() {
+  if (std::getenv("ONEDNN_MAX_CPU_ISA") || std::getenv("DNNL_MAX_CPU_ISA")) return;
+  switch (isa()) {
+    case Isa::Baseline: dnnl::set_max_cpu_isa(dnnl::cpu_isa::sse41); break;
+    case Isa::Avx2: dnnl::set_max_cpu_isa(dnnl::cpu_isa::avx2); break;
+    case Isa::Avx512: break;
+  }
+}
+
 State& state() {
-  static State* const st = new State;
+  static State* const st = (cap_dnnl_isa(), new State);
   return *st;
 }
 

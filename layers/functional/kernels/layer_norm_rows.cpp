@@ -7,7 +7,8 @@
 #include <tapegrad/layers/functional/kernels/simd.h>
 #include <tapegrad/layers/functional/kernels/thresholds.h>
 
-namespace tapegrad::layers::functional::kernels {
+// Compiled once per ISA level (core/kernels/isa_dispatch.h); norm_dispatch.cpp picks one.
+namespace tapegrad::layers::functional::kernels::TAPEGRAD_ISA_NS {
 namespace {
 
 using kernels::hsum;
@@ -352,4 +353,4 @@ template void ln_rows_backward<float>(const float*, const float*, float*, std::i
 template void ln_rows_backward<double>(const double*, const double*, double*, std::int64_t, std::int64_t,
                                        std::int64_t, const double*, const double*, const double*, double*, double*);
 
-}  // namespace tapegrad::layers::functional::kernels
+}  // namespace tapegrad::layers::functional::kernels::TAPEGRAD_ISA_NS

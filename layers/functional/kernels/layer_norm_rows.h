@@ -10,6 +10,8 @@
 // T-precision vectors (independent accumulators) and are added up across lanes in double.
 #include <cstdint>
 
+#include <tapegrad/core/kernels/isa_dispatch.h>
+
 namespace tapegrad::layers::functional::kernels {
 
 /// Forward. Row r covers affine channels c0 .. c0 + K with c0 = (r mod G)·K; w and b hold
@@ -30,5 +32,18 @@ void ln_rows_forward(const T* x, T* y, std::int64_t R, std::int64_t K, std::int6
 template <class T>
 void ln_rows_backward(const T* dy, const T* x, T* gx, std::int64_t R, std::int64_t K, std::int64_t G, const T* w,
                       const double* mean, const double* rstd, double* dw, double* db);
+
+// The per-ISA variants of the two (layer_norm_rows.cpp compiled once per level); the functions
+// above call the one isa() picks (norm_dispatch.cpp).
+#define TAPEGRAD_LN_ROWS_VARIANT_DECLS(ns)                                                                          \
+  namespace ns {                                                                                                    \
+  template <class T>                                                                                                \
+  void ln_rows_forward(const T* x, T* y, std::int64_t R, std::int64_t K, std::int64_t G, const T* w, const T* b,    \
+                       double eps, double* mean, double* rstd, double* var);                                        \
+  template <class T>                                                                                                \
+  void ln_rows_backward(const T* dy, const T* x, T* gx, std::int64_t R, std::int64_t K, std::int64_t G, const T* w, \
+                        const double* mean, const double* rstd, double* dw, double* db);                            \
+  }
+TAPEGRAD_ISA_FOR_EACH_VARIANT(TAPEGRAD_LN_ROWS_VARIANT_DECLS)
 
 }  // namespace tapegrad::layers::functional::kernels

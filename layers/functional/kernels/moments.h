@@ -6,7 +6,10 @@
 #include <algorithm>
 #include <cstdint>
 
+#include <tapegrad/core/kernels/isa_dispatch.h>
+
 namespace tapegrad::layers::functional::kernels {
+inline namespace TAPEGRAD_ISA_INLINE_NS {  // core/kernels/isa_dispatch.h
 
 /// Per-channel count, mean and M2 = Σ(x - mean)² of the values merged so far (C channels,
 /// arrays owned by the caller). count = 0: nothing merged yet.
@@ -37,4 +40,5 @@ inline void merge_moments(PartialMoments& p, std::int64_t C, std::int64_t nb, co
   p.count += nb;
 }
 
+}  // namespace TAPEGRAD_ISA_INLINE_NS
 }  // namespace tapegrad::layers::functional::kernels

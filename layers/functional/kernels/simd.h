@@ -19,6 +19,7 @@
 #include <memory>
 #include <vector>
 
+#include <tapegrad/core/kernels/isa_dispatch.h>
 #include <tapegrad/core/parallel.h>
 #include <tapegrad/core/saved_data.h>
 #include <tapegrad/core/tensor.h>
@@ -31,6 +32,8 @@
 #endif
 
 namespace tapegrad::layers::functional::kernels {
+// This TU's vector width: one inline namespace per ISA level (core/kernels/isa_dispatch.h).
+inline namespace TAPEGRAD_ISA_INLINE_NS {
 
 template <class T>
 struct VecOf;
@@ -194,9 +197,23 @@ void for_row_chunks(std::int64_t rows, std::int64_t chunk, int nt, F&& body) {
 /// steady-state calls do no heap allocation. Each caller passes its own Tag type.
 template <class Tag, class T>
 T* scratch(std::size_t n) {
-  thread_local std::vector<T> buf;
-  if (buf.size() < n) buf.resize(n);
-  return buf.data();
+  // A local class, not std::vector: its members are symbols of this function's ISA
+  // namespace, while std::vector<double>'s out-of-line members would be one weak symbol
+  // shared by every ISA's translation units (core/kernels/isa_dispatch.h).
+  struct Buffer {
+    T* p = nullptr;
+    std::size_t size = 0;
+    ~Buffer() { delete[] p; }
+  };
+  thread_local Buffer buf;
+  if (buf.size < n) {
+    T* grown = new T[n];
+    delete[] buf.p;
+    buf.p = grown;
+    buf.size = n;
+  }
+  return buf.p;
 }
 
+}  // namespace TAPEGRAD_ISA_INLINE_NS
 }  // namespace tapegrad::layers::functional::kernels

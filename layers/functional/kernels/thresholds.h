@@ -13,7 +13,10 @@
 
 #include <tapegrad/core/parallel.h>
 
+#include <tapegrad/core/kernels/isa_dispatch.h>
+
 namespace tapegrad::layers::functional::kernels::thresholds {
+inline namespace TAPEGRAD_ISA_INLINE_NS {  // core/kernels/isa_dispatch.h
 
 // ---- shared by the norm kernels (kernels/simd.h) -------------------------------------------
 
@@ -91,4 +94,5 @@ bool ln_rows_paired(std::int64_t R, std::int64_t K, std::int64_t G) {
 /// 1.8× faster. Independent of the batch size.
 constexpr std::int64_t kConvDnnlMinInChannels = 16;
 
+}  // namespace TAPEGRAD_ISA_INLINE_NS
 }  // namespace tapegrad::layers::functional::kernels::thresholds

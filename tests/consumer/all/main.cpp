@@ -9,6 +9,12 @@
 using namespace tapegrad;
 
 int main() {
+  // the kernel levels the package's config announced (tapegrad_ISA_VARIANTS) are the ones it carries
+  if (static_cast<int>(isa_variants().size()) != TAPEGRAD_EXPECTED_ISA_VARIANTS) {
+    std::printf("FAIL: the package announces %d ISA variants, the library carries %zu\n", TAPEGRAD_EXPECTED_ISA_VARIANTS,
+                isa_variants().size());
+    return 1;
+  }
   Generator gen(1);
   Tensor x = randn({64, 4}, Dtype::Float32, gen);
   Tensor w = Tensor::from_vector({1, -1, 0.5, 0}, {4, 1}, Dtype::Float32);

@@ -1,0 +1,80 @@
+#pragma once
+// Internal: per-ISA kernel variants (core/isa.h says how the level is chosen).
+//
+// A kernel source listed in tapegrad_add_isa_variants() (cmake/tapegrad_library.cmake) is
+// compiled once per level in the portable build: its translation unit <file>.<level>.cpp
+// defines TAPEGRAD_ISA_NS (baseline, avx2, avx512) and gets that level's -march. It puts
+// its entry points in namespace <...>::TAPEGRAD_ISA_NS, and every inline function or
+// template it takes from a tapegrad kernel header sits in the inline namespace
+// TAPEGRAD_ISA_INLINE_NS (isa_baseline, isa_avx2, isa_avx512): the linker keeps one copy
+// of a symbol, so an inline function shared by an AVX-512 TU and a baseline TU would run
+// AVX-512 code on every CPU. scripts/check_isa_symbols.sh verifies the libraries.
+// A baseline TU declares the variants (TAPEGRAD_ISA_FOR_EACH_VARIANT) and picks one with
+// TAPEGRAD_ISA_SELECT, once.
+//
+// Other builds (cmake -DTAPEGRAD_ISA=native|avx2|avx512) compile everything for one level:
+// the kernel source is compiled once, TAPEGRAD_ISA_NS is the build's level, and
+// TAPEGRAD_ISA_SELECT names that variant directly.
+#include <tapegrad/core/isa.h>
+
+#define TAPEGRAD_ISA_CAT_(a, b) a##b
+#define TAPEGRAD_ISA_CAT(a, b) TAPEGRAD_ISA_CAT_(a, b)
+
+// The level this translation unit's flags allow (0 baseline, 1 avx2, 2 avx512).
+#if defined(__AVX512F__) && defined(__AVX512BW__) && defined(__AVX512DQ__) && defined(__AVX512VL__)
+#define TAPEGRAD_ISA_TU_LEVEL 2
+#elif defined(__AVX2__) && defined(__FMA__)
+#define TAPEGRAD_ISA_TU_LEVEL 1
+#else
+#define TAPEGRAD_ISA_TU_LEVEL 0
+#endif
+
+#if !defined(TAPEGRAD_ISA_PORTABLE)
+#define TAPEGRAD_ISA_PORTABLE 0
+#endif
+
+#if !TAPEGRAD_ISA_PORTABLE && !defined(TAPEGRAD_ISA_BUILD_LEVEL)
+#define TAPEGRAD_ISA_BUILD_LEVEL TAPEGRAD_ISA_TU_LEVEL
+#endif
+
+#if !defined(TAPEGRAD_ISA_NS)
+#if TAPEGRAD_ISA_PORTABLE || TAPEGRAD_ISA_TU_LEVEL == 0
+#define TAPEGRAD_ISA_NS baseline
+#elif TAPEGRAD_ISA_TU_LEVEL == 1
+#define TAPEGRAD_ISA_NS avx2
+#else
+#define TAPEGRAD_ISA_NS avx512
+#endif
+#endif
+#define TAPEGRAD_ISA_INLINE_NS TAPEGRAD_ISA_CAT(isa_, TAPEGRAD_ISA_NS)
+
+#if TAPEGRAD_ISA_PORTABLE
+#define TAPEGRAD_ISA_FOR_EACH_VARIANT(M) M(baseline) M(avx2) M(avx512)
+/// The variant of `fn` (a name valid in each of the namespaces baseline, avx2, avx512 of the
+/// calling scope) for isa(). Use once: `static const auto f = TAPEGRAD_ISA_SELECT(g<T>);`.
+#define TAPEGRAD_ISA_SELECT(...) \
+  ::tapegrad::detail::isa_select(baseline::__VA_ARGS__, avx2::__VA_ARGS__, avx512::__VA_ARGS__)
+#else
+#define TAPEGRAD_ISA_FOR_EACH_VARIANT(M) M(TAPEGRAD_ISA_NS)
+#define TAPEGRAD_ISA_SELECT(...) ::tapegrad::detail::isa_single(TAPEGRAD_ISA_NS::__VA_ARGS__)
+#endif
+
+namespace tapegrad::detail {
+/// The one of three variants for isa().
+template <class F>
+F isa_select(F baseline, F avx2, F avx512) {
+  switch (isa()) {
+    case Isa::Avx512: return avx512;
+    case Isa::Avx2: return avx2;
+    case Isa::Baseline: break;
+  }
+  return baseline;
+}
+/// The one variant of a build compiled for one level (isa() is read for its checks of
+/// TAPEGRAD_ISA).
+template <class F>
+F isa_single(F only) {
+  (void)isa();
+  return only;
+}
+}  // namespace tapegrad::detail
