@@ -27,7 +27,7 @@ have_torch=0
 export OMP_WAIT_POLICY=passive OMP_NUM_THREADS=1
 
 isa=$(sed -n 's/^TAPEGRAD_ARCH_FLAGS[^=]*=//p; s/^TAPEGRAD_ISA:STRING=\(..*\)/TAPEGRAD_ISA=\1/p' "$build/CMakeCache.txt" 2> /dev/null | tr '\n' ' ')
-[ -n "$isa" ] || isa=$(grep -q 'TAPEGRAD_NATIVE:BOOL=ON' "$build/CMakeCache.txt" 2> /dev/null && echo "-march=native" || echo "?")
+[ -n "$isa" ] || isa=$(grep -q 'TAPEGRAD_NATIVE:BOOL=ON' "$build/CMakeCache.txt" 2> /dev/null && echo "-march=native" || echo "portable (kernels at the CPU's level unless TAPEGRAD_ISA=${TAPEGRAD_ISA:-} caps them)")
 simd=$(grep -o -w -E 'avx512f|avx2' /proc/cpuinfo | sort -u | tr '\n' ' ')
 echo "== $(lscpu | sed -n 's/^Model name: *//p'), $(nproc --all) cores ($simd); build: $isa; load: $(cut -d' ' -f1-3 /proc/loadavg)"
 
