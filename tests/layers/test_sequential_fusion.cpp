@@ -5,12 +5,14 @@
 #include <catch2/catch.hpp>
 
 #include <cstring>
+#include <optional>
 #include <string>
 #include <vector>
 
 #include <tapegrad/core/autograd.h>
 #include <tapegrad/core/ops.h>
 #include <tapegrad/layers/activation.h>
+#include <tapegrad/layers/batch_norm.h>
 #include <tapegrad/layers/clamp.h>
 #include <tapegrad/layers/hooks.h>
 #include <tapegrad/layers/linear.h>
@@ -36,12 +38,12 @@ struct Trace {
   std::vector<Tensor> state;
 };
 
-Trace train(bool apart, models::Norm norm, int steps) {
+Trace train(bool apart, models::Norm norm, std::optional<double> act_clip, int steps) {
   Generator gen(7);
   models::MLPOptions mo;
   mo.norm = norm;
   mo.bn_momentum = 0.01;
-  mo.act_clip = 0.5;  // small, so some activations sit at the clip
+  mo.act_clip = act_clip;  // small, so some activations sit at the clip
   models::MLP net({12, 16, 8, 1}, mo, gen);
   net.train();
   optim::SGD sgd(net.parameters(), {.lr = 0.05});
@@ -57,6 +59,12 @@ Trace train(bool apart, models::Norm norm, int steps) {
     t.losses.push_back(loss.item());
     t.out = out.detach();
   }
+  {  // and one evaluation pass in eval mode (the running statistics)
+    AnomalyModeGuard anomaly(apart);
+    net.eval();
+    NoGradGuard no_grad;
+    t.state.push_back(net(x));
+  }
   for (const auto& p : net.parameters()) t.state.push_back(p.detach().clone());
   for (const auto& b : net.buffers()) t.state.push_back(b.clone());
   return t;
@@ -65,9 +73,10 @@ Trace train(bool apart, models::Norm norm, int steps) {
 }  // namespace
 
 TEST_CASE("Sequential's fused ReLU -> Clamp trains the chapter's MLP to the same bits", "[sequential][relu_clamp]") {
-  for (auto norm : {models::Norm::Batch, models::Norm::None}) {
-    INFO("norm " << models::norm_name(norm));
-    const Trace fused = train(false, norm, 25), apart = train(true, norm, 25);
+  for (auto norm : {models::Norm::Batch, models::Norm::None})
+    for (auto clip : {std::optional<double>(0.5), std::optional<double>()}) {
+    INFO("norm " << models::norm_name(norm) << ", act_clip " << (clip ? *clip : -1.0));
+    const Trace fused = train(false, norm, clip, 25), apart = train(true, norm, clip, 25);
     REQUIRE(fused.losses.size() == apart.losses.size());
     for (std::size_t i = 0; i < fused.losses.size(); ++i) CHECK(fused.losses[i] == apart.losses[i]);
     CHECK(same_bits(fused.out, apart.out));
@@ -85,6 +94,19 @@ TEST_CASE("Sequential fuses ReLU -> Clamp into one node only when nothing can te
   SECTION("fused: one relu_clamp node") {
     auto s = seq(std::make_shared<layers::ReLU>(), -2.0, 2.0);
     CHECK(s(x).grad_fn_name() == "relu_clamp");
+  }
+  SECTION("BatchNorm1d -> ReLU -> Clamp: one batch_norm_relu node, in train and eval mode") {
+    auto bn = std::make_shared<layers::BatchNorm1d>(3);
+    layers::Sequential s({bn, std::make_shared<layers::ReLU>(), std::make_shared<layers::Clamp>(-1.0, 1.0)});
+    CHECK(s(x).grad_fn_name() == "batch_norm_relu");
+    CHECK(bn->batches_tracked() == 1);
+    s.eval();
+    CHECK(s(x).grad_fn_name() == "batch_norm_relu");
+    CHECK(bn->batches_tracked() == 1);
+  }
+  SECTION("an error in the fused BatchNorm names the layer as before") {
+    layers::Sequential s({std::make_shared<layers::BatchNorm1d>(5), std::make_shared<layers::ReLU>()});
+    CHECK_THROWS_WITH(s(x), Catch::Contains("in module '0' (BatchNorm1d)") && Catch::Contains("expected 5 channels"));
   }
   SECTION("a lower bound above 0 would bite: two ops") {
     auto s = seq(std::make_shared<layers::ReLU>(), 0.1, 2.0);
