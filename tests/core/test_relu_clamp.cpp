@@ -78,9 +78,9 @@ TEST_CASE("relu_clamp equals clamp(relu(x)) bit for bit, forward and backward", 
   set_num_threads(saved);
 }
 
-TEST_CASE("relu_clamp refuses bounds the fusion does not cover and integer input", "[relu_clamp]") {
+TEST_CASE("relu_clamp refuses bounds the fusion does not cover and integer input", "[relu_clamp][errors]") {
   const Tensor x = Tensor::from_vector(std::vector<double>{1.0, -1.0}, {2}, Dtype::Float32);
-  CHECK_THROWS_WITH(relu_clamp(x, 0.5, 2.0), Catch::Contains("expected lo <= 0 <= hi, got lo=0.5"));
+  CHECK_THROWS_WITH(relu_clamp(x, 0.5, 2.0), Catch::Contains("relu_clamp: expected lo <= 0 <= hi, got lo=0.500000, hi=2.000000"));
   CHECK_THROWS_WITH(relu_clamp(x, -1.0, -0.5), Catch::Contains("expected lo <= 0 <= hi"));
   CHECK_THROWS_WITH(relu_clamp(x, std::nan(""), 1.0), Catch::Contains("expected lo <= 0 <= hi"));
   CHECK_THROWS_AS(relu_clamp(Tensor::zeros({1}, Dtype::Int64), -1.0, 1.0),

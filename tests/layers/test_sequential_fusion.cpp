@@ -4,6 +4,7 @@
 // SGD steps; a forward hook sees both layers; other bounds and subclasses are not fused.
 #include <catch2/catch.hpp>
 
+#include <cmath>
 #include <cstring>
 #include <optional>
 #include <string>
@@ -131,4 +132,13 @@ TEST_CASE("Sequential fuses ReLU -> Clamp into one node only when nothing can te
     CHECK(y.grad_fn_name() == "clamp");
     CHECK(seen == std::vector<std::string>{"ReLU", "Clamp", "Sequential"});
   }
+}
+
+TEST_CASE("batch_norm_relu refuses a clip the fusion does not cover, before any buffer changes", "[sequential][relu_clamp][errors]") {
+  layers::BatchNorm1d bn(3);
+  const Tensor x = randn({4, 3});
+  CHECK_THROWS_WITH(bn.forward_relu(x, std::pair<double, double>{0.5, 1.0}),
+                    Catch::Contains("BatchNorm1d: batch_norm_relu's clip must have lo <= 0 <= hi, got lo=0.500000, hi=1.000000"));
+  CHECK(bn.batches_tracked() == 0);
+  CHECK_THROWS_AS(bn.forward_relu(x, std::pair<double, double>{-1.0, std::nan("")}), std::invalid_argument);
 }
