@@ -19,7 +19,7 @@
 #include <tapegrad/layers/batch_norm.h>
 #include <tapegrad/layers/linear.h>
 #include "workloads.h"
-#if __has_include("layers/layer_norm.h")
+#if __has_include(<tapegrad/layers/layer_norm.h>)
 #include <tapegrad/layers/layer_norm.h>
 #define TG_HAVE_LAYER_NORM 1
 #endif

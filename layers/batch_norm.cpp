@@ -70,6 +70,14 @@ Tensor BatchNormBase::forward(const Tensor& x) {
                                 options.eps, type_name());
 }
 
+Tensor BatchNormBase::forward_relu(const Tensor& x, std::optional<std::pair<double, double>> clip) {
+  if (!x.defined()) throw std::invalid_argument(type_name() + ": the input is undefined");
+  check_input(x);
+  check_dtype(x);
+  return functional::batch_norm_relu(x, weight, bias, running_stats(), is_training() || !options.track_running_stats,
+                                     options.eps, type_name(), clip);
+}
+
 void BatchNormBase::check_dtype(const Tensor& x) const {
   const Tensor& state = running_mean.defined() ? running_mean : weight;  // follows Module::to
   if (state.defined() && x.dtype() != state.dtype())

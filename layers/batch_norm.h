@@ -1,6 +1,7 @@
 #pragma once
 // Batch normalisation modules (Ioffe & Szegedy 2015), PyTorch semantics.
 #include <optional>
+#include <utility>
 
 #include <tapegrad/layers/channel_norm.h>
 #include <tapegrad/layers/functional/running_stats.h>
@@ -56,6 +57,10 @@ class BatchNormBase : public ChannelNormBase {
   /// Throws std::invalid_argument for num_features < 1 or invalid options.
   BatchNormBase(std::int64_t num_features, BatchNormOptions options);
   Tensor forward(const Tensor& x) override;
+  /// forward(x) followed by relu and, with `clip` = (lo, hi), lo <= 0 <= hi, by clamp(lo, hi),
+  /// as one op (functional::batch_norm_relu: the same bits as the layers run apart). What
+  /// layers::Sequential calls for BatchNorm -> ReLU [-> Clamp]; throws what forward throws.
+  Tensor forward_relu(const Tensor& x, std::optional<std::pair<double, double>> clip);
   std::string extra_repr() const override;
   /// How many train-mode batches have updated the running statistics.
   std::int64_t batches_tracked() const;

@@ -88,7 +88,13 @@ void clip_grad_value_(const std::vector<Tensor>& params, double clip_value) {
     TAPEGRAD_DISPATCH_FLOAT(g.dtype(), "clip_grad_value_", [&] {
       scalar_t* x = g.data<scalar_t>();
       const scalar_t c = static_cast<scalar_t>(clip_value);
-      for (std::int64_t i = 0, n = g.numel(); i < n; ++i) x[i] = std::clamp(x[i], -c, c);
+      const scalar_t lo = -c;
+      // std::clamp's result (NaN stays NaN) written as selects on the value, not references
+      // into the array, so the loop vectorises
+      for (std::int64_t i = 0, n = g.numel(); i < n; ++i) {
+        const scalar_t v = x[i];
+        x[i] = v < lo ? lo : (c < v ? c : v);
+      }
     });
   }
 }

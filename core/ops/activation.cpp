@@ -2,6 +2,8 @@
 #include <tapegrad/core/ops/activation.h>
 
 #include <cmath>
+#include <stdexcept>
+#include <string>
 
 #include <tapegrad/core/autograd.h>
 #include <tapegrad/core/ops/kernels.h>
@@ -98,6 +100,33 @@ Tensor gelu(const Tensor& x, bool tanh_approximation) {
                  const double cdf = 0.5 * (1.0 + std::erf(v * kInvSqrt2));
                  const double pdf = kInvSqrt2Pi * std::exp(-0.5 * v * v);
                  return static_cast<scalar_t>(gv * (cdf + v * pdf));
+               });
+             }));
+    });
+  return out;
+}
+
+Tensor relu_clamp(const Tensor& x, double lo, double hi) {
+  kernels::check_floating(x, "relu_clamp");
+  if (std::isnan(lo) || std::isnan(hi) || lo > 0 || hi < 0)
+    throw std::invalid_argument("relu_clamp: expected lo <= 0 <= hi, got lo=" + std::to_string(lo) +
+                                ", hi=" + std::to_string(hi));
+  // relu then clamp: relu's `x <= 0 ? 0 : x` (NaN passes), then clamp's `v > hi ? hi : v`
+  // (its lower bound cannot bite: the relu's output is >= 0 >= lo, or NaN)
+  Tensor out = TAPEGRAD_DISPATCH_FLOAT(x.dtype(), "relu_clamp", [&] {
+    const scalar_t h = static_cast<scalar_t>(hi);
+    return kernels::map_unary<scalar_t>(x, [h](scalar_t v) {
+      const scalar_t r = v <= scalar_t(0) ? scalar_t(0) : v;
+      return r > h ? h : r;
+    });
+  });
+  if (autograd::needs_grad({&x}))
+    // clamp's mask (lo <= r <= hi, r = relu(x)) times relu's (x > 0): 0 < x <= hi; NaN fails both.
+    autograd::record("relu_clamp", out, {x}, [x = x.detach(), hi](const Tensor& g, GradSink& gs) {
+      gs.add(0, TAPEGRAD_DISPATCH_FLOAT(g.dtype(), "relu_clamp_backward", [&] {
+               const scalar_t h = static_cast<scalar_t>(hi);
+               return kernels::map_binary_same<scalar_t>(g, x, [h](scalar_t gv, scalar_t xv) {
+                 return ((xv > scalar_t(0)) & (xv <= h)) ? gv : scalar_t(0);
                });
              }));
     });

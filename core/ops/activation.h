@@ -21,4 +21,12 @@ Tensor leaky_relu(const Tensor& x, double negative_slope = 0.01);
 ///   d/dx = ½·(1 + tanh u) + ½·x·(1 - tanh² u)·√(2/π)·(1 + 3·0.044715·x²).
 Tensor gelu(const Tensor& x, bool tanh_approximation = false);
 
+/// clamp(relu(x), lo, hi) as one op and one tape node, for lo <= 0 <= hi (the MLP's ReLU
+/// followed by an activation clip; layers::Sequential runs the two layers through it).
+/// Bit for bit the composition, gradients included: y = x <= 0 ? 0 : min(x, hi) (NaN passes
+/// through), d/dx = 1 for 0 < x <= hi (the clamp's bounds are inclusive, as in clamp), else 0
+/// (NaN: 0). lo only has to be <= 0: the ReLU's output never falls below it. Throws
+/// std::invalid_argument for a non-float x, lo > 0, hi < 0 or a NaN bound.
+Tensor relu_clamp(const Tensor& x, double lo, double hi);
+
 }  // namespace tapegrad

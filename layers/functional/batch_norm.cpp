@@ -22,6 +22,9 @@
 #include <vector>
 
 #include <tapegrad/core/autograd.h>
+#include <tapegrad/core/ops/activation.h>
+#include <tapegrad/core/ops/elementwise.h>
+#include <tapegrad/core/ops/kernels.h>
 #include <tapegrad/core/parallel.h>
 #include <tapegrad/layers/functional/empty_input.h>
 #include <tapegrad/layers/functional/kernels/batch_norm_nc.h>
@@ -359,20 +362,25 @@ Tensor batch_norm(const Tensor& x, const Tensor& running_mean, const Tensor& run
                     training, eps, "batch_norm");
 }
 
-Tensor batch_norm(const Tensor& x, const Tensor& weight, const Tensor& bias, const RunningStats& running,
-                  bool use_batch_stats, double eps, const std::string& who) {
-  const Dims d = check_common(who, x, weight, bias, running, eps);
+namespace {
+// batch_norm's forward without the tape node: checks, statistics (running ones updated),
+// the normalised output. `stats` receives [mean (C), rstd (C)], what the backward keeps.
+// An empty x returns detail::empty_norm_output, recorded (`empty` set).
+Tensor normalise(const Tensor& x, const Tensor& weight, const Tensor& bias, const RunningStats& running,
+                 bool use_batch_stats, double eps, const std::string& who, Dims& d, std::vector<double>& stats,
+                 bool& empty) {
+  d = check_common(who, x, weight, bias, running, eps);
   if (!use_batch_stats && !running.defined())
     throw std::invalid_argument(who + ": eval mode (training=false) needs running_mean and running_var");
   const std::int64_t m = d.N * d.S;
   if (use_batch_stats)
     check_values_per_channel(who, m, "value per channel", "input of shape " + shape_str(x.shape()), running.defined());
-  if (x.numel() == 0) return detail::empty_norm_output(x, weight, bias, "batch_norm");  // eval on an empty batch
-  // mean (C values) then rstd (C values): what the backward keeps
-  std::vector<double> stats(static_cast<std::size_t>(2 * d.C));
+  empty = x.numel() == 0;
+  if (empty) return detail::empty_norm_output(x, weight, bias, "batch_norm");  // eval on an empty batch
+  stats.resize(static_cast<std::size_t>(2 * d.C));
   double* mean = stats.data();
   double* rstd = mean + d.C;
-  Tensor out = TAPEGRAD_DISPATCH_FLOAT(x.dtype(), "batch_norm", [&] {
+  return TAPEGRAD_DISPATCH_FLOAT(x.dtype(), "batch_norm", [&] {
     const scalar_t* xp = x.data<scalar_t>();
     if (use_batch_stats) {
       double* var = kernels::scratch<VarTag, double>(static_cast<std::size_t>(d.C));
@@ -391,8 +399,64 @@ Tensor batch_norm(const Tensor& x, const Tensor& weight, const Tensor& bias, con
     }
     return forward_impl<scalar_t>(x, d, mean, rstd, weight, bias);
   });
-  record_backward(out, x, weight, bias, d, std::move(stats), use_batch_stats, static_cast<double>(m), {});
+}
+
+// The activation after the normalisation: relu, or relu then clamp(lo, hi) (lo <= 0 <= hi),
+// through the core ops themselves (not recorded), so the values are theirs.
+Tensor activation(const Tensor& a, const std::optional<std::pair<double, double>>& clip) {
+  NoGradGuard no_grad;
+  return clip ? relu_clamp(a, clip->first, clip->second) : relu(a);
+}
+}  // namespace
+
+Tensor batch_norm(const Tensor& x, const Tensor& weight, const Tensor& bias, const RunningStats& running,
+                  bool use_batch_stats, double eps, const std::string& who) {
+  Dims d{};
+  std::vector<double> stats;
+  bool empty = false;
+  Tensor out = normalise(x, weight, bias, running, use_batch_stats, eps, who, d, stats, empty);
+  if (empty) return out;
+  record_backward(out, x, weight, bias, d, std::move(stats), use_batch_stats, static_cast<double>(d.N * d.S), {});
   return out;
+}
+
+Tensor batch_norm_relu(const Tensor& x, const Tensor& weight, const Tensor& bias, const RunningStats& running,
+                       bool use_batch_stats, double eps, const std::string& who,
+                       std::optional<std::pair<double, double>> clip) {
+  if (clip && !(clip->first <= 0 && clip->second >= 0))  // NaN fails both
+    throw std::invalid_argument(who + ": batch_norm_relu's clip must have lo <= 0 <= hi, got lo=" +
+                                std::to_string(clip->first) + ", hi=" + std::to_string(clip->second));
+  Dims d{};
+  std::vector<double> stats;
+  bool empty = false;
+  Tensor a = normalise(x, weight, bias, running, use_batch_stats, eps, who, d, stats, empty);
+  if (empty) return clip ? relu_clamp(a, clip->first, clip->second) : relu(a);  // recorded apart
+  Tensor y = activation(a, clip);
+  if (!autograd::needs_grad({&x, &weight, &bias})) return y;
+  const double m = static_cast<double>(d.N * d.S);
+  const double hi = clip ? clip->second : 0.0;
+  const bool clipped = static_cast<bool>(clip);
+  autograd::record("batch_norm_relu", y, {x, weight, bias},
+                   [xs = SavedData(x), ws = SavedData(weight), a = std::move(a), d, stats = std::move(stats),
+                    training = use_batch_stats, m, hi, clipped](const Tensor& g, GradSink& gs) {
+                     TAPEGRAD_DISPATCH_FLOAT(g.dtype(), "batch_norm_relu_backward", [&] {
+                       // the activation's backward (relu's, or relu_clamp's mask), then batch_norm's
+                       const scalar_t h = static_cast<scalar_t>(hi);
+                       const Tensor ga =
+                           clipped ? tapegrad::kernels::map_binary_same<scalar_t>(
+                                         g, a,
+                                         [h](scalar_t gv, scalar_t av) {
+                                           return ((av > scalar_t(0)) & (av <= h)) ? gv : scalar_t(0);
+                                         })
+                                   : tapegrad::kernels::map_binary_same<scalar_t>(g, a, [](scalar_t gv, scalar_t av) {
+                                       return av <= scalar_t(0) ? scalar_t(0) : gv;
+                                     });
+                       const std::function<void(double*, std::int64_t)> no_reduce;
+                       backward_impl<scalar_t>(ga, xs.data<scalar_t>(), d, stats.data(), stats.data() + d.C,
+                                               ws.data<scalar_t>(), training, m, &no_reduce, gs);
+                     });
+                   });
+  return y;
 }
 
 Tensor batch_norm_with_stats(const Tensor& x, const BatchStats& given, const Tensor& weight, const Tensor& bias,

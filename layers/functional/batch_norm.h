@@ -4,7 +4,9 @@
 // RunningStats (running_stats.h), and with batch statistics computed elsewhere
 // (SyncBatchNorm's, over every rank).
 #include <functional>
+#include <optional>
 #include <string>
+#include <utility>
 
 #include <tapegrad/core/tensor.h>
 #include <tapegrad/layers/functional/running_stats.h>
@@ -44,6 +46,17 @@ Tensor batch_norm(const Tensor& x, const Tensor& running_mean, const Tensor& run
 /// (check_values_per_channel), all before any buffer changes.
 Tensor batch_norm(const Tensor& x, const Tensor& weight, const Tensor& bias, const RunningStats& running,
                   bool use_batch_stats, double eps, const std::string& who = "batch_norm");
+
+/// batch_norm(x, weight, bias, running, use_batch_stats, eps, who) followed by relu and, when
+/// `clip` = (lo, hi) is given (lo <= 0 <= hi), by clamp(lo, hi): one op and one tape node
+/// (named "batch_norm_relu") with the bits of the two or three ops run apart, forward and
+/// backward (the activations through relu / relu_clamp, whose masks the backward applies
+/// before batch_norm's own backward). layers::Sequential runs BatchNorm1d -> ReLU [-> Clamp]
+/// through it. Throws what batch_norm throws, and std::invalid_argument for a clip outside
+/// lo <= 0 <= hi.
+Tensor batch_norm_relu(const Tensor& x, const Tensor& weight, const Tensor& bias, const RunningStats& running,
+                       bool use_batch_stats, double eps, const std::string& who,
+                       std::optional<std::pair<double, double>> clip);
 
 /// Batch statistics taken elsewhere, for batch_norm_with_stats: the per-channel mean and
 /// biased variance (float64, shape (C)) of `count` values per channel, e.g. over every
