@@ -8,11 +8,22 @@
 #     copy every CPU runs;
 #  2. no function of any object uses a ymm or zmm register unless it is in an avx2 or avx512
 #     namespace, and no function outside an avx512 namespace uses a zmm register.
-# Usage: scripts/check_isa_symbols.sh <build-dir> (the libtapegrad_*.a archives under it).
+# Usage: scripts/check_isa_symbols.sh <build-dir> [library.a ...]: the archives given (ctest
+# passes the library targets' files), else every libtapegrad_*.a under the build directory
+# (which may include stale archives of targets that no longer exist).
 # Exit status 0 when clean, 1 with the offending symbols listed, 2 on a usage error.
 set -euo pipefail
-build="${1:?usage: check_isa_symbols.sh <build-dir>}"
-mapfile -t libs < <(find "$(realpath "$build")" -name 'libtapegrad_*.a' | sort)
+build="${1:?usage: check_isa_symbols.sh <build-dir> [library.a ...]}"
+shift
+if [[ $# -gt 0 ]]; then
+  libs=()
+  for lib in "$@"; do
+    [[ -f "$lib" ]] || { echo "check_isa_symbols: no archive $lib" >&2; exit 2; }
+    libs+=("$(realpath "$lib")")
+  done
+else
+  mapfile -t libs < <(find "$(realpath "$build")" -name 'libtapegrad_*.a' | sort)
+fi
 if [[ ${#libs[@]} -eq 0 ]]; then
   echo "check_isa_symbols: no libtapegrad_*.a under $build" >&2
   exit 2
