@@ -389,7 +389,7 @@ Tensor normalise(const Tensor& x, const Tensor& weight, const Tensor& bias, cons
   if (!use_batch_stats && !running.defined())
     throw std::invalid_argument(who + ": eval mode (training=false) needs running_mean and running_var");
   const std::int64_t m = d.N * d.S;
-  if (use_batch_stats)
+  if (use_batch_stats && m <= 1)  // the message only when it throws
     check_values_per_channel(who, m, "value per channel", "input of shape " + shape_str(x.shape()), running.defined());
   empty = x.numel() == 0;
   if (empty) return detail::empty_norm_output(x, weight, bias, "batch_norm");  // eval on an empty batch
