@@ -5,6 +5,8 @@
 #include <cstdlib>
 #include <cstring>
 #include <ctime>
+#include <limits>
+#include <algorithm>
 #include <sstream>
 #include <stdexcept>
 #include <string>
@@ -82,6 +84,10 @@ struct DistributedDataParallel::State {
     std::size_t ready = 0;  // gradients final in this backward
     bool launched = false;
     MPI_Request request = MPI_REQUEST_NULL;
+    // ZeRO-1 (enable_sharding): the bucket's flat range is cut into world_size contiguous
+    // chunks (counts, displs in elements); rank r receives the sum of chunk r in shard_grad.
+    std::vector<int> counts, displs;
+    Tensor shard_grad;
   };
   DDPOptions options;
   std::vector<Tensor> params;
@@ -108,6 +114,8 @@ struct DistributedDataParallel::State {
   MPI_Request buffer_req = MPI_REQUEST_NULL;
   bool buffers_in_flight = false;           // posted; rank != 0 unpacks them when complete
   std::size_t next_launch = 0;
+  bool sharded = false;       // ZeRO-1: buckets are reduce-scattered into shard_grad
+  bool shard_fresh = false;   // finish() wrote this step's averaged shard gradients
   bool dirty = false;  // some hook fired since the last finish()
   bool no_sync = false;
   bool mpi = false;
@@ -146,11 +154,19 @@ struct DistributedDataParallel::State {
         std::memset(dst, 0, params[i].nbytes());
     }
     b.launched = true;
+    if (sharded && !mpi) {  // a world of one: this rank's chunk is everything
+      std::memcpy(b.shard_grad.raw_data(), data, static_cast<std::size_t>(b.numel) * es);
+      return;
+    }
     if (!mpi) return;
     const double t0 = now();
-    detail::check(MPI_Iallreduce(MPI_IN_PLACE, data, static_cast<int>(b.numel),
-                                 b.dtype == Dtype::Float64 ? MPI_DOUBLE : MPI_FLOAT, MPI_SUM, comm, &b.request),
-                  "MPI_Iallreduce");
+    const MPI_Datatype type = b.dtype == Dtype::Float64 ? MPI_DOUBLE : MPI_FLOAT;
+    if (sharded)
+      detail::check(MPI_Ireduce_scatter(data, b.shard_grad.raw_data(), b.counts.data(), type, MPI_SUM, comm, &b.request),
+                    "MPI_Ireduce_scatter");
+    else
+      detail::check(MPI_Iallreduce(MPI_IN_PLACE, data, static_cast<int>(b.numel), type, MPI_SUM, comm, &b.request),
+                    "MPI_Iallreduce");
     comm_s += now() - t0;
   }
 
@@ -481,6 +497,22 @@ void DistributedDataParallel::finish() {
     }
     if (s.prof.on) s.prof.add(Profile::Wait);
     const std::size_t es = dtype_size(b.dtype);
+    if (s.sharded) {  // only this rank's chunk was reduced: average it; .grad stays local
+      const std::int64_t n = b.shard_grad.numel();
+      if (b.dtype == Dtype::Float64) {
+        double* o = b.shard_grad.data<double>();
+        for (std::int64_t j = 0; j < n; ++j) o[j] = o[j] * inv;
+      } else {
+        float* o = b.shard_grad.data<float>();
+        const float f = static_cast<float>(inv);
+        for (std::int64_t j = 0; j < n; ++j) o[j] = o[j] * f;
+      }
+      b.inflight = Tensor();
+      b.ready = 0;
+      b.launched = false;
+      if (s.prof.on) s.prof.add(Profile::Unpack);
+      continue;
+    }
     const bool reduced_in_place = b.inflight.defined();
     if (reduced_in_place) {  // reduced in the gradient's own memory: divide in place
       Tensor& p = s.params[b.params[0]];
@@ -526,7 +558,88 @@ void DistributedDataParallel::finish() {
   std::fill(s.param_ready.begin(), s.param_ready.end(), 0);
   s.next_launch = 0;
   s.dirty = false;
+  s.shard_fresh = s.sharded;
   ++s.prof.steps;
+}
+
+std::vector<std::pair<Tensor, Tensor>> DistributedDataParallel::enable_sharding() {
+  State& s = *s_;
+  if (s.sharded) throw std::logic_error("DistributedDataParallel: a ZeroRedundancyOptimizer already shards this DDP");
+  if (s.dirty) throw std::logic_error("DistributedDataParallel: shard between steps (after finish())");
+  const int R = world_size(), me = rank();
+  std::vector<std::pair<Tensor, Tensor>> pieces;
+  for (auto& b : s.buckets) {
+    const std::size_t es = dtype_size(b.dtype);
+    b.counts.assign(static_cast<std::size_t>(R), 0);
+    b.displs.assign(static_cast<std::size_t>(R), 0);
+    for (int r = 0, at = 0; r < R; ++r) {
+      const std::int64_t c = b.numel / R + (r < b.numel % R ? 1 : 0);
+      if (c > std::numeric_limits<int>::max() - at)
+        throw std::invalid_argument("DistributedDataParallel: a bucket of " + std::to_string(b.numel) +
+                                    " elements exceeds MPI's int counts; lower bucket_cap_bytes");
+      b.counts[static_cast<std::size_t>(r)] = static_cast<int>(c);
+      b.displs[static_cast<std::size_t>(r)] = at;
+      at += static_cast<int>(c);
+    }
+    const std::int64_t lo = b.displs[static_cast<std::size_t>(me)], hi = lo + b.counts[static_cast<std::size_t>(me)];
+    b.shard_grad = Tensor::zeros({hi - lo}, b.dtype);
+    for (std::size_t i : b.params) {  // this rank's piece of each parameter of the bucket
+      const std::int64_t off = static_cast<std::int64_t>(s.offset_of[i]), n = s.params[i].numel();
+      const std::int64_t a = std::max(lo, off), e = std::min(hi, off + n);
+      if (a >= e) continue;
+      Tensor piece = alias_with_shape(s.params[i], {e - a}, static_cast<std::size_t>(a - off) * es);
+      piece.requires_grad_();
+      Tensor g = alias_with_shape(b.shard_grad, {e - a}, static_cast<std::size_t>(a - lo) * es);
+      piece.set_grad(g);
+      pieces.emplace_back(piece, g);
+    }
+  }
+  s.sharded = true;
+  s.shard_fresh = false;
+  return pieces;
+}
+
+bool DistributedDataParallel::shard_gradients_ready() const { return s_->shard_fresh; }
+
+void DistributedDataParallel::allgather_parameters() {
+  State& s = *s_;
+  s.shard_fresh = false;
+  if (!s.mpi) return;  // a world of one updated every element in place
+  const int me = rank();
+  const double t0 = now();
+  std::vector<MPI_Request> reqs(s.buckets.size(), MPI_REQUEST_NULL);
+  for (std::size_t k = 0; k < s.buckets.size(); ++k) {
+    auto& b = s.buckets[k];
+    const MPI_Datatype type = b.dtype == Dtype::Float64 ? MPI_DOUBLE : MPI_FLOAT;
+    const std::size_t es = dtype_size(b.dtype);
+    void* data = nullptr;
+    if (b.inplace) {
+      data = s.params[b.params[0]].raw_data();  // one parameter: its memory is the bucket
+    } else {  // this rank's chunk of the values, packed at its place in the bucket
+      const std::int64_t lo = b.displs[static_cast<std::size_t>(me)], hi = lo + b.counts[static_cast<std::size_t>(me)];
+      for (std::size_t i : b.params) {
+        const std::int64_t off = static_cast<std::int64_t>(s.offset_of[i]), n = s.params[i].numel();
+        const std::int64_t a = std::max(lo, off), e = std::min(hi, off + n);
+        if (a < e)
+          std::memcpy(b.flat.data() + static_cast<std::size_t>(a) * es,
+                      static_cast<const char*>(s.params[i].raw_data()) + static_cast<std::size_t>(a - off) * es,
+                      static_cast<std::size_t>(e - a) * es);
+      }
+      data = b.flat.data();
+    }
+    detail::check(MPI_Iallgatherv(MPI_IN_PLACE, 0, MPI_DATATYPE_NULL, data, b.counts.data(), b.displs.data(), type,
+                                  s.comm, &reqs[k]),
+                  "MPI_Iallgatherv");
+  }
+  for (std::size_t k = 0; k < s.buckets.size(); ++k) {
+    detail::wait(reqs[k], "MPI_Iallgatherv");
+    auto& b = s.buckets[k];
+    if (b.inplace) continue;
+    const std::size_t es = dtype_size(b.dtype);
+    for (std::size_t i : b.params)
+      std::memcpy(s.params[i].raw_data(), b.flat.data() + s.offset_of[i] * es, s.params[i].nbytes());
+  }
+  s.comm_s += now() - t0;
 }
 
 DistributedDataParallel::NoSyncGuard::NoSyncGuard(DistributedDataParallel& ddp) : ddp_(ddp), prev_(ddp.s_->no_sync) {

@@ -4,6 +4,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <memory>
+#include <utility>
 #include <vector>
 
 #include <tapegrad/layers/module.h>
@@ -117,6 +118,18 @@ class DistributedDataParallel {
  private:
   struct State;
   friend class NoSyncGuard;
+  friend class ZeroRedundancyOptimizer;
+  // ZeRO-1 (ZeroRedundancyOptimizer): from now on finish() reduce-scatters each bucket (rank
+  // r receives the average of the r-th of world_size contiguous chunks of the bucket) and
+  // leaves every .grad as this rank's local gradient. Returns this rank's pieces: (a view of
+  // the parameter's elements in its chunks, requiring grad; its averaged gradient, the
+  // piece's .grad). Every rank must call it, between steps.
+  std::vector<std::pair<Tensor, Tensor>> enable_sharding();
+  // Whether finish() wrote this step's shard gradients since the last allgather_parameters().
+  bool shard_gradients_ready() const;
+  // Collective: every rank's updated chunks to every rank (one MPI_Iallgatherv per bucket,
+  // in the parameter's own memory for a bucket of one parameter).
+  void allgather_parameters();
   layers::ModulePtr module_;
   std::unique_ptr<State> s_;
 };
