@@ -38,10 +38,12 @@ double thread_cpu() {
 // "launch" packing gradients into buckets and starting their reductions (from hooks and
 // finish); "progress" MPI_Test calls in hooks; "wait" blocked in finish(); "unpack" writing
 // the averaged gradients back; "outside" from finish() to the next forward (the optimizer
-// step, zero_grad, loss.item(), data loading).
+// step, zero_grad, loss.item(), data loading) except "allgather", ZeroRedundancyOptimizer's
+// allgather of the parameters (packing, MPI, waiting, unpacking).
 struct Profile {
-  enum Phase { Sync, Compute, Launch, Progress, Wait, Unpack, Outside, kPhases };
-  static constexpr const char* kNames[kPhases] = {"sync", "compute", "launch", "progress", "wait", "unpack", "outside"};
+  enum Phase { Sync, Compute, Launch, Progress, Wait, Unpack, Outside, Gather, kPhases };
+  static constexpr const char* kNames[kPhases] = {"sync",   "compute", "launch",  "progress",
+                                                  "wait",   "unpack",  "outside", "allgather"};
   bool on = false;
   double wall[kPhases] = {}, cpu[kPhases] = {};
   double mark_wall = 0, mark_cpu = 0;  // start of the phase in progress
@@ -605,6 +607,7 @@ void DistributedDataParallel::allgather_parameters() {
   State& s = *s_;
   s.shard_fresh = false;
   if (!s.mpi) return;  // a world of one updated every element in place
+  if (s.prof.on && s.in_step) s.prof.add(Profile::Outside);
   const int me = rank();
   const double t0 = now();
   std::vector<MPI_Request> reqs(s.buckets.size(), MPI_REQUEST_NULL);
@@ -640,6 +643,7 @@ void DistributedDataParallel::allgather_parameters() {
       std::memcpy(s.params[i].raw_data(), b.flat.data() + s.offset_of[i] * es, s.params[i].nbytes());
   }
   s.comm_s += now() - t0;
+  if (s.prof.on && s.in_step) s.prof.add(Profile::Gather);
 }
 
 DistributedDataParallel::NoSyncGuard::NoSyncGuard(DistributedDataParallel& ddp) : ddp_(ddp), prev_(ddp.s_->no_sync) {
