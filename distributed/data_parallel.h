@@ -56,9 +56,11 @@ struct DDPOptions {
 /// DDP's own communicator), overlapping with the rest of the backward.
 /// finish(): launches buckets that are still waiting (parameters that got no gradient in
 /// this backward, on some rank: their contribution is zero), waits for all, and writes
-/// sum/world_size into every .grad (defining zero gradients where none arrived). Call it
+/// sum/world_size into every .grad (defining zero gradients where none arrived), and copies
+/// rank 0's buffers into every rank's (DDPOptions::broadcast_buffers). Call it
 /// between loss.backward() and optimizer.step(); an optimizer step with unfinished
-/// reductions throws std::logic_error.
+/// reductions throws std::logic_error. Once a ZeroRedundancyOptimizer shards this DDP
+/// (zero_redundancy_optimizer.h), finish() reduce-scatters instead and .grad stays local.
 /// Every rank must run the same sequence of forward / backward / finish (collectives).
 class DistributedDataParallel {
  public:
