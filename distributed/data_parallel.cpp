@@ -92,6 +92,7 @@ struct DistributedDataParallel::State {
     Tensor shard_grad;
   };
   DDPOptions options;
+  layers::Module* module = nullptr;  // the wrapped module (DistributedDataParallel::module_)
   std::vector<Tensor> params;
   std::vector<std::string> param_names;            // per parameter (for the step check's message)
   std::unordered_set<const TensorImpl*> param_ids;  // which optimizer steps are this DDP's
@@ -264,9 +265,11 @@ struct DistributedDataParallel::State {
     for (auto& b : buckets) b.ready = 0;
     next_launch = 0;
   }
-  // Posts the broadcast of rank 0's buffers (as they are now).
+  // Posts the broadcast of rank 0's buffers (as they are now: fetched again, in case the
+  // forward replaced a buffer's tensor).
   void post_buffers() {
     buffers_deferred = false;
+    buffers = module->buffers();
     std::size_t total = 0;
     for (const auto& b : buffers) total += b.nbytes();
     buffer_bytes.resize(total);
@@ -330,6 +333,7 @@ DistributedDataParallel::DistributedDataParallel(layers::ModulePtr module, DDPOp
   if (options.bucket_cap_bytes == 0) throw std::invalid_argument("DistributedDataParallel: bucket_cap_bytes must be > 0");
   State& s = *s_;
   s.options = options;
+  s.module = module_.get();
   s.mpi = is_initialized() && world_size() > 1;
   if (const char* v = std::getenv("TAPEGRAD_DDP_PROFILE"); v && *v && std::string(v) != "0") s.prof.on = true;
   // What the ranks will communicate must agree: the layout (parameters and buffers: names,
@@ -436,11 +440,8 @@ Tensor DistributedDataParallel::forward(const Tensor& x) {
   if (s.mpi && (training || grad)) {
     const bool broadcast = s.options.broadcast_buffers && training;
     std::size_t total = 0;
-    s.buffers.clear();
-    if (broadcast) {
-      s.buffers = module_->buffers();
-      for (const auto& b : s.buffers) total += b.nbytes();
-    }
+    if (broadcast)
+      for (const auto& b : module_->buffers()) total += b.nbytes();
     // A training step (train mode, grad mode, outside no_sync) posts its check and goes on;
     // rank 0's buffers follow from its first gradient hook and are copied in finish(). Any
     // other forward completes the check before it runs, and a train-mode one copies rank 0's
@@ -455,7 +456,6 @@ Tensor DistributedDataParallel::forward(const Tensor& x) {
       if (before) {
         s.post_buffers();
         s.complete_buffers();
-        s.buffers = module_->buffers();  // (complete_buffers let them go)
       }
     } else {
       State* st = s_.get();
