@@ -1,7 +1,7 @@
 #pragma once
 // Internal: the hot element-wise loops of core/ops (ReLU, clamp, relu_clamp forward and
 // backward; add, sub, mul, div of same-shape tensors or with a scalar; linear's bias rows and
-// their column sums), compiled once per ISA level (core/ops/pointwise_kernels.cpp;
+// their column sums; a convolution's bias), compiled once per ISA level (core/ops/pointwise_kernels.cpp;
 // core/kernels/isa_dispatch.h). The element-wise entry points here split [0, n) with
 // parallel_for and run the variant isa() picks on each range (core/ops/pointwise_dispatch.cpp).
 // Each loop computes exactly the expression the op's lambda did: the same values on every
@@ -44,6 +44,9 @@ void binary_scalar(BinaryOp op, const T* a, T s, T* out, std::int64_t n);
 /// Every row of y (rows, n) set to b (n values): linear's bias before the GEMM adds x·Wᵀ.
 template <class T>
 void fill_rows(T* y, const T* b, std::int64_t rows, std::int64_t n);
+/// y[r, j] += b[r] for y (rows, n): a convolution's bias, one value per output plane.
+template <class T>
+void add_row_values(T* y, const T* b, std::int64_t rows, std::int64_t n);
 /// out[o, i] = Σ_r x[o, r, i] for x viewed as (outer, R, inner), inner > 1, R >= 1: each
 /// column adds its rows in order 0, 1, ..., R-1 (sum over axes, linear's bias gradient).
 template <class T>
@@ -70,6 +73,8 @@ void sum_rows(const T* x, T* out, std::int64_t outer, std::int64_t R, std::int64
   void binary_scalar(BinaryOp op, const T* a, T s, T* out, std::int64_t b, std::int64_t e);                     \
   template <class T>                                                                                           \
   void fill_rows(T* y, const T* b, std::int64_t rows, std::int64_t n);                                         \
+  template <class T>                                                                                           \
+  void add_row_values(T* y, const T* b, std::int64_t rows, std::int64_t n);                                    \
   template <class T>                                                                                           \
   void sum_rows(const T* x, T* out, std::int64_t outer, std::int64_t R, std::int64_t inner);                   \
   }

@@ -57,6 +57,11 @@ void fill_rows(T* y, const T* b, std::int64_t rows, std::int64_t n) {
   f(y, b, rows, n);
 }
 template <class T>
+void add_row_values(T* y, const T* b, std::int64_t rows, std::int64_t n) {
+  static const auto f = TAPEGRAD_ISA_SELECT(add_row_values<T>);
+  f(y, b, rows, n);
+}
+template <class T>
 void sum_rows(const T* x, T* out, std::int64_t outer, std::int64_t R, std::int64_t inner) {
   static const auto f = TAPEGRAD_ISA_SELECT(sum_rows<T>);
   f(x, out, outer, R, inner);
@@ -72,6 +77,7 @@ void sum_rows(const T* x, T* out, std::int64_t outer, std::int64_t R, std::int64
   template void binary_same<T>(BinaryOp, const T*, const T*, T*, std::int64_t);           \
   template void binary_scalar<T>(BinaryOp, const T*, T, T*, std::int64_t);                \
   template void fill_rows<T>(T*, const T*, std::int64_t, std::int64_t);                   \
+  template void add_row_values<T>(T*, const T*, std::int64_t, std::int64_t);              \
   template void sum_rows<T>(const T*, T*, std::int64_t, std::int64_t, std::int64_t);
 TAPEGRAD_POINTWISE_INSTANTIATE(float)
 TAPEGRAD_POINTWISE_INSTANTIATE(double)

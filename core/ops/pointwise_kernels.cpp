@@ -92,6 +92,15 @@ __attribute__((optimize("no-tree-loop-distribute-patterns"))) void fill_rows(T* 
     for (std::int64_t j = 0; j < n; ++j) yr[j] = br[j];
 }
 
+template <class T>
+void add_row_values(T* y, const T* b, std::int64_t rows, std::int64_t n) {
+  for (std::int64_t r = 0; r < rows; ++r) {
+    T* __restrict o = y + r * n;
+    const T bv = b[r];
+    for (std::int64_t j = 0; j < n; ++j) o[j] += bv;
+  }
+}
+
 // Blocks of W columns are summed over the rows in registers (each column still adds its rows
 // in order 0, 1, ..., R-1), the rest of a row in place.
 template <class T>
@@ -129,6 +138,7 @@ void sum_rows(const T* x, T* out, std::int64_t outer, std::int64_t R, std::int64
   template void binary_same<T>(BinaryOp, const T*, const T*, T*, std::int64_t, std::int64_t);                \
   template void binary_scalar<T>(BinaryOp, const T*, T, T*, std::int64_t, std::int64_t);                    \
   template void fill_rows<T>(T*, const T*, std::int64_t, std::int64_t);                                      \
+  template void add_row_values<T>(T*, const T*, std::int64_t, std::int64_t);                                 \
   template void sum_rows<T>(const T*, T*, std::int64_t, std::int64_t, std::int64_t);
 TAPEGRAD_POINTWISE_INSTANTIATE(float)
 TAPEGRAD_POINTWISE_INSTANTIATE(double)

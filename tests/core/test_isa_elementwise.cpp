@@ -42,6 +42,7 @@ struct Variant {
   void (*binary_same)(BinaryOp, const T*, const T*, T*, std::int64_t, std::int64_t);
   void (*binary_scalar)(BinaryOp, const T*, T, T*, std::int64_t, std::int64_t);
   void (*fill_rows)(T*, const T*, std::int64_t, std::int64_t);
+  void (*add_row_values)(T*, const T*, std::int64_t, std::int64_t);
   void (*sum_rows)(const T*, T*, std::int64_t, std::int64_t, std::int64_t);
 };
 
@@ -50,7 +51,8 @@ struct Variant {
                          &kernels::ns::clamp_forward<T>, &kernels::ns::clamp_backward<T>,                    \
                          &kernels::ns::relu_clamp_forward<T>, &kernels::ns::relu_clamp_backward<T>,          \
                          &kernels::ns::binary_same<T>, &kernels::ns::binary_scalar<T>,                        \
-                         &kernels::ns::fill_rows<T>, &kernels::ns::sum_rows<T>});
+                         &kernels::ns::fill_rows<T>, &kernels::ns::add_row_values<T>,                         \
+                         &kernels::ns::sum_rows<T>});
 
 // The variants this build carries that this CPU runs.
 template <class T>
@@ -150,6 +152,16 @@ void check_rows(const Variant<T>& k, std::int64_t rows, std::int64_t n) {
     for (std::int64_t j = 0; j < n; ++j)
       REQUIRE(same<T>(y[static_cast<std::size_t>(r * n + j)], double(bias[static_cast<std::size_t>(j)])));
   REQUIRE(y.back() == T(7));
+  // y[r, j] += b[r]: one rounding of a float64-exact sum
+  std::vector<T> z = sample<T>(rows * n + 1, 2.3);
+  const std::vector<T> z0 = z, rb = sample<T>(rows, 0.4);
+  k.add_row_values(z.data(), rb.data(), rows, n);
+  for (std::int64_t r = 0; r < rows; ++r)
+    for (std::int64_t j = 0; j < n; ++j) {
+      const std::size_t u = static_cast<std::size_t>(r * n + j);
+      REQUIRE(same<T>(z[u], double(static_cast<T>(double(z0[u]) + double(rb[static_cast<std::size_t>(r)])))));
+    }
+  REQUIRE(z.back() == z0.back());
   // sums over the middle axis of (2, rows, n), finite values: each column's rows in order
   const std::int64_t outer = 2;
   std::vector<T> x(static_cast<std::size_t>(outer * rows * n));
@@ -186,7 +198,7 @@ TEST_CASE("isa: the element-wise kernels of every runnable level agree with floa
   }
 }
 
-TEST_CASE("isa: fill_rows and sum_rows of every runnable level, both sides of their thresholds", "[isa]") {
+TEST_CASE("isa: fill_rows, add_row_values and sum_rows of every runnable level, both sides of their thresholds", "[isa]") {
   // fill_rows copies rows longer than 1024 bytes with memcpy (256 floats, 128 doubles);
   // sum_rows adds blocks of 128 bytes of columns (32 floats, 16 doubles) in registers.
   for (const auto& k : runnable_variants<float>())
