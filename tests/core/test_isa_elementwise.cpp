@@ -46,12 +46,15 @@ struct Variant {
   void (*sum_rows)(const T*, T*, std::int64_t, std::int64_t, std::int64_t);
 };
 
-#define TEST_POINTWISE_VARIANT(ns)                                                                            \
-  v.push_back(Variant<T>{parse_isa(#ns), &kernels::ns::relu_forward<T>, &kernels::ns::relu_backward<T>,      \
-                         &kernels::ns::clamp_forward<T>, &kernels::ns::clamp_backward<T>,                    \
-                         &kernels::ns::relu_clamp_forward<T>, &kernels::ns::relu_clamp_backward<T>,          \
-                         &kernels::ns::binary_same<T>, &kernels::ns::binary_scalar<T>,                        \
-                         &kernels::ns::fill_rows<T>, &kernels::ns::add_row_values<T>,                         \
+// The level's name; ns is expanded first (a single-level build passes TAPEGRAD_ISA_NS).
+#define TEST_ISA_NAME_(ns) #ns
+#define TEST_ISA_NAME(ns) TEST_ISA_NAME_(ns)
+#define TEST_POINTWISE_VARIANT(ns)                                                                                    \
+  v.push_back(Variant<T>{parse_isa(TEST_ISA_NAME(ns)), &kernels::ns::relu_forward<T>, &kernels::ns::relu_backward<T>, \
+                         &kernels::ns::clamp_forward<T>, &kernels::ns::clamp_backward<T>,                             \
+                         &kernels::ns::relu_clamp_forward<T>, &kernels::ns::relu_clamp_backward<T>,                   \
+                         &kernels::ns::binary_same<T>, &kernels::ns::binary_scalar<T>,                                \
+                         &kernels::ns::fill_rows<T>, &kernels::ns::add_row_values<T>,                                 \
                          &kernels::ns::sum_rows<T>});
 
 // The variants this build carries that this CPU runs.

@@ -34,8 +34,11 @@ struct NcsVariant {
              const T*, const T*, bool);
 };
 
-#define TEST_BN_NCS_VARIANT(ns)                                                                        \
-  v.push_back(NcsVariant<T>{parse_isa(#ns), &fk::ns::bn_ncs_moments<T>, &fk::ns::bn_ncs_sums<T>,      \
+// The level's name; ns is expanded first (a single-level build passes TAPEGRAD_ISA_NS).
+#define TEST_ISA_NAME_(ns) #ns
+#define TEST_ISA_NAME(ns) TEST_ISA_NAME_(ns)
+#define TEST_BN_NCS_VARIANT(ns)                                                                                \
+  v.push_back(NcsVariant<T>{parse_isa(TEST_ISA_NAME(ns)), &fk::ns::bn_ncs_moments<T>, &fk::ns::bn_ncs_sums<T>, \
                             &fk::ns::bn_ncs_affine<T>, &fk::ns::bn_ncs_dx<T>});
 
 template <class T>

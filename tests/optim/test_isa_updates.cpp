@@ -32,8 +32,11 @@ struct UpdateVariant {
   void (*scale_inplace)(T*, T, std::int64_t, std::int64_t);
 };
 
-#define TEST_UPDATE_VARIANT(ns)                                                                          \
-  v.push_back(UpdateVariant<T>{parse_isa(#ns), &ok::ns::sgd_plain<T>, &ok::ns::sgd_update<T>,           \
+// The level's name; ns is expanded first (a single-level build passes TAPEGRAD_ISA_NS).
+#define TEST_ISA_NAME_(ns) #ns
+#define TEST_ISA_NAME(ns) TEST_ISA_NAME_(ns)
+#define TEST_UPDATE_VARIANT(ns)                                                                             \
+  v.push_back(UpdateVariant<T>{parse_isa(TEST_ISA_NAME(ns)), &ok::ns::sgd_plain<T>, &ok::ns::sgd_update<T>, \
                                &ok::ns::adam_update<T>, &ok::ns::clip_value<T>, &ok::ns::scale_inplace<T>});
 
 template <class T>
