@@ -59,6 +59,15 @@ std::vector<Isa> isa_variants() {
 }
 
 namespace detail {
+void clear_upper_state() {
+#if TAPEGRAD_ISA_PORTABLE
+  // AVX's vzeroupper, written as an instruction so that this baseline file stays compiled
+  // for x86-64-v2; run only when the level (hence the CPU) has AVX
+  static const bool wide = isa() != Isa::Baseline;
+  if (wide) __asm__ volatile("vzeroupper");
+#endif
+}
+
 void check_isa_runnable(Isa level, Isa cpu, const std::vector<Isa>& variants, const char* what) {
   if (level > cpu)
     throw std::invalid_argument(std::string(what) + ": ISA level " + isa_name(level) + " is above this CPU's (" +

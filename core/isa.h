@@ -2,7 +2,8 @@
 // The instruction-set level of tapegrad's hot kernels, chosen once per process.
 //
 // The default (portable) build compiles the libraries for x86-64-v2 and the hot kernels
-// (the batch-norm and layer-norm kernels, Eigen's GEMM) three times: baseline (x86-64-v2),
+// (the norm kernels, the element-wise loops, the optimizer updates, Eigen's GEMM; the list
+// is in docs/isa.md) three times: baseline (x86-64-v2),
 // avx2 (x86-64-v3: AVX2 + FMA + BMI2) and avx512 (x86-64-v4: AVX-512 F/BW/CD/DQ/VL).
 // The first kernel call picks the highest variant the CPU and the OS support, or the
 // level forced by the environment variable TAPEGRAD_ISA=baseline|avx2|avx512, or by

@@ -2,6 +2,7 @@
 // Internal: the communicators behind the public API (includes mpi.h; not for users).
 #include <mpi.h>
 
+#include <functional>
 #include <string>
 
 namespace tapegrad::distributed::detail {
@@ -9,6 +10,17 @@ namespace tapegrad::distributed::detail {
 /// Communicator of the collectives of environment.h and SyncBatchNorm (a duplicate of
 /// MPI_COMM_WORLD). Only valid while is_initialized().
 MPI_Comm world_comm();
+/// Checks that must be complete before this process posts another collective on
+/// world_comm(): DistributedDataParallel posts its per-step check without waiting for it, and
+/// a module's own collectives in the forward (SyncBatchNorm's allgather) must not pair with a
+/// partner that is about to throw from that check. run_pending_checks() calls every
+/// registered check (each removes itself before it may throw); environment.h's collectives,
+/// check_same_across_ranks and broadcast_state call it first. `owner` identifies the entry.
+void add_pending_check(const void* owner, std::function<void()> check);
+/// Removes `owner`'s entry (a no-op when it has none).
+void remove_pending_check(const void* owner);
+/// Runs (and thereby completes) every registered check; rethrows the first check's exception.
+void run_pending_checks();
 /// A new duplicate of the world communicator (DistributedDataParallel keeps its own, so
 /// its non-blocking reductions never pair up with another component's collectives).
 MPI_Comm dup_world();

@@ -4,6 +4,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <memory>
+#include <utility>
 #include <vector>
 
 #include <tapegrad/layers/module.h>
@@ -16,8 +17,15 @@ struct DDPOptions {
   /// buckets in reverse parameter order (the order backward produces them); a bucket is
   /// reduced as one MPI_Iallreduce as soon as all its gradients are final.
   std::size_t bucket_cap_bytes = std::size_t(25) << 20;
-  /// Rank 0's buffers (running statistics) are broadcast to every rank at the start of
-  /// each train-mode forward, as PyTorch's broadcast_buffers = true.
+  /// Every rank gets rank 0's buffers (running statistics) once per train-mode step, as
+  /// PyTorch's broadcast_buffers = true. In a training step (train mode, grad mode on,
+  /// outside no_sync, followed by backward and finish()) the copy is made in finish(), of
+  /// rank 0's buffers as its forward left them, overlapping the backward (like PyTorch's
+  /// post-forward buffer hook location): from finish() to the next forward every rank holds
+  /// rank 0's buffers, which is what PyTorch's pre-forward broadcast gives that next forward;
+  /// between a forward and finish() a rank holds its own update of them. Any other train-mode
+  /// forward (under NoGradGuard, inside no_sync, or after a forward that saw no finish())
+  /// copies rank 0's buffers before it runs, as PyTorch does.
   bool broadcast_buffers = true;
   /// A parameter of at least this many bytes is a bucket of its own, and its gradient is
   /// reduced in its own memory (no copy into a bucket and back; PyTorch's
@@ -35,14 +43,24 @@ struct DDPOptions {
 /// Construction (collective): checks that every rank has the same parameter and buffer
 /// layout (throws std::runtime_error on every rank naming the first difference) and copies
 /// rank 0's parameters and buffers to all ranks.
+/// Every forward that can lead to collectives (train mode, or grad mode on) posts a step
+/// check: mode, grad mode, no_sync and every parameter's requires_grad, compared across ranks.
+/// A training step does not wait for it in the forward: it completes at the step's first
+/// gradient hook (before any reduction is posted), before any other collective of
+/// distributed/ (SyncBatchNorm's), or in finish() or the next forward, whichever comes first.
+/// Ranks that disagree throw std::runtime_error on every rank naming the first difference
+/// ("rank 1 has 'mode eval()'"), in that step, before a gradient of it is communicated;
+/// other forwards wait for the check before they run.
 /// During backward: a post-accumulate-grad hook per parameter marks its gradient final;
 /// buckets whose gradients are all final are launched in bucket order (MPI_Iallreduce on
 /// DDP's own communicator), overlapping with the rest of the backward.
 /// finish(): launches buckets that are still waiting (parameters that got no gradient in
 /// this backward, on some rank: their contribution is zero), waits for all, and writes
-/// sum/world_size into every .grad (defining zero gradients where none arrived). Call it
+/// sum/world_size into every .grad (defining zero gradients where none arrived), and copies
+/// rank 0's buffers into every rank's (DDPOptions::broadcast_buffers). Call it
 /// between loss.backward() and optimizer.step(); an optimizer step with unfinished
-/// reductions throws std::logic_error.
+/// reductions throws std::logic_error. Once a ZeroRedundancyOptimizer shards this DDP
+/// (zero_redundancy_optimizer.h), finish() reduce-scatters instead and .grad stays local.
 /// Every rank must run the same sequence of forward / backward / finish (collectives).
 class DistributedDataParallel {
  public:
@@ -54,7 +72,8 @@ class DistributedDataParallel {
   DistributedDataParallel(const DistributedDataParallel&) = delete;
   DistributedDataParallel& operator=(const DistributedDataParallel&) = delete;
 
-  /// The wrapped module's forward (after the buffer broadcast in train mode).
+  /// The wrapped module's forward (after the step check and buffer broadcast, or posting them:
+  /// see DDPOptions::broadcast_buffers and the class comment).
   Tensor forward(const Tensor& x);
   /// forward(x).
   Tensor operator()(const Tensor& x) { return forward(x); }
@@ -101,6 +120,18 @@ class DistributedDataParallel {
  private:
   struct State;
   friend class NoSyncGuard;
+  friend class ZeroRedundancyOptimizer;
+  // ZeRO-1 (ZeroRedundancyOptimizer): from now on finish() reduce-scatters each bucket (rank
+  // r receives the average of the r-th of world_size contiguous chunks of the bucket) and
+  // leaves every .grad as this rank's local gradient. Returns this rank's pieces: (a view of
+  // the parameter's elements in its chunks, requiring grad; its averaged gradient, the
+  // piece's .grad). Every rank must call it, between steps.
+  std::vector<std::pair<Tensor, Tensor>> enable_sharding();
+  // Whether finish() wrote this step's shard gradients since the last allgather_parameters().
+  bool shard_gradients_ready() const;
+  // Collective: every rank's updated chunks to every rank (one MPI_Iallgatherv per bucket,
+  // in the parameter's own memory for a bucket of one parameter).
+  void allgather_parameters();
   layers::ModulePtr module_;
   std::unique_ptr<State> s_;
 };

@@ -6,6 +6,8 @@
 #include <exception>
 #include <stdexcept>
 #include <string>
+#include <utility>
+#include <vector>
 
 #include <sys/prctl.h>
 #include <time.h>
@@ -21,6 +23,7 @@ MPI_Comm g_comm = MPI_COMM_NULL;
 double g_coll_seconds = 0;
 detail::WaitPolicy g_wait = detail::WaitPolicy::Backoff;
 double g_spin_seconds = 500e-6;
+std::vector<std::pair<const void*, std::function<void()>>> g_pending_checks;  // detail::add_pending_check
 
 // TAPEGRAD_MPI_WAIT and TAPEGRAD_MPI_SPIN_US (see comm.h); a bad value throws naming it.
 void read_wait_policy() {
@@ -48,6 +51,23 @@ MPI_Comm dup_world() {
   return c;
 }
 WaitPolicy wait_policy() { return g_wait; }
+
+void add_pending_check(const void* owner, std::function<void()> check) {
+  remove_pending_check(owner);
+  g_pending_checks.emplace_back(owner, std::move(check));
+}
+void remove_pending_check(const void* owner) {
+  std::erase_if(g_pending_checks, [owner](const auto& e) { return e.first == owner; });
+}
+void run_pending_checks() {
+  while (!g_pending_checks.empty()) {
+    // the check removes its own entry (before it may throw); a copy survives that
+    const std::function<void()> check = g_pending_checks.front().second;
+    const void* owner = g_pending_checks.front().first;
+    check();
+    remove_pending_check(owner);  // in case the check did not
+  }
+}
 
 WaitSettings parse_wait_settings(const char* wait, const char* spin_us) {
   WaitSettings w;
@@ -156,6 +176,7 @@ bool is_initialized() { return g_mpi; }
 
 void barrier() {
   if (!g_mpi) return;
+  detail::run_pending_checks();
   CollTimer t;
   MPI_Request r = MPI_REQUEST_NULL;
   detail::check(MPI_Ibarrier(g_comm, &r), "MPI_Ibarrier");
@@ -181,6 +202,7 @@ int run_guarded(const std::function<int()>& body) {
 
 void allreduce_sum(double* data, std::int64_t n) {
   if (!g_mpi || g_size == 1) return;
+  detail::run_pending_checks();
   CollTimer t;
   MPI_Request r = MPI_REQUEST_NULL;
   detail::check(MPI_Iallreduce(MPI_IN_PLACE, data, static_cast<int>(n), MPI_DOUBLE, MPI_SUM, g_comm, &r),
@@ -190,6 +212,7 @@ void allreduce_sum(double* data, std::int64_t n) {
 
 void allreduce_sum(std::int64_t* data, std::int64_t n) {
   if (!g_mpi || g_size == 1) return;
+  detail::run_pending_checks();
   CollTimer t;
   MPI_Request r = MPI_REQUEST_NULL;
   detail::check(MPI_Iallreduce(MPI_IN_PLACE, data, static_cast<int>(n), MPI_INT64_T, MPI_SUM, g_comm, &r),
@@ -202,6 +225,7 @@ void allgather(const double* in, std::int64_t n, double* out) {
     std::copy(in, in + n, out);
     return;
   }
+  detail::run_pending_checks();
   CollTimer t;
   MPI_Request r = MPI_REQUEST_NULL;
   detail::check(

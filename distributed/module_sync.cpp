@@ -43,6 +43,7 @@ std::string layout_description(const layers::Module& module) {
 void check_same_across_ranks(std::uint64_t h, const std::function<std::string()>& describe,
                              const std::string& what) {
   if (!is_initialized() || world_size() == 1) return;
+  detail::run_pending_checks();
   MPI_Comm comm = detail::world_comm();
   const int R = world_size();
   std::vector<std::uint64_t> hashes(static_cast<std::size_t>(R));
@@ -93,7 +94,7 @@ void broadcast_state(layers::Module& module, int root) {
   if (root < 0 || root >= world_size())
     throw std::invalid_argument("broadcast_state: root " + std::to_string(root) + " outside [0, " +
                                 std::to_string(world_size()) + ")");
-  check_same_layout(module);
+  check_same_layout(module);  // (runs detail::run_pending_checks first)
   MPI_Comm comm = detail::world_comm();
   auto send = [&](const Tensor& t) {
     detail::check(MPI_Bcast(t.raw_data(), static_cast<int>(t.nbytes()), MPI_BYTE, root, comm), "MPI_Bcast");

@@ -4,38 +4,9 @@
 #include <stdexcept>
 #include <string>
 
-#include <tapegrad/core/parallel.h>
+#include <tapegrad/optim/kernels/update.h>
 
 namespace tapegrad::optim {
-
-namespace {
-
-template <class T>
-struct AdamScalars {
-  T decay, wd, sign, b1, b2, one_b1, one_b2, neg_step, bc2, eps;
-};
-
-// One Adam/AdamW update over [b, e). decay is 1 - lr·wd for AdamW, else exactly 1; sign is
-// -1 with maximize, else 1 (both multiplications are exact).
-template <class T, bool kL2, bool kAmsgrad>
-void adam_kernel(T* __restrict w, const T* __restrict g, T* __restrict m, T* __restrict v, T* __restrict vmax,
-                 std::int64_t b, std::int64_t e, const AdamScalars<T> s) {
-  for (std::int64_t i = b; i < e; ++i) {
-    T wi = w[i] * s.decay;
-    T gi = s.sign * g[i];
-    if constexpr (kL2) gi = gi + s.wd * wi;
-    const T mi = m[i] * s.b1 + s.one_b1 * gi;
-    const T vi = v[i] * s.b2 + s.one_b2 * gi * gi;
-    m[i] = mi;
-    v[i] = vi;
-    T vh = vi;
-    if constexpr (kAmsgrad) vh = vmax[i] = (vmax[i] < vi || vi != vi) ? vi : vmax[i];  // NaN wins, as torch.maximum
-    const T denom = std::sqrt(vh) / s.bc2 + s.eps;
-    w[i] = wi + s.neg_step * mi / denom;
-  }
-}
-
-}  // namespace
 
 Adam::Adam(std::vector<Tensor> params, AdamOptions options) { add_param_group(std::move(params), options); }
 Adam::Adam(std::vector<Group> groups) {
@@ -75,7 +46,7 @@ void Adam::step() {
     const double bc2_sqrt = std::sqrt(1 - std::pow(b2, static_cast<double>(t)));
     TAPEGRAD_DISPATCH_FLOAT(p.dtype(), "Adam::step", [&] {
       using T = scalar_t;
-      AdamScalars<T> s;
+      kernels::AdamScalars<T> s;
       s.decay = static_cast<T>(decoupled_ && o.weight_decay != 0 ? 1 - o.lr * o.weight_decay : 1.0);
       s.wd = static_cast<T>(o.weight_decay);
       s.sign = static_cast<T>(o.maximize ? -1.0 : 1.0);
@@ -88,12 +59,7 @@ void Adam::step() {
       T* v = st["exp_avg_sq"].data<T>();
       T* vmax = o.amsgrad ? st["max_exp_avg_sq"].data<T>() : nullptr;
       const bool l2 = !decoupled_ && o.weight_decay != 0;
-      parallel_for(p.numel(), kParallelGrain, [&](std::int64_t b, std::int64_t e) {
-        if (l2)
-          vmax ? adam_kernel<T, true, true>(w, g, m, v, vmax, b, e, s) : adam_kernel<T, true, false>(w, g, m, v, vmax, b, e, s);
-        else
-          vmax ? adam_kernel<T, false, true>(w, g, m, v, vmax, b, e, s) : adam_kernel<T, false, false>(w, g, m, v, vmax, b, e, s);
-      });
+      kernels::adam_update<T>(w, g, m, v, vmax, l2, s, p.numel());
     });
   });
 }

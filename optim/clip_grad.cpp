@@ -5,6 +5,7 @@
 #include <stdexcept>
 #include <string>
 
+#include <tapegrad/optim/kernels/update.h>
 #include <tapegrad/optim/optimizer.h>
 
 namespace tapegrad::optim {
@@ -72,9 +73,7 @@ double clip_grad_norm_(const std::vector<Tensor>& params, double max_norm, doubl
   const double coef = std::min(max_norm / (total + 1e-6), 1.0);
   for (auto& g : grads)
     TAPEGRAD_DISPATCH_FLOAT(g.dtype(), "clip_grad_norm_", [&] {
-      scalar_t* x = g.data<scalar_t>();
-      const scalar_t c = static_cast<scalar_t>(coef);
-      for (std::int64_t i = 0, n = g.numel(); i < n; ++i) x[i] *= c;
+      kernels::scale_inplace<scalar_t>(g.data<scalar_t>(), static_cast<scalar_t>(coef), g.numel());
     });
   return total;
 }
@@ -86,15 +85,8 @@ void clip_grad_value_(const std::vector<Tensor>& params, double clip_value) {
     if (!p.defined() || !p.grad().defined()) continue;
     Tensor g = p.grad();
     TAPEGRAD_DISPATCH_FLOAT(g.dtype(), "clip_grad_value_", [&] {
-      scalar_t* x = g.data<scalar_t>();
-      const scalar_t c = static_cast<scalar_t>(clip_value);
-      const scalar_t lo = -c;
-      // std::clamp's result (NaN stays NaN) written as selects on the value, not references
-      // into the array, so the loop vectorises
-      for (std::int64_t i = 0, n = g.numel(); i < n; ++i) {
-        const scalar_t v = x[i];
-        x[i] = v < lo ? lo : (c < v ? c : v);
-      }
+      // std::clamp's result (NaN stays NaN), per ISA level (kernels/update.h)
+      kernels::clip_value<scalar_t>(g.data<scalar_t>(), static_cast<scalar_t>(clip_value), g.numel());
     });
   }
 }

@@ -3,7 +3,7 @@
 #include <stdexcept>
 #include <string>
 
-#include <tapegrad/core/parallel.h>
+#include <tapegrad/optim/kernels/update.h>
 
 namespace tapegrad::optim {
 
@@ -33,29 +33,16 @@ void SGD::step() {
       using T = scalar_t;
       T* w = p.data<T>();
       const T* g = grad.data<T>();
-      T* buf = o.momentum != 0 ? st["momentum_buffer"].data<T>() : nullptr;
-      const T wd = static_cast<T>(o.weight_decay), m = static_cast<T>(o.momentum);
-      const T damp = static_cast<T>(1.0 - o.dampening), neg_lr = static_cast<T>(-o.lr);
-      if (!buf && o.weight_decay == 0 && !o.maximize) {  // plain SGD: w -= lr·g, a vectorised loop
-        T* __restrict wr = w;
-        const T* __restrict gr = g;
-        parallel_for(p.numel(), kParallelGrain, [&](std::int64_t b, std::int64_t e) {
-          _Pragma("GCC unroll 4")  // four vectors an iteration: fewer loop instructions
-          for (std::int64_t i = b; i < e; ++i) wr[i] = wr[i] + neg_lr * gr[i];
-        });
+      const T neg_lr = static_cast<T>(-o.lr);
+      if (o.momentum == 0 && o.weight_decay == 0 && !o.maximize) {  // plain SGD: w -= lr·g
+        kernels::sgd_plain<T>(w, g, neg_lr, p.numel());
         return;
       }
-      parallel_for(p.numel(), kParallelGrain, [&](std::int64_t b, std::int64_t e) {
-        for (std::int64_t i = b; i < e; ++i) {
-          T d = o.maximize ? -g[i] : g[i];
-          if (o.weight_decay != 0) d = d + wd * w[i];
-          if (buf) {
-            buf[i] = first ? d : buf[i] * m + damp * d;
-            d = o.nesterov ? d + m * buf[i] : buf[i];
-          }
-          w[i] = w[i] + neg_lr * d;
-        }
-      });
+      kernels::SgdScalars<T> s{};
+      s.wd = static_cast<T>(o.weight_decay), s.m = static_cast<T>(o.momentum);
+      s.damp = static_cast<T>(1.0 - o.dampening), s.neg_lr = neg_lr;
+      s.maximize = o.maximize, s.weight_decay = o.weight_decay != 0, s.first = first, s.nesterov = o.nesterov;
+      kernels::sgd_update<T>(w, g, o.momentum != 0 ? st["momentum_buffer"].data<T>() : nullptr, s, p.numel());
     });
   });
 }

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Data-parallel scaling on this machine: images/s of the training loop (global images per
 # wall second, same global batch 128), 1 rank x 1 thread against 2 ranks x 1 thread, for the
-# Fashion-MNIST MLP and CNN with BatchNorm per rank and with SyncBatchNorm, beside PyTorch
+# Fashion-MNIST MLP and CNN with BatchNorm per rank, with SyncBatchNorm and with the optimizer
+# sharded (--zero-redundancy, ZeRO-1), beside PyTorch
 # DDP (gloo over loopback, bench/pytorch_ddp_fashion_mnist.py: the same nets, split, batch
 # and optimizer). Every cell is the median of RUNS runs; the runs of a workload alternate
 # between the configurations so a change of load hits all of them alike.
@@ -55,13 +56,14 @@ run_config() {  # workload config run -> appends "rate loss acc" to $tmp/<worklo
     tg1) "$train" "${args[@]}" > "$log" 2>&1 || { cat "$log" >&2; exit 1; } ;;
     tg2) "${mpi[@]}" "$train" "${args[@]}" > "$log" 2>&1 || { cat "$log" >&2; exit 1; } ;;
     tg2s) "${mpi[@]}" "$train" "${args[@]}" --sync-bn > "$log" 2>&1 || { cat "$log" >&2; exit 1; } ;;
+    tg2z) "${mpi[@]}" "$train" "${args[@]}" --zero-redundancy > "$log" 2>&1 || { cat "$log" >&2; exit 1; } ;;
     pt1) /usr/bin/python3 "$torch_script" "${targs[@]}" --world 1 > "$log" 2>&1 || { cat "$log" >&2; exit 1; } ;;
     pt2) /usr/bin/python3 "$torch_script" "${targs[@]}" --world 2 > "$log" 2>&1 || { cat "$log" >&2; exit 1; } ;;
   esac
   case $c in tg*) tg_parse "$log" ;; *) pt_parse "$log" ;; esac >> "$tmp/$w.$c"
 }
 
-configs=(tg1 tg2 tg2s)
+configs=(tg1 tg2 tg2s tg2z)
 [ "$have_torch" = 1 ] && configs+=(pt1 pt2)
 for w in mlp cnn; do
   echo "-- $w: $runs runs of ${configs[*]} (load before $(cut -d' ' -f1 /proc/loadavg))"
@@ -81,7 +83,7 @@ echo "| workload | tapegrad 1 rank | tapegrad 2 ranks | ratio | PyTorch 1 rank |
 echo "|---|---|---|---|---|---|---|"
 for w in mlp cnn; do
   W=$(echo "$w" | tr a-z A-Z)
-  t1=$(med "$w.tg1") t2=$(med "$w.tg2") t2s=$(med "$w.tg2s")
+  t1=$(med "$w.tg1") t2=$(med "$w.tg2") t2s=$(med "$w.tg2s") t2z=$(med "$w.tg2z")
   if [ "$have_torch" = 1 ]; then
     p1=$(med "$w.pt1") p2=$(med "$w.pt2") pr=$(ratio "$(med "$w.pt2")" "$(med "$w.pt1")")
     ps="refused (\"${sync_msg:-SyncBatchNorm layers only work with GPU modules}\")"
@@ -90,6 +92,7 @@ for w in mlp cnn; do
   fi
   echo "| $W, BatchNorm per rank | $t1 | $t2 | $(ratio "$t2" "$t1") | $p1 | $p2 | $pr |"
   echo "| $W, SyncBatchNorm | $t1 | $t2s | $(ratio "$t2s" "$t1") (SyncBN/BN $(ratio "$t2s" "$t2")) | $p1 | $ps | - |"
+  echo "| $W, BatchNorm per rank, optimizer sharded (ZeRO-1) | $t1 | $t2z | $(ratio "$t2z" "$t1") (ZeRO-1/DDP $(ratio "$t2z" "$t2")) | - | - | - |"
 done
 echo
 echo "images/s: median of $runs runs; MLP: mean over $mlp_epochs epochs of the full training split; CNN: $cnn_epochs epoch(s) of $cnn_limit images (a tenth held out)."
@@ -101,5 +104,5 @@ for w in mlp cnn; do
   done
   echo "$line"
 done
-echo "(tg1: tapegrad 1 rank, tg2: 2 ranks, tg2s: 2 ranks SyncBatchNorm, pt1: PyTorch 1 rank, pt2: PyTorch DDP 2 ranks)"
+echo "(tg1: tapegrad 1 rank, tg2: 2 ranks, tg2s: 2 ranks SyncBatchNorm, tg2z: 2 ranks --zero-redundancy, pt1: PyTorch 1 rank, pt2: PyTorch DDP 2 ranks)"
 echo "== load after: $(cut -d' ' -f1-3 /proc/loadavg)"

@@ -12,11 +12,14 @@
 // Checkpoints are written by rank 0 only (then a barrier); resume reads the same file on
 // every rank.
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <string>
+#include <vector>
 
 #include <tapegrad/core/tensor.h>
 #include <tapegrad/layers/module.h>
+#include <tapegrad/optim/optimizer.h>
 
 namespace tapegrad::train {
 
@@ -36,6 +39,15 @@ class DataParallel {
   virtual void prepare(std::shared_ptr<layers::Module> model) = 0;
   /// Whether prepare() was called.
   virtual bool prepared() const = 0;
+  /// Makes an optimizer from parameters (e.g. `[&](std::vector<Tensor> p) { return
+  /// std::make_unique<optim::Adam>(p, o); }`).
+  using OptimizerFactory = std::function<std::unique_ptr<optim::Optimizer>(std::vector<Tensor>)>;
+  /// The optimizer fit() is to step, after prepare(): `make(params)` by default; the MPI one
+  /// made with zero_redundancy wraps it in a ZeroRedundancyOptimizer over the prepared
+  /// model's parameters (ZeRO-1: each rank updates its shard; no optimizer state_dict).
+  virtual std::unique_ptr<optim::Optimizer> make_optimizer(std::vector<Tensor> params, const OptimizerFactory& make) {
+    return make(std::move(params));
+  }
   /// The prepared model's forward on this rank's rows (train mode).
   virtual Tensor forward(const Tensor& x) = 0;
   /// After loss.backward(), before optimizer.step(): completes the gradient averaging.
@@ -58,8 +70,9 @@ bool mpi_available();
 /// The MPI DataParallel. Needs a live tapegrad::distributed::Environment (created by the
 /// program before this call). sync_bn: prepare() converts every BatchNorm to SyncBatchNorm
 /// (statistics over every rank's rows) and buffers are then not broadcast. Throws
-/// std::runtime_error when this build has no MPI (mpi_available() false).
-std::shared_ptr<DataParallel> make_mpi_data_parallel(bool sync_bn);
+/// std::runtime_error when this build has no MPI (mpi_available() false). zero_redundancy:
+/// make_optimizer() shards the optimizer across ranks (distributed::ZeroRedundancyOptimizer).
+std::shared_ptr<DataParallel> make_mpi_data_parallel(bool sync_bn, bool zero_redundancy = false);
 
 /// "rank 0: communication 0.52 s (DDP gradient allreduce and buffer broadcast 0.41 s,
 /// SyncBatchNorm and other blocking collectives 0.11 s)" for a DataParallel made by

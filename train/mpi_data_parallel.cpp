@@ -9,6 +9,7 @@
 #include <tapegrad/distributed/data_parallel.h>
 #include <tapegrad/distributed/environment.h>
 #include <tapegrad/distributed/sync_batch_norm.h>
+#include <tapegrad/distributed/zero_redundancy_optimizer.h>
 #endif
 
 namespace tapegrad::train {
@@ -20,7 +21,7 @@ namespace dist = tapegrad::distributed;
 
 class MpiDataParallel final : public DataParallel {
  public:
-  explicit MpiDataParallel(bool sync_bn) : sync_bn_(sync_bn) {}
+  MpiDataParallel(bool sync_bn, bool zero) : sync_bn_(sync_bn), zero_(zero) {}
   int rank() const override { return dist::rank(); }
   int world_size() const override { return dist::world_size(); }
   void prepare(std::shared_ptr<layers::Module> model) override {
@@ -30,6 +31,10 @@ class MpiDataParallel final : public DataParallel {
     ddp_ = std::make_unique<dist::DistributedDataParallel>(model, o);
   }
   bool prepared() const override { return ddp_ != nullptr; }
+  std::unique_ptr<optim::Optimizer> make_optimizer(std::vector<Tensor> params, const OptimizerFactory& make) override {
+    if (!zero_ || !ddp_) return make(std::move(params));
+    return std::make_unique<dist::ZeroRedundancyOptimizer>(*ddp_, make);
+  }
   Tensor forward(const Tensor& x) override { return (*ddp_)(x); }
   void after_backward() override { ddp_->finish(); }
   double mean(double v) override {
@@ -43,7 +48,7 @@ class MpiDataParallel final : public DataParallel {
   double comm_seconds() const { return ddp_ ? ddp_->comm_seconds() : 0.0; }
 
  private:
-  bool sync_bn_;
+  bool sync_bn_, zero_;
   std::unique_ptr<dist::DistributedDataParallel> ddp_;
 };
 
@@ -51,7 +56,9 @@ class MpiDataParallel final : public DataParallel {
 
 bool mpi_available() { return true; }
 
-std::shared_ptr<DataParallel> make_mpi_data_parallel(bool sync_bn) { return std::make_shared<MpiDataParallel>(sync_bn); }
+std::shared_ptr<DataParallel> make_mpi_data_parallel(bool sync_bn, bool zero_redundancy) {
+  return std::make_shared<MpiDataParallel>(sync_bn, zero_redundancy);
+}
 
 std::string communication_summary(const DataParallel& dp) {
   auto* m = dynamic_cast<const MpiDataParallel*>(&dp);
@@ -69,7 +76,7 @@ std::string communication_summary(const DataParallel& dp) {
 
 bool mpi_available() { return false; }
 
-std::shared_ptr<DataParallel> make_mpi_data_parallel(bool) {
+std::shared_ptr<DataParallel> make_mpi_data_parallel(bool, bool) {
   throw std::runtime_error("make_mpi_data_parallel: this build of tapegrad has no MPI (tapegrad_distributed was not "
                            "built; install libopenmpi-dev, see scripts/setup.sh, and reconfigure)");
 }

@@ -60,6 +60,15 @@
 #endif
 
 namespace tapegrad::detail {
+/// Clears the upper halves of the vector registers (vzeroupper) at the avx2 and avx512 levels
+/// of the portable build; a no-op at the baseline and in single-level builds. Call it after
+/// external code that returns with them in use (libxsmm's generated kernels do): until then,
+/// every legacy-SSE instruction of the baseline code pays Intel's SSE/AVX transition (a
+/// merge with the upper state), which made the chapter's glue code after each GEMM 2-10x
+/// slower than the native build's VEX code. GCC's own AVX code, the variants included,
+/// clears the state before it returns.
+void clear_upper_state();
+
 /// The one of three variants for isa().
 template <class F>
 F isa_select(F baseline, F avx2, F avx512) {

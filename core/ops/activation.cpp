@@ -6,6 +6,7 @@
 #include <string>
 
 #include <tapegrad/core/autograd.h>
+#include <tapegrad/core/kernels/pointwise.h>
 #include <tapegrad/core/ops/kernels.h>
 
 namespace tapegrad {
@@ -114,20 +115,18 @@ Tensor relu_clamp(const Tensor& x, double lo, double hi) {
   // relu then clamp: relu's `x <= 0 ? 0 : x` (NaN passes), then clamp's `v > hi ? hi : v`
   // (its lower bound cannot bite: the relu's output is >= 0 >= lo, or NaN)
   Tensor out = TAPEGRAD_DISPATCH_FLOAT(x.dtype(), "relu_clamp", [&] {
-    const scalar_t h = static_cast<scalar_t>(hi);
-    return kernels::map_unary<scalar_t>(x, [h](scalar_t v) {
-      const scalar_t r = v <= scalar_t(0) ? scalar_t(0) : v;
-      return r > h ? h : r;
-    });
+    Tensor y = Tensor::empty(x.shape(), x.dtype());
+    kernels::relu_clamp_forward<scalar_t>(x.data<scalar_t>(), y.data<scalar_t>(), x.numel(), static_cast<scalar_t>(hi));
+    return y;
   });
   if (autograd::needs_grad({&x}))
     // clamp's mask (lo <= r <= hi, r = relu(x)) times relu's (x > 0): 0 < x <= hi; NaN fails both.
     autograd::record("relu_clamp", out, {x}, [x = x.detach(), hi](const Tensor& g, GradSink& gs) {
       gs.add(0, TAPEGRAD_DISPATCH_FLOAT(g.dtype(), "relu_clamp_backward", [&] {
-               const scalar_t h = static_cast<scalar_t>(hi);
-               return kernels::map_binary_same<scalar_t>(g, x, [h](scalar_t gv, scalar_t xv) {
-                 return ((xv > scalar_t(0)) & (xv <= h)) ? gv : scalar_t(0);
-               });
+               Tensor d = Tensor::empty(g.shape(), g.dtype());
+               kernels::relu_clamp_backward<scalar_t>(g.data<scalar_t>(), x.data<scalar_t>(), d.data<scalar_t>(),
+                                                      g.numel(), static_cast<scalar_t>(hi));
+               return d;
              }));
     });
   return out;

@@ -4,6 +4,7 @@
 #include <cmath>
 
 #include <tapegrad/core/autograd.h>
+#include <tapegrad/core/kernels/pointwise.h>
 #include <tapegrad/core/ops/kernels.h>
 #include <tapegrad/core/ops/reduce.h>
 
@@ -14,12 +15,35 @@ void check_binary(const Tensor& a, const Tensor& b, const char* op) {
   kernels::check_floating(b, op);
   kernels::check_same_dtype(a, b, op);
 }
+
+// a op b: same shapes and a scalar b through the per-ISA loops (core/kernels/pointwise.h),
+// other broadcasts through kernels::broadcast_binary with f (the same operation).
+template <class T, class F>
+Tensor binary(const Tensor& a, const Tensor& b, kernels::BinaryOp op, const char* name, F f) {
+  if (a.shape() == b.shape() || (b.numel() == 1 && b.dim() <= a.dim())) {  // then the output has a's shape
+    Tensor out = Tensor::empty(a.shape(), a.dtype());
+    if (a.shape() == b.shape())
+      kernels::binary_same<T>(op, a.data<T>(), b.data<T>(), out.data<T>(), a.numel());
+    else
+      kernels::binary_scalar<T>(op, a.data<T>(), b.data<T>()[0], out.data<T>(), a.numel());
+    return out;
+  }
+  return kernels::broadcast_binary<T>(a, b, name, f);
+}
+
+// a op s for a scalar s, through the per-ISA loops.
+template <class T>
+Tensor binary(const Tensor& a, T s, kernels::BinaryOp op) {
+  Tensor out = Tensor::empty(a.shape(), a.dtype());
+  kernels::binary_scalar<T>(op, a.data<T>(), s, out.data<T>(), a.numel());
+  return out;
+}
 }  // namespace
 
 Tensor add(const Tensor& a, const Tensor& b) {
   check_binary(a, b, "add");
   Tensor out = TAPEGRAD_DISPATCH_FLOAT(a.dtype(), "add", [&] {
-    return kernels::broadcast_binary<scalar_t>(a, b, "add", [](scalar_t x, scalar_t y) { return x + y; });
+    return binary<scalar_t>(a, b, kernels::BinaryOp::Add, "add", [](scalar_t x, scalar_t y) { return x + y; });
   });
   if (autograd::needs_grad({&a, &b})) {
     autograd::record("add", out, {a, b}, [sa = a.shape(), sb = b.shape()](const Tensor& g, GradSink& gs) {
@@ -33,7 +57,7 @@ Tensor add(const Tensor& a, const Tensor& b) {
 Tensor sub(const Tensor& a, const Tensor& b) {
   check_binary(a, b, "sub");
   Tensor out = TAPEGRAD_DISPATCH_FLOAT(a.dtype(), "sub", [&] {
-    return kernels::broadcast_binary<scalar_t>(a, b, "sub", [](scalar_t x, scalar_t y) { return x - y; });
+    return binary<scalar_t>(a, b, kernels::BinaryOp::Sub, "sub", [](scalar_t x, scalar_t y) { return x - y; });
   });
   if (autograd::needs_grad({&a, &b})) {
     autograd::record("sub", out, {a, b}, [sa = a.shape(), sb = b.shape()](const Tensor& g, GradSink& gs) {
@@ -47,7 +71,7 @@ Tensor sub(const Tensor& a, const Tensor& b) {
 Tensor mul(const Tensor& a, const Tensor& b) {
   check_binary(a, b, "mul");
   Tensor out = TAPEGRAD_DISPATCH_FLOAT(a.dtype(), "mul", [&] {
-    return kernels::broadcast_binary<scalar_t>(a, b, "mul", [](scalar_t x, scalar_t y) { return x * y; });
+    return binary<scalar_t>(a, b, kernels::BinaryOp::Mul, "mul", [](scalar_t x, scalar_t y) { return x * y; });
   });
   if (autograd::needs_grad({&a, &b})) {
     // d(ab)/da = b, d(ab)/db = a
@@ -62,7 +86,7 @@ Tensor mul(const Tensor& a, const Tensor& b) {
 Tensor div(const Tensor& a, const Tensor& b) {
   check_binary(a, b, "div");
   Tensor out = TAPEGRAD_DISPATCH_FLOAT(a.dtype(), "div", [&] {
-    return kernels::broadcast_binary<scalar_t>(a, b, "div", [](scalar_t x, scalar_t y) { return x / y; });
+    return binary<scalar_t>(a, b, kernels::BinaryOp::Div, "div", [](scalar_t x, scalar_t y) { return x / y; });
   });
   if (autograd::needs_grad({&a, &b})) {
     // d(a/b)/da = 1/b, d(a/b)/db = -a/b²
@@ -77,8 +101,7 @@ Tensor div(const Tensor& a, const Tensor& b) {
 Tensor add(const Tensor& a, double s) {
   kernels::check_floating(a, "add");
   Tensor out = TAPEGRAD_DISPATCH_FLOAT(a.dtype(), "add", [&] {
-    const scalar_t c = static_cast<scalar_t>(s);
-    return kernels::map_unary<scalar_t>(a, [c](scalar_t x) { return x + c; });
+    return binary<scalar_t>(a, static_cast<scalar_t>(s), kernels::BinaryOp::Add);
   });
   if (autograd::needs_grad({&a}))
     autograd::record("add_scalar", out, {a}, [](const Tensor& g, GradSink& gs) { gs.add(0, g); }, autograd::kSavesNothing);
@@ -88,8 +111,7 @@ Tensor add(const Tensor& a, double s) {
 Tensor mul(const Tensor& a, double s) {
   kernels::check_floating(a, "mul");
   Tensor out = TAPEGRAD_DISPATCH_FLOAT(a.dtype(), "mul", [&] {
-    const scalar_t c = static_cast<scalar_t>(s);
-    return kernels::map_unary<scalar_t>(a, [c](scalar_t x) { return x * c; });
+    return binary<scalar_t>(a, static_cast<scalar_t>(s), kernels::BinaryOp::Mul);
   });
   if (autograd::needs_grad({&a}))
     autograd::record("mul_scalar", out, {a}, [s](const Tensor& g, GradSink& gs) { gs.add(0, mul(g, s)); }, autograd::kSavesNothing);
@@ -132,14 +154,17 @@ Tensor relu(const Tensor& a) {
   kernels::check_floating(a, "relu");
   Tensor out = TAPEGRAD_DISPATCH_FLOAT(a.dtype(), "relu", [&] {
     // NaN stays NaN (as in PyTorch): `x <= 0` is false for NaN, so it passes through
-    return kernels::map_unary<scalar_t>(a, [](scalar_t x) { return x <= scalar_t(0) ? scalar_t(0) : x; });
+    Tensor y = Tensor::empty(a.shape(), a.dtype());
+    kernels::relu_forward<scalar_t>(a.data<scalar_t>(), y.data<scalar_t>(), a.numel());
+    return y;
   });
   if (autograd::needs_grad({&a}))
     // The mask is a > 0; holding the input (not the output) makes no cycle and no copy.
     autograd::record("relu", out, {a}, [a](const Tensor& g, GradSink& gs) {
       Tensor gi = TAPEGRAD_DISPATCH_FLOAT(g.dtype(), "relu_backward", [&] {
-        return kernels::map_binary_same<scalar_t>(
-            g, a, [](scalar_t gv, scalar_t av) { return av <= scalar_t(0) ? scalar_t(0) : gv; });  // PyTorch's threshold_backward
+        Tensor d = Tensor::empty(g.shape(), g.dtype());  // PyTorch's threshold_backward
+        kernels::relu_backward<scalar_t>(g.data<scalar_t>(), a.data<scalar_t>(), d.data<scalar_t>(), g.numel());
+        return d;
       });
       gs.add(0, std::move(gi));
     });

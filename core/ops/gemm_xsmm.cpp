@@ -9,6 +9,7 @@
 #include <vector>
 
 #include <tapegrad/core/isa.h>
+#include <tapegrad/core/kernels/isa_dispatch.h>
 #include <tapegrad/core/ops/gemm_backends.h>
 
 namespace tapegrad::detail {
@@ -83,6 +84,8 @@ bool run(bool ta, bool tb, const T* A, const T* B, T* C, std::int64_t M, std::in
   } else {
     f(B, A, C);
   }
+  // libxsmm's generated AVX2/AVX-512 kernels return without vzeroupper (isa_dispatch.h)
+  clear_upper_state();
   return true;
 }
 

@@ -11,6 +11,7 @@
 
 #include <tapegrad/core/autograd.h>
 #include <tapegrad/core/kernels/gemm_eigen.h>
+#include <tapegrad/core/kernels/pointwise.h>
 #include <tapegrad/core/ops/gemm_backends.h>
 #include <tapegrad/core/ops/kernels.h>
 #include <tapegrad/core/ops/reduce.h>
@@ -153,23 +154,6 @@ Tensor matmul(const Tensor& a, const Tensor& b) {
   return out;
 }
 
-namespace {
-// Every row of y (rows, n) set to b. Short rows are written in one loop over rows and
-// columns: a copy call per row (what the compiler makes of a per-row loop) cost 2-3% of the
-// chapter's workload at rows of 32-128 floats.
-template <class T>
-__attribute__((optimize("no-tree-loop-distribute-patterns"))) void fill_rows(T* __restrict y,
-                                                                             const T* __restrict b,
-                                                                             std::int64_t rows, std::int64_t n) {
-  if (n * static_cast<std::int64_t>(sizeof(T)) > 1024) {
-    for (std::int64_t r = 0; r < rows; ++r) std::copy(b, b + n, y + r * n);
-    return;
-  }
-  for (std::int64_t r = 0; r < rows; ++r, y += n)
-    for (std::int64_t j = 0; j < n; ++j) y[j] = b[j];
-}
-}  // namespace
-
 Tensor linear(const Tensor& x, const Tensor& weight, const Tensor& bias) {
   kernels::check_floating(x, "linear");
   kernels::check_floating(weight, "linear");
@@ -193,7 +177,7 @@ Tensor linear(const Tensor& x, const Tensor& weight, const Tensor& bias) {
   Tensor y2 = Tensor::empty({rows, out_f}, x.dtype());
   if (bias.defined()) {
     TAPEGRAD_DISPATCH_FLOAT(x.dtype(), "linear", [&] {
-      fill_rows(y2.data<scalar_t>(), bias.data<scalar_t>(), rows, out_f);
+      kernels::fill_rows<scalar_t>(y2.data<scalar_t>(), bias.data<scalar_t>(), rows, out_f);  // per ISA level
     });
   }
   detail::gemm(false, true, x2, weight, y2, bias.defined());

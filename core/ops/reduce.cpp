@@ -7,6 +7,7 @@
 #include <Eigen/Core>
 
 #include <tapegrad/core/autograd.h>
+#include <tapegrad/core/kernels/pointwise.h>
 #include <tapegrad/core/ops/kernels.h>
 #include <tapegrad/core/ops/elementwise.h>
 #include <tapegrad/core/ops/shape_ops.h>
@@ -37,29 +38,7 @@ void reduce_block(const T* x, T* out, std::int64_t outer, std::int64_t R, std::i
     o = m.rowwise().sum();
     return;
   }
-  // Blocks of W columns are summed over the rows in registers (each column still adds its
-  // rows in order 0, 1, ..., R-1), the rest of a row in place.
-  constexpr std::int64_t W = detail::kSumColumnBlockBytes / static_cast<std::int64_t>(sizeof(T));
-  for (std::int64_t b = 0; b < outer; ++b) {
-    T* __restrict o = out + b * inner;
-    const T* __restrict xb = x + b * R * inner;
-    std::int64_t i0 = 0;
-    for (; i0 + W <= inner; i0 += W) {
-      T acc[W];
-      for (std::int64_t j = 0; j < W; ++j) acc[j] = xb[i0 + j];
-      for (std::int64_t r = 1; r < R; ++r) {
-        const T* row = xb + r * inner + i0;
-        for (std::int64_t j = 0; j < W; ++j) acc[j] += row[j];
-      }
-      for (std::int64_t j = 0; j < W; ++j) o[i0 + j] = acc[j];
-    }
-    if (i0 == inner) continue;
-    std::memcpy(o + i0, xb + i0, sizeof(T) * static_cast<std::size_t>(inner - i0));
-    for (std::int64_t r = 1; r < R; ++r) {
-      const T* row = xb + r * inner;
-      for (std::int64_t i = i0; i < inner; ++i) o[i] += row[i];
-    }
-  }
+  kernels::sum_rows<T>(x, out, outer, R, inner);  // per ISA level (core/kernels/pointwise.h)
 }
 
 // Plain-value sum over sorted axes, keeping them as size 1 (no recording).

@@ -5,6 +5,7 @@
 #include <stdexcept>
 
 #include <tapegrad/core/autograd.h>
+#include <tapegrad/core/kernels/pointwise.h>
 #include <tapegrad/core/ops/kernels.h>
 
 namespace tapegrad {
@@ -95,21 +96,20 @@ Tensor clamp(const Tensor& x, std::optional<double> min, std::optional<double> m
   const double lo = min ? *min : -INFINITY, hi = max ? *max : INFINITY;
   if (std::isnan(lo) || std::isnan(hi)) throw std::invalid_argument("clamp: a bound is NaN");
   Tensor out = TAPEGRAD_DISPATCH_FLOAT(x.dtype(), "clamp", [&] {
-    const scalar_t l = static_cast<scalar_t>(lo), h = static_cast<scalar_t>(hi);
     // NaN fails both comparisons and passes through; min > max gives max everywhere.
-    return kernels::map_unary<scalar_t>(x, [l, h](scalar_t v) {
-      const scalar_t a = v < l ? l : v;
-      return a > h ? h : a;
-    });
+    Tensor y = Tensor::empty(x.shape(), x.dtype());
+    kernels::clamp_forward<scalar_t>(x.data<scalar_t>(), y.data<scalar_t>(), x.numel(), static_cast<scalar_t>(lo),
+                                     static_cast<scalar_t>(hi));
+    return y;
   });
   if (autograd::needs_grad({&x}))
     // d/dx = 1 inside [min, max] (inclusive), 0 outside
     autograd::record("clamp", out, {x}, [x = x.detach(), lo, hi](const Tensor& g, GradSink& gs) {
       gs.add(0, TAPEGRAD_DISPATCH_FLOAT(g.dtype(), "clamp_backward", [&] {
-               const scalar_t l = static_cast<scalar_t>(lo), h = static_cast<scalar_t>(hi);
-               // both comparisons always evaluated (no branch), so the loop vectorises
-               return kernels::map_binary_same<scalar_t>(
-                   g, x, [l, h](scalar_t gv, scalar_t xv) { return ((xv >= l) & (xv <= h)) ? gv : scalar_t(0); });
+               Tensor d = Tensor::empty(g.shape(), g.dtype());
+               kernels::clamp_backward<scalar_t>(g.data<scalar_t>(), x.data<scalar_t>(), d.data<scalar_t>(), g.numel(),
+                                                 static_cast<scalar_t>(lo), static_cast<scalar_t>(hi));
+               return d;
              }));
     });
   return out;

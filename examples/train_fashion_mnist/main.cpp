@@ -75,8 +75,11 @@ int main(int argc, char** argv) {
   std::string evaluate_path;
   app.add_option("--evaluate", evaluate_path,
                  "no training: test accuracy of a checkpoint alone (its architecture, weights and preprocessing)");
-  bool sync_bn = false, distributed = false;
+  bool sync_bn = false, distributed = false, zero = false;
   app.add_flag("--sync-bn", sync_bn, "under mpirun: SyncBatchNorm, statistics over every rank's rows");
+  app.add_flag("--zero-redundancy", zero,
+               "under mpirun: shard the optimizer across ranks (ZeRO-1: each rank updates its part of the "
+               "parameters); not with --checkpoint (no optimizer state_dict)");
   app.add_flag("--distributed", distributed, "initialise MPI even when no MPI launcher is detected");
   bool no_progress = false;
   app.add_flag("--no-progress", no_progress, "no progress bar, even on a terminal");
@@ -97,13 +100,18 @@ int main(int argc, char** argv) {
   rank = env->rank();
   world = env->world_size();
   if (world > 1) {
-    cfg.parallel = tapegrad::train::make_mpi_data_parallel(sync_bn);
+    if (zero && (!cfg.checkpoint.empty() || !cfg.resume.empty())) {
+      spdlog::error("--zero-redundancy: not with --checkpoint or --resume (each rank holds only its shard of the "
+                    "optimizer state, which checkpoints do not gather)");
+      return 1;
+    }
+    cfg.parallel = tapegrad::train::make_mpi_data_parallel(sync_bn, zero);
     if (rank != 0) {
       spdlog::set_level(spdlog::level::warn);
       cfg.progress = false;
     }
-    spdlog::info("data parallel: {} ranks x batch {}{}", world, cfg.batch_size / world,
-                 sync_bn ? ", SyncBatchNorm" : "");
+    spdlog::info("data parallel: {} ranks x batch {}{}{}", world, cfg.batch_size / world,
+                 sync_bn ? ", SyncBatchNorm" : "", zero ? ", optimizer sharded (ZeRO-1)" : "");
   }
 #else
   if (distributed) {
@@ -112,6 +120,7 @@ int main(int argc, char** argv) {
   }
 #endif
   if (sync_bn && world == 1) spdlog::warn("--sync-bn has no effect in a single process");
+  if (zero && world == 1) spdlog::warn("--zero-redundancy has no effect in a single process");
 
   try {
     if (!evaluate_path.empty()) {

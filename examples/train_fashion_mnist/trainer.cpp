@@ -311,7 +311,9 @@ Result train(const Config& cfg) {
     throw std::invalid_argument("--batch-size " + std::to_string(cfg.batch_size) + " is not divisible by the " +
                                 std::to_string(world) + " ranks");
   if (par) par->prepare(model);  // before the optimizer: may swap BatchNorm for SyncBatchNorm
-  auto opt = make_optimizer(cfg, model->parameters());
+  auto opt = par ? par->make_optimizer(model->parameters(),
+                                       [&](std::vector<Tensor> params) { return make_optimizer(cfg, std::move(params)); })
+                 : make_optimizer(cfg, model->parameters());
   std::unique_ptr<optim::LRScheduler> sched;
   if (cfg.schedule == "cosine") sched = std::make_unique<optim::CosineAnnealingLR>(*opt, cfg.epochs);
   data::DataLoader loader(train_ds, {cfg.batch_size, true, /*drop_last=*/true}, gen);

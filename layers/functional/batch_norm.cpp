@@ -5,8 +5,9 @@
 // are merged with Chan et al.'s parallel-variance update) and once more to write y; the
 // backward reads x and dy once for its two reductions and once more to write dx. Outputs
 // too large for the cache are written with streaming stores, so they cost no extra read.
-// The (N, C) case (S = 1) runs the kernels of kernels/batch_norm_nc.cpp; this file keeps the
-// argument checks, the tape node and the S > 1 loops; the running statistics are updated by
+// The (N, C) case (S = 1) runs the kernels of kernels/batch_norm_nc.cpp, the S > 1 case those
+// of kernels/batch_norm_ncs.cpp (both compiled per ISA level); this file keeps the argument
+// checks, the split among threads and the tape node; the running statistics are updated by
 // RunningStats (running_stats.cpp).
 #include <tapegrad/layers/functional/batch_norm.h>
 
@@ -24,10 +25,11 @@
 #include <tapegrad/core/autograd.h>
 #include <tapegrad/core/ops/activation.h>
 #include <tapegrad/core/ops/elementwise.h>
-#include <tapegrad/core/ops/kernels.h>
+#include <tapegrad/core/kernels/pointwise.h>
 #include <tapegrad/core/parallel.h>
 #include <tapegrad/layers/functional/empty_input.h>
 #include <tapegrad/layers/functional/kernels/batch_norm_nc.h>
+#include <tapegrad/layers/functional/kernels/batch_norm_ncs.h>
 #include <tapegrad/layers/functional/kernels/moments.h>
 #include <tapegrad/layers/functional/kernels/simd.h>
 #include <tapegrad/layers/functional/kernels/thresholds.h>
@@ -59,63 +61,6 @@ void run_threads(int nt, F&& body) {
   parallel_shares(nt, [&](int t) { body(t, nt); });
 }
 
-// Writes a row computed by f(out, begin, len) into dst[0, len): directly, or through an
-// L1 buffer and streaming stores when `stream`.
-template <class T, class F>
-void write_row_maybe_streamed(T* dst, std::int64_t len, bool stream, F&& f) {
-  if (!stream) {
-    f(dst, 0, len);
-    return;
-  }
-  constexpr std::int64_t kChunk = kernels::thresholds::kBnStreamBufferElems;
-  alignas(64) T buf[kChunk];
-  for (std::int64_t b = 0; b < len; b += kChunk) {
-    const std::int64_t n = std::min(kChunk, len - b);
-    f(buf, b, n);
-    kernels::stream_copy(dst + b, buf, static_cast<std::size_t>(n) * sizeof(T));
-  }
-}
-
-// Sums over rows in kSumLanes fixed lanes: element i of a row goes to lane i mod kSumLanes,
-// and the lanes are added in order at the end. Independent accumulators (one vector) instead
-// of one serial chain of additions; the order is still fixed by the source, the same on every
-// run and at every thread count.
-constexpr int kSumLanes = 8;
-template <class T, class F>
-inline void lane_sums(const T* __restrict r, std::int64_t len, double* __restrict acc, F f) {
-  std::int64_t i = 0;
-  for (; i + kSumLanes <= len; i += kSumLanes)
-    for (int l = 0; l < kSumLanes; ++l) acc[l] += f(r[i + l]);
-  for (int l = 0; i < len; ++i, ++l) acc[l] += f(r[i]);
-}
-inline double fold_lanes(const double* acc) {
-  double s = 0;
-  for (int l = 0; l < kSumLanes; ++l) s += acc[l];
-  return s;
-}
-
-// Statistics of channels [c0, c1) of a (N, C, S) tensor (S > 1), in blocks of rows of S.
-template <class T>
-void moments_channels(const T* x, Dims d, std::int64_t c0, std::int64_t c1, kernels::PartialMoments& p) {
-  const std::int64_t G = kernels::thresholds::bn_spatial_block_rows(d.S);  // rows per statistics block
-  for (std::int64_t c = c0; c < c1; ++c) {
-    kernels::PartialMoments pc{0, p.mean + c, p.m2 + c};
-    for (std::int64_t b = 0; b < d.N; b += G) {
-      const std::int64_t e = std::min(b + G, d.N), nb = (e - b) * d.S;
-      double sl[kSumLanes] = {}, ql[kSumLanes] = {};
-      for (std::int64_t n = b; n < e; ++n) lane_sums(x + (n * d.C + c) * d.S, d.S, sl, [](T v) { return double(v); });
-      const double bmean = fold_lanes(sl) / static_cast<double>(nb);
-      for (std::int64_t n = b; n < e; ++n)
-        lane_sums(x + (n * d.C + c) * d.S, d.S, ql, [bmean](T v) {
-          const double u = v - bmean;
-          return u * u;
-        });
-      double q = fold_lanes(ql);
-      kernels::merge_moments(pc, 1, nb, &bmean, &q);
-    }
-  }
-}
-
 // Per-channel mean and biased variance of x viewed as (N, C, S), in double.
 template <class T>
 void moments(const T* x, Dims d, double* mean, double* var) {
@@ -134,7 +79,8 @@ void moments(const T* x, Dims d, double* mean, double* var) {
     parts[t].m2 = parts[t].mean + C;
   }
   run_threads(nt, [&](int t, int n_t) {
-    moments_channels<T>(x, d, d.C * t / n_t, d.C * (t + 1) / n_t, parts[static_cast<std::size_t>(t)]);
+    const auto& p = parts[static_cast<std::size_t>(t)];
+    kernels::bn_ncs_moments<T>(x, d.N, d.C, d.S, d.C * t / n_t, d.C * (t + 1) / n_t, p.mean, p.m2);
   });
   const double m = static_cast<double>(d.N * d.S);
   for (int t = 0; t < nt; ++t)
@@ -153,23 +99,7 @@ void backward_sums(const T* x, const T* g, Dims d, const double* mu, double* s1,
   std::fill(part, part + 2 * C * nt, 0.0);
   run_threads(nt, [&](int t, int n_t) {
     double* p1 = part + 2 * C * t;
-    double* p2 = p1 + C;
-    for (std::int64_t c = C * t / n_t, e = C * (t + 1) / n_t; c < e; ++c) {
-      double l1[kSumLanes] = {}, l2[kSumLanes] = {};
-      const double m = mu[c];
-      const std::int64_t S = d.S;
-      for (std::int64_t n = 0; n < d.N; ++n) {
-        const T* __restrict xr = x + (n * C + c) * S;
-        const T* __restrict gr = g + (n * C + c) * S;
-        lane_sums(gr, S, l1, [](T v) { return double(v); });
-        std::int64_t s = 0;  // Σ (x - μ)·dy in the same lanes as lane_sums
-        for (; s + kSumLanes <= S; s += kSumLanes)
-          for (int l = 0; l < kSumLanes; ++l) l2[l] += (xr[s + l] - m) * static_cast<double>(gr[s + l]);
-        for (int l = 0; s < S; ++s, ++l) l2[l] += (xr[s] - m) * static_cast<double>(gr[s]);
-      }
-      p1[c] = fold_lanes(l1);
-      p2[c] = fold_lanes(l2);
-    }
+    kernels::bn_ncs_sums<T>(x, g, d.N, C, d.S, mu, C * t / n_t, C * (t + 1) / n_t, p1, p1 + C);
   });
   for (std::int64_t c = 0; c < C; ++c) s1[c] = s2[c] = 0.0;
   for (int t = 0; t < nt; ++t)
@@ -179,18 +109,14 @@ void backward_sums(const T* x, const T* g, Dims d, const double* mu, double* s1,
     }
 }
 
-// out = (x - mu[c])·a[c] + b[c], or, for the backward, out = k1[c]·(g - k2[c] - (x - mu[c])·k3[c]):
-// the one element-wise pass, split over rows.
+// Runs pass(r0, r1, stream) over the rows [r0, r1) of each thread's share of the N·C rows
+// (S > 1): the one element-wise pass, y = (x - mu[c])·a[c] + b[c] or the backward's dx.
 template <class T, class F>
-void channel_pass(Dims d, T* out, F f) {
+void channel_pass(Dims d, F pass) {
   const bool stream = static_cast<std::size_t>(d.N * d.C * d.S) * sizeof(T) >= kernels::thresholds::kStreamBytes;
-  const std::int64_t rows = d.S == 1 ? d.N : d.N * d.C, len = d.S == 1 ? d.C : d.S;
-  const int nt = kernels::threads_for(rows * len);
-  run_threads(nt, [&](int t, int n_t) {
-    for (std::int64_t r = rows * t / n_t, e = rows * (t + 1) / n_t; r < e; ++r)
-      write_row_maybe_streamed(out + r * len, len, stream, [&](T* o, std::int64_t b, std::int64_t n) { f(o, r, b, n); });
-    if (stream) kernels::fence();
-  });
+  const std::int64_t rows = d.N * d.C;
+  const int nt = kernels::threads_for(rows * d.S);
+  run_threads(nt, [&](int t, int n_t) { pass(rows * t / n_t, rows * (t + 1) / n_t, stream); });
 }
 
 // The normalised output; with act (kernels::kBnAct*) set and S = 1, the activation's output,
@@ -221,11 +147,9 @@ Tensor forward_impl(const Tensor& x, Dims d, const double* mean, const double* r
   } else if (d.S == 1) {
     kernels::bn_rows_affine<T>(xp, out.data<T>(), d.N, d.C, u, a, b);
   } else {
-    channel_pass<T>(d, out.data<T>(), [&](T* o, std::int64_t r, std::int64_t s0, std::int64_t n) {
-      const std::int64_t c = r % d.C;
-      const T ac = a[c], bc = b[c], uc = u[c];
-      const T* xr = xp + r * d.S + s0;
-      for (std::int64_t i = 0; i < n; ++i) o[i] = (xr[i] - uc) * ac + bc;
+    T* yp = out.data<T>();
+    channel_pass<T>(d, [&](std::int64_t r0, std::int64_t r1, bool stream) {
+      kernels::bn_ncs_affine<T>(xp, yp, d.C, d.S, r0, r1, u, a, b, stream);
     });
   }
   return out;
@@ -294,12 +218,9 @@ void backward_impl(const Tensor& g, const T* xp, Dims d, const double* mean, con
   } else if (d.S == 1) {
     kernels::bn_rows_dx<T>(xp, gp, gx.data<T>(), d.N, d.C, u, a, b, k);
   } else {
-    channel_pass<T>(d, gx.data<T>(), [&](T* o, std::int64_t r, std::int64_t s0, std::int64_t n) {
-      const std::int64_t c = r % d.C;
-      const T ac = a[c], bc = b[c], kc = k[c], uc = u[c];
-      const T* xr = xp + r * d.S + s0;
-      const T* gr = gp + r * d.S + s0;
-      for (std::int64_t i = 0; i < n; ++i) o[i] = ac * (gr[i] - bc - (xr[i] - uc) * kc);
+    T* dxp = gx.data<T>();
+    channel_pass<T>(d, [&](std::int64_t r0, std::int64_t r1, bool stream) {
+      kernels::bn_ncs_dx<T>(xp, gp, dxp, d.C, d.S, r0, r1, u, a, b, k, stream);
     });
   }
   gs.add(0, std::move(gx));
@@ -478,16 +399,15 @@ Tensor batch_norm_relu(const Tensor& x, const Tensor& weight, const Tensor& bias
                     training = use_batch_stats, m, hi, clipped](const Tensor& g, GradSink& gs) {
                      TAPEGRAD_DISPATCH_FLOAT(g.dtype(), "batch_norm_relu_backward", [&] {
                        // the activation's backward (relu's, or relu_clamp's mask), then batch_norm's
-                       const scalar_t h = static_cast<scalar_t>(hi);
-                       const Tensor ga =
-                           clipped ? tapegrad::kernels::map_binary_same<scalar_t>(
-                                         g, a,
-                                         [h](scalar_t gv, scalar_t av) {
-                                           return ((av > scalar_t(0)) & (av <= h)) ? gv : scalar_t(0);
-                                         })
-                                   : tapegrad::kernels::map_binary_same<scalar_t>(g, a, [](scalar_t gv, scalar_t av) {
-                                       return av <= scalar_t(0) ? scalar_t(0) : gv;
-                                     });
+                       // (core/kernels/pointwise.h: the loops relu and relu_clamp run)
+                       Tensor ga = Tensor::empty(g.shape(), g.dtype());
+                       if (clipped)
+                         tapegrad::kernels::relu_clamp_backward<scalar_t>(g.data<scalar_t>(), a.data<scalar_t>(),
+                                                                          ga.data<scalar_t>(), g.numel(),
+                                                                          static_cast<scalar_t>(hi));
+                       else
+                         tapegrad::kernels::relu_backward<scalar_t>(g.data<scalar_t>(), a.data<scalar_t>(),
+                                                                    ga.data<scalar_t>(), g.numel());
                        const std::function<void(double*, std::int64_t)> no_reduce;
                        backward_impl<scalar_t>(ga, xs.data<scalar_t>(), d, stats.data(), stats.data() + d.C,
                                                ws.data<scalar_t>(), training, m, &no_reduce, gs);

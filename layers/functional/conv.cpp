@@ -9,6 +9,7 @@
 #include <vector>
 
 #include <tapegrad/core/autograd.h>
+#include <tapegrad/core/kernels/pointwise.h>
 #include <tapegrad/core/ops/kernels.h>
 #include <tapegrad/core/ops/matmul.h>
 #include <tapegrad/core/parallel.h>
@@ -168,13 +169,7 @@ Tensor forward_impl(const Tensor& x, const Tensor& w, const Tensor& b, const Con
         if (!pl.direct) kernels::im2col<T>(xd.data<T>() + xoff, cols.data<T>(), g, L);
         Tensor out = view2d(y, (n * pl.Cout + gi * pl.Og) * L, pl.Og, L);
         tapegrad::detail::gemm(false, false, view2d(wd, gi * pl.Og * K, pl.Og, K), a, out, false);
-        if (bp) {
-          T* o = out.data<T>();
-          for (std::int64_t r = 0; r < pl.Og; ++r) {
-            const T bv = bp[gi * pl.Og + r];
-            for (std::int64_t j = 0; j < L; ++j) o[r * L + j] += bv;
-          }
-        }
+        if (bp) tapegrad::kernels::add_row_values<T>(out.data<T>(), bp + gi * pl.Og, pl.Og, L);  // per ISA level
       }
   });
   return y;

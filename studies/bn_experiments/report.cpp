@@ -15,6 +15,7 @@
 
 #include <tapegrad/core/file_io.h>
 #include "kit/gnuplot.h"
+#include "kit/option_checks.h"
 
 namespace bnexp {
 
@@ -22,19 +23,10 @@ namespace fs = std::filesystem;
 using tapegrad::models::Norm;
 using tapegrad::models::norm_name;
 
+using chapter::fmt4;
+using chapter::fmt9;
+
 namespace {
-
-std::string fmt_loss(double v) {
-  char buf[40];
-  std::snprintf(buf, sizeof buf, "%.9g", v);
-  return buf;
-}
-
-std::string fmt4(double v) {
-  char buf[40];
-  std::snprintf(buf, sizeof buf, "%.4g", v);
-  return buf;
-}
 
 std::string pm(const MeanStd& m) {
   if (m.n == 0) return "—";
@@ -79,14 +71,14 @@ std::string csv_text(const StudyResult& s) {
   for (std::size_t i = 0; i < s.jobs.size(); ++i) {
     const Job& j = s.jobs[i];
     const RunResult& r = s.results[i];
-    const std::string prefix = j.experiment + "," + j.config + "," + norm_name(j.run.norm) + "," + fmt_num(j.run.lr) +
+    const std::string prefix = j.experiment + "," + j.config + "," + norm_name(j.run.norm) + "," + fmt_g(j.run.lr) +
                                "," + std::to_string(j.run.depth()) + "," + s.resolved.preset + ",";
     for (std::size_t p = 0; p < j.run.policies.size(); ++p) {
       const std::string pp = prefix + policy_name(j.run.policies[p]) + "," + std::to_string(j.run.seed) + ",";
       const auto& l = r.loss[p];
       for (std::size_t e = 0; e < l[0].size(); ++e)
         for (int sp = 0; sp < 2; ++sp)
-          out += pp + std::to_string(e + 1) + (sp == 0 ? ",train," : ",test,") + fmt_loss(l[sp][e]) + "\n";
+          out += pp + std::to_string(e + 1) + (sp == 0 ? ",train," : ",test,") + fmt9(l[sp][e]) + "\n";
     }
   }
   return out;
@@ -141,13 +133,13 @@ std::string summary_markdown(const StudyResult& s) {
   std::ostringstream md;
   md << "# Batch-normalisation experiments: summary\n\n";
   md << "- preset: **" << r.preset << "**; gradient clip: "
-     << (r.grad_clip ? "elementwise at " + fmt_num(*r.grad_clip) +
+     << (r.grad_clip ? "elementwise at " + fmt_g(*r.grad_clip) +
                            (r.plain_depth_grad_clip ? "" : " (not for the plain depth nets)")
                      : std::string("none"))
-     << "; activation clip: " << (r.act_clip ? "[-" + fmt_num(*r.act_clip) + ", " + fmt_num(*r.act_clip) + "]" : "none")
+     << "; activation clip: " << (r.act_clip ? "[-" + fmt_g(*r.act_clip) + ", " + fmt_g(*r.act_clip) + "]" : "none")
      << "\n";
-  md << "- BN momentum " << fmt_num(o.bn_momentum) << " (PyTorch convention) = decay "
-     << fmt_num(1.0 - o.bn_momentum) << " (Keras/textbook convention)\n";
+  md << "- BN momentum " << fmt_g(o.bn_momentum) << " (PyTorch convention) = decay "
+     << fmt_g(1.0 - o.bn_momentum) << " (Keras/textbook convention)\n";
   md << "- seeds " << o.seed << ".." << (o.seed + static_cast<std::uint64_t>(o.seeds) - 1) << " (" << o.seeds
      << " per configuration), " << o.epochs << " epochs, batch " << o.batch
      << ", plain SGD on MSE; data: 200 train / 100 test, 50 features, y = sin(2·x0) + cos(x1) + 0.1·ε\n";
@@ -155,8 +147,8 @@ std::string summary_markdown(const StudyResult& s) {
         "NaN, Inf or > 1e10; training stops there.\n";
   md << "- Evaluation policy *eval*: model.eval(), running statistics. *train*: the chapter's train-mode "
         "evaluation (batch statistics of the whole evaluated set).\n";
-  md << "- `epochs to ≤" << fmt_num(o.target_loss) << "`: first epoch whose full-train-set loss is ≤ "
-     << fmt_num(o.target_loss) << " (runs that reached it / runs); `rising`: fraction of epochs whose train loss "
+  md << "- `epochs to ≤" << fmt_g(o.target_loss) << "`: first epoch whose full-train-set loss is ≤ "
+     << fmt_g(o.target_loss) << " (runs that reached it / runs); `rising`: fraction of epochs whose train loss "
         "went up (0 = smooth descent).\n";
   const auto sums = summarize(s);
   for (const auto& exp : experiment_names()) {
@@ -166,13 +158,13 @@ std::string summary_markdown(const StudyResult& s) {
         if (c.experiment == exp && c.policy == pol) rows.push_back(&c);
       if (rows.empty()) continue;
       md << "\n## " << exp << " — evaluation policy: " << policy_name(pol) << "\n\n";
-      md << "| config | norm | lr | depth | final train | final test | best test | epochs to ≤" << fmt_num(o.target_loss)
+      md << "| config | norm | lr | depth | final train | final test | best test | epochs to ≤" << fmt_g(o.target_loss)
          << " | rising | crashed |\n";
       md << "|---|---|---|---|---|---|---|---|---|---|\n";
       for (const auto* c : rows) {
         std::string crashed = std::to_string(c->crashed) + "/" + std::to_string(c->runs);
         if (c->crashed > 0) crashed = "**" + crashed + " CRASHED**";
-        md << "| " << c->config << " | " << norm_name(c->norm) << " | " << fmt_num(c->lr) << " | " << c->depth << " | "
+        md << "| " << c->config << " | " << norm_name(c->norm) << " | " << fmt_g(c->lr) << " | " << c->depth << " | "
            << pm(c->final_train) << " | " << pm(c->final_test) << " | " << pm(c->best_test) << " | "
            << (c->reached_target ? pm(c->epochs_to_target) : std::string("never")) << " ("
            << c->reached_target << "/" << (c->runs - c->crashed) << ") | " << fmt4(c->rise_fraction) << " | "
@@ -198,7 +190,7 @@ std::string log_ytics(double lo, double hi) {
   std::sort(tics.begin(), tics.end());
   if (tics.size() < 2) return "set format y '%.0e'\n";
   std::string out = "set ytics (";
-  for (std::size_t i = 0; i < tics.size(); ++i) out += (i ? ", " : "") + std::string("'") + fmt4(tics[i]) + "' " + fmt_loss(tics[i]);
+  for (std::size_t i = 0; i < tics.size(); ++i) out += (i ? ", " : "") + std::string("'") + fmt4(tics[i]) + "' " + fmt9(tics[i]);
   return out + ")\n";
 }
 
@@ -227,8 +219,8 @@ struct Plotter {
         d << e + 1 << " ? ? ? 0\n";
         continue;
       }
-      d << e + 1 << " " << fmt_loss(std::pow(10.0, b.mean[e])) << " " << fmt_loss(std::pow(10.0, b.mean[e] - b.std[e]))
-        << " " << fmt_loss(std::pow(10.0, b.mean[e] + b.std[e])) << " " << b.count[e] << "\n";
+      d << e + 1 << " " << fmt9(std::pow(10.0, b.mean[e])) << " " << fmt9(std::pow(10.0, b.mean[e] - b.std[e]))
+        << " " << fmt9(std::pow(10.0, b.mean[e] + b.std[e])) << " " << b.count[e] << "\n";
     }
     const std::string name =
         g.experiment + "_" + g.config + "_" + policy_name(pol) + (split == 0 ? "_train" : "_test") + ".dat";
@@ -356,9 +348,9 @@ struct Plotter {
       std::vector<const Group*> sel;
       for (const auto* g : gs)
         if (s.jobs[g->jobs.front()].run.lr == lr) sel.push_back(g);
-      std::string title = "lr " + fmt_num(lr);
+      std::string title = "lr " + fmt_g(lr);
       if (lrs.size() == 1)
-        title = exp + ", lr " + fmt_num(lr) + " (" + s.resolved.preset + " preset, " + policy_name(pol) +
+        title = exp + ", lr " + fmt_g(lr) + " (" + s.resolved.preset + " preset, " + policy_name(pol) +
                 "-mode evaluation)\\nline: geometric mean over seeds, band: ±1 std of log10 loss";
       gp << panel(sel, pol, title);
     }
@@ -377,7 +369,7 @@ struct Plotter {
     std::ostringstream gp;
     gp << "set terminal pngcairo size 1280,520 font 'sans,10'\nset output " << gnuplot_quote(base + ".png") << "\n"
        << "set multiplot layout 1,2 title "
-       << gnuplot_quote("depth, lr " + fmt_num(s.jobs[gs.front()->jobs.front()].run.lr) + " (" + s.resolved.preset +
+       << gnuplot_quote("depth, lr " + fmt_g(s.jobs[gs.front()->jobs.front()].run.lr) + " (" + s.resolved.preset +
                         " preset, " + policy_name(pol) +
                         "-mode evaluation): mean ± 1 std over seeds that did not crash, dots = seeds, × = crashed runs")
        << "\n";
@@ -409,18 +401,18 @@ struct Plotter {
           }
           if (s.results[i].loss[p][split].empty()) continue;
           v.push_back(s.results[i].loss[p][split].back());
-          points[j.run.norm] << j.run.depth() + off << " " << fmt_loss(v.back()) << "\n";
+          points[j.run.norm] << j.run.depth() + off << " " << fmt9(v.back()) << "\n";
         }
         const MeanStd m = mean_std(v);
         if (m.n > 0)
-          means[j.run.norm] << j.run.depth() + off << " " << fmt_loss(m.mean) << " "
-                            << fmt_loss(std::max(m.mean - m.std, floor)) << " " << fmt_loss(m.mean + m.std) << "\n";
+          means[j.run.norm] << j.run.depth() + off << " " << fmt9(m.mean) << " "
+                            << fmt9(std::max(m.mean - m.std, floor)) << " " << fmt9(m.mean + m.std) << "\n";
         if (crashed > 0)
-          crashes[j.run.norm] << j.run.depth() + off << " " << fmt_loss(top / 2.5) << " \"" << crashed << "/"
+          crashes[j.run.norm] << j.run.depth() + off << " " << fmt9(top / 2.5) << " \"" << crashed << "/"
                               << g->jobs.size() << " crashed\"\n";
       }
-      gp << "set title 'final " << sp << " loss'\nset logscale y\nset yrange [" << fmt_loss(floor) << ":"
-         << fmt_loss(top) << "]\n" << log_ytics(floor, top)
+      gp << "set title 'final " << sp << " loss'\nset logscale y\nset yrange [" << fmt9(floor) << ":"
+         << fmt9(top) << "]\n" << log_ytics(floor, top)
          << "set xrange [3:17]\nset xtics (5, 10, 15)\nset xlabel 'Linear layers'\nset ylabel 'final " << sp
          << " MSE'\nset grid\nset key top left\n";
       gp << "plot ";

@@ -16,16 +16,11 @@
 
 #include <tapegrad/core/parallel.h>
 #include <tapegrad/layers/checkpoint.h>
+#include "kit/option_checks.h"
 
 namespace bnexp {
 
 using tapegrad::models::Norm;
-
-std::string fmt_num(double v) {
-  char buf[32];
-  std::snprintf(buf, sizeof buf, "%g", v);
-  return buf;
-}
 
 const std::vector<std::string>& experiment_names() {
   static const std::vector<std::string> names{"convergence", "learning-rate", "depth"};
@@ -58,18 +53,17 @@ Resolved resolve(const StudyOptions& o) {
   if (r.lrs.empty()) throw std::invalid_argument("the learning-rate list is empty");
   for (double lr : r.lrs)
     if (!(lr > 0 && std::isfinite(lr)))
-      throw std::invalid_argument("--lrs: learning rates must be finite and > 0, got " + fmt_num(lr));
+      throw std::invalid_argument("--lrs: learning rates must be finite and > 0, got " + fmt_g(lr));
   if (r.policies.empty()) throw std::invalid_argument("no evaluation policy");
-  if (o.seeds < 1) throw std::invalid_argument("--seeds must be >= 1, got " + std::to_string(o.seeds));
-  if (o.threads < 1) throw std::invalid_argument("--threads must be >= 1, got " + std::to_string(o.threads));
-  if (o.epochs < 1) throw std::invalid_argument("--epochs must be >= 1, got " + std::to_string(o.epochs));
+  chapter::check_at_least("--seeds", o.seeds, 1);
+  chapter::check_at_least("--threads", o.threads, 1);
+  chapter::check_at_least("--epochs", o.epochs, 1);
   if (o.batch < 2) throw std::invalid_argument("--batch must be >= 2 (BatchNorm refuses 1), got " + std::to_string(o.batch));
-  for (auto [flag, lr] : {std::pair<const char*, double>{"--lr", o.lr}, {"--depth-lr", o.depth_lr}})
-    if (!(lr > 0 && std::isfinite(lr)))
-      throw std::invalid_argument(std::string(flag) + ": expected a finite number > 0, got " + fmt_num(lr));
+  chapter::check_rate("--lr", o.lr);
+  chapter::check_rate("--depth-lr", o.depth_lr);
   if (!(o.bn_momentum >= 0 && o.bn_momentum <= 1))
     throw std::invalid_argument("--bn-momentum: expected a number in [0, 1] (PyTorch convention), got " +
-                                fmt_num(o.bn_momentum));
+                                fmt_g(o.bn_momentum));
   if (std::isnan(o.target_loss)) throw std::invalid_argument("--target-loss: expected a number, got nan");
   return r;
 }
@@ -92,7 +86,7 @@ std::vector<std::int64_t> depth_sizes(int depth) {
 }
 
 std::string label(Norm n, double lr, int depth) {
-  return tapegrad::models::norm_name(n) + "_lr" + fmt_num(lr) + "_d" + std::to_string(depth);
+  return tapegrad::models::norm_name(n) + "_lr" + fmt_g(lr) + "_d" + std::to_string(depth);
 }
 
 }  // namespace

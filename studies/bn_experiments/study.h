@@ -8,6 +8,7 @@
 #include <string>
 #include <vector>
 
+#include "kit/option_checks.h"
 #include "kit/run.h"
 
 namespace bnexp {
@@ -81,7 +82,7 @@ std::string checkpoint_name(const Job& job);
 /// be written.
 std::vector<std::string> save_models(const StudyResult& s, const std::string& dir);
 
-/// "0.01" style number for labels and CSV (shortest round-trip form with %g precision 6).
-std::string fmt_num(double v);
+/// "0.01" style numbers for labels and CSV: "%g" (kit/option_checks.h).
+using chapter::fmt_g;
 
 }  // namespace bnexp

@@ -15,6 +15,7 @@
 #include "core.h"
 #include "kit/gnuplot.h"
 #include "kit/stats.h"
+#include "kit/option_checks.h"
 #include <tapegrad/core/autograd.h>
 #include <tapegrad/core/ops/matmul.h>
 #include <tapegrad/core/ops/shape_ops.h>
@@ -43,16 +44,16 @@ LinearOptions quick_linear_options(LinearOptions o) {
 }
 
 void check_linear_options(const LinearOptions& o) {
-  if (o.depth < 2) throw std::invalid_argument("--depth must be >= 2, got " + std::to_string(o.depth));
-  if (o.width < 1) throw std::invalid_argument("--width must be >= 1, got " + std::to_string(o.width));
+  chapter::check_at_least("--depth", o.depth, 2);
+  chapter::check_at_least("--width", o.width, 1);
   if (o.samples < 2) throw std::invalid_argument("--samples must be >= 2 (BatchNorm needs 2), got " + std::to_string(o.samples));
-  if (!(std::isfinite(o.lr) && o.lr > 0)) throw std::invalid_argument("--lr: expected a finite number > 0, got " + fmt9(o.lr));
-  if (o.steps < 1) throw std::invalid_argument("--steps must be >= 1, got " + std::to_string(o.steps));
-  if (o.every < 1) throw std::invalid_argument("--every must be >= 1, got " + std::to_string(o.every));
-  if (o.grid < 2) throw std::invalid_argument("--grid must be >= 2, got " + std::to_string(o.grid));
+  chapter::check_rate("--lr", o.lr);
+  chapter::check_at_least("--steps", o.steps, 1);
+  chapter::check_at_least("--every", o.every, 1);
+  chapter::check_at_least("--grid", o.grid, 2);
   if (!(o.eta_min > 0 && o.eta_max > o.eta_min && std::isfinite(o.eta_max)))
     throw std::invalid_argument("--eta-range: expected 0 < min < max, got " + fmt9(o.eta_min) + " " + fmt9(o.eta_max));
-  if (o.seeds < 1) throw std::invalid_argument("--seeds must be >= 1, got " + std::to_string(o.seeds));
+  chapter::check_at_least("--seeds", o.seeds, 1);
   if (!(o.init_scale > 0 && std::isfinite(o.init_scale)))
     throw std::invalid_argument("--scales: expected finite scales > 0, got " + fmt9(o.init_scale));
   normstudy::check_threads(o.threads);

@@ -12,6 +12,7 @@
 
 #include "kit/gnuplot.h"
 #include "kit/stats.h"
+#include "kit/option_checks.h"
 
 namespace claims {
 
@@ -39,16 +40,14 @@ void check_init_options(const InitOptions& o) {
   if (o.depths.empty()) throw std::invalid_argument("--depths: expected at least one depth, got none");
   for (int dd : o.depths)
     if (dd < 1) throw std::invalid_argument("--depths: expected hidden-layer counts >= 1, got " + std::to_string(dd));
-  if (o.width < 1) throw std::invalid_argument("--width must be >= 1, got " + std::to_string(o.width));
-  if (o.seeds < 1) throw std::invalid_argument("--seeds must be >= 1, got " + std::to_string(o.seeds));
-  if (o.epochs < 1) throw std::invalid_argument("--epochs must be >= 1, got " + std::to_string(o.epochs));
-  if (o.batch < 2) throw std::invalid_argument("--batch: expected >= 2 (BatchNorm refuses 1), got " + std::to_string(o.batch));
-  if (!(std::isfinite(o.lr) && o.lr > 0)) throw std::invalid_argument("--lr: expected a finite number > 0, got " + fmt9(o.lr));
+  chapter::check_at_least("--width", o.width, 1);
+  chapter::check_at_least("--seeds", o.seeds, 1);
+  chapter::check_at_least("--epochs", o.epochs, 1);
+  chapter::check_batch(o.batch, o.train_size);
+  chapter::check_rate("--lr", o.lr);
   if (!(o.tolerance >= 0 && std::isfinite(o.tolerance)))
     throw std::invalid_argument("--tolerance: expected points >= 0, got " + fmt9(o.tolerance));
   normstudy::check_sizes(o.train_size, o.test_size);
-  if (o.batch > o.train_size)
-    throw std::invalid_argument("--batch " + std::to_string(o.batch) + " exceeds --train-size " + std::to_string(o.train_size));
   normstudy::check_threads(o.threads);
 }
 

@@ -11,6 +11,7 @@
 
 #include "kit/gnuplot.h"
 #include "kit/stats.h"
+#include "kit/option_checks.h"
 #include <tapegrad/data/dataloader.h>
 #include <tapegrad/optim/sgd.h>
 
@@ -36,12 +37,10 @@ SweepOptions quick_sweep_options(SweepOptions o) {
 void check_sweep_options(const SweepOptions& o) {
   if (!(o.lr_min > 0 && std::isfinite(o.lr_max) && o.lr_max >= o.lr_min))
     throw std::invalid_argument("--lr-min/--lr-max: expected 0 < min <= max, got " + fmt9(o.lr_min) + " " + fmt9(o.lr_max));
-  if (o.seeds < 1) throw std::invalid_argument("--seeds must be >= 1, got " + std::to_string(o.seeds));
-  if (o.epochs < 1) throw std::invalid_argument("--epochs must be >= 1, got " + std::to_string(o.epochs));
-  if (o.batch < 2) throw std::invalid_argument("--batch: expected >= 2 (BatchNorm refuses 1), got " + std::to_string(o.batch));
+  chapter::check_at_least("--seeds", o.seeds, 1);
+  chapter::check_at_least("--epochs", o.epochs, 1);
+  chapter::check_batch(o.batch, o.train_size);
   normstudy::check_sizes(o.train_size, o.test_size);
-  if (o.batch > o.train_size)
-    throw std::invalid_argument("--batch " + std::to_string(o.batch) + " exceeds --train-size " + std::to_string(o.train_size));
   normstudy::check_threads(o.threads);
   if (o.arch != "mlp" && o.arch != "cnn") throw std::invalid_argument("--arch: expected mlp or cnn, got " + o.arch);
 }

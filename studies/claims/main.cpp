@@ -11,9 +11,10 @@
 //   claims lr-sweep-linear --out results/lr_sweep_linear # the lr range on the deep linear network
 //   claims init-sweep-linear --out results/init_sweep_linear  # the same on the deep linear network
 //   claims <subcommand> --quick                          # CI smoke test (< 60 s)
+#include <algorithm>
 #include <chrono>
 #include <iostream>
-#include <tuple>
+#include <string_view>
 
 #include <CLI/CLI.hpp>
 #include <spdlog/spdlog.h>
@@ -34,7 +35,9 @@ int main(int argc, char** argv) {
   CLI::App app{"The Batch Normalization chapter's 'why' claims measured against the papers"};
   app.require_subcommand(1);
   std::string data_dir = tapegrad::data::kFashionMnistDir, out;
-  bool quick = false, quiet = false;
+  bool quiet = false;
+  // --quick's smoke-test settings become the defaults before parsing, so options given explicitly win.
+  bool quick = std::any_of(argv + 1, argv + argc, [](const char* a) { return std::string_view(a) == "--quick"; });
   const CLI::Validator non_negative(
       [](std::string& v) {
         return v.find('-') == std::string::npos ? std::string() : "expected an integer >= 0, got " + v;
@@ -42,6 +45,7 @@ int main(int argc, char** argv) {
       "UINT");
 
   ShiftOptions so;
+  if (quick) so = quick_shift_options(so);
   auto* vs = app.add_subcommand("variance-shift", "Dropout before vs after BN: running_var against real_var, recalibration");
   vs->add_option("--ps", so.ps, "Dropout probabilities p (PyTorch: the drop probability)")->capture_default_str();
   vs->add_option("--seeds", so.seeds, "Seeds")->capture_default_str();
@@ -57,6 +61,7 @@ int main(int argc, char** argv) {
   vs->add_option("--data", data_dir, "Fashion-MNIST directory (Debian: dataset-fashion-mnist)")->capture_default_str();
 
   LinearOptions lo;
+  if (quick) lo = quick_linear_options(lo);
   auto* ics = app.add_subcommand("ics", "Internal covariate shift (Santurkar et al. Def. 2.1) on the deep linear network");
   auto* land = app.add_subcommand("landscape", "Loss range, gradient predictiveness, effective beta along the gradient");
   for (auto* sc : {ics, land}) {
@@ -75,6 +80,7 @@ int main(int argc, char** argv) {
   land->add_option("--eta-max", lo.eta_max, "Largest eta, in units of lr")->capture_default_str();
 
   SweepOptions wo;
+  if (quick) wo = quick_sweep_options(wo);
   auto* sw = app.add_subcommand("lr-sweep", "BN vs plain from --lr-min to the first diverging rate in sqrt(10) steps");
   sw->add_option("--lr-min", wo.lr_min, "Smallest rate")->capture_default_str();
   sw->add_option("--lr-max", wo.lr_max, "Largest rate")->capture_default_str();
@@ -89,6 +95,7 @@ int main(int argc, char** argv) {
   sw->add_option("--data", data_dir, "Fashion-MNIST directory (Debian: dataset-fashion-mnist)")->capture_default_str();
 
   NoisyOptions no;
+  if (quick) no = quick_noisy_options(no);
   auto* nb = app.add_subcommand("noisy-bn", "Santurkar et al.'s Algorithm 1 noise after BN (and after a plain layer), both nets");
   nb->add_option("--noise-mean", no.noise.mean_range, "n_m: per unit and step mu ~ U(-n_m, n_m)")->capture_default_str();
   nb->add_option("--noise-scale", no.noise.scale_max, "n_v: per unit and step sigma ~ U(1, n_v)")->capture_default_str();
@@ -108,6 +115,7 @@ int main(int argc, char** argv) {
   nb->add_option("--data", data_dir, "Fashion-MNIST directory (Debian: dataset-fashion-mnist)")->capture_default_str();
 
   MlpProbeOptions mo;
+  if (quick) mo = quick_mlp_probe_options(mo);
   auto* icsm = app.add_subcommand("ics-mlp", "Internal covariate shift (Def. 2.1) on the Fashion-MNIST MLP, BN vs plain");
   auto* landm = app.add_subcommand("landscape-mlp", "Loss range, gradient predictiveness, effective beta on the Fashion-MNIST MLP");
   for (auto* sc : {icsm, landm}) {
@@ -128,6 +136,7 @@ int main(int argc, char** argv) {
   landm->add_option("--eta-max", mo.eta_max, "Largest eta, in units of lr")->capture_default_str();
 
   InitOptions io;
+  if (quick) io = quick_init_options(io);
   auto* is = app.add_subcommand("init-sweep", "Weight scale x depth, BN vs plain at a fixed lr: the region within 2 points of the best");
   is->add_option("--scales", io.scales, "Weight scales s (x the Kaiming std sqrt(2/fan_in))")->capture_default_str();
   is->add_option("--depths", io.depths, "Hidden-layer counts")->capture_default_str();
@@ -144,6 +153,7 @@ int main(int argc, char** argv) {
   is->add_option("--data", data_dir, "Fashion-MNIST directory (Debian: dataset-fashion-mnist)")->capture_default_str();
 
   GapOptions go;
+  if (quick) go = quick_gap_options(go);
   auto* rg = app.add_subcommand("reg-gap", "Train - test gap, BN vs plain, across batch sizes at a matched and at each one's best lr");
   rg->add_option("--batches", go.batches, "Batch sizes")->capture_default_str();
   rg->add_option("--lrs", go.lrs, "SGD rates (momentum 0.9)")->capture_default_str();
@@ -158,6 +168,7 @@ int main(int argc, char** argv) {
   rg->add_option("--data", data_dir, "Fashion-MNIST directory (Debian: dataset-fashion-mnist)")->capture_default_str();
 
   LinearSweepOptions lw;
+  if (quick) lw = quick_linear_sweep_options(lw);
   auto* swl = app.add_subcommand("lr-sweep-linear", "BN vs plain on the deep linear network, lr in sqrt(10) steps to divergence");
   swl->add_option("--lr-min", lw.lr_min, "Smallest rate")->capture_default_str();
   swl->add_option("--lr-max", lw.lr_max, "Largest rate")->capture_default_str();
@@ -167,6 +178,7 @@ int main(int argc, char** argv) {
   swl->add_option("--threads", lw.linear.threads, "Worker threads (each run single-threaded)")->capture_default_str();
 
   InitLinearOptions il;
+  if (quick) il = quick_init_linear_options(il);
   auto* isl = app.add_subcommand("init-sweep-linear", "Glorot scale x depth on the deep linear network, BN vs plain: R2 within 2 points of the best");
   isl->add_option("--scales", il.scales, "Scales s of the Glorot bound")->capture_default_str();
   isl->add_option("--depths", il.depths, "Linear layers")->capture_default_str();
@@ -184,18 +196,10 @@ int main(int argc, char** argv) {
   }
   CLI11_PARSE(app, argc, argv);
   if (quiet) spdlog::set_level(spdlog::level::warn);
-  auto given = [](CLI::App* sc, const char* flag) { return sc->get_option_no_throw(flag) != nullptr && sc->count(flag) > 0; };
   try {
     const auto t0 = std::chrono::steady_clock::now();
     std::vector<std::string> pngs;
     if (vs->parsed()) {
-      if (quick) {
-        const ShiftOptions q = quick_shift_options(so);
-        if (!given(vs, "--seeds")) so.seeds = q.seeds;
-        if (!given(vs, "--epochs")) so.epochs = q.epochs;
-        if (!given(vs, "--train-size")) so.train_size = q.train_size;
-        if (!given(vs, "--test-size")) so.test_size = q.test_size;
-      }
       check_shift_options(so);
       if (out.empty()) out = "claims_variance_shift";
       const normstudy::StudyData d = normstudy::load_data(data_dir, so.train_size, so.test_size);
@@ -203,15 +207,6 @@ int main(int argc, char** argv) {
       pngs = write_shift(r, out);
       std::cout << shift_summary(r);
     } else if (nb->parsed()) {
-      if (quick) {
-        const NoisyOptions q = quick_noisy_options(no);
-        if (!given(nb, "--seeds")) no.seeds = q.seeds;
-        if (!given(nb, "--steps")) no.linear.steps = q.linear.steps;
-        if (!given(nb, "--every")) no.linear.every = q.linear.every;
-        if (!given(nb, "--epochs")) no.epochs = q.epochs;
-        if (!given(nb, "--train-size")) no.train_size = q.train_size;
-        if (!given(nb, "--test-size")) no.test_size = q.test_size;
-      }
       check_noisy_options(no);
       if (out.empty()) out = "claims_noisy_bn";
       const normstudy::StudyData d = normstudy::load_data(data_dir, no.train_size, no.test_size);
@@ -220,15 +215,6 @@ int main(int argc, char** argv) {
       std::cout << noisy_summary(r);
     } else if (icsm->parsed() || landm->parsed()) {
       CLI::App* sc = icsm->parsed() ? icsm : landm;
-      if (quick) {
-        const MlpProbeOptions q = quick_mlp_probe_options(mo);
-        if (!given(sc, "--seeds")) mo.seeds = q.seeds;
-        if (!given(sc, "--epochs")) mo.epochs = q.epochs;
-        if (!given(sc, "--train-size")) mo.train_size = q.train_size;
-        if (!given(sc, "--test-size")) mo.test_size = q.test_size;
-        if (!given(sc, "--every")) mo.every = q.every;
-        if (!given(sc, "--grid")) mo.grid = q.grid;
-      }
       check_mlp_probe_options(mo);
       const normstudy::StudyData d = normstudy::load_data(data_dir, mo.train_size, mo.test_size);
       if (icsm->parsed()) {
@@ -243,15 +229,6 @@ int main(int argc, char** argv) {
         std::cout << landscape_summary(r);
       }
     } else if (is->parsed()) {
-      if (quick) {
-        const InitOptions q = quick_init_options(io);
-        if (!given(is, "--seeds")) io.seeds = q.seeds;
-        if (!given(is, "--scales")) io.scales = q.scales;
-        if (!given(is, "--depths")) io.depths = q.depths;
-        if (!given(is, "--epochs")) io.epochs = q.epochs;
-        if (!given(is, "--train-size")) io.train_size = q.train_size;
-        if (!given(is, "--test-size")) io.test_size = q.test_size;
-      }
       check_init_options(io);
       if (out.empty()) out = "claims_init_sweep";
       const normstudy::StudyData d = normstudy::load_data(data_dir, io.train_size, io.test_size);
@@ -259,16 +236,6 @@ int main(int argc, char** argv) {
       pngs = write_init(r, out);
       std::cout << init_summary(r);
     } else if (rg->parsed()) {
-      if (quick) {
-        const GapOptions q = quick_gap_options(go);
-        if (!given(rg, "--seeds")) go.seeds = q.seeds;
-        if (!given(rg, "--batches")) go.batches = q.batches;
-        if (!given(rg, "--lrs")) go.lrs = q.lrs;
-        if (!given(rg, "--matched-lr")) go.matched_lr = q.matched_lr;
-        if (!given(rg, "--epochs")) go.epochs = q.epochs;
-        if (!given(rg, "--train-size")) go.train_size = q.train_size;
-        if (!given(rg, "--test-size")) go.test_size = q.test_size;
-      }
       check_gap_options(go);
       if (out.empty()) out = "claims_reg_gap";
       const normstudy::StudyData d = normstudy::load_data(data_dir, go.train_size, go.test_size);
@@ -276,41 +243,18 @@ int main(int argc, char** argv) {
       pngs = write_gap(r, out);
       std::cout << gap_summary(r);
     } else if (isl->parsed()) {
-      if (quick) {
-        const InitLinearOptions q = quick_init_linear_options(il);
-        if (!given(isl, "--seeds")) il.linear.seeds = q.linear.seeds;
-        if (!given(isl, "--steps")) il.steps = q.steps;
-        if (!given(isl, "--scales")) il.scales = q.scales;
-        if (!given(isl, "--depths")) il.depths = q.depths;
-      }
       check_init_linear_options(il);
       if (out.empty()) out = "claims_init_sweep_linear";
       const InitResult r = run_init_sweep_linear(il);
       pngs = write_init(r, out);
       std::cout << init_summary(r);
     } else if (swl->parsed()) {
-      if (quick) {
-        const LinearSweepOptions q = quick_linear_sweep_options(lw);
-        if (!given(swl, "--seeds")) lw.linear.seeds = q.linear.seeds;
-        if (!given(swl, "--steps")) lw.steps = q.steps;
-        if (!given(swl, "--lr-min")) lw.lr_min = q.lr_min;
-        if (!given(swl, "--lr-max")) lw.lr_max = q.lr_max;
-      }
       check_linear_sweep_options(lw);
       if (out.empty()) out = "claims_lr_sweep_linear";
       const LinearSweepResult r = run_linear_lr_sweep(lw);
       write_linear_sweep(r, out);
       std::cout << linear_sweep_summary(r);
     } else if (sw->parsed()) {
-      if (quick) {
-        const SweepOptions q = quick_sweep_options(wo);
-        for (auto [flag, dst, src] : {std::tuple{"--seeds", &wo.seeds, q.seeds}, std::tuple{"--epochs", &wo.epochs, q.epochs}})
-          if (!given(sw, flag)) *dst = src;
-        if (!given(sw, "--train-size")) wo.train_size = q.train_size;
-        if (!given(sw, "--test-size")) wo.test_size = q.test_size;
-        if (!given(sw, "--lr-min")) wo.lr_min = q.lr_min;
-        if (!given(sw, "--lr-max")) wo.lr_max = q.lr_max;
-      }
       check_sweep_options(wo);
       if (out.empty()) out = "claims_lr_sweep";
       const normstudy::StudyData d = normstudy::load_data(data_dir, wo.train_size, wo.test_size);
@@ -319,13 +263,6 @@ int main(int argc, char** argv) {
       std::cout << sweep_summary(r);
     } else {
       CLI::App* sc = ics->parsed() ? ics : land;
-      if (quick) {
-        const LinearOptions q = quick_linear_options(lo);
-        if (!given(sc, "--steps")) lo.steps = q.steps;
-        if (!given(sc, "--every")) lo.every = q.every;
-        if (!given(sc, "--seeds")) lo.seeds = q.seeds;
-        if (!given(sc, "--grid")) lo.grid = q.grid;
-      }
       check_linear_options(lo);
       if (ics->parsed()) {
         if (out.empty()) out = "claims_ics";

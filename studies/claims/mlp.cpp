@@ -13,9 +13,7 @@ namespace claims {
 using namespace tapegrad;
 
 Mlp build_mlp(const MlpSpec& s, std::int64_t in_features, std::int64_t classes, Generator& init) {
-  if (s.hidden.empty()) throw std::invalid_argument("--hidden: expected at least one width, got none");
-  for (auto h : s.hidden)
-    if (h < 1) throw std::invalid_argument("--hidden: expected widths >= 1, got " + std::to_string(h));
+  chapter::check_widths("--hidden", s.hidden);
   if (!(s.weight_scale >= 0 && std::isfinite(s.weight_scale)))
     throw std::invalid_argument("weight scale: expected a finite number >= 0, got " + std::to_string(s.weight_scale));
   Mlp m;
@@ -59,6 +57,7 @@ Mlp build_mlp(const MlpSpec& s, std::int64_t in_features, std::int64_t classes, 
 
 #include <tapegrad/data/dataloader.h>
 #include <tapegrad/optim/sgd.h>
+#include "kit/option_checks.h"
 
 namespace claims {
 

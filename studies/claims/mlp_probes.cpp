@@ -10,6 +10,7 @@
 #include <tapegrad/core/autograd.h>
 #include <tapegrad/debug/buffers.h>
 #include <tapegrad/layers/losses.h>
+#include "kit/option_checks.h"
 
 namespace claims {
 
@@ -28,15 +29,13 @@ MlpProbeOptions quick_mlp_probe_options(MlpProbeOptions o) {
 }
 
 void check_mlp_probe_options(const MlpProbeOptions& o) {
-  if (o.seeds < 1) throw std::invalid_argument("--seeds must be >= 1, got " + std::to_string(o.seeds));
-  if (o.epochs < 1) throw std::invalid_argument("--epochs must be >= 1, got " + std::to_string(o.epochs));
-  if (o.batch < 2) throw std::invalid_argument("--batch: expected >= 2 (BatchNorm refuses 1), got " + std::to_string(o.batch));
-  if (!(std::isfinite(o.lr) && o.lr > 0)) throw std::invalid_argument("--lr: expected a finite number > 0, got " + fmt9(o.lr));
+  chapter::check_at_least("--seeds", o.seeds, 1);
+  chapter::check_at_least("--epochs", o.epochs, 1);
+  chapter::check_batch(o.batch, o.train_size);
+  chapter::check_rate("--lr", o.lr);
   normstudy::check_sizes(o.train_size, o.test_size);
-  if (o.batch > o.train_size)
-    throw std::invalid_argument("--batch " + std::to_string(o.batch) + " exceeds --train-size " + std::to_string(o.train_size));
-  if (o.every < 1) throw std::invalid_argument("--every must be >= 1, got " + std::to_string(o.every));
-  if (o.grid < 2) throw std::invalid_argument("--grid must be >= 2, got " + std::to_string(o.grid));
+  chapter::check_at_least("--every", o.every, 1);
+  chapter::check_at_least("--grid", o.grid, 2);
   if (!(o.eta_min > 0 && o.eta_max > o.eta_min && std::isfinite(o.eta_max)))
     throw std::invalid_argument("--eta-min/--eta-max: expected 0 < min < max, got " + fmt9(o.eta_min) + " " + fmt9(o.eta_max));
   normstudy::check_threads(o.threads);

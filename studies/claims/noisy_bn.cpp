@@ -11,6 +11,7 @@
 
 #include "kit/gnuplot.h"
 #include "kit/stats.h"
+#include "kit/option_checks.h"
 
 namespace claims {
 
@@ -34,13 +35,11 @@ NoisyOptions quick_noisy_options(NoisyOptions o) {
 void check_noisy_options(const NoisyOptions& o) {
   check_noise_options(o.noise);
   check_linear_options(o.linear);
-  if (o.seeds < 1) throw std::invalid_argument("--seeds must be >= 1, got " + std::to_string(o.seeds));
-  if (o.epochs < 1) throw std::invalid_argument("--epochs must be >= 1, got " + std::to_string(o.epochs));
-  if (o.batch < 2) throw std::invalid_argument("--batch: expected >= 2 (BatchNorm refuses 1), got " + std::to_string(o.batch));
-  if (!(std::isfinite(o.lr) && o.lr > 0)) throw std::invalid_argument("--lr: expected a finite number > 0, got " + fmt9(o.lr));
+  chapter::check_at_least("--seeds", o.seeds, 1);
+  chapter::check_at_least("--epochs", o.epochs, 1);
+  chapter::check_batch(o.batch, o.train_size);
+  chapter::check_rate("--lr", o.lr);
   normstudy::check_sizes(o.train_size, o.test_size);
-  if (o.batch > o.train_size)
-    throw std::invalid_argument("--batch " + std::to_string(o.batch) + " exceeds --train-size " + std::to_string(o.train_size));
   normstudy::check_threads(o.threads);
 }
 

@@ -11,6 +11,7 @@
 
 #include "kit/gnuplot.h"
 #include "kit/stats.h"
+#include "kit/option_checks.h"
 
 namespace claims {
 
@@ -46,8 +47,8 @@ void check_gap_options(const GapOptions& o) {
     has = has || lr == o.matched_lr;
   }
   if (!has) throw std::invalid_argument("--matched-lr: expected one of --lrs, got " + fmt9(o.matched_lr));
-  if (o.seeds < 1) throw std::invalid_argument("--seeds must be >= 1, got " + std::to_string(o.seeds));
-  if (o.epochs < 1) throw std::invalid_argument("--epochs must be >= 1, got " + std::to_string(o.epochs));
+  chapter::check_at_least("--seeds", o.seeds, 1);
+  chapter::check_at_least("--epochs", o.epochs, 1);
   normstudy::check_sizes(o.train_size, o.test_size);
   normstudy::check_threads(o.threads);
 }

@@ -12,6 +12,7 @@
 #include "bn_moments.h"
 #include "kit/gnuplot.h"
 #include "kit/stats.h"
+#include "kit/option_checks.h"
 #include <tapegrad/data/dataloader.h>
 #include <tapegrad/debug/recalibrate.h>
 #include <tapegrad/layers/activation.h>
@@ -41,19 +42,14 @@ void check_shift_options(const ShiftOptions& o) {
   if (o.ps.empty()) throw std::invalid_argument("--ps: expected at least one Dropout probability");
   for (double p : o.ps)
     if (!(p > 0 && p < 1)) throw std::invalid_argument("--ps: expected probabilities in (0, 1), got " + fmt9(p));
-  if (o.seeds < 1) throw std::invalid_argument("--seeds must be >= 1, got " + std::to_string(o.seeds));
-  if (o.epochs < 1) throw std::invalid_argument("--epochs must be >= 1, got " + std::to_string(o.epochs));
-  if (o.batch < 2) throw std::invalid_argument("--batch: expected >= 2 (BatchNorm refuses 1), got " + std::to_string(o.batch));
-  if (!(std::isfinite(o.lr) && o.lr > 0)) throw std::invalid_argument("--lr: expected a finite number > 0, got " + fmt9(o.lr));
+  chapter::check_at_least("--seeds", o.seeds, 1);
+  chapter::check_at_least("--epochs", o.epochs, 1);
+  chapter::check_batch(o.batch, o.train_size);
+  chapter::check_rate("--lr", o.lr);
   if (!(o.bn_momentum > 0 && o.bn_momentum <= 1))
     throw std::invalid_argument("--bn-momentum: expected a number in (0, 1], got " + fmt9(o.bn_momentum));
   normstudy::check_sizes(o.train_size, o.test_size);
-  if (o.batch > o.train_size)
-    throw std::invalid_argument("--batch " + std::to_string(o.batch) + " exceeds --train-size " +
-                                std::to_string(o.train_size));
-  if (o.hidden.empty()) throw std::invalid_argument("--hidden: expected at least one width");
-  for (auto h : o.hidden)
-    if (h < 1) throw std::invalid_argument("--hidden: expected widths >= 1, got " + std::to_string(h));
+  chapter::check_widths("--hidden", o.hidden);
   normstudy::check_threads(o.threads);
 }
 

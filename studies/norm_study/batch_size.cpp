@@ -14,6 +14,7 @@
 #include "kit/gnuplot.h"
 #include <tapegrad/optim/sgd.h>
 #include "kit/stats.h"
+#include "kit/option_checks.h"
 
 namespace normstudy {
 
@@ -36,9 +37,9 @@ double scaled_lr(const BatchSizeOptions& o, std::int64_t m) {
 }
 
 void check_batch_size_options(const BatchSizeOptions& o) {
-  if (o.replicas < 1) throw std::invalid_argument("--replicas must be >= 1, got " + std::to_string(o.replicas));
-  if (o.seeds < 1) throw std::invalid_argument("--seeds must be >= 1, got " + std::to_string(o.seeds));
-  if (o.epochs < 1) throw std::invalid_argument("--epochs must be >= 1, got " + std::to_string(o.epochs));
+  chapter::check_at_least("--replicas", o.replicas, 1);
+  chapter::check_at_least("--seeds", o.seeds, 1);
+  chapter::check_at_least("--epochs", o.epochs, 1);
   if (o.model != "mlp" && o.model != "cnn")
     throw std::invalid_argument("--model: expected mlp or cnn, got '" + o.model + "'");
   if (o.ms.empty()) throw std::invalid_argument("--ms: expected at least one per-replica batch size, got none");
@@ -46,8 +47,7 @@ void check_batch_size_options(const BatchSizeOptions& o) {
     if (m < 2) throw std::invalid_argument("--ms: per-replica batch m must be >= 2 (BatchNorm refuses 1), got " +
                                            std::to_string(m));
   check_sizes(o.train_size, o.test_size);
-  if (!(std::isfinite(o.base_lr) && o.base_lr > 0))
-    throw std::invalid_argument("--base-lr: expected a finite number > 0, got " + fmt9(o.base_lr));
+  chapter::check_rate("--base-lr", o.base_lr);
   if (o.ref_batch < 1)  // the lr is base_lr · R·m / ref_batch: 0 gives inf, < 0 a negative lr
     throw std::invalid_argument("--ref-batch: expected a global batch >= 1, got " + std::to_string(o.ref_batch));
   if (!(o.bn_momentum >= 0 && o.bn_momentum <= 1))

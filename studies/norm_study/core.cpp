@@ -26,6 +26,7 @@
 #include <tapegrad/models/cnn.h>
 #include <tapegrad/models/evaluate.h>
 #include <tapegrad/debug/buffers.h>
+#include "kit/option_checks.h"
 
 namespace normstudy {
 
@@ -85,7 +86,7 @@ void check_sizes(std::int64_t train_size, std::int64_t test_size) {
 }
 
 void check_threads(int threads) {
-  if (threads < 1) throw std::invalid_argument("--threads must be >= 1, got " + std::to_string(threads));
+  chapter::check_at_least("--threads", threads, 1);
 }
 
 StudyData load_data(const std::string& dir, std::int64_t train_size, std::int64_t test_size,
@@ -284,22 +285,6 @@ void run_jobs(std::size_t n, int threads, const std::function<void(std::size_t)>
   }
   tapegrad::set_num_threads(before);
   if (error) std::rethrow_exception(error);
-}
-
-std::string fmt9(double v) {
-  char buf[40];
-  std::snprintf(buf, sizeof buf, "%.9g", v);
-  return buf;
-}
-std::string fixed(double v, int digits) {
-  char buf[64];
-  std::snprintf(buf, sizeof buf, "%.*f", digits, v);
-  return buf;
-}
-std::string fmt4(double v) {
-  char buf[40];
-  std::snprintf(buf, sizeof buf, "%.4g", v);
-  return buf;
 }
 
 }  // namespace normstudy

@@ -8,6 +8,7 @@
 #include <string>
 #include <vector>
 
+#include "kit/option_checks.h"
 #include <tapegrad/core/random.h>
 #include <tapegrad/data/dataset.h>
 #include <tapegrad/layers/batch_renorm.h>
@@ -106,11 +107,8 @@ bool crashed_loss(double loss);
 /// first exception.
 void run_jobs(std::size_t n, int threads, const std::function<void(std::size_t)>& fn);
 
-/// "%.9g".
-std::string fmt9(double v);
-/// "%.4g".
-std::string fmt4(double v);
-/// Fixed-point with `digits` decimals.
-std::string fixed(double v, int digits = 2);
+using chapter::fixed;  // kit/option_checks.h: the studies' number formats
+using chapter::fmt4;
+using chapter::fmt9;
 
 }  // namespace normstudy

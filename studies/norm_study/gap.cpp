@@ -12,6 +12,7 @@
 #include "kit/gnuplot.h"
 #include <tapegrad/optim/sgd.h>
 #include "kit/stats.h"
+#include "kit/option_checks.h"
 
 namespace normstudy {
 
@@ -79,16 +80,13 @@ GapRun train_gap(const GapOptions& o, const StudyData& d, std::optional<double> 
 }  // namespace
 
 void check_gap_options(const GapOptions& o) {
-  if (o.seeds < 1) throw std::invalid_argument("--seeds must be >= 1, got " + std::to_string(o.seeds));
-  if (o.epochs < 1) throw std::invalid_argument("--epochs must be >= 1, got " + std::to_string(o.epochs));
+  chapter::check_at_least("--seeds", o.seeds, 1);
+  chapter::check_at_least("--epochs", o.epochs, 1);
   if (o.drop_epoch < 0)
     throw std::invalid_argument("--drop-epoch: expected >= 0 (0: never), got " + std::to_string(o.drop_epoch));
-  if (o.batch < 2) throw std::invalid_argument("--batch: expected >= 2 (BatchNorm refuses 1), got " + std::to_string(o.batch));
-  if (!(std::isfinite(o.lr) && o.lr > 0)) throw std::invalid_argument("--lr: expected a finite number > 0, got " + fmt9(o.lr));
+  chapter::check_batch(o.batch, o.train_size);
+  chapter::check_rate("--lr", o.lr);
   check_sizes(o.train_size, o.test_size);
-  if (o.batch > o.train_size)
-    throw std::invalid_argument("--batch " + std::to_string(o.batch) + " exceeds --train-size " +
-                                std::to_string(o.train_size));
   check_threads(o.threads);
 }
 

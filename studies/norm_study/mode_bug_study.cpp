@@ -17,6 +17,7 @@
 #include <tapegrad/debug/diagnostics.h>
 #include "kit/gnuplot.h"
 #include "kit/mode_bug_catalogue.h"
+#include "kit/option_checks.h"
 #include <tapegrad/layers/checkpoint.h>
 #include <tapegrad/optim/sgd.h>
 
@@ -411,8 +412,8 @@ BugResult run_one_seed(const BugOptions& o, const StudyData& d) {
 }  // namespace
 
 void check_bug_options(const BugOptions& o) {
-  if (o.epochs < 1) throw std::invalid_argument("--epochs must be >= 1, got " + std::to_string(o.epochs));
-  if (o.seeds < 1) throw std::invalid_argument("--seeds must be >= 1, got " + std::to_string(o.seeds));
+  chapter::check_at_least("--epochs", o.epochs, 1);
+  chapter::check_at_least("--seeds", o.seeds, 1);
   if (o.batch < 2 || o.small_batch < 2)
     throw std::invalid_argument("mode-bugs: expected batches >= 2, got " + std::to_string(o.batch) + " and " +
                                 std::to_string(o.small_batch));

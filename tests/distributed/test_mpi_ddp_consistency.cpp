@@ -72,9 +72,15 @@ TEST_CASE("DDP: a parameter frozen on one rank after construction fails on every
   CHECK(same_on_every_rank(first));
   Tensor w = net->parameters()[0];
   if (dist::rank() == 1) w.requires_grad_(false);
-  CHECK_THROWS_WITH(ddp(batch_for_rank(2)), Catch::Contains("the ranks disagree") &&
-                                                Catch::Contains("0.weight requires grad") &&
-                                                Catch::Contains("0.weight frozen"));
+  // a training step's forward does not wait for the check: the step throws at its first
+  // gradient hook, before any gradient is sent
+  CHECK_THROWS_WITH(
+      [&] {
+        sum(ddp(batch_for_rank(2))).backward();
+        ddp.finish();
+      }(),
+      Catch::Contains("the ranks disagree") && Catch::Contains("0.weight requires grad") &&
+          Catch::Contains("0.weight frozen"));
   // nothing was communicated: once the ranks agree again, the next step averages as before
   w.requires_grad_(true);
   const std::vector<double> again = ddp_step(ddp, *net, 1);
@@ -87,8 +93,14 @@ TEST_CASE("DDP: one rank in eval() and the other in train() fails on every rank"
   auto net = small_net();
   dist::DistributedDataParallel ddp(net);
   if (dist::rank() == 1) net->eval();
-  CHECK_THROWS_WITH(ddp(batch_for_rank(3)), Catch::Contains("the ranks disagree") &&
-                                                Catch::Contains("mode train()") && Catch::Contains("mode eval()"));
+  // rank 1's eval() forward waits for the check and throws; rank 0's training step throws at
+  // its first gradient hook
+  CHECK_THROWS_WITH(
+      [&] {
+        sum(ddp(batch_for_rank(3))).backward();
+        ddp.finish();
+      }(),
+      Catch::Contains("the ranks disagree") && Catch::Contains("mode train()") && Catch::Contains("mode eval()"));
   // eval() under no-grad on one rank alone communicates nothing, so it checks nothing
   if (dist::rank() == 1) {
     NoGradGuard ng;

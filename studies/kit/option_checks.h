@@ -1,0 +1,30 @@
+// Checks of the study CLIs' options that several studies share. Each throws
+// std::invalid_argument whose message names the flag, the expected range and the value given.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace chapter {
+
+/// "FLAG must be >= MIN, got VALUE" unless value >= min.
+void check_at_least(std::string_view flag, std::int64_t value, std::int64_t min);
+/// "FLAG: expected a finite number > 0, got VALUE" unless value is finite and > 0.
+void check_rate(std::string_view flag, double value);
+/// --batch: at least 2 (BatchNorm refuses a batch of 1) and at most --train-size.
+void check_batch(std::int64_t batch, std::int64_t train_size);
+/// FLAG: at least one width, each >= 1.
+void check_widths(std::string_view flag, const std::vector<std::int64_t>& widths);
+
+/// "%.9g": enough digits to read a double's option value back.
+std::string fmt9(double v);
+/// "%.4g".
+std::string fmt4(double v);
+/// "%g".
+std::string fmt_g(double v);
+/// Fixed-point with `digits` decimals.
+std::string fixed(double v, int digits = 2);
+
+}  // namespace chapter
