@@ -4,6 +4,7 @@
 #include <cstring>
 #include <sstream>
 #include <stdexcept>
+#include <utility>
 
 #include <tapegrad/core/autograd.h>
 #include <tapegrad/core/object_pool.h>
@@ -11,10 +12,10 @@
 namespace tapegrad {
 namespace {
 
-std::shared_ptr<TensorImpl> new_impl(const Shape& shape, Dtype dtype) {
+std::shared_ptr<TensorImpl> new_impl(Shape shape, Dtype dtype) {
   const std::size_t bytes = nbytes_of(shape, dtype_size(dtype));  // throws on a negative size or overflow
   auto impl = std::allocate_shared<TensorImpl>(PoolAllocator<TensorImpl>());
-  impl->shape = shape;
+  impl->shape = std::move(shape);
   impl->dtype = dtype;
   impl->storage = std::allocate_shared<Storage>(PoolAllocator<Storage>(), bytes);
   return impl;
@@ -48,7 +49,8 @@ void check_inplace_allowed(const Tensor& t, const char* op) {
 
 }  // namespace
 
-Tensor Tensor::empty(const Shape& shape, Dtype dtype) { return Tensor(new_impl(shape, dtype)); }
+Tensor Tensor::empty(const Shape& shape, Dtype dtype) { return Tensor(new_impl(Shape(shape), dtype)); }
+Tensor Tensor::empty(Shape&& shape, Dtype dtype) { return Tensor(new_impl(std::move(shape), dtype)); }
 
 Tensor Tensor::zeros(const Shape& shape, Dtype dtype) {
   Tensor t = empty(shape, dtype);
@@ -89,27 +91,13 @@ Tensor Tensor::from_int64(const std::vector<std::int64_t>& values, const Shape& 
 
 Tensor Tensor::scalar(double value, Dtype dtype) { return full({}, value, dtype); }
 
-const Shape& Tensor::shape() const {
-  require_defined(*this, "shape");
-  return impl_->shape;
-}
+void Tensor::throw_undefined(const char* what) { throw std::logic_error(std::string(what) + ": the tensor is undefined"); }
 
 std::int64_t Tensor::size(std::int64_t d) const { return shape()[wrap_axis(d, dim())]; }
 std::int64_t Tensor::numel() const { return numel_of(shape()); }
-Dtype Tensor::dtype() const {
-  require_defined(*this, "dtype");
-  return impl_->dtype;
-}
-
-void* Tensor::raw_data() const {
-  require_defined(*this, "data");
-  return static_cast<char*>(impl_->storage->data()) + impl_->offset;
-}
-
-void Tensor::check_dtype(Dtype want) const {
-  if (dtype() != want)
-    throw std::invalid_argument(std::string("data<T>(): tensor has dtype ") + dtype_name(dtype()) +
-                                ", requested " + dtype_name(want));
+void Tensor::throw_dtype_mismatch(Dtype want) const {
+  throw std::invalid_argument(std::string("data<T>(): tensor has dtype ") + dtype_name(dtype()) + ", requested " +
+                              dtype_name(want));
 }
 
 double Tensor::at(std::int64_t i) const {

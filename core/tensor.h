@@ -59,6 +59,8 @@ class Tensor {
   // double precision (gradchecks, float64 references).
   /// Uninitialised tensor of `shape`.
   static Tensor empty(const Shape& shape, Dtype dtype = Dtype::Float32);
+  /// The same, taking the shape over (no copy of a temporary's sizes).
+  static Tensor empty(Shape&& shape, Dtype dtype = Dtype::Float32);
   /// Tensor of `shape` filled with 0.
   static Tensor zeros(const Shape& shape, Dtype dtype = Dtype::Float32);
   /// Tensor of `shape` filled with 1.
@@ -78,7 +80,11 @@ class Tensor {
   /// false for a default-constructed (undefined) tensor.
   bool defined() const { return impl_ != nullptr; }
   /// Sizes per dimension ({} for a scalar). Throws std::logic_error when undefined.
-  const Shape& shape() const;
+  const Shape& shape() const {
+    if (!impl_) [[unlikely]]
+      throw_undefined("shape");
+    return impl_->shape;
+  }
   /// Number of dimensions (0 for a scalar).
   std::int64_t dim() const { return static_cast<std::int64_t>(shape().size()); }
   /// Size of dimension d (negative counts from the end).
@@ -86,7 +92,11 @@ class Tensor {
   /// Number of elements (product of the shape; 1 for a scalar).
   std::int64_t numel() const;
   /// Element type. Throws std::logic_error when undefined.
-  Dtype dtype() const;
+  Dtype dtype() const {
+    if (!impl_) [[unlikely]]
+      throw_undefined("dtype");
+    return impl_->dtype;
+  }
   /// Size of the data in bytes: numel() · dtype_size(dtype()).
   std::size_t nbytes() const { return static_cast<std::size_t>(numel()) * dtype_size(dtype()); }
 
@@ -98,7 +108,11 @@ class Tensor {
     return static_cast<T*>(raw_data());
   }
   /// Untyped pointer to the first element. Throws std::logic_error when undefined.
-  void* raw_data() const;
+  void* raw_data() const {
+    if (!impl_) [[unlikely]]
+      throw_undefined("data");
+    return static_cast<char*>(impl_->storage->data()) + impl_->offset;
+  }
   /// The single value of a one-element tensor, as double; throws otherwise.
   double item() const;
   /// Element at a flat row-major index, as double (slow; for tests and printing).
@@ -164,7 +178,14 @@ class Tensor {
   const std::shared_ptr<TensorImpl>& impl() const { return impl_; }
 
  private:
-  void check_dtype(Dtype want) const;
+  void check_dtype(Dtype want) const {
+    if (dtype() != want) [[unlikely]]
+      throw_dtype_mismatch(want);
+  }
+  // The accessors' errors, out of line: std::logic_error "<what>: the tensor is undefined",
+  // and data<T>()'s std::invalid_argument naming both dtypes.
+  [[noreturn]] static void throw_undefined(const char* what);
+  [[noreturn]] void throw_dtype_mismatch(Dtype want) const;
   std::shared_ptr<TensorImpl> impl_;
 };
 

@@ -166,7 +166,7 @@ Tensor linear(const Tensor& x, const Tensor& weight, const Tensor& bias) {
                                 shape_str(x.shape()) + " (weight " + shape_str(weight.shape()) + ")");
   if (bias.defined()) {
     kernels::check_same_dtype(x, bias, "linear");
-    if (bias.shape() != Shape{out_f})
+    if (bias.dim() != 1 || bias.shape()[0] != out_f)  // compared without building a Shape
       throw std::invalid_argument("linear: expected bias (" + std::to_string(out_f) + "), got " +
                                   shape_str(bias.shape()));
   }

@@ -119,9 +119,13 @@ void channel_pass(Dims d, F pass) {
   run_threads(nt, [&](int t, int n_t) { pass(rows * t / n_t, rows * (t + 1) / n_t, stream); });
 }
 
+// The normalised output; with act (kernels::kBnAct*) set and S = 1, the activation's output,
+// computed in the same pass (`pre` then receives the normalised value, the activation's
+// input, which its backward mask reads).
 template <class T>
 Tensor forward_impl(const Tensor& x, Dims d, const double* mean, const double* rstd,
-                    const Tensor& weight, const Tensor& bias) {
+                    const Tensor& weight, const Tensor& bias, int act = kernels::kBnActNone, double hi = 0,
+                    Tensor* pre = nullptr) {
   Tensor out = Tensor::empty(x.shape(), x.dtype());
   // y = (x - μ)·(γ·rstd) + β: centring first keeps float32 exact for constant channels
   T* scale = kernels::scratch<ChannelTTag, T>(static_cast<std::size_t>(3 * d.C));
@@ -137,7 +141,10 @@ Tensor forward_impl(const Tensor& x, Dims d, const double* mean, const double* r
   }
   const T* xp = x.data<T>();
   const T *a = scale, *b = shift, *u = mu;
-  if (d.S == 1) {
+  if (d.S == 1 && act != kernels::kBnActNone) {
+    *pre = Tensor::empty(x.shape(), x.dtype());
+    kernels::bn_rows_affine_act<T>(xp, out.data<T>(), pre->data<T>(), d.N, d.C, u, a, b, act, static_cast<T>(hi));
+  } else if (d.S == 1) {
     kernels::bn_rows_affine<T>(xp, out.data<T>(), d.N, d.C, u, a, b);
   } else {
     T* yp = out.data<T>();
@@ -158,9 +165,12 @@ Tensor forward_impl(const Tensor& x, Dims d, const double* mean, const double* r
 // m is the count the statistics were taken over (N·S, or the global count of
 // batch_norm_with_stats), and reduce (when set) turns this input's sums into the whole
 // batch's before dx; dγ and dβ take this input's own sums.
+// `mask` (S = 1 only): g is the gradient of the activation kernels::kBnAct* `act` fused after
+// the normalisation, masked here by its backward from `mask` (see bn_rows_sums_masked).
 template <class T>
 void backward_impl(const Tensor& g, const T* xp, Dims d, const double* mean, const double* rstd, const T* w,
-                   bool train, double m, const std::function<void(double*, std::int64_t)>* reduce, GradSink& gs) {
+                   bool train, double m, const std::function<void(double*, std::int64_t)>* reduce, GradSink& gs,
+                   const T* mask = nullptr, int act = kernels::kBnActNone, T hi = T(0)) {
   const T* gp = g.data<T>();
   const bool need_sums = (train && gs.needs(0)) || gs.needs(1) || gs.needs(2);
   double* sum_dy = kernels::scratch<SumsTag, double>(static_cast<std::size_t>(2 * d.C));
@@ -173,7 +183,9 @@ void backward_impl(const Tensor& g, const T* xp, Dims d, const double* mean, con
   std::fill(sum_dy, sum_dy + 2 * d.C, 0.0);
   const bool rows = d.N * d.S > 0;
   if (need_sums && rows) {
-    if (d.S == 1)
+    if (d.S == 1 && mask)
+      kernels::bn_rows_sums_masked<T>(xp, gp, mask, d.N, d.C, mu, sum_dy, sum_dy_xc, act, hi);
+    else if (d.S == 1)
       kernels::bn_rows_sums<T>(xp, gp, d.N, d.C, mu, sum_dy, sum_dy_xc);
     else
       backward_sums<T>(xp, gp, d, mean, sum_dy, sum_dy_xc);
@@ -201,6 +213,8 @@ void backward_impl(const Tensor& g, const T* xp, Dims d, const double* mean, con
   Tensor gx = Tensor::empty(g.shape(), g.dtype());  // dy has x's shape and dtype
   const T *a = k1, *b = k2, *k = k3, *u = mu;
   if (!rows) {
+  } else if (d.S == 1 && mask) {
+    kernels::bn_rows_dx_masked<T>(xp, gp, mask, gx.data<T>(), d.N, d.C, u, a, b, k, act, hi);
   } else if (d.S == 1) {
     kernels::bn_rows_dx<T>(xp, gp, gx.data<T>(), d.N, d.C, u, a, b, k);
   } else {
@@ -287,14 +301,16 @@ namespace {
 // batch_norm's forward without the tape node: checks, statistics (running ones updated),
 // the normalised output. `stats` receives [mean (C), rstd (C)], what the backward keeps.
 // An empty x returns detail::empty_norm_output, recorded (`empty` set).
+// With act set (batch_norm_relu), an (N, C) input gets the activation in the same pass
+// (forward_impl's act, hi, pre); other shapes return the normalised values.
 Tensor normalise(const Tensor& x, const Tensor& weight, const Tensor& bias, const RunningStats& running,
                  bool use_batch_stats, double eps, const std::string& who, Dims& d, std::vector<double>& stats,
-                 bool& empty) {
+                 bool& empty, int act = kernels::kBnActNone, double hi = 0, Tensor* pre = nullptr) {
   d = check_common(who, x, weight, bias, running, eps);
   if (!use_batch_stats && !running.defined())
     throw std::invalid_argument(who + ": eval mode (training=false) needs running_mean and running_var");
   const std::int64_t m = d.N * d.S;
-  if (use_batch_stats)
+  if (use_batch_stats && m <= 1)  // the message only when it throws
     check_values_per_channel(who, m, "value per channel", "input of shape " + shape_str(x.shape()), running.defined());
   empty = x.numel() == 0;
   if (empty) return detail::empty_norm_output(x, weight, bias, "batch_norm");  // eval on an empty batch
@@ -318,7 +334,7 @@ Tensor normalise(const Tensor& x, const Tensor& weight, const Tensor& bias, cons
         rstd[c] = 1.0 / std::sqrt(static_cast<double>(rv[c]) + eps);
       }
     }
-    return forward_impl<scalar_t>(x, d, mean, rstd, weight, bias);
+    return forward_impl<scalar_t>(x, d, mean, rstd, weight, bias, act, hi, pre);
   });
 }
 
@@ -350,12 +366,33 @@ Tensor batch_norm_relu(const Tensor& x, const Tensor& weight, const Tensor& bias
   Dims d{};
   std::vector<double> stats;
   bool empty = false;
-  Tensor a = normalise(x, weight, bias, running, use_batch_stats, eps, who, d, stats, empty);
+  const double hi = clip ? clip->second : 0.0;
+  const int act = clip ? kernels::kBnActReluClamp : kernels::kBnActRelu;
+  Tensor pre;  // the fused activation's input, for its backward mask
+  Tensor a = normalise(x, weight, bias, running, use_batch_stats, eps, who, d, stats, empty, act, hi, &pre);
   if (empty) return clip ? relu_clamp(a, clip->first, clip->second) : relu(a);  // recorded apart
+  if (d.S == 1) {
+    // (N, C): normalise ran the activation in its pass; the backward masks dy inside
+    // batch_norm's kernels, from the activation's input (held privately, as relu holds its
+    // input: an in-place write to the output does not affect this backward)
+    if (!autograd::needs_grad({&x, &weight, &bias})) return a;
+    const double m = static_cast<double>(d.N);
+    autograd::record(
+        "batch_norm_relu", a, {x, weight, bias},
+        [xs = SavedData(x), ws = SavedData(weight), ms = SavedData(pre), d, stats = std::move(stats),
+         training = use_batch_stats, m, hi, act](const Tensor& g, GradSink& gs) {
+          TAPEGRAD_DISPATCH_FLOAT(g.dtype(), "batch_norm_relu_backward", [&] {
+            const std::function<void(double*, std::int64_t)> no_reduce;
+            backward_impl<scalar_t>(g, xs.data<scalar_t>(), d, stats.data(), stats.data() + d.C, ws.data<scalar_t>(),
+                                    training, m, &no_reduce, gs, ms.data<scalar_t>(), act,
+                                    static_cast<scalar_t>(hi));
+          });
+        });
+    return a;
+  }
   Tensor y = activation(a, clip);
   if (!autograd::needs_grad({&x, &weight, &bias})) return y;
   const double m = static_cast<double>(d.N * d.S);
-  const double hi = clip ? clip->second : 0.0;
   const bool clipped = static_cast<bool>(clip);
   autograd::record("batch_norm_relu", y, {x, weight, bias},
                    [xs = SavedData(x), ws = SavedData(weight), a = std::move(a), d, stats = std::move(stats),

@@ -41,6 +41,40 @@ inline void st(T* p, V v) {
     kernels::store(p, v);
 }
 
+// The activation fused after the normalisation (BnAct in batch_norm_nc.h) and its mask on dy,
+// element-wise selects with the core ops' comparisons: relu's `v <= 0 ? 0 : v` (NaN
+// passes), then clamp's `r > hi ? hi : r`; the backward keeps dy where relu's
+// `m <= 0 ? 0 : dy` or relu_clamp's `0 < m <= hi` lets it through (m: the normalised value,
+// the activation's input).
+template <int Act, class V, class T>
+inline V activate(V v, T hi) {
+  if constexpr (Act == kBnActNone) {
+    return v;
+  } else {
+    const V r = v <= V{} ? V{} : v;
+    if constexpr (Act == kBnActRelu) {
+      return r;
+    } else {
+      const V h = V{} + hi;
+      return r > h ? h : r;
+    }
+  }
+}
+template <int Act, class V, class T>
+inline V masked(V g, const T* m, T hi) {
+  if constexpr (Act == kBnActNone) {
+    return g;
+  } else {
+    const V mv = ld<V>(m);
+    if constexpr (Act == kBnActRelu) {
+      return mv <= V{} ? V{} : g;
+    } else {
+      const V h = V{} + hi;
+      return (mv > V{}) & (mv <= h) ? g : V{};
+    }
+  }
+}
+
 // Calls f.template operator()<V, NV>(c0) over the channels: chunks of 4 vectors, one chunk
 // of the remaining 1-3 vectors, then each remaining channel as a scalar.
 template <class T, class F>
@@ -179,9 +213,14 @@ void bn_rows_moments(const T* x, std::int64_t N, std::int64_t C, double* mean, d
   for (std::int64_t c = 0; c < C; ++c) var[c] /= static_cast<double>(N);
 }
 
-template <class T>
-void bn_rows_affine(const T* x, T* y, std::int64_t N, std::int64_t C, const T* mu, const T* a, const T* b) {
-  const bool stream = kernels::streamable(y, C, N), by_chunk = cached<T>(N, C);
+namespace {
+// y = act((x - mu)·a + b); pre (Act != kBnActNone) receives (x - mu)·a + b.
+template <int Act, class T>
+void affine_impl(const T* x, T* y, T* pre, std::int64_t N, std::int64_t C, const T* mu, const T* a, const T* b,
+                 T hi) {
+  constexpr bool kPre = Act != kBnActNone;
+  const bool stream = kernels::streamable(y, C, N) && (!kPre || kernels::streamable(pre, C, N)),
+             by_chunk = cached<T>(N, C);
   const std::int64_t rows = kernels::chunk_rows(C * static_cast<std::int64_t>(sizeof(T)), 1);
   kernels::for_row_chunks(N, rows, kernels::threads_for(N * C), [&](std::int64_t, std::int64_t r0, std::int64_t r1) {
     if (by_chunk) {
@@ -190,6 +229,7 @@ void bn_rows_affine(const T* x, T* y, std::int64_t N, std::int64_t C, const T* m
         // local restrict copies: the stores through y cannot move the pointers
         const T* __restrict xs = x + c0;
         T* __restrict ys = y + c0;
+        T* __restrict ps = (kPre ? pre : y) + c0;  // y: never written
         const std::int64_t Cl = C, e = r1;
         V u[NV], sc[NV], sh[NV];
         for (int v = 0; v < NV; ++v) {
@@ -198,8 +238,11 @@ void bn_rows_affine(const T* x, T* y, std::int64_t N, std::int64_t C, const T* m
           sh[v] = ld<V>(b + c0 + v * L);
         }
         for (std::int64_t n = r0; n < e; ++n)
-          for (int v = 0; v < NV; ++v)
-            st<V>(ys + n * Cl + v * L, (ld<V>(xs + n * Cl + v * L) - u[v]) * sc[v] + sh[v]);
+          for (int v = 0; v < NV; ++v) {
+            const V val = (ld<V>(xs + n * Cl + v * L) - u[v]) * sc[v] + sh[v];
+            if constexpr (kPre) st<V>(ps + n * Cl + v * L, val);
+            st<V>(ys + n * Cl + v * L, activate<Act, V>(val, hi));
+          }
       });
       return;
     }
@@ -209,20 +252,50 @@ void bn_rows_affine(const T* x, T* y, std::int64_t N, std::int64_t C, const T* m
     for (std::int64_t n = r0; n < r1; ++n) {
       const T* __restrict xr = x + n * C;
       T* __restrict yr = y + n * C;
+      T* __restrict pr = (kPre ? pre : y) + n * C;  // y: never written
       if (stream) {
-        for (std::int64_t c = 0; c < C; c += kLanes<T>)
-          kernels::stream(yr + c, (kernels::load(xr + c) - kernels::load(u + c)) * kernels::load(sc + c) + kernels::load(sh + c));
-      } else {
+        for (std::int64_t c = 0; c < C; c += kLanes<T>) {
+          const Vec<T> val = (kernels::load(xr + c) - kernels::load(u + c)) * kernels::load(sc + c) + kernels::load(sh + c);
+          if constexpr (kPre) kernels::stream(pr + c, val);
+          kernels::stream(yr + c, activate<Act, Vec<T>>(val, hi));
+        }
+      } else if constexpr (Act == kBnActNone) {
 #pragma omp simd
         for (std::int64_t c = 0; c < C; ++c) yr[c] = (xr[c] - u[c]) * sc[c] + sh[c];
+      } else {
+#pragma omp simd
+        for (std::int64_t c = 0; c < C; ++c) {
+          const T val = (xr[c] - u[c]) * sc[c] + sh[c];
+          if constexpr (kPre) pr[c] = val;
+          yr[c] = activate<Act, T>(val, hi);
+        }
       }
     }
     if (stream) kernels::fence();
   });
 }
+}  // namespace
 
 template <class T>
-void bn_rows_sums(const T* x, const T* dy, std::int64_t N, std::int64_t C, const T* mu, double* s1, double* s2) {
+void bn_rows_affine(const T* x, T* y, std::int64_t N, std::int64_t C, const T* mu, const T* a, const T* b) {
+  affine_impl<kBnActNone, T>(x, y, nullptr, N, C, mu, a, b, T(0));
+}
+
+template <class T>
+void bn_rows_affine_act(const T* x, T* y, T* pre, std::int64_t N, std::int64_t C, const T* mu, const T* a, const T* b,
+                        int act, T hi) {
+  switch (act) {
+    case kBnActRelu: affine_impl<kBnActRelu, T>(x, y, pre, N, C, mu, a, b, hi); return;
+    case kBnActReluClamp: affine_impl<kBnActReluClamp, T>(x, y, pre, N, C, mu, a, b, hi); return;
+    default: affine_impl<kBnActNone, T>(x, y, nullptr, N, C, mu, a, b, hi); return;
+  }
+}
+
+namespace {
+// bn_rows_sums of dy masked by the activation's backward (masked<Act>, m the mask's source).
+template <int Act, class T>
+void sums_impl(const T* x, const T* dy, const T* m, std::int64_t N, std::int64_t C, const T* mu, double* s1,
+               double* s2, T hi) {
   const std::size_t Cs = static_cast<std::size_t>(C);
   const bool by_chunk = cached<T>(N, C);
   const std::int64_t B = bn_rows_block_rows(C);
@@ -251,10 +324,11 @@ void bn_rows_sums(const T* x, const T* dy, std::int64_t N, std::int64_t C, const
           }
           const T* __restrict xs = x + c0;
           const T* __restrict gs = dy + c0;
+          const T* __restrict ms = (Act != kBnActNone ? m : dy) + c0;  // dy: never read
           const std::int64_t Cl = C, be = b, ee = e;
           for (std::int64_t n = be; n < ee; ++n)
             for (int v = 0; v < NV; ++v) {
-              const V g = ld<V>(gs + n * Cl + v * L);
+              const V g = masked<Act, V>(ld<V>(gs + n * Cl + v * L), ms + n * Cl + v * L, hi);
               g1[v] += g;
               g2[v] += (ld<V>(xs + n * Cl + v * L) - uv[v]) * g;
             }
@@ -266,22 +340,47 @@ void bn_rows_sums(const T* x, const T* dy, std::int64_t N, std::int64_t C, const
       } else {
         std::fill(a1, a1 + 2 * C, T(0));
         std::int64_t n = b;
-        for (; n + 1 < e; n += 2) {  // two rows per visit of the sums in L1
-          const T* __restrict xr = x + n * C;
-          const T* __restrict gr = dy + n * C;
+        if constexpr (Act == kBnActNone) {
+          for (; n + 1 < e; n += 2) {  // two rows per visit of the sums in L1
+            const T* __restrict xr = x + n * C;
+            const T* __restrict gr = dy + n * C;
 #pragma omp simd
-          for (std::int64_t c = 0; c < C; ++c) {
-            a1[c] += gr[c] + gr[C + c];
-            a2[c] += (xr[c] - u[c]) * gr[c] + (xr[C + c] - u[c]) * gr[C + c];
+            for (std::int64_t c = 0; c < C; ++c) {
+              a1[c] += gr[c] + gr[C + c];
+              a2[c] += (xr[c] - u[c]) * gr[c] + (xr[C + c] - u[c]) * gr[C + c];
+            }
           }
-        }
-        for (; n < e; ++n) {
-          const T* __restrict xr = x + n * C;
-          const T* __restrict gr = dy + n * C;
+          for (; n < e; ++n) {
+            const T* __restrict xr = x + n * C;
+            const T* __restrict gr = dy + n * C;
 #pragma omp simd
-          for (std::int64_t c = 0; c < C; ++c) {
-            a1[c] += gr[c];
-            a2[c] += (xr[c] - u[c]) * gr[c];
+            for (std::int64_t c = 0; c < C; ++c) {
+              a1[c] += gr[c];
+              a2[c] += (xr[c] - u[c]) * gr[c];
+            }
+          }
+        } else {
+          for (; n + 1 < e; n += 2) {
+            const T* __restrict xr = x + n * C;
+            const T* __restrict gr = dy + n * C;
+            const T* __restrict mr = m + n * C;
+#pragma omp simd
+            for (std::int64_t c = 0; c < C; ++c) {
+              const T g0 = masked<Act, T>(gr[c], mr + c, hi), g1 = masked<Act, T>(gr[C + c], mr + C + c, hi);
+              a1[c] += g0 + g1;
+              a2[c] += (xr[c] - u[c]) * g0 + (xr[C + c] - u[c]) * g1;
+            }
+          }
+          for (; n < e; ++n) {
+            const T* __restrict xr = x + n * C;
+            const T* __restrict gr = dy + n * C;
+            const T* __restrict mr = m + n * C;
+#pragma omp simd
+            for (std::int64_t c = 0; c < C; ++c) {
+              const T g0 = masked<Act, T>(gr[c], mr + c, hi);
+              a1[c] += g0;
+              a2[c] += (xr[c] - u[c]) * g0;
+            }
           }
         }
       }
@@ -299,10 +398,28 @@ void bn_rows_sums(const T* x, const T* dy, std::int64_t N, std::int64_t C, const
       s2[c] += part[2 * Cs * k + Cs + static_cast<std::size_t>(c)];
     }
 }
+}  // namespace
 
 template <class T>
-void bn_rows_dx(const T* x, const T* dy, T* dx, std::int64_t N, std::int64_t C, const T* mu, const T* k1,
-                const T* k2, const T* k3) {
+void bn_rows_sums(const T* x, const T* dy, std::int64_t N, std::int64_t C, const T* mu, double* s1, double* s2) {
+  sums_impl<kBnActNone, T>(x, dy, nullptr, N, C, mu, s1, s2, T(0));
+}
+
+template <class T>
+void bn_rows_sums_masked(const T* x, const T* dy, const T* m, std::int64_t N, std::int64_t C, const T* mu, double* s1,
+                         double* s2, int act, T hi) {
+  switch (act) {
+    case kBnActRelu: sums_impl<kBnActRelu, T>(x, dy, m, N, C, mu, s1, s2, hi); return;
+    case kBnActReluClamp: sums_impl<kBnActReluClamp, T>(x, dy, m, N, C, mu, s1, s2, hi); return;
+    default: sums_impl<kBnActNone, T>(x, dy, nullptr, N, C, mu, s1, s2, hi); return;
+  }
+}
+
+namespace {
+// bn_rows_dx of dy masked by the activation's backward (masked<Act>, m the mask's source).
+template <int Act, class T>
+void dx_impl(const T* x, const T* dy, const T* m, T* dx, std::int64_t N, std::int64_t C, const T* mu, const T* k1,
+             const T* k2, const T* k3, T hi) {
   const bool stream = kernels::streamable(dx, C, N), by_chunk = cached<T>(N, C);
   const std::int64_t rows = kernels::chunk_rows(C * static_cast<std::int64_t>(sizeof(T)), 1);
   kernels::for_row_chunks(N, rows, kernels::threads_for(N * C), [&](std::int64_t, std::int64_t r0, std::int64_t r1) {
@@ -318,12 +435,13 @@ void bn_rows_dx(const T* x, const T* dy, T* dx, std::int64_t N, std::int64_t C, 
         }
         const T* __restrict xs = x + c0;
         const T* __restrict gs = dy + c0;
+        const T* __restrict ms = (Act != kBnActNone ? m : dy) + c0;  // dy: never read
         T* __restrict os = dx + c0;
         const std::int64_t Cl = C, e = r1;
         for (std::int64_t n = r0; n < e; ++n)
           for (int v = 0; v < NV; ++v) {
             const std::int64_t i = n * Cl + v * L;
-            st<V>(os + i, a[v] * (ld<V>(gs + i) - b[v] - (ld<V>(xs + i) - u[v]) * k[v]));
+            st<V>(os + i, a[v] * (masked<Act, V>(ld<V>(gs + i), ms + i, hi) - b[v] - (ld<V>(xs + i) - u[v]) * k[v]));
           }
       });
       return;
@@ -335,18 +453,40 @@ void bn_rows_dx(const T* x, const T* dy, T* dx, std::int64_t N, std::int64_t C, 
     for (std::int64_t n = r0; n < r1; ++n) {
       const T* __restrict xr = x + n * C;
       const T* __restrict gr = dy + n * C;
+      const T* __restrict mr = (Act != kBnActNone ? m : dy) + n * C;  // dy: never read
       T* __restrict o = dx + n * C;
       if (stream) {
         for (std::int64_t c = 0; c < C; c += kLanes<T>)
-          kernels::stream(o + c, kernels::load(a + c) * (kernels::load(gr + c) - kernels::load(b + c) -
-                                               (kernels::load(xr + c) - kernels::load(u + c)) * kernels::load(k + c)));
-      } else {
+          kernels::stream(o + c, kernels::load(a + c) * (masked<Act, Vec<T>>(kernels::load(gr + c), mr + c, hi) -
+                                                         kernels::load(b + c) -
+                                                         (kernels::load(xr + c) - kernels::load(u + c)) * kernels::load(k + c)));
+      } else if constexpr (Act == kBnActNone) {
 #pragma omp simd
         for (std::int64_t c = 0; c < C; ++c) o[c] = a[c] * (gr[c] - b[c] - (xr[c] - u[c]) * k[c]);
+      } else {
+#pragma omp simd
+        for (std::int64_t c = 0; c < C; ++c) o[c] = a[c] * (masked<Act, T>(gr[c], mr + c, hi) - b[c] - (xr[c] - u[c]) * k[c]);
       }
     }
     if (stream) kernels::fence();
   });
+}
+}  // namespace
+
+template <class T>
+void bn_rows_dx(const T* x, const T* dy, T* dx, std::int64_t N, std::int64_t C, const T* mu, const T* k1,
+                const T* k2, const T* k3) {
+  dx_impl<kBnActNone, T>(x, dy, nullptr, dx, N, C, mu, k1, k2, k3, T(0));
+}
+
+template <class T>
+void bn_rows_dx_masked(const T* x, const T* dy, const T* m, T* dx, std::int64_t N, std::int64_t C, const T* mu,
+                       const T* k1, const T* k2, const T* k3, int act, T hi) {
+  switch (act) {
+    case kBnActRelu: dx_impl<kBnActRelu, T>(x, dy, m, dx, N, C, mu, k1, k2, k3, hi); return;
+    case kBnActReluClamp: dx_impl<kBnActReluClamp, T>(x, dy, m, dx, N, C, mu, k1, k2, k3, hi); return;
+    default: dx_impl<kBnActNone, T>(x, dy, nullptr, dx, N, C, mu, k1, k2, k3, hi); return;
+  }
 }
 
 #define TAPEGRAD_BN_ROWS(T)                                                                                        \
@@ -354,7 +494,13 @@ void bn_rows_dx(const T* x, const T* dy, T* dx, std::int64_t N, std::int64_t C, 
   template void bn_rows_affine<T>(const T*, T*, std::int64_t, std::int64_t, const T*, const T*, const T*);        \
   template void bn_rows_sums<T>(const T*, const T*, std::int64_t, std::int64_t, const T*, double*, double*);      \
   template void bn_rows_dx<T>(const T*, const T*, T*, std::int64_t, std::int64_t, const T*, const T*, const T*, \
-                              const T*);
+                              const T*);                                                                          \
+  template void bn_rows_affine_act<T>(const T*, T*, T*, std::int64_t, std::int64_t, const T*, const T*, const T*, \
+                                      int, T);                                                                    \
+  template void bn_rows_sums_masked<T>(const T*, const T*, const T*, std::int64_t, std::int64_t, const T*,       \
+                                       double*, double*, int, T);                                                 \
+  template void bn_rows_dx_masked<T>(const T*, const T*, const T*, T*, std::int64_t, std::int64_t, const T*,     \
+                                     const T*, const T*, const T*, int, T);
 TAPEGRAD_BN_ROWS(float)
 TAPEGRAD_BN_ROWS(double)
 #undef TAPEGRAD_BN_ROWS

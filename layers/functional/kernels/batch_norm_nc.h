@@ -46,7 +46,29 @@ template <class T>
 void bn_rows_dx(const T* x, const T* dy, T* dx, std::int64_t N, std::int64_t C, const T* mu, const T* k1,
                 const T* k2, const T* k3);
 
-// The per-ISA variants of the four (batch_norm_nc.cpp compiled once per level); the functions
+/// The activation fused after the normalisation by functional::batch_norm_relu: none, relu
+/// (`v <= 0 ? 0 : v`, NaN passes), or relu then clamp at hi (`r > hi ? hi : r`), the core
+/// ops' own element-wise selects, so the values are relu's and relu_clamp's.
+constexpr int kBnActNone = 0, kBnActRelu = 1, kBnActReluClamp = 2;
+
+/// bn_rows_affine, then the activation `act`: y = act(v), v = (x - mu)·a + b; `pre` (N, C)
+/// receives v (the backward's mask is read from it) unless act is kBnActNone.
+template <class T>
+void bn_rows_affine_act(const T* x, T* y, T* pre, std::int64_t N, std::int64_t C, const T* mu, const T* a, const T* b,
+                        int act, T hi);
+
+/// bn_rows_sums and bn_rows_dx of dy masked by the activation's backward: dy where relu's
+/// `m <= 0 ? 0 : dy` (kBnActRelu) or relu_clamp's `0 < m <= hi` (kBnActReluClamp) lets it
+/// through, else 0 (m = v, the activation's input); the same values as the mask applied
+/// first, without writing the masked dy.
+template <class T>
+void bn_rows_sums_masked(const T* x, const T* dy, const T* m, std::int64_t N, std::int64_t C, const T* mu, double* s1,
+                         double* s2, int act, T hi);
+template <class T>
+void bn_rows_dx_masked(const T* x, const T* dy, const T* m, T* dx, std::int64_t N, std::int64_t C, const T* mu,
+                       const T* k1, const T* k2, const T* k3, int act, T hi);
+
+// The per-ISA variants of the seven (batch_norm_nc.cpp compiled once per level); the functions
 // above call the one isa() picks (norm_dispatch.cpp).
 #define TAPEGRAD_BN_NC_VARIANT_DECLS(ns)                                                                           \
   namespace ns {                                                                                                   \
@@ -59,6 +81,15 @@ void bn_rows_dx(const T* x, const T* dy, T* dx, std::int64_t N, std::int64_t C, 
   template <class T>                                                                                               \
   void bn_rows_dx(const T* x, const T* dy, T* dx, std::int64_t N, std::int64_t C, const T* mu, const T* k1,       \
                   const T* k2, const T* k3);                                                                       \
+  template <class T>                                                                                               \
+  void bn_rows_affine_act(const T* x, T* y, T* pre, std::int64_t N, std::int64_t C, const T* mu, const T* a,       \
+                          const T* b, int act, T hi);                                                              \
+  template <class T>                                                                                               \
+  void bn_rows_sums_masked(const T* x, const T* dy, const T* m, std::int64_t N, std::int64_t C, const T* mu,       \
+                           double* s1, double* s2, int act, T hi);                                                 \
+  template <class T>                                                                                               \
+  void bn_rows_dx_masked(const T* x, const T* dy, const T* m, T* dx, std::int64_t N, std::int64_t C, const T* mu,  \
+                         const T* k1, const T* k2, const T* k3, int act, T hi);                                    \
   }
 TAPEGRAD_ISA_FOR_EACH_VARIANT(TAPEGRAD_BN_NC_VARIANT_DECLS)
 

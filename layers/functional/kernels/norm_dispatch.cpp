@@ -32,6 +32,27 @@ void bn_rows_dx(const T* x, const T* dy, T* dx, std::int64_t N, std::int64_t C, 
 }
 
 template <class T>
+void bn_rows_affine_act(const T* x, T* y, T* pre, std::int64_t N, std::int64_t C, const T* mu, const T* a, const T* b,
+                        int act, T hi) {
+  static const auto f = TAPEGRAD_ISA_SELECT(bn_rows_affine_act<T>);
+  f(x, y, pre, N, C, mu, a, b, act, hi);
+}
+
+template <class T>
+void bn_rows_sums_masked(const T* x, const T* dy, const T* m, std::int64_t N, std::int64_t C, const T* mu, double* s1,
+                         double* s2, int act, T hi) {
+  static const auto f = TAPEGRAD_ISA_SELECT(bn_rows_sums_masked<T>);
+  f(x, dy, m, N, C, mu, s1, s2, act, hi);
+}
+
+template <class T>
+void bn_rows_dx_masked(const T* x, const T* dy, const T* m, T* dx, std::int64_t N, std::int64_t C, const T* mu,
+                       const T* k1, const T* k2, const T* k3, int act, T hi) {
+  static const auto f = TAPEGRAD_ISA_SELECT(bn_rows_dx_masked<T>);
+  f(x, dy, m, dx, N, C, mu, k1, k2, k3, act, hi);
+}
+
+template <class T>
 void ln_rows_forward(const T* x, T* y, std::int64_t R, std::int64_t K, std::int64_t G, const T* w, const T* b,
                      double eps, double* mean, double* rstd, double* var) {
   static const auto f = TAPEGRAD_ISA_SELECT(ln_rows_forward<T>);
@@ -79,6 +100,12 @@ void bn_ncs_dx(const T* x, const T* dy, T* dx, std::int64_t C, std::int64_t S, s
   template void bn_rows_sums<T>(const T*, const T*, std::int64_t, std::int64_t, const T*, double*, double*);          \
   template void bn_rows_dx<T>(const T*, const T*, T*, std::int64_t, std::int64_t, const T*, const T*, const T*,       \
                               const T*);                                                                              \
+  template void bn_rows_affine_act<T>(const T*, T*, T*, std::int64_t, std::int64_t, const T*, const T*, const T*, int, \
+                                      T);                                                                             \
+  template void bn_rows_sums_masked<T>(const T*, const T*, const T*, std::int64_t, std::int64_t, const T*, double*,    \
+                                       double*, int, T);                                                              \
+  template void bn_rows_dx_masked<T>(const T*, const T*, const T*, T*, std::int64_t, std::int64_t, const T*, const T*, \
+                                     const T*, const T*, int, T);                                                     \
   template void ln_rows_forward<T>(const T*, T*, std::int64_t, std::int64_t, std::int64_t, const T*, const T*, double, \
                                    double*, double*, double*);                                                        \
   template void ln_rows_backward<T>(const T*, const T*, T*, std::int64_t, std::int64_t, std::int64_t, const T*,       \
