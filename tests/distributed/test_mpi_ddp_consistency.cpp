@@ -8,6 +8,7 @@
 #include <memory>
 #include <vector>
 
+#include "ddp_test_nets.h"
 #include <tapegrad/core/autograd.h>
 #include <tapegrad/core/ops.h>
 #include <tapegrad/core/random.h>
@@ -20,21 +21,11 @@
 
 using namespace tapegrad;
 namespace dist = tapegrad::distributed;
+using namespace ddp_test;
 
 namespace {
 
-// Linear(3 -> 4) - BatchNorm1d(4) - Linear(4 -> 1), float64.
-std::shared_ptr<layers::Sequential> small_net() {
-  return std::make_shared<layers::Sequential>(std::initializer_list<layers::ModulePtr>{
-      std::make_shared<layers::Linear>(3, 4, true, Dtype::Float64),
-      std::make_shared<layers::BatchNorm1d>(4, layers::BatchNormOptions{.dtype = Dtype::Float64}),
-      std::make_shared<layers::Linear>(4, 1, true, Dtype::Float64)});
-}
-
-Tensor batch_for_rank(std::uint64_t seed) {
-  Generator gen(seed + static_cast<std::uint64_t>(dist::rank()));
-  return randn({6, 3}, Dtype::Float64, gen);
-}
+Tensor batch_for_rank(std::uint64_t seed) { return small_rows(seed + static_cast<std::uint64_t>(dist::rank())); }
 
 // One full DDP step; returns the first layer's averaged weight gradient.
 std::vector<double> ddp_step(dist::DistributedDataParallel& ddp, layers::Module& net, std::uint64_t seed) {

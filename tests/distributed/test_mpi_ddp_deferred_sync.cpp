@@ -14,6 +14,7 @@
 #include <thread>
 #include <vector>
 
+#include "ddp_test_nets.h"
 #include <tapegrad/core/autograd.h>
 #include <tapegrad/core/ops.h>
 #include <tapegrad/core/random.h>
@@ -26,22 +27,12 @@
 
 using namespace tapegrad;
 namespace dist = tapegrad::distributed;
+using namespace ddp_test;
 
 namespace {
 
-// Linear(3 -> 4) - BatchNorm1d(4) - Linear(4 -> 1), float64, the same weights on every rank.
-std::shared_ptr<layers::Sequential> small_net() {
-  return std::make_shared<layers::Sequential>(std::initializer_list<layers::ModulePtr>{
-      std::make_shared<layers::Linear>(3, 4, true, Dtype::Float64),
-      std::make_shared<layers::BatchNorm1d>(4, layers::BatchNormOptions{.dtype = Dtype::Float64}),
-      std::make_shared<layers::Linear>(4, 1, true, Dtype::Float64)});
-}
-
 // Different rows on every rank.
-Tensor rows(std::uint64_t seed) {
-  Generator gen(seed * 10 + static_cast<std::uint64_t>(dist::rank()));
-  return randn({6, 3}, Dtype::Float64, gen);
-}
+Tensor rows(std::uint64_t seed) { return small_rows(seed * 10 + static_cast<std::uint64_t>(dist::rank())); }
 
 // Every buffer's values, in named_buffers order.
 std::vector<std::vector<double>> buffer_values(layers::Module& m) {

@@ -15,6 +15,7 @@
 #include <string>
 #include <vector>
 
+#include "ddp_test_nets.h"
 #include <tapegrad/core/autograd.h>
 #include <tapegrad/core/ops.h>
 #include <tapegrad/core/random.h>
@@ -26,45 +27,18 @@
 
 using namespace tapegrad;
 namespace dist = tapegrad::distributed;
+using namespace ddp_test;
 
 namespace {
 
-constexpr std::int64_t kIn = 10, kClasses = 3, kPerRank = 6;
 constexpr int kSteps = 6;
 
-// Linear-BatchNorm-ReLU blocks, the same weights on every rank (seeded).
-std::shared_ptr<models::MLP> net(Dtype dtype) {
-  models::MLPOptions o;
-  o.norm = models::Norm::Batch;
-  o.dtype = dtype;
-  Generator gen(21);
-  return std::make_shared<models::MLP>(std::vector<std::int64_t>{kIn, 24, 16, kClasses}, o, gen);
-}
-
-// This rank's rows of step s (different rows on every rank).
-std::pair<Tensor, Tensor> batch(int s, Dtype dtype) {
-  Generator gen(1000 * static_cast<std::uint64_t>(s) + static_cast<std::uint64_t>(dist::rank()));
-  Tensor x = randn({kPerRank, kIn}, dtype, gen);
-  std::vector<std::int64_t> y;
-  for (int i = 0; i < kPerRank; ++i) y.push_back(gen.randint(kClasses));
-  return {x, Tensor::from_int64(y, {kPerRank})};
-}
 
 // Every buffer's values, in named_buffers order.
 std::vector<std::vector<double>> buffer_values(layers::Module& m) {
   std::vector<std::vector<double>> out;
   for (auto& b : m.buffers()) out.push_back(b.to_vector());
   return out;
-}
-
-// PyTorch's broadcast_buffers: every rank gets rank 0's buffers.
-void copy_rank0_buffers(layers::Module& m) {
-  for (auto& b : m.buffers()) {
-    std::vector<double> v = b.to_vector();
-    if (dist::rank() != 0) std::fill(v.begin(), v.end(), 0.0);
-    dist::allreduce_sum(v.data(), static_cast<std::int64_t>(v.size()));
-    b.copy_(Tensor::from_vector(v, b.shape(), Dtype::Float64).to(b.dtype()));
-  }
 }
 
 // A training run's end state and, per step, this rank's buffers right after its forward.
@@ -79,14 +53,14 @@ struct Run {
 // After the last step it makes the copy PyTorch's next forward would make: DDP makes it
 // in finish() (DDPOptions::broadcast_buffers).
 Run train_plain(Dtype dtype) {
-  auto m = net(dtype);
+  auto m = bn_mlp(dtype);
   optim::Adam opt(m->parameters(), {.lr = 0.01});
   const double R = dist::world_size();
   REQUIRE(R == 2);  // the plain path below sums exactly two ranks
   Run run;
   for (int s = 0; s < kSteps; ++s) {
     copy_rank0_buffers(*m);  // broadcast_buffers: rank 0's running statistics
-    auto [x, y] = batch(s, dtype);
+    auto [x, y] = mlp_batch(s, dtype);
     opt.zero_grad();
     Tensor out = (*m)(x);
     run.after_forward.push_back(buffer_values(*m));
@@ -113,13 +87,13 @@ Run train_plain(Dtype dtype) {
 }
 
 Run train_ddp(Dtype dtype, std::size_t bucket_bytes, std::size_t inplace_bytes) {
-  auto m = net(dtype);
+  auto m = bn_mlp(dtype);
   auto ddp = std::make_unique<dist::DistributedDataParallel>(
       m, dist::DDPOptions{.bucket_cap_bytes = bucket_bytes, .inplace_min_bytes = inplace_bytes});
   optim::Adam opt(m->parameters(), {.lr = 0.01});
   Run run;
   for (int s = 0; s < kSteps; ++s) {
-    auto [x, y] = batch(s, dtype);
+    auto [x, y] = mlp_batch(s, dtype);
     opt.zero_grad();
     Tensor out = (*ddp)(x);
     run.after_forward.push_back(buffer_values(*m));
@@ -171,10 +145,10 @@ TEST_CASE("DDP overlapped in buckets, packed or in place, equals the plain allre
 
 TEST_CASE("DDP: a train forward under no-grad starts from rank 0's buffers (broadcast before it runs)",
           "[np2][ddp][overlap]") {
-  auto m = net(Dtype::Float64);
+  auto m = bn_mlp(Dtype::Float64);
   dist::DistributedDataParallel ddp(m);
   for (int s = 0; s < 3; ++s) {
-    auto [x, y] = batch(s, Dtype::Float64);
+    auto [x, y] = mlp_batch(s, Dtype::Float64);
     // make the ranks' running statistics differ; one train forward must start from rank 0's
     const double fill = (dist::rank() == 0 ? 1.0 : 1000.0) * (s + 1);
     for (auto& b : m->buffers())
@@ -197,7 +171,7 @@ TEST_CASE("DDP: a train forward under no-grad starts from rank 0's buffers (broa
 }
 
 TEST_CASE("DDP: a parameter of >= inplace_min_bytes is a bucket of its own", "[np2][ddp][overlap]") {
-  auto m = net(Dtype::Float32);  // 0.weight [24, 10] = 960 bytes, 3.weight [16, 24] = 1536 bytes, ...
+  auto m = bn_mlp(Dtype::Float32);  // 0.weight [24, 10] = 960 bytes, 3.weight [16, 24] = 1536 bytes, ...
   dist::DistributedDataParallel ddp(m, {.bucket_cap_bytes = std::size_t(25) << 20, .inplace_min_bytes = 1000});
   const auto names = m->named_parameters();
   for (const auto& b : ddp.bucket_layout()) {

@@ -11,6 +11,7 @@
 #include <string>
 #include <vector>
 
+#include "ddp_test_nets.h"
 #include <tapegrad/core/autograd.h>
 #include <tapegrad/core/ops.h>
 #include <tapegrad/core/random.h>
@@ -23,43 +24,19 @@
 
 using namespace tapegrad;
 namespace dist = tapegrad::distributed;
+using namespace ddp_test;
 
 namespace {
 
-constexpr std::int64_t kIn = 10, kClasses = 3, kPerRank = 6;
 constexpr int kSteps = 6;
 
-std::shared_ptr<models::MLP> net(Dtype dtype) {
-  models::MLPOptions o;
-  o.norm = models::Norm::Batch;
-  o.dtype = dtype;
-  Generator gen(21);
-  return std::make_shared<models::MLP>(std::vector<std::int64_t>{kIn, 24, 16, kClasses}, o, gen);
-}
-
-std::pair<Tensor, Tensor> batch(int s, Dtype dtype) {
-  Generator gen(1000 * static_cast<std::uint64_t>(s) + static_cast<std::uint64_t>(dist::rank()));
-  Tensor x = randn({kPerRank, kIn}, dtype, gen);
-  std::vector<std::int64_t> y;
-  for (int i = 0; i < kPerRank; ++i) y.push_back(gen.randint(kClasses));
-  return {x, Tensor::from_int64(y, {kPerRank})};
-}
-
-void copy_rank0_buffers(layers::Module& m) {
-  for (auto& b : m.buffers()) {
-    std::vector<double> v = b.to_vector();
-    if (dist::rank() != 0) std::fill(v.begin(), v.end(), 0.0);
-    dist::allreduce_sum(v.data(), static_cast<std::int64_t>(v.size()));
-    b.copy_(Tensor::from_vector(v, b.shape(), Dtype::Float64).to(b.dtype()));
-  }
-}
 
 layers::StateDict train_plain(Dtype dtype) {
-  auto m = net(dtype);
+  auto m = bn_mlp(dtype);
   optim::Adam opt(m->parameters(), {.lr = 0.01});
   for (int s = 0; s < kSteps; ++s) {
     copy_rank0_buffers(*m);
-    auto [x, y] = batch(s, dtype);
+    auto [x, y] = mlp_batch(s, dtype);
     opt.zero_grad();
     layers::cross_entropy((*m)(x), y).backward();
     for (auto& p : m->parameters()) {
@@ -84,12 +61,12 @@ struct ZeroRun {
 };
 
 ZeroRun train_zero(Dtype dtype, std::size_t bucket_bytes, std::size_t inplace_bytes) {
-  auto m = net(dtype);
+  auto m = bn_mlp(dtype);
   dist::DistributedDataParallel ddp(m, {.bucket_cap_bytes = bucket_bytes, .inplace_min_bytes = inplace_bytes});
   dist::ZeroRedundancyOptimizer opt(
       ddp, [](std::vector<Tensor> shard) { return std::make_unique<optim::Adam>(shard, optim::AdamOptions{.lr = 0.01}); });
   for (int s = 0; s < kSteps; ++s) {
-    auto [x, y] = batch(s, dtype);
+    auto [x, y] = mlp_batch(s, dtype);
     opt.zero_grad();
     layers::cross_entropy(ddp(x), y).backward();
     ddp.finish();
@@ -107,7 +84,7 @@ TEST_CASE("ZeroRedundancyOptimizer(Adam) equals Adam on allreduced gradients bit
     INFO("dtype " << dtype_name(dtype));
     const layers::StateDict plain = train_plain(dtype);
     std::int64_t total = 0;
-    for (auto& p : net(dtype)->parameters()) total += p.numel();
+    for (auto& p : bn_mlp(dtype)->parameters()) total += p.numel();
     for (std::size_t inplace : {std::numeric_limits<std::size_t>::max(), std::size_t(512)})
       for (std::size_t bucket : {std::size_t(64), std::size_t(25) << 20}) {
         INFO("bucket_cap_bytes " << bucket << ", inplace_min_bytes " << inplace);
@@ -129,7 +106,7 @@ TEST_CASE("ZeroRedundancyOptimizer(Adam) equals Adam on allreduced gradients bit
 TEST_CASE("ZeroRedundancyOptimizer: local .grad, no state_dict, a step without a backward does nothing",
           "[np2][ddp][zero]") {
   REQUIRE(dist::world_size() == 2);
-  auto m = net(Dtype::Float64);
+  auto m = bn_mlp(Dtype::Float64);
   dist::DistributedDataParallel ddp(m);
   dist::ZeroRedundancyOptimizer opt(
       ddp, [](std::vector<Tensor> shard) { return std::make_unique<optim::Adam>(shard, optim::AdamOptions{.lr = 0.01}); });
@@ -140,7 +117,7 @@ TEST_CASE("ZeroRedundancyOptimizer: local .grad, no state_dict, a step without a
                       return std::make_unique<optim::Adam>(s, optim::AdamOptions{});
                     }),
                     Catch::Contains("already shards"));
-  auto [x, y] = batch(0, Dtype::Float64);
+  auto [x, y] = mlp_batch(0, Dtype::Float64);
   layers::cross_entropy(ddp(x), y).backward();
   const std::vector<double> local = m->parameters()[0].grad().to_vector();
   CHECK_THROWS_WITH(opt.step(), Catch::Contains("finish()"));  // DDP's step hook
