@@ -5,6 +5,7 @@
 // dispatched entry points and the ops on both sides of the parallel grain and the fill_rows
 // copy threshold. The ctest entries isa_forced_<level>_core rerun the [isa] cases with
 // TAPEGRAD_ISA set.
+#include "isa_variants_support.h"
 #include <catch2/catch.hpp>
 
 #include <cmath>
@@ -47,8 +48,6 @@ struct Variant {
 };
 
 // The level's name; ns is expanded first (a single-level build passes TAPEGRAD_ISA_NS).
-#define TEST_ISA_NAME_(ns) #ns
-#define TEST_ISA_NAME(ns) TEST_ISA_NAME_(ns)
 #define TEST_POINTWISE_VARIANT(ns)                                                                                    \
   v.push_back(Variant<T>{parse_isa(TEST_ISA_NAME(ns)), &kernels::ns::relu_forward<T>, &kernels::ns::relu_backward<T>, \
                          &kernels::ns::clamp_forward<T>, &kernels::ns::clamp_backward<T>,                             \
@@ -62,10 +61,7 @@ template <class T>
 std::vector<Variant<T>> runnable_variants() {
   std::vector<Variant<T>> v;
   TAPEGRAD_ISA_FOR_EACH_VARIANT(TEST_POINTWISE_VARIANT)
-  std::vector<Variant<T>> out;
-  for (const auto& x : v)
-    if (x.level <= cpu_isa()) out.push_back(x);
-  return out;
+  return tapegrad::test::runnable_on_this_cpu(v);
 }
 
 // Values of both signs, zeros of both signs, values on the clamp bounds, a NaN and infinities.

@@ -4,6 +4,7 @@
 // thresholds::bn_spatial_block_rows), the backward sums, and the element-wise passes with
 // and without streaming stores (rows shorter and longer than the stream buffer); then the
 // dispatched batch_norm forward and backward on both sides of the 24 MiB streaming threshold.
+#include "isa_variants_support.h"
 #include <catch2/catch.hpp>
 
 #include <cmath>
@@ -35,8 +36,6 @@ struct NcsVariant {
 };
 
 // The level's name; ns is expanded first (a single-level build passes TAPEGRAD_ISA_NS).
-#define TEST_ISA_NAME_(ns) #ns
-#define TEST_ISA_NAME(ns) TEST_ISA_NAME_(ns)
 #define TEST_BN_NCS_VARIANT(ns)                                                                                \
   v.push_back(NcsVariant<T>{parse_isa(TEST_ISA_NAME(ns)), &fk::ns::bn_ncs_moments<T>, &fk::ns::bn_ncs_sums<T>, \
                             &fk::ns::bn_ncs_affine<T>, &fk::ns::bn_ncs_dx<T>});
@@ -45,10 +44,7 @@ template <class T>
 std::vector<NcsVariant<T>> runnable_variants() {
   std::vector<NcsVariant<T>> v;
   TAPEGRAD_ISA_FOR_EACH_VARIANT(TEST_BN_NCS_VARIANT)
-  std::vector<NcsVariant<T>> out;
-  for (const auto& x : v)
-    if (x.level <= cpu_isa()) out.push_back(x);
-  return out;
+  return tapegrad::test::runnable_on_this_cpu(v);
 }
 
 template <class T>

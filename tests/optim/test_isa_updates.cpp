@@ -4,6 +4,7 @@
 // maximize, the first step; Adam and AdamW with and without amsgrad; clip_grad_value_'s clamp
 // and clip_grad_norm_'s scaling), at lengths with and without a vector tail; then the
 // dispatched entry points, on both sides of the parallel grain, give the chosen level's bits.
+#include "isa_variants_support.h"
 #include <catch2/catch.hpp>
 
 #include <cmath>
@@ -33,8 +34,6 @@ struct UpdateVariant {
 };
 
 // The level's name; ns is expanded first (a single-level build passes TAPEGRAD_ISA_NS).
-#define TEST_ISA_NAME_(ns) #ns
-#define TEST_ISA_NAME(ns) TEST_ISA_NAME_(ns)
 #define TEST_UPDATE_VARIANT(ns)                                                                             \
   v.push_back(UpdateVariant<T>{parse_isa(TEST_ISA_NAME(ns)), &ok::ns::sgd_plain<T>, &ok::ns::sgd_update<T>, \
                                &ok::ns::adam_update<T>, &ok::ns::clip_value<T>, &ok::ns::scale_inplace<T>});
@@ -43,10 +42,7 @@ template <class T>
 std::vector<UpdateVariant<T>> runnable_variants() {
   std::vector<UpdateVariant<T>> v;
   TAPEGRAD_ISA_FOR_EACH_VARIANT(TEST_UPDATE_VARIANT)
-  std::vector<UpdateVariant<T>> out;
-  for (const auto& x : v)
-    if (x.level <= cpu_isa()) out.push_back(x);
-  return out;
+  return tapegrad::test::runnable_on_this_cpu(v);
 }
 
 template <class T>
