@@ -500,15 +500,7 @@ void DistributedDataParallel::finish() {
     if (s.prof.on) s.prof.add(Profile::Wait);
     const std::size_t es = dtype_size(b.dtype);
     if (s.sharded) {  // only this rank's chunk was reduced: average it; .grad stays local
-      const std::int64_t n = b.shard_grad.numel();
-      if (b.dtype == Dtype::Float64) {
-        double* o = b.shard_grad.data<double>();
-        for (std::int64_t j = 0; j < n; ++j) o[j] = o[j] * inv;
-      } else {
-        float* o = b.shard_grad.data<float>();
-        const float f = static_cast<float>(inv);
-        for (std::int64_t j = 0; j < n; ++j) o[j] = o[j] * f;
-      }
+      b.shard_grad.mul_(inv);
       b.inflight = Tensor();
       b.ready = 0;
       b.launched = false;
@@ -518,15 +510,7 @@ void DistributedDataParallel::finish() {
     const bool reduced_in_place = b.inflight.defined();
     if (reduced_in_place) {  // reduced in the gradient's own memory: divide in place
       Tensor& p = s.params[b.params[0]];
-      const std::int64_t n = b.numel;
-      if (b.dtype == Dtype::Float64) {
-        double* o = b.inflight.data<double>();
-        for (std::int64_t j = 0; j < n; ++j) o[j] = o[j] * inv;
-      } else {
-        float* o = b.inflight.data<float>();
-        const float f = static_cast<float>(inv);
-        for (std::int64_t j = 0; j < n; ++j) o[j] = o[j] * f;
-      }
+      b.inflight.mul_(inv);  // the whole gradient: the bucket's only parameter
       if (!p.grad().defined() || p.grad().raw_data() != b.inflight.raw_data()) p.set_grad(b.inflight);
       b.inflight = Tensor();
     }
