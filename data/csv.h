@@ -1,5 +1,5 @@
 #pragma once
-// read_csv: a numeric CSV file (RFC 4180: quoted fields, "" escapes, CRLF or LF line ends)
+// read_csv: a numeric CSV file (RFC 4180: quoted fields, "" escapes, CRLF, LF or CR line ends)
 // into a Dataset, one sample per row: every column but the label is a float32 feature,
 // the label column becomes the targets.
 //
@@ -53,13 +53,22 @@ struct CsvOptions {
   /// line ("1797,64,...") rather than column names (pandas' skiprows=N). Whole lines, as
   /// they are (no quoting); line numbers in messages still count them. >= 0.
   std::int64_t skip_rows = 0;
+  /// The most bytes a gzip-compressed file may inflate to (default 1 GiB); beyond it read_csv
+  /// stops with an error naming this limit instead of exhausting memory (a gzip bomb). Not
+  /// applied to a plain-text file.
+  std::uint64_t max_decompressed_bytes = std::uint64_t{1} << 30;
 };
 
 /// Reads `path`: plain text, or gzip-compressed (recognised by its magic bytes, whatever
-/// the file's name). Empty lines are skipped. Feature values are decimal numbers as
+/// the file's name; every member of a multi-member file; see read_maybe_gzip in gzip.h).
+/// A UTF-8 byte-order mark at the start is dropped (as Python's utf-8-sig and pandas);
+/// CRLF, LF and a lone CR each end a line. Empty lines are skipped. String class labels
+/// are trimmed of spaces and tabs, as numbers are. Feature values are decimal numbers as
 /// strtod reads them (surrounding spaces allowed, e.g. "1", "-2.5e3", " 0.25 "); NaN and
 /// infinities are refused as missing data.
-/// Throws std::runtime_error when the file cannot be read (naming the path), and
+/// Throws std::runtime_error naming the path when the file cannot be read, when its gzip
+/// stream is cut short, corrupt (CRC32 / length mismatch) or followed by other data, or
+/// when it inflates to more than max_decompressed_bytes; and
 /// std::invalid_argument naming the file, the 1-based line number and the column (name and
 /// 0-based index) for: a row with a different number of fields than the header (or the
 /// first row), an empty (missing) or non-numeric value, a non-finite value, a negative

@@ -128,6 +128,15 @@ TrainValSplit train_val_split(const Dataset& full, std::int64_t val_size, Genera
 
 namespace {
 Shape sample_shape_of(const Tensor& X) { return Shape(X.shape().begin() + 1, X.shape().end()); }
+
+// scikit-learn's _is_constant_feature: a variance within the rounding error of its own
+// computation (n values of this mean in float64) is zero. Relative to the column's
+// magnitude, so a column of small values (std 1e-7) is still scaled.
+bool is_constant_feature(double var, double mean, double n) {
+  const double eps = std::numeric_limits<double>::epsilon();
+  const double bound = n * eps * var + (n * mean * eps) * (n * mean * eps);
+  return var <= bound;
+}
 }  // namespace
 
 Standardizer Standardizer::fit(const Tensor& X, Scope scope) {
@@ -155,8 +164,8 @@ Standardizer Standardizer::fit(const Tensor& X, Scope scope) {
   s.mean_ = sum;
   s.std_.resize(sq.size());
   for (std::size_t j = 0; j < sq.size(); ++j) {
-    const double sd = std::sqrt(sq[j] / count);
-    s.std_[j] = sd < 1e-6 ? 1.0 : sd;
+    const double var = sq[j] / count;
+    s.std_[j] = is_constant_feature(var, sum[j], count) ? 1.0 : std::sqrt(var);
   }
   return s;
 }

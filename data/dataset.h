@@ -73,8 +73,10 @@ TrainValSplit train_val_split(const Dataset& full, std::int64_t val_size, Genera
 /// (fitting on validation or test data leaks them into training). Population std (ddof 0).
 /// Scope::PerFeature (the default) is scikit-learn's StandardScaler: one mean and std per
 /// feature, i.e. per position of a sample (per column of (N, D); per (c, h, w) of images).
-/// A feature with std < 1e-6 (a constant column, constant border pixels) keeps std = 1,
-/// so it maps to 0 instead of dividing by zero.
+/// A constant feature (a constant column, constant border pixels) keeps std = 1, so it maps
+/// to 0 instead of dividing by zero. Constant means, as in scikit-learn's StandardScaler,
+/// var <= n·eps·var + (n·|mean|·eps)² (eps of float64, n values): a bound relative to the
+/// feature's magnitude, so a feature in small units (std 1e-7) is scaled like any other.
 /// Scope::Global: one mean and one std over every value of X, as torchvision's
 /// Normalize((0.2860,), (0.3530,)) for Fashion-MNIST; the usual choice for images.
 class Standardizer {

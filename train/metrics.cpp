@@ -127,7 +127,7 @@ ConfusionMatrix confusion_matrix(const Tensor& prediction, const Tensor& target,
   return out;
 }
 
-ClassificationReport classification_report(const ConfusionMatrix& m) {
+ClassificationReport classification_report(const ConfusionMatrix& m, const std::vector<std::int64_t>& labels) {
   const std::size_t c = m.size();
   if (c == 0) throw std::invalid_argument("classification_report: expected a non-empty confusion matrix, got 0 classes");
   for (std::size_t i = 0; i < c; ++i) {
@@ -160,12 +160,34 @@ ClassificationReport classification_report(const ConfusionMatrix& m) {
     r.f1[k] = s > 0 ? 2 * r.precision[k] * r.recall[k] / s : 0.0;
   }
   r.accuracy = total > 0 ? static_cast<double>(correct) / static_cast<double>(total) : 0.0;
-  for (std::size_t k = 0; k < c; ++k) {
-    r.macro_precision += r.precision[k] / static_cast<double>(c);
-    r.macro_recall += r.recall[k] / static_cast<double>(c);
-    r.macro_f1 += r.f1[k] / static_cast<double>(c);
-    if (total > 0) {
-      const double w = static_cast<double>(r.support[k]) / static_cast<double>(total);
+  if (labels.empty()) {  // sklearn's default: the classes seen as a target or as a prediction
+    for (std::size_t k = 0; k < c; ++k) {
+      std::int64_t seen = 0;
+      for (std::size_t j = 0; j < c; ++j) seen += m[k][j] + m[j][k];
+      if (seen > 0) r.labels.push_back(static_cast<std::int64_t>(k));
+    }
+  } else {
+    std::vector<bool> given(c, false);
+    for (auto k : labels) {
+      if (k < 0 || k >= static_cast<std::int64_t>(c))
+        throw std::invalid_argument("classification_report: expected labels in [0, " + std::to_string(c) + "), got " +
+                                    std::to_string(k));
+      if (given[static_cast<std::size_t>(k)])
+        throw std::invalid_argument("classification_report: label " + std::to_string(k) + " is given twice");
+      given[static_cast<std::size_t>(k)] = true;
+    }
+    r.labels = labels;
+  }
+  std::int64_t label_support = 0;
+  for (auto k : r.labels) label_support += r.support[static_cast<std::size_t>(k)];
+  const auto nl = static_cast<double>(r.labels.size());
+  for (auto label : r.labels) {
+    const auto k = static_cast<std::size_t>(label);
+    r.macro_precision += r.precision[k] / nl;
+    r.macro_recall += r.recall[k] / nl;
+    r.macro_f1 += r.f1[k] / nl;
+    if (label_support > 0) {
+      const double w = static_cast<double>(r.support[k]) / static_cast<double>(label_support);
       r.weighted_precision += w * r.precision[k];
       r.weighted_recall += w * r.recall[k];
       r.weighted_f1 += w * r.f1[k];
@@ -181,15 +203,20 @@ std::string name_of(const std::vector<std::string>& names, std::size_t i) {
 }  // namespace
 
 std::string format_report(const ClassificationReport& r, const std::vector<std::string>& names) {
+  std::vector<std::size_t> rows;  // the report's labels (all classes for a report without them)
+  if (r.labels.empty())
+    for (std::size_t i = 0; i < r.support.size(); ++i) rows.push_back(i);
+  for (auto k : r.labels)
+    if (k >= 0 && static_cast<std::size_t>(k) < r.support.size()) rows.push_back(static_cast<std::size_t>(k));
   std::size_t w = 12;
-  for (std::size_t i = 0; i < r.support.size(); ++i) w = std::max(w, name_of(names, i).size() + 1);
+  for (std::size_t i : rows) w = std::max(w, name_of(names, i).size() + 1);
   std::ostringstream os;
   char buf[160];
   std::snprintf(buf, sizeof buf, "%*s %9s %9s %9s %9s\n", static_cast<int>(w), "", "precision", "recall", "f1-score",
                 "support");
   os << buf;
   std::int64_t total = 0;
-  for (std::size_t i = 0; i < r.support.size(); ++i) {
+  for (std::size_t i : rows) {
     total += r.support[i];
     std::snprintf(buf, sizeof buf, "%*s %9.4f %9.4f %9.4f %9lld\n", static_cast<int>(w), name_of(names, i).c_str(),
                   r.precision[i], r.recall[i], r.f1[i], static_cast<long long>(r.support[i]));

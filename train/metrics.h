@@ -25,7 +25,10 @@ double accuracy(const Tensor& prediction, const Tensor& target);
 double top_k_accuracy(const Tensor& scores, const Tensor& target, std::int64_t k);
 
 /// confusion[t][p]: rows of true class t predicted as p (sklearn's layout: rows true,
-/// columns predicted), classes × classes. classes = 0: max(label, prediction) + 1.
+/// columns predicted), classes × classes. classes = 0: max(label, prediction) + 1. Indexed
+/// by class: a class below the largest that is neither a label nor a prediction has a zero
+/// row and column (sklearn's default drops it, as with labels = sorted union; its other
+/// entries are the same). classification_report's default leaves such classes out.
 /// Throws for a label or prediction outside [0, classes).
 using ConfusionMatrix = std::vector<std::vector<std::int64_t>>;
 /// The confusion matrix of `prediction` (as predicted_classes) against `target` (N) int64.
@@ -34,7 +37,7 @@ ConfusionMatrix confusion_matrix(const Tensor& prediction, const Tensor& target,
 /// Per-class precision, recall and F1 from a confusion matrix (sklearn's
 /// precision_recall_fscore_support with zero_division = 0: a class never predicted has
 /// precision 0, a class absent from the targets recall 0, and F1 = 0 when both are 0).
-/// Averages: macro (unweighted mean over classes) and weighted (by support).
+/// Averages: macro (unweighted mean over the report's labels) and weighted (by support).
 struct ClassificationReport {
   ///@{
   /// Per class (index = class): precision TP/(TP+FP), recall TP/(TP+FN), F1 their harmonic
@@ -42,22 +45,30 @@ struct ClassificationReport {
   std::vector<double> precision, recall, f1;
   ///@}
   std::vector<std::int64_t> support;  ///< true rows per class
+  /// The classes the averages run over (and format_report prints), ascending unless given.
+  std::vector<std::int64_t> labels;
   /// Trace of the confusion matrix over its total.
   double accuracy = 0;
   ///@{
-  /// Unweighted means over classes of precision, recall and f1.
+  /// Unweighted means over `labels` of precision, recall and f1.
   double macro_precision = 0, macro_recall = 0, macro_f1 = 0;
   ///@}
   ///@{
-  /// Means over classes weighted by support.
+  /// Means over `labels` weighted by support.
   double weighted_precision = 0, weighted_recall = 0, weighted_f1 = 0;
   ///@}
 };
-/// Throws for a matrix that is not square or is empty, or a negative count.
-ClassificationReport classification_report(const ConfusionMatrix& confusion);
+/// `labels` (sklearn's labels=): the classes to average over; empty (the default): as
+/// sklearn, the sorted classes that occur as a target or a prediction (a class in neither
+/// does not count as 0 in the macro average). Per-class vectors always cover every class.
+/// Throws std::invalid_argument for a matrix that is not square or is empty, a negative
+/// count, or a label outside [0, classes) or given twice.
+ClassificationReport classification_report(const ConfusionMatrix& confusion,
+                                            const std::vector<std::int64_t>& labels = {});
 
-/// The report as aligned text (precision, recall, f1-score, support per class, then
-/// accuracy and the averages), class names from `names` when given (else indices).
+/// The report as aligned text (precision, recall, f1-score, support per class of
+/// report.labels, then accuracy and the averages), class names from `names` when given
+/// (else indices).
 std::string format_report(const ClassificationReport& report, const std::vector<std::string>& names = {});
 /// The confusion matrix as aligned text with class names (rows true, columns predicted).
 std::string format_confusion(const ConfusionMatrix& confusion, const std::vector<std::string>& names = {});

@@ -98,6 +98,29 @@ bool as_classes(data::Dataset& d, std::int64_t max_classes) {
   return true;
 }
 
+// Integer class labels that are not 0..k-1 (e.g. 7 and 1000000000) become classes 0..k-1 in
+// sorted order with their text as class names, so the model has one output per distinct
+// label rather than one per index up to the largest.
+void dense_classes(data::Dataset& d) {
+  if (!d.class_names.empty()) return;  // string labels: already 0..k-1
+  const std::int64_t* y = d.y.data<std::int64_t>();
+  std::map<std::int64_t, std::int64_t> distinct;
+  for (std::int64_t i = 0; i < d.size(); ++i) distinct.emplace(y[i], 0);
+  std::int64_t k = 0;
+  bool plain = true;
+  std::vector<std::string> names;
+  for (auto& [v, idx] : distinct) {
+    plain = plain && v == k;
+    idx = k++;
+    names.push_back(std::to_string(v));
+  }
+  if (plain) return;
+  std::vector<std::int64_t> classes;
+  classes.reserve(static_cast<std::size_t>(d.size()));
+  for (std::int64_t i = 0; i < d.size(); ++i) classes.push_back(distinct.at(y[i]));
+  d = data::Dataset::make(d.X, Tensor::from_int64(classes, {d.size()}), names);
+}
+
 // --task auto: numeric labels that are integers with few distinct values are classes, other
 // numbers regression targets, text labels classes.
 data::Dataset load(const Config& c, bool& classification) {
@@ -109,7 +132,9 @@ data::Dataset load(const Config& c, bool& classification) {
   if (c.task == "classification" || c.task == "regression") {
     classification = c.task == "classification";
     o.task = classification ? data::CsvTask::Classification : data::CsvTask::Regression;
-    return data::read_csv(c.csv, o);
+    data::Dataset d = data::read_csv(c.csv, o);
+    if (classification) dense_classes(d);
+    return d;
   }
   o.task = data::CsvTask::Regression;
   data::Dataset d;
@@ -128,16 +153,11 @@ struct Moments {
   double mean = 0, std = 1;
 };
 
+// The targets' mean and std as a Standardizer fits them (std 1 only for a constant target,
+// by scikit-learn's relative bound: targets in small units are still scaled).
 Moments moments(const Tensor& y) {
-  const std::vector<double> v = y.to_vector();
-  Moments m;
-  for (double x : v) m.mean += x;
-  m.mean /= static_cast<double>(v.size());
-  double ss = 0;
-  for (double x : v) ss += (x - m.mean) * (x - m.mean);
-  m.std = std::sqrt(ss / static_cast<double>(v.size()));
-  if (m.std < 1e-12) m.std = 1;
-  return m;
+  const data::Standardizer s = data::Standardizer::fit(y);
+  return {s.mean()[0], s.stddev()[0]};
 }
 
 struct FoldResult {
