@@ -1,10 +1,15 @@
 #!/usr/bin/env bash
 # The main job: install what is missing, build, and run the chapter's BN experiments.
-# Results (CSV, Markdown summary, figures) go to results/.
+# Results (CSV, Markdown summary with the verdicts, figures) go to results/; the console ends
+# with the verdicts. Its own build folder (build-experiments, or BUILD_DIR) holds only the
+# library and bn_experiments: no tests, examples, other studies or benchmarks.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-scripts/setup.sh
-# Only the experiments binary (and the library under it): no tests, benchmarks or
-# libtorch comparisons, which the main job does not need.
-TAPEGRAD_TARGETS=bn_experiments scripts/build.sh
-"${BUILD_DIR:-build}/studies/bn_experiments/bn_experiments" all --out results "$@"
+scripts/setup.sh --main-job
+build_dir="${BUILD_DIR:-build-experiments}"
+t0=$SECONDS
+BUILD_DIR="$build_dir" TAPEGRAD_TARGETS=bn_experiments scripts/build.sh \
+  -DTAPEGRAD_BUILD_TESTS=OFF -DTAPEGRAD_BUILD_EXAMPLES=OFF -DTAPEGRAD_BUILD_BENCH=OFF -DTAPEGRAD_FUZZ=OFF \
+  -DTAPEGRAD_DISTRIBUTED=OFF
+echo "run_experiments: built in $((SECONDS - t0)) s"
+"$build_dir/studies/bn_experiments/bn_experiments" all --out results "$@"

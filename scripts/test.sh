@@ -1,9 +1,11 @@
 #!/usr/bin/env bash
 # The test entry point (the README's test command; CI runs it through .ci/run).
 # Installs what is missing, then runs these stages; any failure exits non-zero:
-#   docs     the API reference: doxygen with docs/Doxyfile into $BUILD_DIR/doxygen (HTML
-#            in html/index.html). Any warning fails (an undocumented public symbol, a
-#            broken \param or reference), and the warnings are printed. Seconds; runs first.
+#   docs     scripts/check_docs.py (README and docs: one top heading a page, every repository
+#            path and test name they give exists), then the API reference: doxygen with
+#            docs/Doxyfile into $BUILD_DIR/doxygen (HTML in html/index.html). Any warning fails
+#            (an undocumented public symbol, a broken \param or reference), and the warnings
+#            are printed. Seconds; runs first.
 #   asan     build-asan/: gcc, -O1 -g, AddressSanitizer + UndefinedBehaviorSanitizer
 #            (TAPEGRAD_SANITIZE=address,undefined, no recovery), every library test
 #            executable (tests_<folder>, tests_golden, tests_readme: the list CMake writes
@@ -81,6 +83,9 @@ if [[ "$stages" == *" docs "* ]]; then
     echo "== docs: FAILED, namespaces without a description in docs/namespaces.dox: ${missing_ns[*]}"
     exit 1
   fi
+  # README.md and docs/*.md: one top heading a page, every repository path and test
+  # executable/tag they name exists (scripts/check_docs.py).
+  python3 scripts/check_docs.py || { echo "== docs: FAILED, README/docs name things the tree does not have (above)"; exit 1; }
   # WARN_AS_ERROR=FAIL_ON_WARNINGS in the Doxyfile: doxygen writes every warning, then exits
   # non-zero. The warnings go to a log, printed when there are any.
   if ! ( cat docs/Doxyfile; echo "OUTPUT_DIRECTORY=$docs_dir"; echo "WARN_LOGFILE=$docs_dir/warnings.log" ) |

@@ -18,6 +18,7 @@
 #include <tapegrad/core/parallel.h>
 #include "report.h"
 #include "study.h"
+#include "verdicts.h"
 #include <tapegrad/core/wait_policy.h>
 
 int main(int argc, char** argv) {
@@ -125,6 +126,8 @@ int main(int argc, char** argv) {
       spdlog::info("saved {} nets into {}", saved.size(), save_dir);
     }
     std::cout << summary_markdown(s) << "\n";
+    std::cout << "Verdicts (rules and margins in " << (std::filesystem::path(out) / "summary.md").string() << "):\n"
+              << verdicts_text(judge_claims(s));
     spdlog::info("{} runs, {} SGD steps in {:.1f} s; wrote {}/results.csv, {}/summary.md and {} figure(s)",
                  s.jobs.size(), steps, secs, out, out, pngs.size());
   } catch (const std::exception& e) {

@@ -16,6 +16,7 @@
 #include <tapegrad/core/file_io.h>
 #include "kit/gnuplot.h"
 #include "kit/option_checks.h"
+#include "verdicts.h"
 
 namespace bnexp {
 
@@ -145,11 +146,20 @@ std::string summary_markdown(const StudyResult& s) {
      << ", plain SGD on MSE; data: 200 train / 100 test, 50 features, y = sin(2·x0) + cos(x1) + 0.1·ε\n";
   md << "- Losses are mean ± sample std over the runs that did not crash. A run crashes when a loss becomes "
         "NaN, Inf or > 1e10; training stops there.\n";
-  md << "- Evaluation policy *eval*: model.eval(), running statistics. *train*: the chapter's train-mode "
-        "evaluation (batch statistics of the whole evaluated set).\n";
+  md << "- Evaluation policy *eval*: model.eval(), running statistics, as PyTorch practice evaluates. *train*: the "
+        "chapter's train-mode evaluation, which normalises with the batch statistics of the whole evaluated set. "
+        "Both policies see the same training; only the reported losses differ. Train-mode evaluation reaches the "
+        "loss target sooner because it normalises with the current weights' statistics, while the running "
+        "statistics of eval mode trail the weights: with momentum "
+     << fmt_g(o.bn_momentum) << " they average over about " << fmt_g(o.bn_momentum > 0 ? 1.0 / o.bn_momentum : 0)
+     << " steps.\n";
   md << "- `epochs to ≤" << fmt_g(o.target_loss) << "`: first epoch whose full-train-set loss is ≤ "
      << fmt_g(o.target_loss) << " (runs that reached it / runs); `rising`: fraction of epochs whose train loss "
         "went up (0 = smooth descent).\n";
+  const Baseline base = constant_predictor(o);
+  md << "- `constant predictor`: the train mean of y, a net that has learnt nothing; a test loss at or above its "
+        "test loss does not generalise.\n";
+  md << "\n" << verdicts_markdown(judge_claims(s), base);
   const auto sums = summarize(s);
   for (const auto& exp : experiment_names()) {
     for (EvalPolicy pol : r.policies) {
@@ -170,6 +180,8 @@ std::string summary_markdown(const StudyResult& s) {
            << c->reached_target << "/" << (c->runs - c->crashed) << ") | " << fmt4(c->rise_fraction) << " | "
            << crashed << " |\n";
       }
+      md << "| constant predictor | — | — | — | " << pm(base.train) << " | " << pm(base.test)
+         << " | — | — | — | — |\n";
     }
   }
   return md.str();
