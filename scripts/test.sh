@@ -27,6 +27,9 @@
 #            golden tests with the kernels forced (TAPEGRAD_ISA, OPENBLAS_CORETYPE) to each
 #            level the machine runs, from the same build. Last, so the script's closing
 #            lines are ctest's "N tests passed/failed" summary.
+#   In both ctest stages each Catch2 test case is its own ctest entry, and the entry
+#   catch_registration fails, naming them, when a test case an executable lists is run by no
+#   entry or an entry runs another number of cases than its own (docs/internals.md, Testing).
 # TAPEGRAD_TEST_STAGES selects stages (default "docs asan fuzz native release"), e.g.
 #   TAPEGRAD_TEST_STAGES=release bash scripts/test.sh
 # Build folders: BUILD_DIR (build), ASAN_BUILD_DIR (build-asan), FUZZ_BUILD_DIR (build-fuzz),
