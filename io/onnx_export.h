@@ -40,7 +40,9 @@ struct OnnxExportOptions {
 /// Sub, Mul, ReduceMean, Add, Sqrt, Div, Mul, Add (no LayerNormalization: OpenCV 4.6 rejects
 /// it); GroupNorm -> Reshape (N, G, -1), InstanceNormalization, Reshape back, Mul, Add;
 /// InstanceNorm1d/2d -> InstanceNormalization (BatchNormalization when it tracks running
-/// statistics); MaxPool2d -> MaxPool; AvgPool2d -> AveragePool; AdaptiveAvgPool2d ->
+/// statistics); MaxPool2d -> MaxPool; AvgPool2d -> AveragePool (ceil_mode as explicit end
+/// pads giving tapegrad's output size: a Pad of -inf first where ONNX Runtime's pads < kernel
+/// limit needs it, a Mul rescaling to tapegrad's count_include_pad divisor); AdaptiveAvgPool2d ->
 /// GlobalAveragePool for (1, 1), AveragePool when the input divides evenly; ReLU, Sigmoid,
 /// Tanh, LeakyReLU -> Relu, Sigmoid, Tanh, LeakyRelu; GELU -> its erf (or tanh) formula;
 /// Clamp -> Clip; Flatten -> Flatten (start_dim 1 to the end) or Reshape; Unflatten ->

@@ -106,6 +106,42 @@ nlohmann::json write_case(const std::string& dir, const std::string& name, layer
   return write_runs(dir, name, [&](const Tensor& x) { return model(x); }, sample, engines, gen);
 }
 
+// One pool as a model, float32, in ONNX Runtime and onnx.checker (not OpenCV 4.6: it gets
+// AveragePool with count_include_pad and padding wrong, docs/onnx.md).
+nlohmann::json pool_case(const std::string& dir, const std::string& name, layers::ModulePtr pool, const Shape& sample,
+                         Generator& gen) {
+  layers::Sequential net{std::move(pool)};
+  net.eval();
+  return write_case(dir, name, net, sample, {"onnx.checker", "onnxruntime"}, gen);
+}
+
+// The pool configurations of the golden vectors and regression cases (their module args and
+// input sizes), and ceil_mode windows around the end of the input.
+void pool_cases(const std::string& dir, nlohmann::json& cases, Generator& gen) {
+  using layers::AvgPool2d, layers::MaxPool2d, layers::Size2;
+  auto add = [&](const std::string& name, layers::ModulePtr m, const Shape& sample) {
+    cases.push_back(pool_case(dir, "pool_" + name, std::move(m), sample, gen));
+  };
+  // tests/golden/conv.json MaxPool2d_0..2, AvgPool2d_3..5, AdaptiveAvgPool2d_6 (AdaptiveAvgPool2d_7,
+  // 5x7 -> 2x3, and C36 have uneven windows: refused); train_cnn.json's MaxPool2d(2) is MaxPool2d_0
+  add("golden_max0", std::make_shared<MaxPool2d>(2, 2, 0, 1, false), {2, 4, 6});
+  add("golden_max1", std::make_shared<MaxPool2d>(3, 2, 1, 1, false), {3, 7, 5});
+  add("golden_max2_ceil", std::make_shared<MaxPool2d>(2, 2, 0, 1, true), {2, 5, 5});
+  add("golden_avg3", std::make_shared<AvgPool2d>(2, 2, 0, false, true), {2, 4, 4});
+  add("golden_avg4", std::make_shared<AvgPool2d>(3, 1, 1, false, false), {2, 4, 5});
+  add("golden_avg5", std::make_shared<AvgPool2d>(3, 1, 1, false, true), {2, 4, 5});
+  add("golden_adaptive6", std::make_shared<layers::AdaptiveAvgPool2d>(Size2(1, 1)), {3, 4, 5});
+  // tests/cases C32 (the last window would start in the padding: 3x4, ONNX's ceil_mode 4x4)
+  // and C34 (ceil_mode's extra cells do not count in the divisor)
+  add("c32_max_ceil", std::make_shared<MaxPool2d>(Size2(2, 3), 2, 1, 1, true), {2, 5, 6});
+  add("c34_avg_ceil_count_pad", std::make_shared<AvgPool2d>(3, 2, 1, true, true), {2, 6, 5});
+  add("avg_ceil_no_count_pad", std::make_shared<AvgPool2d>(3, 2, 1, true, false), {2, 6, 5});
+  add("max_ceil_5x5_pad1", std::make_shared<MaxPool2d>(2, 2, 1, 1, true), {1, 5, 5});
+  add("avg_ceil_5x5_pad1", std::make_shared<AvgPool2d>(2, 2, 1, true, true), {1, 5, 5});
+  add("avg_ceil_7x8_stride3", std::make_shared<AvgPool2d>(Size2(3, 4), 3, Size2(1, 2), true, true), {2, 7, 8});
+  add("max_ceil_dilated", std::make_shared<MaxPool2d>(2, 2, 1, 3, true), {1, 8, 9});  // end pad >= kernel: a Pad node
+}
+
 // Every norm but BatchNorm, and the layers the models do not use: ONNX Runtime only (OpenCV
 // 4.6 has no InstanceNormalization over a reshaped group and no Erf).
 std::shared_ptr<layers::Sequential> norms_net(Generator& gen) {
@@ -214,6 +250,8 @@ int main(int argc, char** argv) {
                                     {{"fmnist.model", "cnn"}, {"fmnist.hidden", "256,128"}, {"fmnist.norm", "batch"},
                                      {"fmnist.dropout", "0"}, {"fmnist.cnn.channels", "8,16"}, {"fmnist.cnn.head", "32"},
                                      {"fmnist.cnn.groups", "8"}}, true, gen));
+
+    pool_cases(dir, cases, gen);
 
     auto norms = norms_net(gen);
     warm_up(*norms, {8, 200}, gen);
