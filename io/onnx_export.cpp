@@ -8,6 +8,7 @@
 
 #include <tapegrad/core/autograd.h>
 #include <tapegrad/core/file_io.h>
+#include <tapegrad/debug/warnings.h>
 #include <tapegrad/io/onnx_proto.h>
 #include <tapegrad/layers/activation.h>
 #include <tapegrad/layers/batch_norm.h>
@@ -40,6 +41,8 @@ class GraphBuilder {
   explicit GraphBuilder(Dtype dt) : dtype_(dt), elem_(dt == Dtype::Float64 ? op::kDouble : op::kFloat) {}
 
   int elem() const { return elem_; }
+  /// The module path of each node of model().nodes, in order.
+  const std::vector<std::string>& node_paths() const { return node_paths_; }
   op::Model& model() { return model_; }
 
   std::string fresh(const std::string& base) { return base + "_" + std::to_string(counter_++); }
@@ -48,6 +51,7 @@ class GraphBuilder {
                    std::vector<Attribute> attrs = {}) {
     const std::string out = fresh((path.empty() ? std::string("x") : path) + "/" + op_type);
     model_.nodes.push_back({op_type, out, std::move(inputs), {out}, std::move(attrs)});
+    node_paths_.push_back(path);
     return out;
   }
 
@@ -92,6 +96,7 @@ class GraphBuilder {
   Dtype dtype_;
   int elem_;
   op::Model model_;
+  std::vector<std::string> node_paths_;
   int counter_ = 0;
 };
 
@@ -351,6 +356,32 @@ class Exporter {
   }
 };
 
+// The ops the exporter writes that ONNX Runtime 1.20.1's CPU provider has no float64 (DOUBLE)
+// kernel for: a DOUBLE graph with one of them does not load there ("Could not find an
+// implementation for Conv(11)"). Measured by the onnx_engines ctest (docs/onnx.md).
+constexpr const char* kNoFloat64Kernel[] = {"Conv", "InstanceNormalization", "Erf", "AveragePool", "GlobalAveragePool"};
+
+// The warning naming each such op of the graph and the first module that wrote it; empty when
+// there is none.
+std::string float64_ops_warning(const op::Model& mp, const std::vector<std::string>& paths) {
+  std::string found;
+  for (const char* op_type : kNoFloat64Kernel)
+    for (std::size_t i = 0; i < mp.nodes.size(); ++i)
+      if (mp.nodes[i].op_type == op_type) {
+        found += (found.empty() ? "" : ", ") + std::string(op_type) + " (" + (paths[i].empty() ? std::string("the model") : "module '" + paths[i] + "'") + ")";
+        break;
+      }
+  if (found.empty()) return {};
+  return "export_onnx: the float64 graph has " + found +
+         ", for which ONNX Runtime's CPU provider (1.20.1) has no float64 kernel: it will not load the model "
+         "(onnx.checker accepts it); export a float32 copy for ONNX Runtime (model.to(Dtype::Float32)). What runs "
+         "where: docs/onnx.md";
+}
+
+void warn(const std::string& message) {
+  if (!message.empty()) debug::emit_warning({"onnx_export", "no_float64_kernel", message});
+}
+
 Dtype model_dtype(layers::Module& m) {
   for (const auto& [k, t] : m.named_parameters()) return t.dtype();
   for (const auto& [k, t] : m.named_buffers())
@@ -358,9 +389,9 @@ Dtype model_dtype(layers::Module& m) {
   return Dtype::Float32;
 }
 
-}  // namespace
-
-std::string export_onnx(layers::Module& model, const Shape& sample_shape, const OnnxExportOptions& o) {
+// export_onnx without the warning: the bytes, and the warning's text (or nothing) in `warning`.
+std::string export_graph(layers::Module& model, const Shape& sample_shape, const OnnxExportOptions& o,
+                         std::string& warning) {
   for (const auto& [path, m] : model.named_modules())
     if (m->is_training())
       throw std::invalid_argument("export_onnx: expected a model in eval mode, but " + where(path, *m) +
@@ -406,11 +437,24 @@ std::string export_onnx(layers::Module& model, const Shape& sample_shape, const 
   mp.graph_name = o.graph_name;
   mp.doc_string = o.doc_string;
   mp.metadata = o.metadata;
-  return onnx_proto::encode(mp);
+  std::string bytes = onnx_proto::encode(mp);
+  if (dt == Dtype::Float64) warning = float64_ops_warning(mp, ex.g.node_paths());
+  return bytes;
+}
+
+}  // namespace
+
+std::string export_onnx(layers::Module& model, const Shape& sample_shape, const OnnxExportOptions& o) {
+  std::string warning;
+  std::string bytes = export_graph(model, sample_shape, o, warning);
+  warn(warning);
+  return bytes;
 }
 
 void save_onnx(layers::Module& model, const Shape& sample_shape, const std::string& path, const OnnxExportOptions& o) {
-  atomic_write_file(path, export_onnx(model, sample_shape, o));
+  std::string warning;
+  atomic_write_file(path, export_graph(model, sample_shape, o, warning));
+  warn(warning);  // only once the file is there
 }
 
 }  // namespace tapegrad::io

@@ -4,10 +4,12 @@
 #include <catch2/catch.hpp>
 
 #include <tapegrad/core/core.h>
+#include <tapegrad/debug/warnings.h>
 #include <tapegrad/io/onnx_export.h>
 #include <tapegrad/io/onnx_proto.h>
 #include <tapegrad/layers/activation.h>
 #include <tapegrad/layers/batch_norm.h>
+#include <tapegrad/layers/conv.h>
 #include <tapegrad/layers/flatten.h>
 #include <tapegrad/layers/linear.h>
 #include <tapegrad/layers/local_response_norm.h>
@@ -121,4 +123,27 @@ TEST_CASE("export_onnx writes ceil_mode pools as explicit end pads giving tapegr
   const std::string pb = io::export_onnx(plain, {1, 4, 5});
   REQUIRE(pb.find(ints_attribute("pads", {1, 1, 1, 1})) != std::string::npos);
   REQUIRE(pb.find(std::string("\x22\x03" "Mul", 5)) == std::string::npos);
+}
+
+TEST_CASE("export_onnx warns when a float64 graph has ops ONNX Runtime has no float64 kernel for", "[onnx]") {
+  std::vector<debug::Warning> seen;
+  debug::set_warning_handler([&](const debug::Warning& w) { seen.push_back(w); });
+  Generator gen(3);
+  layers::Sequential conv{std::make_shared<layers::Conv2d>(1, 2, 3, 1, 0, 1, 1, true, Dtype::Float64, gen),
+                          std::make_shared<layers::GELU>()};
+  conv.eval();
+  io::export_onnx(conv, {1, 5, 5});
+  layers::Sequential mlp{std::make_shared<layers::Linear>(4, 3, true, Dtype::Float64, gen), std::make_shared<layers::ReLU>()};
+  mlp.eval();
+  io::export_onnx(mlp, {4});  // Gemm, Relu: both have float64 kernels
+  // a save that fails warns about nothing: no file, no warning
+  REQUIRE_THROWS_AS(io::save_onnx(conv, {1, 5, 5}, "/nonexistent_tapegrad_dir/conv.onnx"), std::runtime_error);
+  conv.to(Dtype::Float32);
+  io::export_onnx(conv, {1, 5, 5});  // float32: every op runs
+  debug::set_warning_handler({});
+  REQUIRE(seen.size() == 1);
+  CHECK(seen[0].source == "onnx_export");
+  CHECK(seen[0].kind == "no_float64_kernel");
+  CHECK_THAT(seen[0].message, Catch::Contains("Conv (module '0')") && Catch::Contains("Erf (module '1')") &&
+                                  Catch::Contains("no float64 kernel") && Catch::Contains("docs/onnx.md"));
 }
