@@ -128,6 +128,9 @@ TEST_CASE("export_onnx writes ceil_mode pools as explicit end pads giving tapegr
 TEST_CASE("export_onnx warns when a float64 graph has ops ONNX Runtime has no float64 kernel for", "[onnx]") {
   std::vector<debug::Warning> seen;
   debug::set_warning_handler([&](const debug::Warning& w) { seen.push_back(w); });
+  struct Restore {
+    ~Restore() { debug::set_warning_handler({}); }  // also when an assertion below ends the test
+  } restore;
   Generator gen(3);
   layers::Sequential conv{std::make_shared<layers::Conv2d>(1, 2, 3, 1, 0, 1, 1, true, Dtype::Float64, gen),
                           std::make_shared<layers::GELU>()};
@@ -140,7 +143,6 @@ TEST_CASE("export_onnx warns when a float64 graph has ops ONNX Runtime has no fl
   REQUIRE_THROWS_AS(io::save_onnx(conv, {1, 5, 5}, "/nonexistent_tapegrad_dir/conv.onnx"), std::runtime_error);
   conv.to(Dtype::Float32);
   io::export_onnx(conv, {1, 5, 5});  // float32: every op runs
-  debug::set_warning_handler({});
   REQUIRE(seen.size() == 1);
   CHECK(seen[0].source == "onnx_export");
   CHECK(seen[0].kind == "no_float64_kernel");

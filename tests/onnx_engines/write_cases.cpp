@@ -165,9 +165,13 @@ void float64_cases(const std::string& dir, nlohmann::json& cases, Generator& gen
     warm_up(net, in, gen);
     net.to(Dtype::Float64);
     int warned = 0;
-    debug::set_warning_handler([&](const debug::Warning& w) { warned += w.kind == "no_float64_kernel"; });
-    io::save_onnx(net, sample, dir + "/f64_" + name + ".onnx");
-    debug::set_warning_handler({});
+    {
+      debug::set_warning_handler([&](const debug::Warning& w) { warned += w.kind == "no_float64_kernel"; });
+      struct Restore {
+        ~Restore() { debug::set_warning_handler({}); }
+      } restore;
+      io::save_onnx(net, sample, dir + "/f64_" + name + ".onnx");
+    }
     auto c = write_runs(dir, "f64_" + name, [&](const Tensor& x) { return net(x); }, sample, {"onnx.checker", "onnxruntime"},
                         gen, false, Dtype::Float64);
     c["onnxruntime_expect"] = warned ? "no_kernel" : "pass";
