@@ -1,6 +1,10 @@
 #include <tapegrad/io/onnx_convert.h>
 
+#include <charconv>
+#include <cmath>
+#include <optional>
 #include <stdexcept>
+#include <string_view>
 
 #include <tapegrad/data/fashion_mnist.h>
 #include <tapegrad/io/onnx_export.h>
@@ -13,23 +17,35 @@ namespace tapegrad::io {
 
 namespace {
 
+// The whole string as a decimal int64 >= lo (an optional '-', then digits): no spaces, no '+',
+// no fraction or exponent ("16.9", "1e3" are not integers), nothing beyond int64 ("1e30",
+// twenty digits); nullopt otherwise.
+std::optional<std::int64_t> parse_integer(std::string_view text, std::int64_t lo) {
+  std::int64_t v = 0;
+  const auto r = std::from_chars(text.data(), text.data() + text.size(), v);
+  if (text.empty() || r.ec != std::errc() || r.ptr != text.data() + text.size() || v < lo) return std::nullopt;
+  return v;
+}
+
+std::int64_t parse_int(const std::string& text, const std::string& key, const std::string& path, std::int64_t lo) {
+  const auto v = parse_integer(text, lo);
+  if (!v)
+    throw std::invalid_argument("'" + path + "': " + key + ": expected an integer >= " + std::to_string(lo) + ", got '" +
+                                text + "'");
+  return *v;
+}
+
 std::vector<std::int64_t> parse_widths(const std::string& text, const std::string& key, const std::string& path) {
   std::vector<std::int64_t> out;
   std::size_t pos = 0;
   while (pos <= text.size() && !text.empty()) {
     const std::size_t comma = text.find(',', pos);
-    const std::string item = text.substr(pos, comma == std::string::npos ? std::string::npos : comma - pos);
-    std::size_t used = 0;
-    std::int64_t v = 0;
-    try {
-      v = std::stoll(item, &used);
-    } catch (const std::exception&) {
-      used = 0;
-    }
-    if (item.empty() || used != item.size() || v < 1)
+    const std::string_view item = std::string_view(text).substr(pos, comma == std::string::npos ? std::string::npos : comma - pos);
+    const auto v = parse_integer(item, 1);
+    if (!v)
       throw std::invalid_argument("'" + path + "': " + key + ": expected positive integers separated by commas, got '" +
                                   text + "'");
-    out.push_back(v);
+    out.push_back(*v);
     if (comma == std::string::npos) break;
     pos = comma + 1;
   }
@@ -37,15 +53,10 @@ std::vector<std::int64_t> parse_widths(const std::string& text, const std::strin
 }
 
 double parse_double(const std::string& text, const std::string& key, const std::string& path) {
-  std::size_t used = 0;
   double v = 0;
-  try {
-    v = std::stod(text, &used);
-  } catch (const std::exception&) {
-    used = 0;
-  }
-  if (text.empty() || used != text.size())
-    throw std::invalid_argument("'" + path + "': " + key + ": expected a number, got '" + text + "'");
+  const auto r = std::from_chars(text.data(), text.data() + text.size(), v);
+  if (text.empty() || r.ec != std::errc() || r.ptr != text.data() + text.size() || !std::isfinite(v))
+    throw std::invalid_argument("'" + path + "': " + key + ": expected a finite number, got '" + text + "'");
   return v;
 }
 
@@ -80,9 +91,8 @@ std::shared_ptr<layers::Sequential> model_from_fmnist_checkpoint(const Safetenso
     models::CNNOptions o;
     o.height = o.width = 28;
     if (meta("fmnist.cnn.channels")) o.channels = parse_widths(*meta("fmnist.cnn.channels"), "fmnist.cnn.channels", path);
-    if (meta("fmnist.cnn.head")) o.hidden = static_cast<std::int64_t>(parse_double(*meta("fmnist.cnn.head"), "fmnist.cnn.head", path));
-    if (meta("fmnist.cnn.groups"))
-      o.groups = static_cast<std::int64_t>(parse_double(*meta("fmnist.cnn.groups"), "fmnist.cnn.groups", path));
+    if (meta("fmnist.cnn.head")) o.hidden = parse_int(*meta("fmnist.cnn.head"), "fmnist.cnn.head", path, 0);
+    if (meta("fmnist.cnn.groups")) o.groups = parse_int(*meta("fmnist.cnn.groups"), "fmnist.cnn.groups", path, 1);
     o.num_classes = classes;
     o.norm = models::parse_conv_norm(norm);
     net = std::make_shared<layers::Sequential>();

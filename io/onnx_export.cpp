@@ -1,11 +1,14 @@
 #include <tapegrad/io/onnx_export.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstring>
+#include <limits>
 #include <stdexcept>
 
 #include <tapegrad/core/autograd.h>
 #include <tapegrad/core/file_io.h>
+#include <tapegrad/debug/warnings.h>
 #include <tapegrad/io/onnx_proto.h>
 #include <tapegrad/layers/activation.h>
 #include <tapegrad/layers/batch_norm.h>
@@ -13,6 +16,7 @@
 #include <tapegrad/layers/conv.h>
 #include <tapegrad/layers/dropout.h>
 #include <tapegrad/layers/flatten.h>
+#include <tapegrad/layers/functional/window.h>
 #include <tapegrad/layers/group_norm.h>
 #include <tapegrad/layers/identity.h>
 #include <tapegrad/layers/instance_norm.h>
@@ -37,6 +41,8 @@ class GraphBuilder {
   explicit GraphBuilder(Dtype dt) : dtype_(dt), elem_(dt == Dtype::Float64 ? op::kDouble : op::kFloat) {}
 
   int elem() const { return elem_; }
+  /// The module path of each node of model().nodes, in order.
+  const std::vector<std::string>& node_paths() const { return node_paths_; }
   op::Model& model() { return model_; }
 
   std::string fresh(const std::string& base) { return base + "_" + std::to_string(counter_++); }
@@ -45,6 +51,7 @@ class GraphBuilder {
                    std::vector<Attribute> attrs = {}) {
     const std::string out = fresh((path.empty() ? std::string("x") : path) + "/" + op_type);
     model_.nodes.push_back({op_type, out, std::move(inputs), {out}, std::move(attrs)});
+    node_paths_.push_back(path);
     return out;
   }
 
@@ -89,6 +96,7 @@ class GraphBuilder {
   Dtype dtype_;
   int elem_;
   op::Model model_;
+  std::vector<std::string> node_paths_;
   int counter_ = 0;
 };
 
@@ -105,6 +113,17 @@ std::vector<std::int64_t> channel_dims(std::int64_t c, std::int64_t rank) {
 
 std::vector<double> values_or(const Tensor& t, std::size_t n, double fill) {
   return t.defined() ? t.to_vector() : std::vector<double>(n, fill);
+}
+
+// The end padding of one spatial dim that makes ONNX's pool output size (ceil_mode 0:
+// floor((in + pad + end − dilation·(kernel − 1) − 1)/stride) + 1) equal tapegrad's. With
+// ceil_mode tapegrad, like PyTorch, drops a last window that would start in the end padding;
+// ONNX's ceil_mode keeps it (a window of padding only). So ceil_mode is never written: the end
+// padding grows until the last window tapegrad keeps fits (less than the dilated kernel).
+std::int64_t pool_end_pad(std::int64_t in, std::int64_t kernel, std::int64_t stride, std::int64_t pad,
+                          std::int64_t dilation, bool ceil_mode) {
+  const std::int64_t out = layers::functional::pool_output_size(in, kernel, stride, pad, dilation, ceil_mode);
+  return std::max(pad, (out - 1) * stride + dilation * (kernel - 1) + 1 - in - pad);
 }
 
 class Exporter {
@@ -225,20 +244,50 @@ class Exporter {
       return reshape_keeping_batch(p, in, y);
     }
     if (auto* mp = dynamic_cast<layers::MaxPool2d*>(&m)) {
+      const std::int64_t eh = pool_end_pad(x.shape()[rank - 2], mp->kernel_size.h, mp->stride.h, mp->padding.h, mp->dilation.h,
+                                           mp->ceil_mode);
+      const std::int64_t ew = pool_end_pad(x.shape()[rank - 1], mp->kernel_size.w, mp->stride.w, mp->padding.w, mp->dilation.w,
+                                           mp->ceil_mode);
+      std::string src = in;
+      std::vector<std::int64_t> pads{mp->padding.h, mp->padding.w, eh, ew};
+      if (eh >= mp->kernel_size.h || ew >= mp->kernel_size.w) {
+        // ONNX Runtime refuses pads >= kernel_shape (a dilated window): pad with -inf first
+        src = pad(p, in, pads, -std::numeric_limits<double>::infinity());
+        pads = {0, 0, 0, 0};
+      }
       std::vector<Attribute> at{Attribute::of_ints("kernel_shape", {mp->kernel_size.h, mp->kernel_size.w}),
-                                Attribute::of_ints("strides", {mp->stride.h, mp->stride.w}),
-                                Attribute::of_ints("pads", {mp->padding.h, mp->padding.w, mp->padding.h, mp->padding.w})};
+                                Attribute::of_ints("strides", {mp->stride.h, mp->stride.w}), Attribute::of_ints("pads", pads)};
       if (!(mp->dilation == layers::Size2(1))) at.push_back(Attribute::of_ints("dilations", {mp->dilation.h, mp->dilation.w}));
-      if (mp->ceil_mode) at.push_back(Attribute::of_int("ceil_mode", 1));
-      return g.node("MaxPool", p, {in}, at);
+      return g.node("MaxPool", p, {src}, at);
     }
     if (auto* ap = dynamic_cast<layers::AvgPool2d*>(&m)) {
-      std::vector<Attribute> at{Attribute::of_ints("kernel_shape", {ap->kernel_size.h, ap->kernel_size.w}),
-                                Attribute::of_ints("strides", {ap->stride.h, ap->stride.w}),
-                                Attribute::of_ints("pads", {ap->padding.h, ap->padding.w, ap->padding.h, ap->padding.w}),
-                                Attribute::of_int("count_include_pad", ap->count_include_pad ? 1 : 0)};
-      if (ap->ceil_mode) at.push_back(Attribute::of_int("ceil_mode", 1));
-      return g.node("AveragePool", p, {in}, at);
+      const layers::Size2 k = ap->kernel_size, st = ap->stride, pd = ap->padding;
+      const std::int64_t h = x.shape()[rank - 2], w = x.shape()[rank - 1];
+      const std::int64_t eh = pool_end_pad(h, k.h, st.h, pd.h, 1, ap->ceil_mode);
+      const std::int64_t ew = pool_end_pad(w, k.w, st.w, pd.w, 1, ap->ceil_mode);
+      const std::string out =
+          g.node("AveragePool", p, {in},
+                 {Attribute::of_ints("kernel_shape", {k.h, k.w}), Attribute::of_ints("strides", {st.h, st.w}),
+                  Attribute::of_ints("pads", {pd.h, pd.w, eh, ew}),
+                  Attribute::of_int("count_include_pad", ap->count_include_pad ? 1 : 0)});
+      if (!ap->count_include_pad || (eh == pd.h && ew == pd.w)) return out;
+      // count_include_pad: ONNX's divisor is the window clipped to the input plus *all* its
+      // padding, tapegrad's (PyTorch's) the window clipped to in + padding, without the end
+      // padding added for ceil_mode. Each output is rescaled by ONNX's divisor / tapegrad's.
+      // (Not a zero Pad + count_include_pad 0: ONNX Runtime 1.20.1 fuses such a Pad into the
+      // pool's pads and then leaves it out of the divisor.)
+      const std::int64_t oh = y.shape()[rank - 2], ow = y.shape()[rank - 1];
+      auto span = [](std::int64_t i, std::int64_t s, std::int64_t pad, std::int64_t kernel, std::int64_t in_size,
+                     std::int64_t end) {
+        const std::int64_t start = i * s - pad;
+        return static_cast<double>(std::min(start + kernel, in_size + end) - start);
+      };
+      std::vector<double> scale(static_cast<std::size_t>(oh * ow));
+      for (std::int64_t i = 0; i < oh; ++i)
+        for (std::int64_t j = 0; j < ow; ++j)
+          scale[i * ow + j] = span(i, st.h, pd.h, k.h, h, eh) * span(j, st.w, pd.w, k.w, w, ew) /
+                              (span(i, st.h, pd.h, k.h, h, pd.h) * span(j, st.w, pd.w, k.w, w, pd.w));
+      return g.node("Mul", p, {out, g.constant(key(p, "divisor_scale"), scale, {oh, ow})});
     }
     if (auto* ap = dynamic_cast<layers::AdaptiveAvgPool2d*>(&m)) {
       const std::int64_t h = x.shape()[rank - 2], w = x.shape()[rank - 1], oh = ap->output_size.h, ow = ap->output_size.w;
@@ -292,6 +341,13 @@ class Exporter {
     return g.node("Mul", p, {half_x, g.node("Add", p, {inner, one})});
   }
 
+  // Pad (constant `value`) of the two spatial dims of (N, C, H, W): pads (top, left, bottom, right).
+  std::string pad(const std::string& p, const std::string& in, const std::vector<std::int64_t>& pads, double value) {
+    return g.node("Pad", p,
+                  {in, g.int64s(key(p, "pads"), {0, 0, pads[0], pads[1], 0, 0, pads[2], pads[3]}),
+                   g.constant(key(p, "pad_value"), {value}, {})});
+  }
+
   // Reshape to y's shape with the batch dim copied (0) from the input.
   std::string reshape_keeping_batch(const std::string& p, const std::string& in, const Tensor& y) {
     std::vector<std::int64_t> target = ints(y.shape());
@@ -300,6 +356,32 @@ class Exporter {
   }
 };
 
+// The ops the exporter writes that ONNX Runtime 1.20.1's CPU provider has no float64 (DOUBLE)
+// kernel for: a DOUBLE graph with one of them does not load there ("Could not find an
+// implementation for Conv(11)"). Measured by the onnx_engines ctest (docs/onnx.md).
+constexpr const char* kNoFloat64Kernel[] = {"Conv", "InstanceNormalization", "Erf", "AveragePool", "GlobalAveragePool"};
+
+// The warning naming each such op of the graph and the first module that wrote it; empty when
+// there is none.
+std::string float64_ops_warning(const op::Model& mp, const std::vector<std::string>& paths) {
+  std::string found;
+  for (const char* op_type : kNoFloat64Kernel)
+    for (std::size_t i = 0; i < mp.nodes.size(); ++i)
+      if (mp.nodes[i].op_type == op_type) {
+        found += (found.empty() ? "" : ", ") + std::string(op_type) + " (" + (paths[i].empty() ? std::string("the model") : "module '" + paths[i] + "'") + ")";
+        break;
+      }
+  if (found.empty()) return {};
+  return "export_onnx: the float64 graph has " + found +
+         ", for which ONNX Runtime's CPU provider (1.20.1) has no float64 kernel: it will not load the model "
+         "(onnx.checker accepts it); export a float32 copy for ONNX Runtime (model.to(Dtype::Float32)). What runs "
+         "where: docs/onnx.md";
+}
+
+void warn(const std::string& message) {
+  if (!message.empty()) debug::emit_warning({"onnx_export", "no_float64_kernel", message});
+}
+
 Dtype model_dtype(layers::Module& m) {
   for (const auto& [k, t] : m.named_parameters()) return t.dtype();
   for (const auto& [k, t] : m.named_buffers())
@@ -307,9 +389,9 @@ Dtype model_dtype(layers::Module& m) {
   return Dtype::Float32;
 }
 
-}  // namespace
-
-std::string export_onnx(layers::Module& model, const Shape& sample_shape, const OnnxExportOptions& o) {
+// export_onnx without the warning: the bytes, and the warning's text (or nothing) in `warning`.
+std::string export_graph(layers::Module& model, const Shape& sample_shape, const OnnxExportOptions& o,
+                         std::string& warning) {
   for (const auto& [path, m] : model.named_modules())
     if (m->is_training())
       throw std::invalid_argument("export_onnx: expected a model in eval mode, but " + where(path, *m) +
@@ -355,11 +437,24 @@ std::string export_onnx(layers::Module& model, const Shape& sample_shape, const 
   mp.graph_name = o.graph_name;
   mp.doc_string = o.doc_string;
   mp.metadata = o.metadata;
-  return onnx_proto::encode(mp);
+  std::string bytes = onnx_proto::encode(mp);
+  if (dt == Dtype::Float64) warning = float64_ops_warning(mp, ex.g.node_paths());
+  return bytes;
+}
+
+}  // namespace
+
+std::string export_onnx(layers::Module& model, const Shape& sample_shape, const OnnxExportOptions& o) {
+  std::string warning;
+  std::string bytes = export_graph(model, sample_shape, o, warning);
+  warn(warning);
+  return bytes;
 }
 
 void save_onnx(layers::Module& model, const Shape& sample_shape, const std::string& path, const OnnxExportOptions& o) {
-  atomic_write_file(path, export_onnx(model, sample_shape, o));
+  std::string warning;
+  atomic_write_file(path, export_graph(model, sample_shape, o, warning));
+  warn(warning);  // only once the file is there
 }
 
 }  // namespace tapegrad::io

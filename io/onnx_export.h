@@ -40,7 +40,9 @@ struct OnnxExportOptions {
 /// Sub, Mul, ReduceMean, Add, Sqrt, Div, Mul, Add (no LayerNormalization: OpenCV 4.6 rejects
 /// it); GroupNorm -> Reshape (N, G, -1), InstanceNormalization, Reshape back, Mul, Add;
 /// InstanceNorm1d/2d -> InstanceNormalization (BatchNormalization when it tracks running
-/// statistics); MaxPool2d -> MaxPool; AvgPool2d -> AveragePool; AdaptiveAvgPool2d ->
+/// statistics); MaxPool2d -> MaxPool; AvgPool2d -> AveragePool (ceil_mode as explicit end
+/// pads giving tapegrad's output size: a Pad of -inf first where ONNX Runtime's pads < kernel
+/// limit needs it, a Mul rescaling to tapegrad's count_include_pad divisor); AdaptiveAvgPool2d ->
 /// GlobalAveragePool for (1, 1), AveragePool when the input divides evenly; ReLU, Sigmoid,
 /// Tanh, LeakyReLU -> Relu, Sigmoid, Tanh, LeakyRelu; GELU -> its erf (or tanh) formula;
 /// Clamp -> Clip; Flatten -> Flatten (start_dim 1 to the end) or Reshape; Unflatten ->
@@ -49,6 +51,9 @@ struct OnnxExportOptions {
 /// mapping (naming its path and type), for a BatchNorm without running statistics, for a
 /// Flatten/Unflatten that touches the batch dim, for an AdaptiveAvgPool2d whose windows
 /// differ, and when the model does not accept (2, sample_shape...) (the forward's error).
+/// Warns (debug/warnings.h, kind "no_float64_kernel") when a float64 graph has an op ONNX
+/// Runtime's CPU provider has no float64 kernel for (Conv, Erf, InstanceNormalization,
+/// AveragePool, GlobalAveragePool; the table: docs/onnx.md).
 std::string export_onnx(layers::Module& model, const Shape& sample_shape, const OnnxExportOptions& options = {});
 
 /// export_onnx written to `path` (replaced atomically: written beside it and renamed).

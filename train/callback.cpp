@@ -66,6 +66,10 @@ std::vector<EpochLogs> history_from_json(const std::string& json) {
     for (const auto& o : arr) {
       if (!o.is_object() || !o.contains("epoch") || !o["epoch"].is_number_integer())
         throw std::invalid_argument("expected objects with an integer \"epoch\"");
+      // in int's range (get<int> of 4294967297 would give 1)
+      if (o["epoch"].is_number_unsigned() ? o["epoch"].get<std::uint64_t>() > 1000000000u
+                                           : o["epoch"].get<std::int64_t>() < 0 || o["epoch"].get<std::int64_t>() > 1000000000)
+        throw std::invalid_argument("expected an integer \"epoch\" in [0, 1e9], got " + o["epoch"].dump());
       EpochLogs e;
       e.epoch = o["epoch"].get<int>();
       for (const auto& [k, v] : o.items()) {

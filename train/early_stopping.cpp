@@ -1,5 +1,6 @@
 #include <tapegrad/train/early_stopping.h>
 
+#include <charconv>
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
@@ -35,13 +36,18 @@ double parse_double(const std::string& text, const std::string& what) {
   return v;
 }
 
+int parse_count(const std::string& text, const std::string& what) {
+  int v = 0;
+  const auto r = std::from_chars(text.data(), text.data() + text.size(), v);
+  if (text.empty() || r.ec != std::errc() || r.ptr != text.data() + text.size() || v < 0 || v > 1000000000)
+    throw std::invalid_argument(what + ": expected a count (an integer in [0, 1e9]), got '" + text + "'");
+  return v;
+}
+
 namespace {
 int parse_int(const std::map<std::string, std::string>& s, const std::string& key) {
   auto it = s.find(key);
-  if (it == s.end()) return 0;
-  const double v = parse_double(it->second, key);
-  if (v != std::floor(v) || v < 0 || v > 1e9) throw std::invalid_argument(key + ": expected a count, got '" + it->second + "'");
-  return static_cast<int>(v);
+  return it == s.end() ? 0 : parse_count(it->second, key);
 }
 }  // namespace
 

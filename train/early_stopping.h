@@ -72,5 +72,9 @@ bool improves(double value, double best, Mode mode, double min_delta = 0.0);
 std::string format_double(double v);
 /// Reads format_double()'s text back.
 double parse_double(const std::string& text, const std::string& what);
+/// A count or an epoch of a callback's state: the whole `text` as a decimal integer in
+/// [0, 1e9] (no sign, spaces, fraction or exponent: "16.9", "1e3", " 5" are refused). Throws
+/// std::invalid_argument naming `what` and the text.
+int parse_count(const std::string& text, const std::string& what);
 
 }  // namespace tapegrad::train

@@ -55,12 +55,7 @@ void ModelCheckpoint::load_state_dict(const std::map<std::string, std::string>& 
   double best = std::nan("");
   int best_epoch = 0;
   if (auto it = s.find("best"); it != s.end()) best = parse_double(it->second, "best");
-  if (auto it = s.find("best_epoch"); it != s.end()) {
-    const double v = parse_double(it->second, "best_epoch");
-    if (v != std::floor(v) || v < 0 || v > 1e9)
-      throw std::invalid_argument("best_epoch: expected an epoch, got '" + it->second + "'");
-    best_epoch = static_cast<int>(v);
-  }
+  if (auto it = s.find("best_epoch"); it != s.end()) best_epoch = parse_count(it->second, "best_epoch");
   best_ = best;
   best_epoch_ = best_epoch;
 }

@@ -6,6 +6,7 @@
 
 #include <tapegrad/core/safetensors.h>
 #include <tapegrad/data/fashion_mnist.h>
+#include <tapegrad/train/early_stopping.h>
 
 namespace fmnist {
 
@@ -133,12 +134,13 @@ CheckpointInfo read_checkpoint_info(const std::string& path) {
     Config a;
     try {
       a.hidden = parse_hidden(*meta("fmnist.hidden"));
-      a.dropout = std::stod(*meta("fmnist.dropout"));
-      if (meta("fmnist.epochs")) a.epochs = std::stoi(*meta("fmnist.epochs"));
+      // whole strings: stoi/stoll/stod read "16.9" as 16 and "0.2x" as 0.2
+      a.dropout = train::parse_double(*meta("fmnist.dropout"), "fmnist.dropout");
+      if (meta("fmnist.epochs")) a.epochs = train::parse_count(*meta("fmnist.epochs"), "fmnist.epochs");
       if (meta("fmnist.model")) a.model = *meta("fmnist.model");  // absent: written before --model cnn, an MLP
       if (meta("fmnist.cnn.channels")) a.cnn.channels = parse_hidden(*meta("fmnist.cnn.channels"), "fmnist.cnn.channels");
-      if (meta("fmnist.cnn.head")) a.cnn.head = std::stoll(*meta("fmnist.cnn.head"));
-      if (meta("fmnist.cnn.groups")) a.cnn.groups = std::stoll(*meta("fmnist.cnn.groups"));
+      if (meta("fmnist.cnn.head")) a.cnn.head = train::parse_count(*meta("fmnist.cnn.head"), "fmnist.cnn.head");
+      if (meta("fmnist.cnn.groups")) a.cnn.groups = train::parse_count(*meta("fmnist.cnn.groups"), "fmnist.cnn.groups");
     } catch (const std::exception& e) {
       throw std::invalid_argument("'" + path + "': malformed fmnist.* metadata: " + e.what());
     }

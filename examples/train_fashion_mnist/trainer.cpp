@@ -245,7 +245,7 @@ class EpochLog : public train::Callback {
   void load_state_dict(const std::map<std::string, std::string>& s) override {
     if (auto it = s.find("best"); it != s.end()) best_ = train::parse_double(it->second, "best");
     if (auto it = s.find("best_epoch"); it != s.end())
-      best_epoch_ = static_cast<int>(train::parse_double(it->second, "best_epoch"));
+      best_epoch_ = train::parse_count(it->second, "best_epoch");
   }
 
   double best() const { return best_; }

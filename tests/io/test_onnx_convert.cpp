@@ -11,6 +11,8 @@
 #include <tapegrad/core/core.h>
 #include <tapegrad/core/safetensors.h>
 #include <tapegrad/io/onnx_convert.h>
+#include <tapegrad/layers/flatten.h>
+#include <tapegrad/models/cnn.h>
 #include <tapegrad/models/mlp.h>
 
 using namespace tapegrad;
@@ -85,5 +87,47 @@ TEST_CASE("convert_checkpoint_to_onnx refuses checkpoints without what it needs"
   const std::string wrong = write_checkpoint(dir + "/d.safetensors", kMeta, true, {784, 20, 10});
   REQUIRE_THROWS_WITH(io::convert_checkpoint_to_onnx(wrong, dir + "/d.onnx"), Catch::Contains("0.weight"));
   REQUIRE_FALSE(std::filesystem::exists(dir + "/d.onnx"));
+  std::filesystem::remove_all(dir);
+}
+
+TEST_CASE("convert_checkpoint_to_onnx parses integer metadata as whole integers naming the key", "[onnx][errors]") {
+  const std::string dir = temp_dir();
+  models::CNNOptions co;
+  co.height = co.width = 28;
+  co.channels = {4, 8};
+  co.hidden = 16;
+  co.groups = 4;
+  co.norm = models::ConvNorm::Group;
+  Generator gen(5);
+  layers::Sequential net{std::make_shared<layers::Unflatten>(1, Shape{1, 28, 28}), std::make_shared<models::CNN>(co, gen)};
+  std::vector<std::pair<std::string, Tensor>> tensors;
+  for (const auto& [k, v] : net.state_dict()) tensors.emplace_back("model." + k, v);
+  const std::map<std::string, std::string> good{{"fmnist.model", "cnn"},       {"fmnist.hidden", "16"},
+                                                {"fmnist.norm", "group"},      {"fmnist.dropout", "0"},
+                                                {"fmnist.cnn.channels", "4,8"}, {"fmnist.cnn.head", "16"},
+                                                {"fmnist.cnn.groups", "4"}};
+  io::OnnxConvertOptions o;
+  o.fold_preprocessing = false;
+  save_safetensors(dir + "/good.safetensors", tensors, good);
+  REQUIRE_THAT(io::convert_checkpoint_to_onnx(dir + "/good.safetensors", dir + "/good.onnx", o), Catch::Contains("wrote"));
+  // "16.9" was read as 16 (a model built from a value the file does not hold); "1e30" and
+  // "nan" were cast from double to int64 (undefined), the error showed -9223372036854775808
+  const std::vector<std::pair<std::string, std::string>> bad{
+      {"fmnist.cnn.head", "16.9"},  {"fmnist.cnn.head", "1e30"},   {"fmnist.cnn.head", "nan"},
+      {"fmnist.cnn.head", "-1"},    {"fmnist.cnn.head", " 16"},    {"fmnist.cnn.head", "99999999999999999999"},
+      {"fmnist.cnn.groups", "4.0"}, {"fmnist.cnn.groups", "0"},    {"fmnist.cnn.groups", "1e30"},
+      {"fmnist.cnn.channels", "4,8.5"}, {"fmnist.cnn.channels", "4,+8"}, {"fmnist.dropout", "nan"}};
+  for (const auto& [key, value] : bad) {
+    auto meta = good;
+    meta[key] = value;
+    const std::string ckpt = dir + "/bad.safetensors";
+    save_safetensors(ckpt, tensors, meta);
+    INFO(key << " = '" << value << "'");
+    REQUIRE_THROWS_AS(io::convert_checkpoint_to_onnx(ckpt, dir + "/bad.onnx", o), std::invalid_argument);
+    REQUIRE_THROWS_WITH(io::convert_checkpoint_to_onnx(ckpt, dir + "/bad.onnx", o),
+                        Catch::Contains(key + ": expected") && Catch::Contains("got '" + value + "'") &&
+                            !Catch::Contains("-9223372036854775808"));
+    REQUIRE_FALSE(std::filesystem::exists(dir + "/bad.onnx"));
+  }
   std::filesystem::remove_all(dir);
 }

@@ -4,10 +4,12 @@
 #include <catch2/catch.hpp>
 
 #include <tapegrad/core/core.h>
+#include <tapegrad/debug/warnings.h>
 #include <tapegrad/io/onnx_export.h>
 #include <tapegrad/io/onnx_proto.h>
 #include <tapegrad/layers/activation.h>
 #include <tapegrad/layers/batch_norm.h>
+#include <tapegrad/layers/conv.h>
 #include <tapegrad/layers/flatten.h>
 #include <tapegrad/layers/linear.h>
 #include <tapegrad/layers/local_response_norm.h>
@@ -80,4 +82,70 @@ TEST_CASE("export_onnx refuses what it cannot export, naming the module", "[onnx
   o.input_mean = {0.5};
   o.input_std = {0.0};
   REQUIRE_THROWS_WITH(io::export_onnx(mlp, {4}, o), Catch::Contains("input_std must be finite and > 0"));
+}
+
+namespace {
+// The bytes of an AttributeProto of ints, as onnx_proto writes it.
+std::string ints_attribute(const std::string& name, const std::vector<std::int64_t>& v) {
+  op::Writer w;
+  w.bytes_field(1, name);
+  for (auto x : v) w.int64_field(8, x);
+  w.int64_field(20, op::Attribute::Ints);
+  return w.bytes();
+}
+}  // namespace
+
+TEST_CASE("export_onnx writes ceil_mode pools as explicit end pads giving tapegrad's output size", "[onnx]") {
+  // MaxPool2d(2, 2, padding 1, ceil_mode) on 5x5: tapegrad and PyTorch give 3x3 (a 4th window
+  // would start in the end padding); ONNX's ceil_mode gives 4x4. Exported: pads (1, 1, 1, 1),
+  // no ceil_mode.
+  layers::Sequential max{std::make_shared<layers::MaxPool2d>(2, 2, 1, 1, true)};
+  max.eval();
+  REQUIRE(max(Tensor::zeros({1, 1, 5, 5})).shape() == Shape{1, 1, 3, 3});
+  const std::string mb = io::export_onnx(max, {1, 5, 5});
+  REQUIRE(mb.find("ceil_mode") == std::string::npos);
+  REQUIRE(mb.find(ints_attribute("pads", {1, 1, 1, 1})) != std::string::npos);
+  // AvgPool2d(3, 2, padding 1, ceil_mode, count_include_pad) on 6x5 -> 4x3: the last row of
+  // windows needs one more end row (pads (1, 1, 2, 1)), which must not count in the divisor
+  // (rows 5..7 divide by 2·3, not 3·3): the pool's output is rescaled by 9/6 there.
+  layers::Sequential avg{std::make_shared<layers::AvgPool2d>(3, 2, 1, true, true)};
+  avg.eval();
+  const std::string ab = io::export_onnx(avg, {1, 6, 5});
+  REQUIRE(ab.find("ceil_mode") == std::string::npos);
+  REQUIRE(ab.find(ints_attribute("pads", {1, 1, 2, 1})) != std::string::npos);
+  REQUIRE(ab.find(std::string("\x22\x03" "Mul", 5)) != std::string::npos);  // NodeProto.op_type "Mul"
+  std::vector<float> scale(12, 1.0f);
+  for (int j = 0; j < 3; ++j) scale[9 + j] = 1.5f;  // the last row of windows: 9 / 6
+  REQUIRE(ab.find(std::string(reinterpret_cast<const char*>(scale.data()), scale.size() * 4)) != std::string::npos);
+  // without ceil_mode's extra window nothing changes: symmetric pads, count_include_pad kept
+  layers::Sequential plain{std::make_shared<layers::AvgPool2d>(3, 1, 1, false, true)};
+  plain.eval();
+  const std::string pb = io::export_onnx(plain, {1, 4, 5});
+  REQUIRE(pb.find(ints_attribute("pads", {1, 1, 1, 1})) != std::string::npos);
+  REQUIRE(pb.find(std::string("\x22\x03" "Mul", 5)) == std::string::npos);
+}
+
+TEST_CASE("export_onnx warns when a float64 graph has ops ONNX Runtime has no float64 kernel for", "[onnx]") {
+  std::vector<debug::Warning> seen;
+  debug::set_warning_handler([&](const debug::Warning& w) { seen.push_back(w); });
+  struct Restore {
+    ~Restore() { debug::set_warning_handler({}); }  // also when an assertion below ends the test
+  } restore;
+  Generator gen(3);
+  layers::Sequential conv{std::make_shared<layers::Conv2d>(1, 2, 3, 1, 0, 1, 1, true, Dtype::Float64, gen),
+                          std::make_shared<layers::GELU>()};
+  conv.eval();
+  io::export_onnx(conv, {1, 5, 5});
+  layers::Sequential mlp{std::make_shared<layers::Linear>(4, 3, true, Dtype::Float64, gen), std::make_shared<layers::ReLU>()};
+  mlp.eval();
+  io::export_onnx(mlp, {4});  // Gemm, Relu: both have float64 kernels
+  // a save that fails warns about nothing: no file, no warning
+  REQUIRE_THROWS_AS(io::save_onnx(conv, {1, 5, 5}, "/nonexistent_tapegrad_dir/conv.onnx"), std::runtime_error);
+  conv.to(Dtype::Float32);
+  io::export_onnx(conv, {1, 5, 5});  // float32: every op runs
+  REQUIRE(seen.size() == 1);
+  CHECK(seen[0].source == "onnx_export");
+  CHECK(seen[0].kind == "no_float64_kernel");
+  CHECK_THAT(seen[0].message, Catch::Contains("Conv (module '0')") && Catch::Contains("Erf (module '1')") &&
+                                  Catch::Contains("no float64 kernel") && Catch::Contains("docs/onnx.md"));
 }

@@ -1,7 +1,8 @@
 // Writes the ONNX engine cases into the folder given as argv[1]: for each net, <name>.onnx,
 // and for batch sizes 1 and 4 the input and tapegrad's eval output as raw little-endian
-// float32 (<name>_b<N>_input.bin, <name>_b<N>_output.bin), plus manifest.json listing the
-// cases, their shapes and which engines run them. check_onnx.py (onnx.checker, OpenCV DNN)
+// float32, or float64 for the float64 cases (<name>_b<N>_input.bin, <name>_b<N>_output.bin),
+// plus manifest.json listing the cases, their dtype, shapes, which engines run them and, for
+// the float64 cases, whether ONNX Runtime is expected to run them or to refuse them. check_onnx.py (onnx.checker, OpenCV DNN)
 // and check_ort.js (ONNX Runtime) compare.
 #include <cstdio>
 #include <fstream>
@@ -10,6 +11,7 @@
 #include <memory>
 
 #include <nlohmann/json.hpp>
+#include <tapegrad/debug/warnings.h>
 #include <tapegrad/tapegrad.h>
 #include <tapegrad/io/onnx_convert.h>
 #include <tapegrad/io/onnx_export.h>
@@ -38,11 +40,16 @@ void warm_up(layers::Module& m, const Shape& in, Generator& gen) {
   m.eval();
 }
 
+// Raw little-endian float32, or float64 for a float64 tensor.
 void write_raw(const std::string& path, const Tensor& t) {
   const auto v = t.to_vector();
-  std::vector<float> f(v.begin(), v.end());
   std::ofstream out(path, std::ios::binary);
-  out.write(reinterpret_cast<const char*>(f.data()), static_cast<std::streamsize>(f.size() * sizeof(float)));
+  if (t.dtype() == Dtype::Float64) {
+    out.write(reinterpret_cast<const char*>(v.data()), static_cast<std::streamsize>(v.size() * sizeof(double)));
+  } else {
+    std::vector<float> f(v.begin(), v.end());
+    out.write(reinterpret_cast<const char*>(f.data()), static_cast<std::streamsize>(f.size() * sizeof(float)));
+  }
   if (!out) throw std::runtime_error("cannot write " + path);
 }
 
@@ -50,12 +57,15 @@ void write_raw(const std::string& path, const Tensor& t) {
 // outputs for the model already written to <dir>/<name>.onnx.
 template <class F>
 nlohmann::json write_runs(const std::string& dir, const std::string& name, F&& forward, const Shape& sample,
-                          const std::vector<std::string>& engines, Generator& gen, bool pixels = false) {
-  nlohmann::json c{{"name", name}, {"model", name + ".onnx"}, {"engines", engines}, {"runs", nlohmann::json::array()}};
+                          const std::vector<std::string>& engines, Generator& gen, bool pixels = false,
+                          Dtype dtype = Dtype::Float32) {
+  nlohmann::json c{{"name", name},      {"model", name + ".onnx"},  {"engines", engines},
+                   {"dtype", dtype_name(dtype)}, {"runs", nlohmann::json::array()}};
   for (std::int64_t batch : {1, 4}) {
     Shape s{batch};
     s.insert(s.end(), sample.begin(), sample.end());
     Tensor x = pixels ? uniform(s, 0.0, 1.0, Dtype::Float32, gen) : randn(s, Dtype::Float32, gen);
+    if (dtype != Dtype::Float32) x = x.to(dtype);
     Tensor y;
     {
       NoGradGuard ng;
@@ -104,6 +114,91 @@ nlohmann::json write_case(const std::string& dir, const std::string& name, layer
                           const std::vector<std::string>& engines, Generator& gen) {
   io::save_onnx(model, sample, dir + "/" + name + ".onnx");
   return write_runs(dir, name, [&](const Tensor& x) { return model(x); }, sample, engines, gen);
+}
+
+// One pool as a model, float32, in ONNX Runtime and onnx.checker (not OpenCV 4.6: it gets
+// AveragePool with count_include_pad and padding wrong, docs/onnx.md).
+nlohmann::json pool_case(const std::string& dir, const std::string& name, layers::ModulePtr pool, const Shape& sample,
+                         Generator& gen) {
+  layers::Sequential net{std::move(pool)};
+  net.eval();
+  return write_case(dir, name, net, sample, {"onnx.checker", "onnxruntime"}, gen);
+}
+
+// The pool configurations of the golden vectors and regression cases (their module args and
+// input sizes), and ceil_mode windows around the end of the input.
+void pool_cases(const std::string& dir, nlohmann::json& cases, Generator& gen) {
+  using layers::AvgPool2d, layers::MaxPool2d, layers::Size2;
+  auto add = [&](const std::string& name, layers::ModulePtr m, const Shape& sample) {
+    cases.push_back(pool_case(dir, "pool_" + name, std::move(m), sample, gen));
+  };
+  // tests/golden/conv.json MaxPool2d_0..2, AvgPool2d_3..5, AdaptiveAvgPool2d_6 (AdaptiveAvgPool2d_7,
+  // 5x7 -> 2x3, and C36 have uneven windows: refused); train_cnn.json's MaxPool2d(2) is MaxPool2d_0
+  add("golden_max0", std::make_shared<MaxPool2d>(2, 2, 0, 1, false), {2, 4, 6});
+  add("golden_max1", std::make_shared<MaxPool2d>(3, 2, 1, 1, false), {3, 7, 5});
+  add("golden_max2_ceil", std::make_shared<MaxPool2d>(2, 2, 0, 1, true), {2, 5, 5});
+  add("golden_avg3", std::make_shared<AvgPool2d>(2, 2, 0, false, true), {2, 4, 4});
+  add("golden_avg4", std::make_shared<AvgPool2d>(3, 1, 1, false, false), {2, 4, 5});
+  add("golden_avg5", std::make_shared<AvgPool2d>(3, 1, 1, false, true), {2, 4, 5});
+  add("golden_adaptive6", std::make_shared<layers::AdaptiveAvgPool2d>(Size2(1, 1)), {3, 4, 5});
+  // tests/cases C32 (the last window would start in the padding: 3x4, ONNX's ceil_mode 4x4)
+  // and C34 (ceil_mode's extra cells do not count in the divisor)
+  add("c32_max_ceil", std::make_shared<MaxPool2d>(Size2(2, 3), 2, 1, 1, true), {2, 5, 6});
+  add("c34_avg_ceil_count_pad", std::make_shared<AvgPool2d>(3, 2, 1, true, true), {2, 6, 5});
+  add("avg_ceil_no_count_pad", std::make_shared<AvgPool2d>(3, 2, 1, true, false), {2, 6, 5});
+  add("max_ceil_5x5_pad1", std::make_shared<MaxPool2d>(2, 2, 1, 1, true), {1, 5, 5});
+  add("avg_ceil_5x5_pad1", std::make_shared<AvgPool2d>(2, 2, 1, true, true), {1, 5, 5});
+  add("avg_ceil_7x8_stride3", std::make_shared<AvgPool2d>(Size2(3, 4), 3, Size2(1, 2), true, true), {2, 7, 8});
+  add("max_ceil_dilated", std::make_shared<MaxPool2d>(2, 2, 1, 3, true), {1, 8, 9});  // end pad >= kernel: a Pad node
+}
+
+// Each op of the exporter in a float64 model: ONNX Runtime must run it (compared with
+// tapegrad) unless export_onnx warned that ONNX Runtime has no float64 kernel for it; then
+// it must refuse to load it. Verifies the table in docs/onnx.md and the warning's op list.
+void float64_cases(const std::string& dir, nlohmann::json& cases, Generator& gen) {
+  using namespace layers;
+  auto add = [&](const std::string& name, std::vector<ModulePtr> mods, const Shape& sample) {
+    Sequential net;
+    for (auto& m : mods) net.push_back(m);
+    Shape in{8};
+    in.insert(in.end(), sample.begin(), sample.end());
+    warm_up(net, in, gen);
+    net.to(Dtype::Float64);
+    int warned = 0;
+    {
+      debug::set_warning_handler([&](const debug::Warning& w) { warned += w.kind == "no_float64_kernel"; });
+      struct Restore {
+        ~Restore() { debug::set_warning_handler({}); }
+      } restore;
+      io::save_onnx(net, sample, dir + "/f64_" + name + ".onnx");
+    }
+    auto c = write_runs(dir, "f64_" + name, [&](const Tensor& x) { return net(x); }, sample, {"onnx.checker", "onnxruntime"},
+                        gen, false, Dtype::Float64);
+    c["onnxruntime_expect"] = warned ? "no_kernel" : "pass";
+    cases.push_back(c);
+  };
+  // a parameter-free model exports as float32: each case starts with a float64 layer that has
+  // float64 kernels (Gemm for (N, 6), BatchNormalization for (N, C, H, W))
+  auto lin = [&] { return std::make_shared<Linear>(6, 6, true, Dtype::Float32, gen); };
+  auto bn = [&](std::int64_t c) { return std::make_shared<BatchNorm2d>(c); };
+  add("linear_gemm", {std::make_shared<Linear>(6, 4, true, Dtype::Float32, gen)}, {6});
+  add("linear_matmul", {std::make_shared<Linear>(6, 4, false, Dtype::Float32, gen)}, {6});
+  add("batchnorm1d_mul_add", {std::make_shared<BatchNorm1d>(6)}, {6});
+  add("batchnorm2d", {bn(2)}, {2, 4, 4});
+  add("layernorm", {std::make_shared<LayerNorm>(Shape{6})}, {6});
+  add("relu_sigmoid_tanh", {lin(), std::make_shared<ReLU>(), std::make_shared<Sigmoid>(), std::make_shared<Tanh>()}, {6});
+  add("leaky_relu", {lin(), std::make_shared<LeakyReLU>(0.1)}, {6});
+  add("gelu_tanh", {lin(), std::make_shared<GELU>("tanh")}, {6});
+  add("clamp", {lin(), std::make_shared<Clamp>(-0.5, 0.5)}, {6});
+  add("flatten_unflatten", {lin(), std::make_shared<Unflatten>(1, Shape{2, 3}), std::make_shared<Flatten>()}, {6});
+  add("maxpool", {bn(2), std::make_shared<MaxPool2d>(2)}, {2, 4, 4});
+  add("maxpool_pad", {bn(1), std::make_shared<MaxPool2d>(2, 2, 1, 3, true)}, {1, 8, 9});
+  add("conv", {std::make_shared<Conv2d>(2, 3, 3, 1, 1, 1, 1, true, Dtype::Float32, gen)}, {2, 5, 5});
+  add("gelu_erf", {lin(), std::make_shared<GELU>()}, {6});
+  add("groupnorm", {std::make_shared<GroupNorm>(2, 4)}, {4, 3});
+  add("instancenorm", {bn(2), std::make_shared<InstanceNorm2d>(2)}, {2, 4, 4});
+  add("avgpool", {bn(2), std::make_shared<AvgPool2d>(2)}, {2, 4, 4});
+  add("adaptive_avgpool", {bn(2), std::make_shared<AdaptiveAvgPool2d>(Size2(1, 1))}, {2, 4, 4});
 }
 
 // Every norm but BatchNorm, and the layers the models do not use: ONNX Runtime only (OpenCV
@@ -214,6 +309,9 @@ int main(int argc, char** argv) {
                                     {{"fmnist.model", "cnn"}, {"fmnist.hidden", "256,128"}, {"fmnist.norm", "batch"},
                                      {"fmnist.dropout", "0"}, {"fmnist.cnn.channels", "8,16"}, {"fmnist.cnn.head", "32"},
                                      {"fmnist.cnn.groups", "8"}}, true, gen));
+
+    pool_cases(dir, cases, gen);
+    float64_cases(dir, cases, gen);
 
     auto norms = norms_net(gen);
     warm_up(*norms, {8, 200}, gen);

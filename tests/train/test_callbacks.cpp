@@ -104,7 +104,7 @@ TEST_CASE("EarlyStopping: patience, min_delta and mode, worked examples", "[trai
                       Catch::Contains("monitored 'val_loss', this run monitors 'val_accuracy'"));
     auto bad = a.state_dict();
     bad["wait"] = "two";
-    CHECK_THROWS_WITH(b.load_state_dict(bad), Catch::Contains("wait: expected a number, got 'two'"));
+    CHECK_THROWS_WITH(b.load_state_dict(bad), Catch::Contains("wait: expected a count (an integer in [0, 1e9]), got 'two'"));
   }
   CHECK_THROWS_WITH(EarlyStopping({"val_loss", Mode::Min, -0.1, 3}), Catch::Contains("min_delta >= 0"));
   CHECK_THROWS_WITH(EarlyStopping({"val_loss", Mode::Min, 0.0, -1}), Catch::Contains("patience >= 0, got -1"));
@@ -243,4 +243,30 @@ TEST_CASE("a checkpoint carries the preprocessing: a fresh model predicts a raw 
   LoadedCheckpoint broken = c;  // statistics without their feature shape
   std::erase_if(broken.tensors, [](const auto& kv) { return kv.first == "preprocess.feature_shape"; });
   CHECK_THROWS_WITH(read_standardizer(broken), Catch::Contains("read_standardizer") && Catch::Contains("feature_shape"));
+}
+
+TEST_CASE("Callback states and the history read counts and epochs as whole integers naming the key", "[train][errors]") {
+  // each was read through strtod: "1e3" gave 1000, "0x10" 16, " 5" 5; the epoch of the history
+  // through get<int>, 4294967297 gave 1
+  {
+    EarlyStopping es({"val_loss", Mode::Min, 0.0, 3});
+    es.load_state_dict({{"monitor", "val_loss"}, {"best", "1"}, {"best_epoch", "2"}, {"wait", "16"}});
+    CHECK(es.wait() == 16);
+  }
+  for (const std::string v : {"1e3", "0x10", " 5", "+5", "5.0", "16.9", "-1", "nan", "1000000001", "99999999999999999999", ""}) {
+    INFO("'" << v << "'");
+    EarlyStopping es({"val_loss", Mode::Min, 0.0, 3});
+    std::map<std::string, std::string> s{{"monitor", "val_loss"}, {"best", "1"}, {"best_epoch", "2"}, {"wait", v}};
+    CHECK_THROWS_WITH(es.load_state_dict(s), Catch::Contains("wait: expected a count") && Catch::Contains("got '" + v + "'"));
+    CHECK(es.wait() == 0);  // nothing loaded
+    ModelCheckpointOptions mo;
+    mo.path = "unused.safetensors";
+    ModelCheckpoint mc(mo);
+    CHECK_THROWS_WITH(mc.load_state_dict({{"monitor", "val_loss"}, {"best_epoch", v}}),
+                      Catch::Contains("best_epoch: expected a count") && Catch::Contains("got '" + v + "'"));
+  }
+  CHECK_THROWS_WITH(history_from_json("[{\"epoch\": 4294967297, \"loss\": 1}]"),
+                    Catch::Contains("expected an integer \"epoch\" in [0, 1e9], got 4294967297"));
+  CHECK_THROWS_WITH(history_from_json("[{\"epoch\": -1, \"loss\": 1}]"), Catch::Contains("got -1"));
+  CHECK(history_from_json("[{\"epoch\": 3, \"loss\": 1}]").at(0).epoch == 3);
 }

@@ -269,3 +269,28 @@ TEST_CASE("resuming with another --epochs, model, widths, norm or data is refuse
   c.norm = norm == "batch" ? "layer" : "batch";
   REQUIRE_THROWS_WITH(fmnist::train(c), Catch::Contains("--norm " + norm) && Catch::Contains("asks for --norm " + c.norm));
 }
+
+TEST_CASE("read_checkpoint_info reads integer metadata as whole integers naming the key", "[fmnist]") {
+  TempDir dir;
+  const std::vector<std::pair<std::string, Tensor>> tensors{{"model.0.weight", Tensor::zeros({2, 2})}};
+  const std::map<std::string, std::string> good{{"fmnist.hidden", "16"},    {"fmnist.norm", "batch"},
+                                                {"fmnist.dropout", "0.2"},  {"fmnist.epochs", "3"},
+                                                {"fmnist.model", "cnn"},    {"fmnist.cnn.channels", "4,8"},
+                                                {"fmnist.cnn.head", "16"},  {"fmnist.cnn.groups", "4"}};
+  save_safetensors(dir.file("good.safetensors"), tensors, good);
+  const fmnist::CheckpointInfo info = fmnist::read_checkpoint_info(dir.file("good.safetensors"));
+  REQUIRE(info.architecture.has_value());
+  CHECK(info.architecture->epochs == 3);
+  CHECK(info.architecture->cnn.head == 16);
+  // std::stoi / stoll / stod read each of these as a prefix: 16.9 -> 16, 1e3 -> 1, 0.2x -> 0.2
+  for (const auto& [key, value] : std::vector<std::pair<std::string, std::string>>{
+           {"fmnist.epochs", "16.9"}, {"fmnist.epochs", "1e3"}, {"fmnist.cnn.head", "16.9"},
+           {"fmnist.cnn.groups", "4x"}, {"fmnist.cnn.head", "99999999999"}, {"fmnist.dropout", "0.2x"}}) {
+    INFO(key << " = '" << value << "'");
+    auto meta = good;
+    meta[key] = value;
+    save_safetensors(dir.file("bad.safetensors"), tensors, meta);
+    CHECK_THROWS_WITH(fmnist::read_checkpoint_info(dir.file("bad.safetensors")),
+                      Catch::Contains(key + ": expected") && Catch::Contains("got '" + value + "'"));
+  }
+}
