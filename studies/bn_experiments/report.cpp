@@ -435,7 +435,7 @@ struct Plotter {
           add(stem + "_crashed.dat", crashes[norm].str(),
               "using 1:2 with points pt 2 ps 2.5 lw 2 lc rgb '" + c + "' title " + gnuplot_text(name + " crashed"));
           gp << ", \\\n     " << gnuplot_quote("plots/" + stem + "_crashed.dat")
-             << " using 1:2:3 with labels offset 0,1.2 tc rgb '" << c << "' notitle";
+             << " using 1:2:3 with labels noenhanced offset 0,1.2 tc rgb '" << c << "' notitle";
         }
       }
       gp << "\n";

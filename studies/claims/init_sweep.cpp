@@ -206,7 +206,8 @@ std::vector<std::string> write_init(const InitResult& r, const std::string& dir_
      << gnuplot_text("weight scale s (x " + r.scale_name + ")") << "\nset ylabel 'hidden layers'\nset xtics (";
   for (std::size_t k = 0; k < o.scales.size(); ++k) gp << (k ? ", " : "") << gnuplot_text(fmt4(o.scales[k])) << " " << k;
   gp << ")\nset ytics (";
-  for (std::size_t k = 0; k < o.depths.size(); ++k) gp << (k ? ", " : "") << gnuplot_text(std::to_string(o.depths[k])) << " " << k;
+  for (std::size_t k = 0; k < o.depths.size(); ++k)
+    gp << (k ? ", " : "") << gnuplot_text(std::to_string(o.depths[k])) << " " << k;
   gp << ")\nset xrange [-0.5:" << o.scales.size() - 0.5 << "]\nset yrange [-0.5:" << o.depths.size() - 0.5 << "]\n";
   for (bool bn : {false, true}) {
     const auto cells = cell_means(r, bn);
