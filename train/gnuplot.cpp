@@ -7,6 +7,7 @@
 
 #include <cerrno>
 #include <stdexcept>
+#include <string_view>
 
 extern char** environ;
 
@@ -18,6 +19,22 @@ std::string gnuplot_quote(const std::string& text) {
     if (c == '\n' || c == '\r' || c == '\0')
       throw std::invalid_argument("gnuplot_quote: a gnuplot string cannot hold a newline, carriage return or NUL");
     if (c == '\'') q += '\'';
+    q += c;
+  }
+  return q + "'";
+}
+
+std::string gnuplot_text(const std::string& text) {
+  std::string q = "'";
+  for (char c : text) {
+    if (c == '\r' || c == '\0')
+      throw std::invalid_argument("gnuplot_text: a figure text cannot hold a carriage return or NUL");
+    if (c == '\n') {
+      q += "'.\"\\n\".'";  // a line break: 'a'."\n".'b'
+      continue;
+    }
+    if (c == '\'') q += '\'';
+    else if (std::string_view("\\^_@&~{}").find(c) != std::string_view::npos) q += '\\';
     q += c;
   }
   return q + "'";

@@ -2,7 +2,8 @@
 // gnuplot with no shell in between: the program is started with posix_spawnp and a fixed
 // argument vector (gnuplot <script>...), optionally in a given folder, its output redirected
 // by file actions, so no path or user string is ever parsed by /bin/sh. Strings written into
-// a gnuplot script go through gnuplot_quote(). Used by LearningCurves and the study CLIs.
+// a gnuplot script go through gnuplot_quote() (file names) or gnuplot_text() (titles, keys,
+// axis labels: text shown in the figure). Used by LearningCurves and the study CLIs.
 #include <sys/types.h>
 
 #include <string>
@@ -15,6 +16,14 @@ namespace tapegrad::train {
 /// std::invalid_argument for a newline, carriage return or NUL, which a gnuplot string
 /// cannot hold.
 std::string gnuplot_quote(const std::string& text);
+
+/// `text` as a gnuplot string expression that a terminal in enhanced text mode (pngcairo's
+/// default) shows exactly as written: single-quoted with quotes doubled, and each of
+/// \ ^ _ @ & ~ { } (enhanced-text markup) preceded by a backslash, so the key "val_loss" is
+/// 'val\_loss' and shows val_loss, not "val" with a subscript "l". A newline becomes a line
+/// break ('a'."\n".'b'). For titles, keys and axis labels; file names take gnuplot_quote().
+/// Throws std::invalid_argument for a carriage return or NUL.
+std::string gnuplot_text(const std::string& text);
 
 /// Whether `gnuplot` with the pngcairo terminal runs on this machine (checked once per
 /// process, without a shell).

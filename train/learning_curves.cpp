@@ -20,9 +20,9 @@ LearningCurves::LearningCurves(LearningCurvesOptions options) : o_(std::move(opt
     throw std::invalid_argument("LearningCurves: expected width and height >= 100 pixels, got " +
                                 std::to_string(o_.width) + " x " + std::to_string(o_.height));
   gnuplot_quote(o_.path);  // throws for what a gnuplot string cannot hold
-  gnuplot_quote(o_.title);
+  gnuplot_text(o_.title);
   for (const auto& p : o_.panels)
-    for (const auto& k : p) gnuplot_quote(k);
+    for (const auto& k : p) gnuplot_text(k);
 }
 
 void LearningCurves::on_fit_begin(TrainState& s) {
@@ -58,14 +58,14 @@ std::string LearningCurves::script(const std::vector<EpochLogs>& history) const 
       gp << "EOD\n";
     }
   gp << "set multiplot layout 1," << std::max<std::size_t>(panels.size(), 1);
-  if (!o_.title.empty()) gp << " title " << gnuplot_quote(o_.title);
+  if (!o_.title.empty()) gp << " title " << gnuplot_text(o_.title);
   gp << "\nset grid\nset xlabel 'epoch'\nset key top right\n";
   if (history.size() == 1) gp << "set xrange [0.5:1.5]\n";
   for (std::size_t p = 0; p < panels.size(); ++p) {
     gp << "plot ";
     for (std::size_t k = 0; k < panels[p].size(); ++k)
       gp << (k ? ", " : "") << "$d" << p << "_" << k << " using 1:2 with linespoints lw 2 pt 7 ps 0.6 title "
-         << gnuplot_quote(panels[p][k]);
+         << gnuplot_text(panels[p][k]);
     gp << "\n";
   }
   if (panels.empty()) gp << "set title 'nothing logged'\nplot [0:1] NaN notitle\n";

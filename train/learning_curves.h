@@ -29,8 +29,9 @@ struct LearningCurvesOptions {
 /// of this header).
 class LearningCurves : public Callback {
  public:
-  /// Throws std::invalid_argument for an empty path or no panels, and for a path, title or
-  /// key that a gnuplot string cannot hold (a newline).
+  /// Throws std::invalid_argument for an empty path or no panels, for a path that a gnuplot
+  /// string cannot hold (a newline), and for a title or key holding a carriage return or NUL.
+  /// Title and keys are shown as written (gnuplot_text: "val_loss" is not a subscript).
   explicit LearningCurves(LearningCurvesOptions options);
   std::string name() const override { return "LearningCurves"; }
   /// Checks the PNG and script paths (check_output_file): std::runtime_error naming them.

@@ -259,7 +259,7 @@ struct Plotter {
   // One panel: train (solid) and test (dashed) curves with ±1 std bands for each group.
   std::string panel(const std::vector<const Group*>& gs, EvalPolicy pol, const std::string& title) {
     std::ostringstream gp;
-    gp << "set title \"" << title << "\"\nset logscale y\nset yrange [*:*]\nset format y '%.0e'\n"
+    gp << "set title " << gnuplot_text(title) << "\nset logscale y\nset yrange [*:*]\nset format y '%.0e'\n"
        << "set xlabel 'epoch'\nset ylabel 'MSE loss'\nset grid\n"
        // Inside, bottom left (where every loss curve has long left): the panels keep their width.
        << "set key inside left bottom Left reverse opaque box samplen 2 font ',9'\n";
@@ -281,7 +281,7 @@ struct Plotter {
            << "' fs transparent solid 0.18 noborder notitle"
            << ", \\\n     " << gnuplot_quote(f) << " using 1:2 with lines lw 2 dt " << (sp == 0 ? 1 : 2)
            << " lc rgb '" << c << "' title "
-           << gnuplot_quote(name + (sp == 0 ? " train" : " test") + (sp == 0 ? tag : ""));
+           << gnuplot_text(name + (sp == 0 ? " train" : " test") + (sp == 0 ? tag : ""));
       }
     }
     gp << "\n";
@@ -353,8 +353,8 @@ struct Plotter {
        << "set output " << gnuplot_quote(base + ".png") << "\n";
     if (lrs.size() > 1)
       gp << "set multiplot layout " << rows << "," << cols << " title "
-         << gnuplot_quote(exp + " (" + s.resolved.preset + " preset, " + policy_name(pol) +
-                          "-mode evaluation; line: geometric mean over seeds, band: ±1 std of log10 loss)")
+         << gnuplot_text(exp + " (" + s.resolved.preset + " preset, " + policy_name(pol) +
+                         "-mode evaluation; line: geometric mean over seeds, band: ±1 std of log10 loss)")
          << "\n";
     for (double lr : lrs) {
       std::vector<const Group*> sel;
@@ -363,7 +363,7 @@ struct Plotter {
       std::string title = "lr " + fmt_g(lr);
       if (lrs.size() == 1)
         title = exp + ", lr " + fmt_g(lr) + " (" + s.resolved.preset + " preset, " + policy_name(pol) +
-                "-mode evaluation)\\nline: geometric mean over seeds, band: ±1 std of log10 loss";
+                "-mode evaluation)\nline: geometric mean over seeds, band: ±1 std of log10 loss";
       gp << panel(sel, pol, title);
     }
     if (lrs.size() > 1) gp << "unset multiplot\n";
@@ -381,9 +381,9 @@ struct Plotter {
     std::ostringstream gp;
     gp << "set terminal pngcairo size 1280,520 font 'sans,10'\nset output " << gnuplot_quote(base + ".png") << "\n"
        << "set multiplot layout 1,2 title "
-       << gnuplot_quote("depth, lr " + fmt_g(s.jobs[gs.front()->jobs.front()].run.lr) + " (" + s.resolved.preset +
-                        " preset, " + policy_name(pol) +
-                        "-mode evaluation): mean ± 1 std over seeds that did not crash, dots = seeds, × = crashed runs")
+       << gnuplot_text("depth, lr " + fmt_g(s.jobs[gs.front()->jobs.front()].run.lr) + " (" + s.resolved.preset +
+                       " preset, " + policy_name(pol) +
+                       "-mode evaluation): mean ± 1 std over seeds that did not crash, dots = seeds, × = crashed runs")
        << "\n";
     for (int split = 0; split < 2; ++split) {
       const std::string sp = split == 0 ? "train" : "test";
@@ -441,13 +441,13 @@ struct Plotter {
         };
         const std::string stem = "depth_" + norm_name(norm) + "_" + policy_name(pol) + "_" + sp;
         add(stem + "_mean.dat", means[norm].str(),
-            "using 1:2:3:4 with yerrorlines lw 2 pt 7 ps 1.2 lc rgb '" + c + "' title " + gnuplot_quote(name));
+            "using 1:2:3:4 with yerrorlines lw 2 pt 7 ps 1.2 lc rgb '" + c + "' title " + gnuplot_text(name));
         add(stem + "_seeds.dat", points[norm].str(), "using 1:2 with points pt 6 ps 0.8 lc rgb '" + c + "' notitle");
         if (crashes.count(norm)) {
           add(stem + "_crashed.dat", crashes[norm].str(),
-              "using 1:2 with points pt 2 ps 2.5 lw 2 lc rgb '" + c + "' title " + gnuplot_quote(name + " crashed"));
+              "using 1:2 with points pt 2 ps 2.5 lw 2 lc rgb '" + c + "' title " + gnuplot_text(name + " crashed"));
           gp << ", \\\n     " << gnuplot_quote("plots/" + stem + "_crashed.dat")
-             << " using 1:2:3 with labels offset 0,1.2 tc rgb '" << c << "' notitle";
+             << " using 1:2:3 with labels noenhanced offset 0,1.2 tc rgb '" << c << "' notitle";
         }
       }
       gp << "\n";

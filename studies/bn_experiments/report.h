@@ -11,6 +11,7 @@ namespace bnexp {
 
 using report_kit::gnuplot_available;
 using report_kit::gnuplot_quote;
+using report_kit::gnuplot_text;
 using report_kit::spawn_gnuplot;
 using report_kit::wait_ok;
 

@@ -502,26 +502,24 @@ std::vector<std::string> band_figure(const LinearResult& r, const std::string& d
                                      const std::string& title,
                                      const std::vector<std::pair<std::string, std::array<std::string, 2>>>& panels,
                                      bool logy) {
-  const fs::path dir(dir_s), plots = dir / "plots", png = dir / (name + ".png");
+  using report_kit::gnuplot_text;
   std::ostringstream gp;
   gp << "set terminal pngcairo size " << 520 * panels.size() << ",480 font 'sans,10'\nset output "
-     << report_kit::gnuplot_quote(png.string()) << "\nset multiplot layout 1," << panels.size() << " title "
-     << report_kit::gnuplot_quote(title) << "\n";
+     << report_kit::gnuplot_quote(name + ".png") << "\nset multiplot layout 1," << panels.size() << " title "
+     << gnuplot_text(title) << "\n";
   for (std::size_t i = 0; i < panels.size(); ++i) {
-    const std::string fp = (plots / (name + "_" + std::to_string(i) + "_plain.dat")).string();
-    const std::string fb = (plots / (name + "_" + std::to_string(i) + "_bn.dat")).string();
-    report_kit::write_file(fp, panels[i].second[0]);
-    report_kit::write_file(fb, panels[i].second[1]);
-    gp << "set xlabel 'step'\nset ylabel " << report_kit::gnuplot_quote(panels[i].first) << "\nset grid\n"
+    const std::string fp = report_kit::data_file(dir_s, name + "_" + std::to_string(i) + "_plain.dat", panels[i].second[0]);
+    const std::string fb = report_kit::data_file(dir_s, name + "_" + std::to_string(i) + "_bn.dat", panels[i].second[1]);
+    gp << "set xlabel 'step'\nset ylabel " << gnuplot_text(panels[i].first) << "\nset grid\n"
        << (logy ? "set logscale y\n" : "unset logscale y\n") << "set key top right\nplot "
-       << report_kit::gnuplot_quote(fp) << " using 1:2:4 with filledcurves fs transparent solid 0.3 lc rgb '#1f77b4' notitle, \\\n     "
-       << report_kit::gnuplot_quote(fp) << " using 1:3 with lines lw 2 lc rgb '#1f77b4' title 'plain', \\\n     "
-       << report_kit::gnuplot_quote(fb) << " using 1:2:4 with filledcurves fs transparent solid 0.3 lc rgb '#d62728' notitle, \\\n     "
-       << report_kit::gnuplot_quote(fb) << " using 1:3 with lines lw 2 lc rgb '#d62728' title 'BN'\n";
+       << fp << " using 1:2:4 with filledcurves fs transparent solid 0.3 lc rgb '#1f77b4' notitle, \\\n     "
+       << fp << " using 1:3 with lines lw 2 lc rgb '#1f77b4' title 'plain', \\\n     "
+       << fb << " using 1:2:4 with filledcurves fs transparent solid 0.3 lc rgb '#d62728' notitle, \\\n     "
+       << fb << " using 1:3 with lines lw 2 lc rgb '#d62728' title 'BN'\n";
   }
   gp << "unset multiplot\n";
   (void)r;
-  return report_kit::render_figure((plots / (name + ".gp")).string(), gp.str(), png.string(), (plots / "gnuplot.log").string());
+  return report_kit::render_figure(dir_s, name, gp.str());
 }
 
 std::array<double, 3> minmeanmax(const std::vector<double>& v) {
@@ -540,8 +538,8 @@ std::vector<std::string> write_ics(const LinearResult& r, const std::string& dir
   return band_figure(r, dir, "ics",
                      r.figure_name + ", ICS (Santurkar et al. Def. 2.1): line = mean over layers, band = min..max "
                      "over layers (means over " + std::to_string(r.options.seeds) + " seeds)",
-                     {{"||G - G'||_2", {table(false, 0), table(true, 0)}},
-                      {"||G - G'||_2 / ||G||_2", {table(false, 1), table(true, 1)}}},
+                     {{"||G - G'||₂", {table(false, 0), table(true, 0)}},
+                      {"||G - G'||₂ / ||G||₂", {table(false, 1), table(true, 1)}}},
                      true);
 }
 

@@ -196,17 +196,18 @@ std::string init_summary(const InitResult& r) {
 
 std::vector<std::string> write_init(const InitResult& r, const std::string& dir_s) {
   const auto& o = r.options;
-  const fs::path dir(dir_s), plots = dir / "plots", png = dir / "init_sweep.png";
   if (!report_kit::write_tables(dir_s, init_csv(r), init_summary(r))) return {};
+  using report_kit::gnuplot_text;
   std::ostringstream gp;
-  gp << "set terminal pngcairo size 1100,480 font 'sans,10'\nset output " << report_kit::gnuplot_quote(png.string())
-     << "\nset multiplot layout 1,2 title '" << r.figure_name << ", fixed lr " << fmt4(o.lr)
-     << ": mean " << r.score << " (%) over " << o.seeds << " seeds; * within " << fmt4(o.tolerance)
-     << " points of the net''s best'\nset cbrange [" << r.floor << ":100]\nset palette rgbformulae 33,13,10\nset xlabel 'weight scale s (x " << r.scale_name << ")'\n"
-        "set ylabel 'hidden layers'\nset xtics (";
-  for (std::size_t k = 0; k < o.scales.size(); ++k) gp << (k ? ", " : "") << "'" << fmt4(o.scales[k]) << "' " << k;
+  gp << "set terminal pngcairo size 1100,480 font 'sans,10'\nset output 'init_sweep.png'\nset multiplot layout 1,2 title "
+     << gnuplot_text(r.figure_name + ", fixed lr " + fmt4(o.lr) + ": mean " + r.score + " (%) over " +
+                     std::to_string(o.seeds) + " seeds; * within " + fmt4(o.tolerance) + " points of the net's best")
+     << "\nset cbrange [" << r.floor << ":100]\nset palette rgbformulae 33,13,10\nset xlabel "
+     << gnuplot_text("weight scale s (x " + r.scale_name + ")") << "\nset ylabel 'hidden layers'\nset xtics (";
+  for (std::size_t k = 0; k < o.scales.size(); ++k) gp << (k ? ", " : "") << gnuplot_text(fmt4(o.scales[k])) << " " << k;
   gp << ")\nset ytics (";
-  for (std::size_t k = 0; k < o.depths.size(); ++k) gp << (k ? ", " : "") << "'" << o.depths[k] << "' " << k;
+  for (std::size_t k = 0; k < o.depths.size(); ++k)
+    gp << (k ? ", " : "") << gnuplot_text(std::to_string(o.depths[k])) << " " << k;
   gp << ")\nset xrange [-0.5:" << o.scales.size() - 0.5 << "]\nset yrange [-0.5:" << o.depths.size() - 0.5 << "]\n";
   for (bool bn : {false, true}) {
     const auto cells = cell_means(r, bn);
@@ -222,13 +223,12 @@ std::vector<std::string> write_init(const InitResult& r, const std::string& dir_
       }
       dat << "\n";
     }
-    const std::string f = (plots / (std::string("init_") + (bn ? "bn" : "plain") + ".dat")).string();
-    report_kit::write_file(f, dat.str());
-    gp << "set title '" << (bn ? "BN" : "plain") << "'\nplot " << report_kit::gnuplot_quote(f) << " using 1:2:3 with image notitle, "
-       << report_kit::gnuplot_quote(f) << " using 1:2:4 with labels notitle\n";
+    const std::string f = report_kit::data_file(dir_s, std::string("init_") + (bn ? "bn" : "plain") + ".dat", dat.str());
+    gp << "set title " << gnuplot_text(bn ? "BN" : "plain") << "\nplot " << f << " using 1:2:3 with image notitle, " << f
+       << " using 1:2:4 with labels noenhanced notitle\n";
   }
   gp << "unset multiplot\n";
-  return report_kit::render_figure((plots / "init_sweep.gp").string(), gp.str(), png.string(), (plots / "gnuplot.log").string());
+  return report_kit::render_figure(dir_s, "init_sweep", gp.str());
 }
 
 }  // namespace claims

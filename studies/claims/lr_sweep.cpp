@@ -217,12 +217,13 @@ std::string sweep_summary(const SweepResult& r) {
 }
 
 std::vector<std::string> write_sweep(const SweepResult& r, const std::string& dir_s) {
-  const fs::path dir(dir_s), plots = dir / "plots", png = dir / "lr_sweep.png";
   if (!report_kit::write_tables(dir_s, sweep_csv(r), sweep_summary(r))) return {};
   std::ostringstream gp;
-  gp << "set terminal pngcairo size 900,520 font 'sans,10'\nset output " << report_kit::gnuplot_quote(png.string())
-     << "\nset title 'Fashion-MNIST " << (r.options.arch == "cnn" ? "CNN" : "MLP") << ", plain SGD: test accuracy against lr (mean ± std over " << r.options.seeds
-     << " seeds; a missing point: a run diverged)'\nset xlabel 'learning rate'\nset ylabel 'test accuracy (%)'\n"
+  gp << "set terminal pngcairo size 900,520 font 'sans,10'\nset output 'lr_sweep.png'\nset title "
+     << report_kit::gnuplot_text(std::string("Fashion-MNIST ") + (r.options.arch == "cnn" ? "CNN" : "MLP") +
+                                 ", plain SGD: test accuracy against lr (mean ± std over " +
+                                 std::to_string(r.options.seeds) + " seeds; a missing point: a run diverged)")
+     << "\nset xlabel 'learning rate'\nset ylabel 'test accuracy (%)'\n"
         "set logscale x\nset grid\nset key bottom left\nset datafile missing '?'\nplot ";
   for (bool bn : {false, true}) {
     std::ostringstream d;
@@ -238,13 +239,12 @@ std::vector<std::string> write_sweep(const SweepResult& r, const std::string& di
       if (any_div || m.n == 0) d << fmt9(lr) << " ? ?\n";
       else d << fmt9(lr) << " " << fmt9(m.mean) << " " << fmt9(m.std) << "\n";
     }
-    const std::string f = (plots / (std::string("lr_sweep_") + (bn ? "bn" : "plain") + ".dat")).string();
-    report_kit::write_file(f, d.str());
-    gp << (bn ? ", \\\n     " : "") << report_kit::gnuplot_quote(f) << " using 1:2:3 with yerrorlines lw 2 pt 7 lc rgb '"
-       << (bn ? "#d62728" : "#1f77b4") << "' title '" << (bn ? "BN" : "plain") << "'";
+    const std::string f = report_kit::data_file(dir_s, std::string("lr_sweep_") + (bn ? "bn" : "plain") + ".dat", d.str());
+    gp << (bn ? ", \\\n     " : "") << f << " using 1:2:3 with yerrorlines lw 2 pt 7 lc rgb '"
+       << (bn ? "#d62728" : "#1f77b4") << "' title " << report_kit::gnuplot_text(bn ? "BN" : "plain");
   }
   gp << "\n";
-  return report_kit::render_figure((plots / "lr_sweep.gp").string(), gp.str(), png.string(), (plots / "gnuplot.log").string());
+  return report_kit::render_figure(dir_s, "lr_sweep", gp.str());
 }
 
 }  // namespace claims

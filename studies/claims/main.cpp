@@ -28,6 +28,7 @@
 #include "mlp_probes.h"
 #include "noisy_bn.h"
 #include "variance_shift.h"
+#include <tapegrad/core/file_io.h>
 #include <tapegrad/data/fashion_mnist.h>
 
 int main(int argc, char** argv) {
@@ -196,19 +197,25 @@ int main(int argc, char** argv) {
   }
   CLI11_PARSE(app, argc, argv);
   if (quiet) spdlog::set_level(spdlog::level::warn);
+  // The output folder (--out, else `fallback`), checked now (created, a probe file written
+  // and removed): an unwritable one fails here, not after every run has trained.
+  auto use_out = [&out](const char* fallback) {
+    if (out.empty()) out = fallback;
+    tapegrad::check_output_dir(out);
+  };
   try {
     const auto t0 = std::chrono::steady_clock::now();
     std::vector<std::string> pngs;
     if (vs->parsed()) {
       check_shift_options(so);
-      if (out.empty()) out = "claims_variance_shift";
+      use_out("claims_variance_shift");
       const normstudy::StudyData d = normstudy::load_data(data_dir, so.train_size, so.test_size);
       const ShiftResult r = run_variance_shift(so, d);
       pngs = write_shift(r, out);
       std::cout << shift_summary(r);
     } else if (nb->parsed()) {
       check_noisy_options(no);
-      if (out.empty()) out = "claims_noisy_bn";
+      use_out("claims_noisy_bn");
       const normstudy::StudyData d = normstudy::load_data(data_dir, no.train_size, no.test_size);
       const NoisyResult r = run_noisy_bn(no, d);
       pngs = write_noisy(r, out);
@@ -216,47 +223,46 @@ int main(int argc, char** argv) {
     } else if (icsm->parsed() || landm->parsed()) {
       CLI::App* sc = icsm->parsed() ? icsm : landm;
       check_mlp_probe_options(mo);
+      use_out(icsm->parsed() ? "claims_ics_mlp" : "claims_landscape_mlp");
       const normstudy::StudyData d = normstudy::load_data(data_dir, mo.train_size, mo.test_size);
       if (icsm->parsed()) {
-        if (out.empty()) out = "claims_ics_mlp";
         const LinearResult r = run_mlp_probes(mo, d, true, false);
         pngs = write_ics(r, out);
         std::cout << ics_summary(r);
       } else {
-        if (out.empty()) out = "claims_landscape_mlp";
         const LinearResult r = run_mlp_probes(mo, d, false, true);
         pngs = write_landscape(r, out);
         std::cout << landscape_summary(r);
       }
     } else if (is->parsed()) {
       check_init_options(io);
-      if (out.empty()) out = "claims_init_sweep";
+      use_out("claims_init_sweep");
       const normstudy::StudyData d = normstudy::load_data(data_dir, io.train_size, io.test_size);
       const InitResult r = run_init_sweep(io, d);
       pngs = write_init(r, out);
       std::cout << init_summary(r);
     } else if (rg->parsed()) {
       check_gap_options(go);
-      if (out.empty()) out = "claims_reg_gap";
+      use_out("claims_reg_gap");
       const normstudy::StudyData d = normstudy::load_data(data_dir, go.train_size, go.test_size);
       const GapResult r = run_reg_gap(go, d);
       pngs = write_gap(r, out);
       std::cout << gap_summary(r);
     } else if (isl->parsed()) {
       check_init_linear_options(il);
-      if (out.empty()) out = "claims_init_sweep_linear";
+      use_out("claims_init_sweep_linear");
       const InitResult r = run_init_sweep_linear(il);
       pngs = write_init(r, out);
       std::cout << init_summary(r);
     } else if (swl->parsed()) {
       check_linear_sweep_options(lw);
-      if (out.empty()) out = "claims_lr_sweep_linear";
+      use_out("claims_lr_sweep_linear");
       const LinearSweepResult r = run_linear_lr_sweep(lw);
       write_linear_sweep(r, out);
       std::cout << linear_sweep_summary(r);
     } else if (sw->parsed()) {
       check_sweep_options(wo);
-      if (out.empty()) out = "claims_lr_sweep";
+      use_out("claims_lr_sweep");
       const normstudy::StudyData d = normstudy::load_data(data_dir, wo.train_size, wo.test_size);
       const SweepResult r = run_lr_sweep(wo, d);
       pngs = write_sweep(r, out);
@@ -265,12 +271,12 @@ int main(int argc, char** argv) {
       CLI::App* sc = ics->parsed() ? ics : land;
       check_linear_options(lo);
       if (ics->parsed()) {
-        if (out.empty()) out = "claims_ics";
+        use_out("claims_ics");
         const LinearResult r = run_deep_linear(lo, true, false);
         pngs = write_ics(r, out);
         std::cout << ics_summary(r);
       } else {
-        if (out.empty()) out = "claims_landscape";
+        use_out("claims_landscape");
         const LinearResult r = run_deep_linear(lo, false, true);
         pngs = write_landscape(r, out);
         std::cout << landscape_summary(r);

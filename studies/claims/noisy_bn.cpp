@@ -227,12 +227,12 @@ std::string noisy_summary(const NoisyResult& r) {
 }
 
 std::vector<std::string> write_noisy(const NoisyResult& r, const std::string& dir_s) {
-  const fs::path dir(dir_s), plots = dir / "plots", png = dir / "noisy_bn.png";
   if (!report_kit::write_tables(dir_s, noisy_csv(r), noisy_summary(r))) return {};
   std::ostringstream gp;
-  gp << "set terminal pngcairo size 900,520 font 'sans,10'\nset output " << report_kit::gnuplot_quote(png.string())
-     << "\nset title 'Deep linear network: loss (noise runs: with the noise off), mean over " << r.options.seeds
-     << " seeds'\nset xlabel 'step'\nset ylabel 'summed squared error'\nset logscale y\nset grid\nset key top right\nplot ";
+  gp << "set terminal pngcairo size 900,520 font 'sans,10'\nset output 'noisy_bn.png'\nset title "
+     << report_kit::gnuplot_text("Deep linear network: loss (noise runs: with the noise off), mean over " +
+                                 std::to_string(r.options.seeds) + " seeds")
+     << "\nset xlabel 'step'\nset ylabel 'summed squared error'\nset logscale y\nset grid\nset key top right\nplot ";
   const char* colors[] = {"#1f77b4", "#17becf", "#d62728", "#ff7f0e"};
   int c = 0;
   for (bool bn : {false, true})
@@ -246,14 +246,13 @@ std::vector<std::string> write_noisy(const NoisyResult& r, const std::string& di
           if (x.bn == bn && x.noise == nz && k < x.loss.size()) s += (nz ? x.clean_loss[k] : x.loss[k]).second, ++n;
         d << first->loss[k].first << " " << fmt9(s / n) << "\n";
       }
-      const std::string f = (plots / ("noisy_" + variant(bn, nz) + ".dat")).string();
-      report_kit::write_file(f, d.str());
-      gp << (c ? ", \\\n     " : "") << report_kit::gnuplot_quote(f) << " using 1:2 with lines lw 2 lc rgb '" << colors[c]
-         << "' title '" << variant(bn, nz) << "'";
+      const std::string f = report_kit::data_file(dir_s, "noisy_" + variant(bn, nz) + ".dat", d.str());
+      gp << (c ? ", \\\n     " : "") << f << " using 1:2 with lines lw 2 lc rgb '" << colors[c] << "' title "
+         << report_kit::gnuplot_text(variant(bn, nz));
       ++c;
     }
   gp << "\n";
-  return report_kit::render_figure((plots / "noisy_bn.gp").string(), gp.str(), png.string(), (plots / "gnuplot.log").string());
+  return report_kit::render_figure(dir_s, "noisy_bn", gp.str());
 }
 
 }  // namespace claims

@@ -205,15 +205,16 @@ std::string gap_summary(const GapResult& r) {
 
 std::vector<std::string> write_gap(const GapResult& r, const std::string& dir_s) {
   const auto& o = r.options;
-  const fs::path dir(dir_s), plots = dir / "plots", png = dir / "reg_gap.png";
   if (!report_kit::write_tables(dir_s, gap_csv(r), gap_summary(r))) return {};
+  using report_kit::gnuplot_text;
   std::ostringstream gp;
-  gp << "set terminal pngcairo size 1000,480 font 'sans,10'\nset output " << report_kit::gnuplot_quote(png.string())
-     << "\nset multiplot layout 1,2 title 'Fashion-MNIST MLP, " << o.train_size << " images, " << o.epochs
-     << " epochs: train - test accuracy (mean ± std over " << o.seeds << " seeds)'\n"
-        "set xlabel 'batch size'\nset ylabel 'gap (points)'\nset logscale x 2\nset grid\nset key top left\n";
+  gp << "set terminal pngcairo size 1000,480 font 'sans,10'\nset output 'reg_gap.png'\nset multiplot layout 1,2 title "
+     << gnuplot_text("Fashion-MNIST MLP, " + std::to_string(o.train_size) + " images, " + std::to_string(o.epochs) +
+                     " epochs: train - test accuracy (mean ± std over " + std::to_string(o.seeds) + " seeds)")
+     << "\nset xlabel 'batch size'\nset ylabel 'gap (points)'\nset logscale x 2\nset grid\nset key top left\n";
   for (int pass = 0; pass < 2; ++pass) {
-    gp << "set title '" << (pass == 0 ? "matched lr " + fmt4(o.matched_lr) : std::string("each net at its best lr")) << "'\nplot ";
+    gp << "set title " << gnuplot_text(pass == 0 ? "matched lr " + fmt4(o.matched_lr) : "each net at its best lr")
+       << "\nplot ";
     for (bool bn : {false, true}) {
       std::ostringstream dat;
       for (auto b : o.batches) {
@@ -221,15 +222,15 @@ std::vector<std::string> write_gap(const GapResult& r, const std::string& dir_s)
         const Stats s = stats(cell(r, bn, b, lr));
         if (s.gap.n) dat << b << " " << fmt9(100 * s.gap.mean) << " " << fmt9(100 * s.gap.std) << "\n";
       }
-      const std::string f = (plots / ("gap_" + std::to_string(pass) + (bn ? "_bn" : "_plain") + ".dat")).string();
-      report_kit::write_file(f, dat.str());
-      gp << (bn ? ", " : "") << report_kit::gnuplot_quote(f) << " using 1:2:3 with yerrorlines lw 2 pt 7 lc rgb '"
-         << (bn ? "#d62728" : "#1f77b4") << "' title '" << (bn ? "BN" : "plain") << "'";
+      const std::string f =
+          report_kit::data_file(dir_s, "gap_" + std::to_string(pass) + (bn ? "_bn" : "_plain") + ".dat", dat.str());
+      gp << (bn ? ", " : "") << f << " using 1:2:3 with yerrorlines lw 2 pt 7 lc rgb '" << (bn ? "#d62728" : "#1f77b4")
+         << "' title " << gnuplot_text(bn ? "BN" : "plain");
     }
     gp << "\n";
   }
   gp << "unset multiplot\n";
-  return report_kit::render_figure((plots / "reg_gap.gp").string(), gp.str(), png.string(), (plots / "gnuplot.log").string());
+  return report_kit::render_figure(dir_s, "reg_gap", gp.str());
 }
 
 }  // namespace claims

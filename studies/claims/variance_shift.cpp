@@ -254,10 +254,8 @@ std::string shift_summary(const ShiftResult& r) {
 }
 
 std::vector<std::string> write_shift(const ShiftResult& r, const std::string& dir_s) {
-  const fs::path dir(dir_s), plots = dir / "plots";
   if (!report_kit::write_tables(dir_s, shift_csv(r), shift_summary(r))) return {};
   const auto& o = r.options;
-  const fs::path png = dir / "variance_shift.png";
   std::ostringstream dat;
   // x = p, then per placement and layer: mean, std of the ratio; the two predictions.
   for (double p : o.ps) {
@@ -270,28 +268,28 @@ std::vector<std::string> write_shift(const ShiftResult& r, const std::string& di
     const MeanStd pred = over(r, p, "before", [](const ShiftRun& x) { return x.layers[0].predicted; });
     dat << " " << fmt9(1.0 / (1.0 - p)) << " " << fmt9(pred.mean) << "\n";
   }
-  const std::string f = (plots / "variance_shift.dat").string();
-  report_kit::write_file(f, dat.str());
+  const std::string f = report_kit::data_file(dir_s, "variance_shift.dat", dat.str());
   const std::size_t L = o.hidden.size();
   std::ostringstream gp;
-  gp << "set terminal pngcairo size 900,560 font 'sans,10'\nset output " << report_kit::gnuplot_quote(png.string())
-     << "\nset title 'Variance shift: max(real/running, running/real) per BN layer (mean ± std over " << o.seeds
-     << " seeds)'\nset xlabel 'Dropout p'\nset ylabel 'ratio'\nset grid\nset key top left\nset xrange [0:0.6]\nplot ";
+  gp << "set terminal pngcairo size 900,560 font 'sans,10'\nset output 'variance_shift.png'\nset title "
+     << report_kit::gnuplot_text("Variance shift: max(real/running, running/real) per BN layer (mean ± std over " +
+                                 std::to_string(o.seeds) + " seeds)")
+     << "\nset xlabel 'Dropout p'\nset ylabel 'ratio'\nset grid\nset key top left\nset xrange [0:0.6]\nplot ";
   const std::vector<std::string> colors{"#d62728", "#ff7f0e", "#1f77b4", "#2ca02c"};
   int k = 0;
   for (const std::string pl : {"before", "after"})
     for (std::size_t l = 0; l < L; ++l, ++k) {
       const std::size_t col = 2 + 2 * static_cast<std::size_t>(k);
-      gp << report_kit::gnuplot_quote(f) << " using 1:" << col << ":" << col + 1 << " with yerrorlines lw 2 pt 7 lc rgb '"
-         << colors[static_cast<std::size_t>(k) % colors.size()] << "' title 'Dropout " << pl << " BN, bn" << l + 1
-         << "', \\\n     ";
+      gp << f << " using 1:" << col << ":" << col + 1 << " with yerrorlines lw 2 pt 7 lc rgb '"
+         << colors[static_cast<std::size_t>(k) % colors.size()] << "' title "
+         << report_kit::gnuplot_text("Dropout " + pl + " BN, bn" + std::to_string(l + 1)) << ", \\\n     ";
     }
   const std::size_t pc = 2 + 4 * L;
-  gp << report_kit::gnuplot_quote(f) << " using 1:" << pc << " with lines dt 2 lw 2 lc rgb 'black' title '1/(1-p) (zero-mean input)', \\\n     "
-     << report_kit::gnuplot_quote(f) << " using 1:" << pc + 1
-     << " with lines dt 3 lw 2 lc rgb 'gray40' title 'prediction with measured mean, bn1'\n";
-  return report_kit::render_figure((plots / "variance_shift.gp").string(), gp.str(), png.string(),
-                                   (plots / "gnuplot.log").string());
+  gp << f << " using 1:" << pc << " with lines dt 2 lw 2 lc rgb 'black' title "
+     << report_kit::gnuplot_text("1/(1-p) (zero-mean input)") << ", \\\n     " << f << " using 1:" << pc + 1
+     << " with lines dt 3 lw 2 lc rgb 'gray40' title " << report_kit::gnuplot_text("prediction with measured mean, bn1")
+     << "\n";
+  return report_kit::render_figure(dir_s, "variance_shift", gp.str());
 }
 
 }  // namespace claims

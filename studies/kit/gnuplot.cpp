@@ -20,16 +20,23 @@ bool write_tables(const std::string& dir, const std::string& csv, const std::str
   return false;
 }
 
-std::vector<std::string> render_figure(const std::string& script_path, const std::string& script,
-                                       const std::string& png, const std::string& log_path) {
-  write_file(script_path, script);
+std::vector<std::string> render_figure(const std::string& dir, const std::string& name, const std::string& script) {
+  const std::filesystem::path d(dir), script_path = d / "plots" / (name + ".gp"), png = d / (name + ".png"),
+                              log = d / "plots" / "gnuplot.log";
+  write_file(script_path.string(), script);
   std::error_code ec;
   std::filesystem::remove(png, ec);  // a stale figure must not pass for a new one
-  if (run_gnuplot({script_path}, log_path) != 0 || !std::filesystem::exists(png)) {
-    spdlog::warn("gnuplot failed on {} (see {}); the CSV is unaffected", script_path, log_path);
+  // In the output folder: the script's relative names need no path of dir (see the header).
+  if (!wait_ok(spawn_gnuplot(dir, {"plots/" + name + ".gp"}, log.string())) || !std::filesystem::exists(png)) {
+    spdlog::warn("gnuplot failed on {} (see {}); the CSV is unaffected", script_path.string(), log.string());
     return {};
   }
-  return {png};
+  return {png.string()};
+}
+
+std::string data_file(const std::string& dir, const std::string& file, const std::string& text) {
+  write_file((std::filesystem::path(dir) / "plots" / file).string(), text);
+  return gnuplot_quote("plots/" + file);
 }
 
 }  // namespace report_kit

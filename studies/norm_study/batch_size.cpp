@@ -335,19 +335,21 @@ std::string batch_size_summary(const BatchSizeResult& r) {
 }
 
 std::vector<std::string> write_batch_size(const BatchSizeResult& r, const std::string& dir_s) {
-  const fs::path dir(dir_s), plots = fs::path(dir_s) / "plots";
   if (!report_kit::write_tables(dir_s, batch_size_csv(r), batch_size_summary(r))) return {};
   static const std::map<NormKind, std::string> color{{NormKind::Batch, "#1f77b4"}, {NormKind::Sync, "#17becf"},
                                                      {NormKind::Renorm, "#ff7f0e"}, {NormKind::Group, "#9467bd"},
                                                      {NormKind::Layer, "#2ca02c"}, {NormKind::None, "#d62728"}};
   const auto& o = r.options;
-  const fs::path png = dir / "accuracy_vs_m.png";
+  using report_kit::gnuplot_text;
   std::ostringstream gp;
-  gp << "set terminal pngcairo size 960,600 font 'sans,10'\nset output " << report_kit::gnuplot_quote(png.string())
-     << "\nset datafile missing '?'\nset logscale x 2\nset xlabel 'per-replica batch m (global batch " << o.replicas
-     << "·m)'\nset ylabel 'test accuracy (%)'\nset grid\nset key bottom right\n"
-     << "set title 'Fashion-MNIST " << o.model << ", R = " << o.replicas << " replicas, " << o.epochs
-     << " epochs, lr ∝ R·m: mean ± std over " << o.seeds << " seeds'\n";
+  gp << "set terminal pngcairo size 960,600 font 'sans,10'\nset output 'accuracy_vs_m.png'\n"
+        "set datafile missing '?'\nset logscale x 2\nset xlabel "
+     << gnuplot_text("per-replica batch m (global batch " + std::to_string(o.replicas) + "·m)")
+     << "\nset ylabel 'test accuracy (%)'\nset grid\nset key bottom right\nset title "
+     << gnuplot_text("Fashion-MNIST " + o.model + ", R = " + std::to_string(o.replicas) + " replicas, " +
+                     std::to_string(o.epochs) + " epochs, lr ∝ R·m: mean ± std over " + std::to_string(o.seeds) +
+                     " seeds")
+     << "\n";
   const double span = std::log2(static_cast<double>(o.ms.back()) / static_cast<double>(o.ms.front()));
   gp << "set xrange [" << fmt9(o.ms.front() / 1.3) << ":" << fmt9(o.ms.back() * 1.3) << "]\nplot ";
   bool first = true;
@@ -361,16 +363,13 @@ std::vector<std::string> write_batch_size(const BatchSizeResult& r, const std::s
       if (s.n == 0) d << fmt9(m * off) << " ? ?\n";
       else d << fmt9(m * off) << " " << fmt9(s.mean) << " " << fmt9(s.std) << "\n";
     }
-    const std::string f = (plots / ("accuracy_" + kind_name(k) + ".dat")).string();
-    report_kit::write_file(f, d.str());
+    const std::string f = report_kit::data_file(dir_s, "accuracy_" + kind_name(k) + ".dat", d.str());
     if (!first) gp << ", \\\n     ";
     first = false;
-    gp << report_kit::gnuplot_quote(f) << " using 1:2:3 with yerrorlines lw 2 pt 7 lc rgb '" << color.at(k)
-       << "' title '" << kind_name(k) << "'";
+    gp << f << " using 1:2:3 with yerrorlines lw 2 pt 7 lc rgb '" << color.at(k) << "' title " << gnuplot_text(kind_name(k));
   }
   gp << "\n";
-  return report_kit::render_figure((plots / "accuracy_vs_m.gp").string(), gp.str(), png.string(),
-                                  (plots / "gnuplot.log").string());
+  return report_kit::render_figure(dir_s, "accuracy_vs_m", gp.str());
 }
 
 }  // namespace normstudy

@@ -179,19 +179,19 @@ std::string gap_summary(const GapResult& r) {
 }
 
 std::vector<std::string> write_gap(const GapResult& r, const std::string& dir_s) {
-  const fs::path dir(dir_s), plots = dir / "plots";
   if (!report_kit::write_tables(dir_s, gap_csv(r), gap_summary(r))) return {};
   const auto& o = r.options;
-  const fs::path png = dir / "train_eval_gap.png";
+  using report_kit::gnuplot_text;
   const std::vector<std::string> colors{"#1f77b4", "#ff7f0e", "#d62728", "#2ca02c", "#9467bd"};
   std::ostringstream gp;
-  gp << "set terminal pngcairo size 1280,520 font 'sans,10'\nset output " << report_kit::gnuplot_quote(png.string())
-     << "\nset datafile missing '?'\nset multiplot layout 1,2 title 'BatchNorm MLP on Fashion-MNIST test set: "
-        "eval mode − train mode (mean ± std over "
-     << o.seeds << " seeds)" << (o.drop_epoch > 0 ? "; dashed line: lr ×0.1" : "") << "'\n";
+  gp << "set terminal pngcairo size 1280,520 font 'sans,10'\nset output 'train_eval_gap.png'\n"
+        "set datafile missing '?'\nset multiplot layout 1,2 title "
+     << gnuplot_text("BatchNorm MLP on Fashion-MNIST test set: eval mode − train mode (mean ± std over " +
+                     std::to_string(o.seeds) + " seeds)" + (o.drop_epoch > 0 ? "; dashed line: lr ×0.1" : ""))
+     << "\n";
   for (int panel = 0; panel < 2; ++panel) {
-    gp << "set xlabel 'epoch'\nset ylabel '" << (panel == 0 ? "accuracy gap (points)" : "loss gap")
-       << "'\nset grid\nset key top right\nset xrange [0.5:" << o.epochs + 0.5 << "]\n";
+    gp << "set xlabel 'epoch'\nset ylabel " << gnuplot_text(panel == 0 ? "accuracy gap (points)" : "loss gap")
+       << "\nset grid\nset key top right\nset xrange [0.5:" << o.epochs + 0.5 << "]\n";
     if (o.drop_epoch > 0)
       gp << "set arrow 1 from " << o.drop_epoch + 0.5 << ", graph 0 to " << o.drop_epoch + 0.5
          << ", graph 1 nohead dt 2 lc rgb 'gray40'\n";
@@ -204,18 +204,16 @@ std::vector<std::string> write_gap(const GapResult& r, const std::string& dir_s)
         if (s.n == 0) d << e << " ? ?\n";
         else d << e << " " << fmt9(sc * s.mean) << " " << fmt9(sc * s.std) << "\n";
       }
-      const std::string f =
-          (plots / ("gap_" + std::string(panel == 0 ? "acc_" : "loss_") + std::to_string(i) + ".dat")).string();
-      report_kit::write_file(f, d.str());
+      const std::string f = report_kit::data_file(
+          dir_s, "gap_" + std::string(panel == 0 ? "acc_" : "loss_") + std::to_string(i) + ".dat", d.str());
       if (i) gp << ", \\\n     ";
-      gp << report_kit::gnuplot_quote(f) << " using 1:2:3 with yerrorlines lw 2 pt 7 lc rgb '"
-         << colors[i % colors.size()] << "' title 'momentum " << momentum_name(o.momenta[i]) << "'";
+      gp << f << " using 1:2:3 with yerrorlines lw 2 pt 7 lc rgb '" << colors[i % colors.size()] << "' title "
+         << gnuplot_text("momentum " + momentum_name(o.momenta[i]));
     }
     gp << "\n";
   }
   gp << "unset multiplot\n";
-  return report_kit::render_figure((plots / "train_eval_gap.gp").string(), gp.str(), png.string(),
-                                  (plots / "gnuplot.log").string());
+  return report_kit::render_figure(dir_s, "train_eval_gap", gp.str());
 }
 
 }  // namespace normstudy

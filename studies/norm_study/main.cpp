@@ -14,6 +14,7 @@
 #include <spdlog/spdlog.h>
 
 #include "batch_size.h"
+#include <tapegrad/core/file_io.h>
 #include <tapegrad/data/fashion_mnist.h>
 #include "gap.h"
 #include "mode_bug_study.h"
@@ -104,6 +105,12 @@ int main(int argc, char** argv) {
   if (world > 1 && bs->get_option("--replicas")->count() == 0) bo.replicas = world;  // R = the ranks
   // --quick changes only the settings the command line did not give.
   auto given = [](CLI::App* sc, const char* flag) { return sc->count(flag) > 0; };
+  // The output folder (--out, else `fallback`), checked now (created, a probe file written
+  // and removed): an unwritable one fails here, not after every run has trained.
+  auto use_out = [&out](const char* fallback) {
+    if (out.empty()) out = fallback;
+    tapegrad::check_output_dir(out);
+  };
   try {
     const auto t0 = std::chrono::steady_clock::now();
     std::vector<std::string> pngs;
@@ -126,7 +133,7 @@ int main(int argc, char** argv) {
         if (!given(bs, "--test-size")) bo.test_size = 2000;
       }
       check_batch_size_options(bo);  // every option, before the data is read
-      if (out.empty()) out = "norm_study_batch_size";
+      use_out("norm_study_batch_size");
       const StudyData d = load_data(data_dir, bo.train_size, bo.test_size);
 #ifdef NORM_STUDY_MPI
       const BatchSizeResult r = world > 1 ? run_batch_size_ranks(bo, d) : run_batch_size(bo, d);
@@ -146,7 +153,7 @@ int main(int argc, char** argv) {
         go.test_size = q.test_size;
       }
       check_gap_options(go);
-      if (out.empty()) out = "norm_study_gap";
+      use_out("norm_study_gap");
       const StudyData d = load_data(data_dir, go.train_size, go.test_size);
       const GapResult r = run_gap(go, d);
       pngs = write_gap(r, out);
@@ -160,7 +167,7 @@ int main(int argc, char** argv) {
         mo.test_size = q.test_size;
       }
       check_bug_options(mo);
-      if (out.empty()) out = "norm_study_mode_bugs";
+      use_out("norm_study_mode_bugs");
       const StudyData d = load_data(data_dir, mo.train_size, mo.test_size);
       const BugResult r = run_mode_bugs(mo, d);
       pngs = write_mode_bugs(r, out);

@@ -224,7 +224,7 @@ TEST_CASE("check_output_file and check_output_dir report unusable paths before a
   check_output_dir(d.file("a/b/c"));
   CHECK(fs::is_directory(d.path / "a" / "b" / "c"));
   CHECK(entries(d.path / "a" / "b" / "c") == 0);
-  CHECK_THROWS_WITH(check_output_dir(d.file("plain")), Catch::Contains("not a folder"));
+  CHECK_THROWS_WITH(check_output_dir(d.file("plain")), Catch::Contains("it is a regular file, not a folder"));
   CHECK_THROWS_WITH(check_output_dir("/proc"), Catch::Contains("cannot create a temp file in the folder '/proc'"));
   CHECK_THROWS_WITH(check_output_dir("/dev/null"), Catch::Contains("character device"));
   if (::geteuid() != 0) {

@@ -189,7 +189,7 @@ TEST_CASE("LearningCurves draws the PNG through gnuplot without a shell", "[trai
   s.history = sample_history();
   const std::string script = lc.script(s.history);
   CHECK_THAT(script, Catch::Contains("set output '" + dir.file("it''s curves.png") + "'"));
-  CHECK_THAT(script, Catch::Contains("title 'val_accuracy'") && Catch::Contains("$d0_1 << EOD\n1 0.80000000000000004\n"));
+  CHECK_THAT(script, Catch::Contains("title 'val\\_accuracy'") && Catch::Contains("$d0_1 << EOD\n1 0.80000000000000004\n"));
   if (!gnuplot_available()) {
     WARN("gnuplot with pngcairo not installed; the figure itself is not checked");
     return;
@@ -202,6 +202,42 @@ TEST_CASE("LearningCurves draws the PNG through gnuplot without a shell", "[trai
   LearningCurvesOptions bad;
   bad.path = dir.file("a\nb.png");
   CHECK_THROWS_WITH(LearningCurves(bad), Catch::Contains("newline"));
+}
+
+TEST_CASE("gnuplot_text shows a text as written in enhanced mode", "[train][learning_curves]") {
+  // Enhanced text reads _ ^ as sub/superscripts, {} as grouping, @ & ~ as boxes and overprints.
+  CHECK(gnuplot_text("val_loss") == "'val\\_loss'");
+  CHECK(gnuplot_text("a^2 {b} @c &d ~e \\f") == "'a\\^2 \\{b\\} \\@c \\&d \\~e \\\\f'");
+  CHECK(gnuplot_text("it's $(x) `y`") == "'it''s $(x) `y`'");  // nothing is substituted in single quotes
+  CHECK(gnuplot_text("two\nlines") == "'two'.\"\\n\".'lines'");
+  CHECK(gnuplot_text("") == "''");
+  CHECK_THROWS_WITH(gnuplot_text("a\rb"), Catch::Contains("carriage return"));
+}
+
+TEST_CASE("LearningCurves shows keys and title as written: val_loss is not val with a subscript l",
+          "[train][learning_curves]") {
+  TempDir dir;
+  LearningCurvesOptions o;
+  o.path = dir.file("curves.png");
+  o.title = "run_2 {lr^2}";
+  LearningCurves lc(o);
+  const std::string script = lc.script(sample_history());
+  CHECK_THAT(script, Catch::Contains("title 'loss'") && Catch::Contains("title 'val\\_loss'") &&
+                         Catch::Contains("title 'val\\_accuracy'") && Catch::Contains("title 'run\\_2 \\{lr\\^2\\}'"));
+  CHECK_THAT(script, !Catch::Contains("'val_loss'") && !Catch::Contains("'val_accuracy'"));
+  LearningCurvesOptions cr = o;
+  cr.panels = {{"a\rb"}};
+  CHECK_THROWS_WITH(LearningCurves(cr), Catch::Contains("carriage return"));
+  if (!gnuplot_available()) {
+    WARN("gnuplot with pngcairo not installed; the figure itself is not checked");
+    return;
+  }
+  TrainState s;
+  s.history = sample_history();
+  lc.on_fit_begin(s);
+  lc.on_fit_end(s);
+  REQUIRE(lc.written());
+  CHECK(read_text(o.path).substr(0, 4) == "\x89PNG");
 }
 
 TEST_CASE("a checkpoint carries the preprocessing: a fresh model predicts a raw row as the trained one", "[train][checkpoint]") {

@@ -4,10 +4,14 @@
 #include <catch2/catch.hpp>
 
 #include <cmath>
+#include <filesystem>
+#include <fstream>
 #include <memory>
+#include <sstream>
 
 #include "bn_moments.h"
 #include "deep_linear.h"
+#include "kit/gnuplot.h"
 #include <tapegrad/core/autograd.h>
 #include <tapegrad/core/ops.h>
 #include <tapegrad/core/random.h>
@@ -86,4 +90,39 @@ TEST_CASE("deep linear probes change nothing and the CSV does not depend on thre
   const auto two = claims::run_deep_linear(o, true, true);
   CHECK(claims::ics_csv(two) == claims::ics_csv(probed));
   CHECK(claims::landscape_csv(two) == claims::landscape_csv(probed));
+}
+
+TEST_CASE("figure scripts name files relative to the output folder: any folder name works", "[claims][paths]") {
+  namespace fs = std::filesystem;
+  claims::LinearOptions o;
+  o.depth = 4;
+  o.samples = 32;
+  o.steps = 10;
+  o.every = 5;
+  o.seeds = 1;
+  o.lr = 1e-4;
+  o.threads = 1;
+  const auto r = claims::run_deep_linear(o, true, false);
+  const fs::path base = fs::absolute("claims_paths_test");
+  fs::remove_all(base);
+  // Each name once stopped the writer after the CSV (a newline) or could have run a command.
+  for (const std::string name : {"new\nline", "it's $(touch PWNED) `touch PWNED`", "-dash_{x}^y"}) {
+    INFO(name);
+    const fs::path dir = base / name;
+    const auto pngs = claims::write_ics(r, dir.string());
+    CHECK(fs::exists(dir / "results.csv"));
+    std::ifstream f(dir / "plots" / "ics.gp");
+    REQUIRE(f.good());
+    std::stringstream gp;
+    gp << f.rdbuf();
+    CHECK_THAT(gp.str(), Catch::Contains("set output 'ics.png'") && Catch::Contains("'plots/ics_0_plain.dat' using"));
+    CHECK_THAT(gp.str(), !Catch::Contains(base.string()));  // no path of the folder in the script
+    CHECK_THAT(gp.str(), Catch::Contains("set ylabel '||G - G''||\u2082'"));  // a Unicode subscript, not markup
+    if (!report_kit::gnuplot_available()) continue;
+    REQUIRE(pngs.size() == 1);
+    CHECK(fs::file_size(dir / "ics.png") > 0);
+  }
+  for (const auto& e : fs::recursive_directory_iterator(base)) CHECK(e.path().filename() != "PWNED");
+  CHECK_FALSE(fs::exists("PWNED"));
+  fs::remove_all(base);
 }
