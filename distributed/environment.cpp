@@ -203,7 +203,9 @@ int run_guarded(const std::function<int()>& body) {
 
 void allreduce_sum(double* data, std::int64_t n) { detail::allreduce_sum(data, n, detail::kAllreduceDouble, 0); }
 void allreduce_sum(std::int64_t* data, std::int64_t n) { detail::allreduce_sum(data, n, detail::kAllreduceInt64, 0); }
-void allgather(const double* in, std::int64_t n, double* out) { detail::allgather(in, n, out, detail::kAllgatherDouble, 0); }
+void allgather(const double* in, std::int64_t n, double* out) {
+  detail::allgather(in, n, out, detail::kAllgatherDouble, 0);
+}
 
 namespace detail {
 namespace {
