@@ -75,6 +75,11 @@ class DataParallel {
 /// naming its rows and the fix (drop_last = true, or a divisible size).
 void check_same_data(DataParallel& parallel, const data::DataLoader& loader, const data::Dataset* validation,
                      std::int64_t eval_batch_size);
+/// Collective: what evaluate() checks first in a data-parallel run (world_size() > 1): the
+/// dataset's rows and the batch size, compared across ranks. Throws std::invalid_argument on
+/// every rank naming both ("evaluate: the ranks' data differ: rank 0 has rows 10, rank 1 has
+/// 14 ...").
+void check_same_eval_data(DataParallel& parallel, const data::Dataset& ds, std::int64_t batch_size);
 /// Rows of global batch i each of `world_size` ranks trains on: the batch's rows (batch_size,
 /// or fewer for a partial last batch) / world_size. Throws std::out_of_range for a bad i.
 std::int64_t rows_per_rank(const data::DataLoader& loader, std::int64_t i, int world_size);

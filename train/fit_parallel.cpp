@@ -11,23 +11,14 @@
 
 namespace tapegrad::train {
 
-void check_same_data(DataParallel& par, const data::DataLoader& loader, const data::Dataset* validation,
-                     std::int64_t eval_batch_size) {
+namespace {
+
+// Collective: every rank's values (a sum of slots only their owner fills), compared with rank
+// 0's; throws std::invalid_argument on every rank naming the first difference.
+void check_same_values(DataParallel& par, const std::string& who, const std::vector<const char*>& names,
+                       const std::vector<std::int64_t>& mine, std::string (*shown)(std::size_t, std::int64_t)) {
   const int world = par.world_size(), me = par.rank();
-  const std::int64_t rows = loader.dataset().size(), batch = loader.options().batch_size;
-  const bool drop_last = loader.options().drop_last;
-  // What fixes the collectives of an epoch: the batch count and the validation batches.
-  const std::vector<std::int64_t> mine = {rows, batch, drop_last ? 1 : 0, validation ? validation->size() : -1,
-                                          validation ? eval_batch_size : -1};
   const std::size_t K = mine.size();
-  static const char* const kWhat[] = {"training rows", "batch_size", "drop_last", "validation rows",
-                                      "eval_batch_size"};
-  auto shown = [](std::size_t k, std::int64_t v) {
-    if (k == 2) return std::string(v ? "true" : "false");
-    if (k >= 3 && v < 0) return std::string("none (no validation set)");
-    return std::to_string(v);
-  };
-  // every rank's values, by a sum of slots that only their owner fills
   std::vector<std::int64_t> all(K * static_cast<std::size_t>(world), 0);
   for (std::size_t k = 0; k < K; ++k) all[static_cast<std::size_t>(me) * K + k] = mine[k];
   par.sum(all.data(), static_cast<std::int64_t>(all.size()));
@@ -35,11 +26,32 @@ void check_same_data(DataParallel& par, const data::DataLoader& loader, const da
     for (std::size_t k = 0; k < K; ++k) {
       const std::int64_t a = all[k], b = all[static_cast<std::size_t>(r) * K + k];
       if (a != b)
-        throw std::invalid_argument("fit: the ranks' data differ: rank 0 has " + std::string(kWhat[k]) + " " +
-                                    shown(k, a) + ", rank " + std::to_string(r) + " has " + shown(k, b) +
+        throw std::invalid_argument(who + ": the ranks' data differ: rank 0 has " + names[k] + " " + shown(k, a) +
+                                    ", rank " + std::to_string(r) + " has " + shown(k, b) +
                                     " (every rank must load the same data and batching: other batch counts would "
                                     "leave the ranks waiting for each other)");
     }
+}
+
+std::string shown_fit(std::size_t k, std::int64_t v) {
+  if (k == 2) return v ? "true" : "false";
+  if (k >= 3 && v < 0) return "none (no validation set)";
+  return std::to_string(v);
+}
+std::string shown_plain(std::size_t, std::int64_t v) { return std::to_string(v); }
+
+}  // namespace
+
+void check_same_data(DataParallel& par, const data::DataLoader& loader, const data::Dataset* validation,
+                     std::int64_t eval_batch_size) {
+  const int world = par.world_size();
+  const std::int64_t rows = loader.dataset().size(), batch = loader.options().batch_size;
+  const bool drop_last = loader.options().drop_last;
+  // what fixes the collectives of an epoch: the batch count and the validation batches
+  check_same_values(par, "fit", {"training rows", "batch_size", "drop_last", "validation rows", "eval_batch_size"},
+                    {rows, batch, drop_last ? 1 : 0, validation ? validation->size() : -1,
+                     validation ? eval_batch_size : -1},
+                    shown_fit);
   const std::int64_t last = rows % batch;
   if (!drop_last && last % world != 0)
     throw std::invalid_argument("fit: the last batch has " + std::to_string(last) + " rows (" + std::to_string(rows) +
@@ -47,6 +59,10 @@ void check_same_data(DataParallel& par, const data::DataLoader& loader, const da
                                 std::to_string(world) +
                                 " ranks: set drop_last = true, or use a training set whose last batch (rows % "
                                 "batch_size) divides by the ranks");
+}
+
+void check_same_eval_data(DataParallel& par, const data::Dataset& ds, std::int64_t batch_size) {
+  check_same_values(par, "evaluate", {"rows", "batch_size"}, {ds.size(), batch_size}, shown_plain);
 }
 
 std::int64_t rows_per_rank(const data::DataLoader& loader, std::int64_t i, int world) {
