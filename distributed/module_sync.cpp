@@ -95,7 +95,11 @@ void broadcast_state(layers::Module& module, int root) {
   if (root < 0 || root >= world_size())
     throw std::invalid_argument("broadcast_state: root " + std::to_string(root) + " outside [0, " +
                                 std::to_string(world_size()) + ")");
-  check_same_layout(module);  // (runs detail::run_pending_checks first)
+  // the layout and the root (ranks naming other roots would each send, and copy nothing)
+  const std::string mine = layout_description(module) + "broadcast root " + std::to_string(root) + "\n";
+  check_same_across_ranks(fnv1a(mine), [&] { return mine; },
+                          "broadcast_state: the model or the root differs across ranks (parameters, buffers and "
+                          "root must match)");
   // every rank has the same layout now: the broadcasts below match in size
   MPI_Comm comm = detail::world_comm();
   auto send = [&](const Tensor& t) {

@@ -1,8 +1,9 @@
 // Collectives whose sizes differ across ranks (run by ctest through `mpirun -np 2`, "[np2]"):
 // SyncBatchNorm layers of other num_features, allreduce_sum / allgather of other counts, a
-// rank in barrier() while another reduces, a count beyond MPI's int. Every rank throws the
-// same error naming both sizes before any data moves, nothing changes, and the ranks stay in
-// step (before: MPI_ERR_TRUNCATE on one rank, a silently mis-sized result or a hang on the other).
+// rank in barrier() while another reduces, a count beyond MPI's int, broadcast_state from
+// other roots. Every rank throws the same error naming both before any data moves, nothing
+// changes, and the ranks stay in step (before: MPI_ERR_TRUNCATE on one rank, a silently
+// mis-sized result, no copy at all, or a hang on the other).
 #include <catch2/catch.hpp>
 
 #include <cstdint>
@@ -11,7 +12,9 @@
 
 #include <tapegrad/core/random.h>
 #include <tapegrad/distributed/environment.h>
+#include <tapegrad/distributed/module_sync.h>
 #include <tapegrad/distributed/sync_batch_norm.h>
+#include <tapegrad/layers/linear.h>
 
 using namespace tapegrad;
 namespace dist = tapegrad::distributed;
@@ -92,5 +95,18 @@ TEST_CASE("allreduce_sum of more values than MPI's int counts fails on every ran
                     Catch::Contains("allreduce_sum of 4294967297 float64 values") &&
                         Catch::Contains("expected a count in [0, 2147483647]"));
   CHECK(v == 1);
+  check_in_step();
+}
+
+TEST_CASE("broadcast_state from root 0 on rank 0 and root 1 on rank 1 fails on every rank and copies nothing",
+          "[np2][errors]") {
+  REQUIRE(dist::world_size() == 2);
+  Generator gen(static_cast<std::uint64_t>(40 + dist::rank()));  // other weights on each rank
+  layers::Linear net(3, 2, true, Dtype::Float64, gen);
+  const std::vector<double> before = net.parameters()[0].to_vector();
+  CHECK_THROWS_WITH(dist::broadcast_state(net, dist::rank()),
+                    Catch::Contains("rank 1 differs from rank 0") && Catch::Contains("rank 0 has 'broadcast root 0'") &&
+                        Catch::Contains("rank 1 has 'broadcast root 1'"));
+  CHECK(net.parameters()[0].to_vector() == before);
   check_in_step();
 }
