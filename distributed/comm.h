@@ -2,8 +2,10 @@
 // Internal: the communicators behind the public API (includes mpi.h; not for users).
 #include <mpi.h>
 
+#include <cstdint>
 #include <functional>
 #include <string>
+#include <vector>
 
 namespace tapegrad::distributed::detail {
 
@@ -26,6 +28,42 @@ void run_pending_checks();
 MPI_Comm dup_world();
 /// Throws std::runtime_error naming `what` and MPI's error string when rc != MPI_SUCCESS.
 void check(int rc, const char* what);
+
+/// Which collective a rank is about to post on world_comm() (CollectiveHeader::op).
+enum CollectiveOp : std::int64_t {
+  kAllreduceDouble = 1,   // allreduce_sum(double*, n)
+  kAllreduceInt64,        // allreduce_sum(std::int64_t*, n)
+  kAllgatherDouble,       // allgather(in, n, out)
+  kBarrier,               // barrier()
+  kStateCheck,            // check_same_across_ranks (tag: the state's hash)
+  kSyncBatchNormStats,    // SyncBatchNorm's forward allgather of (count, mean, M2) (tag: num_features)
+  kSyncBatchNormGrad,     // SyncBatchNorm's backward allreduce of Σdy, Σdy·(x - μ) (tag: num_features)
+};
+/// What a rank is about to post on world_comm(). Every collective there (environment.h's,
+/// SyncBatchNorm's, check_same_across_ranks) first allgathers this fixed-size header, so
+/// ranks about to post different collectives, or the same one with other sizes, find out
+/// before any payload moves (MPI's own answer to mismatched counts is MPI_ERR_TRUNCATE on
+/// some ranks and silently mis-sized data on others).
+struct CollectiveHeader {
+  std::int64_t op = 0;     ///< a CollectiveOp
+  std::int64_t count = 0;  ///< the payload's element count per rank
+  std::int64_t tag = 0;    ///< fixed by the caller (SyncBatchNorm: num_features; 0 otherwise)
+};
+/// Collective on world_comm(): runs run_pending_checks(), then allgathers every rank's
+/// header. Throws std::runtime_error on every rank (they all see the same headers) when an
+/// op or count differs from rank 0's (or, unless op is kStateCheck, a tag), naming rank 0's
+/// and the first differing rank's collective with its sizes, e.g. "rank 0 calls SyncBatchNorm
+/// statistics with num_features 3 (allgather of 7 float64 values per rank), rank 1 calls
+/// SyncBatchNorm statistics with num_features 4 (allgather of 9 float64 values per rank)";
+/// std::invalid_argument on every rank for a count outside [0, INT_MAX] (MPI's int counts).
+/// Returns every rank's header (world_size() of them). Only under MPI with world_size() > 1.
+std::vector<CollectiveHeader> exchange_headers(const CollectiveHeader& mine);
+/// The sum over ranks of n doubles (int64 values) in place, as allreduce_sum, posted as `op`
+/// with `tag` in its header (SyncBatchNorm's backward).
+void allreduce_sum(double* data, std::int64_t n, CollectiveOp op, std::int64_t tag);
+void allreduce_sum(std::int64_t* data, std::int64_t n, CollectiveOp op, std::int64_t tag);
+/// Every rank's n doubles, as allgather, posted as `op` with `tag` in its header.
+void allgather(const double* in, std::int64_t n, double* out, CollectiveOp op, std::int64_t tag);
 
 /// How a rank waits for a request (TAPEGRAD_MPI_WAIT, read once at MPI start):
 ///   "backoff" (default): MPI_Test in a loop for about spin_us (TAPEGRAD_MPI_SPIN_US,

@@ -196,8 +196,8 @@ struct DistributedDataParallel::State {
 
   // What this rank is about to do in a step, compared across ranks before the step's first
   // gradient reduction: mode, grad mode, gradient sync (no_sync), whether the buffers are
-  // copied before the forward, requires_grad of every parameter, and the bytes of buffers
-  // broadcast. A rank that differs would post other
+  // copied before the forward, requires_grad of every parameter, reduce-scatter (ZeRO-1) or
+  // allreduce, and the bytes of buffers broadcast. A rank that differs would post other
   // collectives than the others (a hang, or reductions of mismatched buffers): every rank
   // throws instead. Leaves the flags in step_flags (the description of a mismatch).
   std::uint64_t step_hash(const layers::Module& module, std::size_t broadcast_bytes, bool before) {
@@ -207,6 +207,7 @@ struct DistributedDataParallel::State {
     step_flags.push_back(no_sync ? 1 : 0);
     step_flags.push_back(before ? 1 : 0);
     for (const Tensor& p : params) step_flags.push_back(p.requires_grad() ? 1 : 0);
+    step_flags.push_back(sharded ? 1 : 0);
     return fnv1a(&broadcast_bytes, sizeof broadcast_bytes, fnv1a(step_flags.data(), step_flags.size()));
   }
   // Collective (on the world communicator); throws on every rank naming the differences of
@@ -223,11 +224,13 @@ struct DistributedDataParallel::State {
           for (std::size_t k = 0; k < params.size(); ++k)
             os << "param " << param_names[k] << (step_flags[4 + k] ? " requires grad" : " frozen (requires_grad = false)")
                << "\n";
+          os << "gradients "
+             << (step_flags[4 + params.size()] ? "reduce-scattered (ZeroRedundancyOptimizer)" : "allreduced") << "\n";
           os << "buffers broadcast " << check_total << " bytes\n";
           return os.str();
         },
         "DistributedDataParallel: the ranks disagree on what this step does (every rank must use the same mode, "
-        "grad mode, no_sync and requires_grad)");
+        "grad mode, no_sync, requires_grad and ZeroRedundancyOptimizer)");
     throw std::logic_error("DistributedDataParallel: step hashes differ across ranks");  // not reached
   }
 

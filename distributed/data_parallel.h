@@ -44,7 +44,8 @@ struct DDPOptions {
 /// layout (throws std::runtime_error on every rank naming the first difference) and copies
 /// rank 0's parameters and buffers to all ranks.
 /// Every forward that can lead to collectives (train mode, or grad mode on) posts a step
-/// check: mode, grad mode, no_sync and every parameter's requires_grad, compared across ranks.
+/// check: mode, grad mode, no_sync, every parameter's requires_grad and whether a
+/// ZeroRedundancyOptimizer shards it (reduce-scatter or allreduce), compared across ranks.
 /// A training step does not wait for it in the forward: it completes at the step's first
 /// gradient hook (before any reduction is posted), before any other collective of
 /// distributed/ (SyncBatchNorm's), or in finish() or the next forward, whichever comes first.

@@ -4,6 +4,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <exception>
+#include <limits>
 #include <stdexcept>
 #include <string>
 #include <utility>
@@ -176,7 +177,7 @@ bool is_initialized() { return g_mpi; }
 
 void barrier() {
   if (!g_mpi) return;
-  detail::run_pending_checks();
+  detail::exchange_headers({detail::kBarrier, 0, 0});
   CollTimer t;
   MPI_Request r = MPI_REQUEST_NULL;
   detail::check(MPI_Ibarrier(g_comm, &r), "MPI_Ibarrier");
@@ -200,39 +201,85 @@ int run_guarded(const std::function<int()>& body) {
   }
 }
 
-void allreduce_sum(double* data, std::int64_t n) {
-  if (!g_mpi || g_size == 1) return;
-  detail::run_pending_checks();
-  CollTimer t;
-  MPI_Request r = MPI_REQUEST_NULL;
-  detail::check(MPI_Iallreduce(MPI_IN_PLACE, data, static_cast<int>(n), MPI_DOUBLE, MPI_SUM, g_comm, &r),
-                "MPI_Iallreduce");
-  detail::wait(r, "MPI_Iallreduce");
-}
-
-void allreduce_sum(std::int64_t* data, std::int64_t n) {
-  if (!g_mpi || g_size == 1) return;
-  detail::run_pending_checks();
-  CollTimer t;
-  MPI_Request r = MPI_REQUEST_NULL;
-  detail::check(MPI_Iallreduce(MPI_IN_PLACE, data, static_cast<int>(n), MPI_INT64_T, MPI_SUM, g_comm, &r),
-                "MPI_Iallreduce");
-  detail::wait(r, "MPI_Iallreduce");
-}
-
+void allreduce_sum(double* data, std::int64_t n) { detail::allreduce_sum(data, n, detail::kAllreduceDouble, 0); }
+void allreduce_sum(std::int64_t* data, std::int64_t n) { detail::allreduce_sum(data, n, detail::kAllreduceInt64, 0); }
 void allgather(const double* in, std::int64_t n, double* out) {
+  detail::allgather(in, n, out, detail::kAllgatherDouble, 0);
+}
+
+namespace detail {
+namespace {
+// "SyncBatchNorm statistics with num_features 3 (allgather of 7 float64 values per rank)".
+std::string describe(const CollectiveHeader& h) {
+  const std::string n = std::to_string(h.count);
+  switch (h.op) {
+    case kAllreduceDouble: return "allreduce_sum of " + n + " float64 values";
+    case kAllreduceInt64: return "allreduce_sum of " + n + " int64 values";
+    case kAllgatherDouble: return "allgather of " + n + " float64 values per rank";
+    case kBarrier: return "barrier()";
+    case kStateCheck: return "a consistency check (check_same_across_ranks: DistributedDataParallel, broadcast_state)";
+    case kSyncBatchNormStats:
+      return "SyncBatchNorm statistics with num_features " + std::to_string(h.tag) + " (allgather of " + n +
+             " float64 values per rank)";
+    case kSyncBatchNormGrad:
+      return "SyncBatchNorm backward with num_features " + std::to_string(h.tag) + " (allreduce_sum of " + n +
+             " float64 values)";
+    default: return "collective " + std::to_string(h.op);
+  }
+}
+template <class T>
+void allreduce_impl(T* data, std::int64_t n, MPI_Datatype type, CollectiveOp op, std::int64_t tag) {
+  if (!g_mpi || g_size == 1) return;
+  exchange_headers({op, n, tag});  // throws on every rank when the sizes differ
+  CollTimer t;
+  MPI_Request r = MPI_REQUEST_NULL;
+  check(MPI_Iallreduce(MPI_IN_PLACE, data, static_cast<int>(n), type, MPI_SUM, g_comm, &r), "MPI_Iallreduce");
+  wait(r, "MPI_Iallreduce");
+}
+}  // namespace
+
+std::vector<CollectiveHeader> exchange_headers(const CollectiveHeader& mine) {
+  static_assert(sizeof(CollectiveHeader) == 3 * sizeof(std::int64_t));
+  run_pending_checks();
+  CollTimer t;
+  std::vector<CollectiveHeader> all(static_cast<std::size_t>(g_size));
+  MPI_Request r = MPI_REQUEST_NULL;
+  check(MPI_Iallgather(&mine, 3, MPI_INT64_T, all.data(), 3, MPI_INT64_T, g_comm, &r), "MPI_Iallgather");
+  wait(r, "MPI_Iallgather");
+  const CollectiveHeader& ref = all[0];
+  for (int k = 1; k < g_size; ++k) {
+    const CollectiveHeader& h = all[static_cast<std::size_t>(k)];
+    if (h.op == ref.op && h.count == ref.count && (h.tag == ref.tag || h.op == kStateCheck)) continue;
+    throw std::runtime_error("distributed: the ranks' collectives differ: rank 0 calls " + describe(ref) + ", rank " +
+                             std::to_string(k) + " calls " + describe(h) +
+                             " (every rank must call the same collectives, with the same sizes, in the same order)");
+  }
+  if (mine.count < 0 || mine.count > std::numeric_limits<int>::max())
+    throw std::invalid_argument("distributed: " + describe(mine) + ": expected a count in [0, " +
+                                std::to_string(std::numeric_limits<int>::max()) + "] (MPI's int counts)");
+  return all;
+}
+
+void allreduce_sum(double* data, std::int64_t n, CollectiveOp op, std::int64_t tag) {
+  allreduce_impl(data, n, MPI_DOUBLE, op, tag);
+}
+void allreduce_sum(std::int64_t* data, std::int64_t n, CollectiveOp op, std::int64_t tag) {
+  allreduce_impl(data, n, MPI_INT64_T, op, tag);
+}
+
+void allgather(const double* in, std::int64_t n, double* out, CollectiveOp op, std::int64_t tag) {
   if (!g_mpi || g_size == 1) {
     std::copy(in, in + n, out);
     return;
   }
-  detail::run_pending_checks();
+  exchange_headers({op, n, tag});  // throws on every rank when the sizes differ
   CollTimer t;
   MPI_Request r = MPI_REQUEST_NULL;
-  detail::check(
-      MPI_Iallgather(in, static_cast<int>(n), MPI_DOUBLE, out, static_cast<int>(n), MPI_DOUBLE, g_comm, &r),
-      "MPI_Iallgather");
-  detail::wait(r, "MPI_Iallgather");
+  check(MPI_Iallgather(in, static_cast<int>(n), MPI_DOUBLE, out, static_cast<int>(n), MPI_DOUBLE, g_comm, &r),
+        "MPI_Iallgather");
+  wait(r, "MPI_Iallgather");
 }
+}  // namespace detail
 
 double blocking_collective_seconds() { return g_coll_seconds; }
 

@@ -64,6 +64,13 @@ void barrier();
 /// abort_job with the exception's message ("rank 1: error: ..."), never a hang.
 int run_guarded(const std::function<int()>& body);
 
+// barrier() and the collectives below first compare, across ranks, which collective each
+// rank is about to post and its size (one small fixed-size allgather): when a rank posts
+// another collective or another n than rank 0, every rank throws std::runtime_error naming
+// both ("distributed: the ranks' collectives differ: rank 0 calls allreduce_sum of 3 float64
+// values, rank 1 calls allreduce_sum of 4 float64 values ...") before any data moves; n
+// above INT_MAX (MPI's int counts) throws std::invalid_argument on every rank.
+
 /// Elementwise sum over ranks, in place, of n doubles (every rank gets the same result).
 void allreduce_sum(double* data, std::int64_t n);
 /// Elementwise sum over ranks, in place, of n int64 values.

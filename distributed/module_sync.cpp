@@ -43,13 +43,14 @@ std::string layout_description(const layers::Module& module) {
 void check_same_across_ranks(std::uint64_t h, const std::function<std::string()>& describe,
                              const std::string& what) {
   if (!is_initialized() || world_size() == 1) return;
-  detail::run_pending_checks();
+  // the hash travels in the header every collective on the world communicator starts with
+  // (a rank in another collective throws on every rank there)
+  const auto headers = detail::exchange_headers({detail::kStateCheck, 0, static_cast<std::int64_t>(h)});
   MPI_Comm comm = detail::world_comm();
   const int R = world_size();
   std::vector<std::uint64_t> hashes(static_cast<std::size_t>(R));
-  MPI_Request req = MPI_REQUEST_NULL;
-  detail::check(MPI_Iallgather(&h, 1, MPI_UINT64_T, hashes.data(), 1, MPI_UINT64_T, comm, &req), "MPI_Iallgather");
-  detail::wait(req, "MPI_Iallgather");
+  for (int r = 0; r < R; ++r)
+    hashes[static_cast<std::size_t>(r)] = static_cast<std::uint64_t>(headers[static_cast<std::size_t>(r)].tag);
   bool same = true;
   for (auto x : hashes) same = same && x == hashes[0];
   if (same) return;
@@ -94,7 +95,12 @@ void broadcast_state(layers::Module& module, int root) {
   if (root < 0 || root >= world_size())
     throw std::invalid_argument("broadcast_state: root " + std::to_string(root) + " outside [0, " +
                                 std::to_string(world_size()) + ")");
-  check_same_layout(module);  // (runs detail::run_pending_checks first)
+  // the layout and the root (ranks naming other roots would each send, and copy nothing)
+  const std::string mine = layout_description(module) + "broadcast root " + std::to_string(root) + "\n";
+  check_same_across_ranks(fnv1a(mine), [&] { return mine; },
+                          "broadcast_state: the model or the root differs across ranks (parameters, buffers and "
+                          "root must match)");
+  // every rank has the same layout now: the broadcasts below match in size
   MPI_Comm comm = detail::world_comm();
   auto send = [&](const Tensor& t) {
     detail::check(MPI_Bcast(t.raw_data(), static_cast<int>(t.nbytes()), MPI_BYTE, root, comm), "MPI_Bcast");

@@ -37,7 +37,10 @@ std::uint64_t fnv1a(const std::string& s);
 std::uint64_t fnv1a(const void* data, std::size_t n, std::uint64_t h = 1469598103934665603ull);
 
 /// Copies rank `root`'s parameter and buffer values to every rank (in place, so existing
-/// handles and optimizers see them). Runs check_same_layout first. Collective.
+/// handles and optimizers see them). Collective. First checks, as check_same_layout does,
+/// that every rank has the same layout and the same root: std::runtime_error on every rank
+/// otherwise ("... rank 0 has 'broadcast root 0', rank 1 has 'broadcast root 1'"), before
+/// anything is copied; std::invalid_argument for a root outside [0, world_size()).
 void broadcast_state(layers::Module& module, int root = 0);
 
 }  // namespace tapegrad::distributed

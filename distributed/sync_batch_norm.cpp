@@ -4,6 +4,7 @@
 #include <stdexcept>
 #include <vector>
 
+#include <tapegrad/distributed/comm.h>
 #include <tapegrad/distributed/environment.h>
 #include <tapegrad/layers/functional/batch_norm.h>
 
@@ -30,7 +31,8 @@ std::int64_t global_moments(const Tensor& x, std::vector<double>& mean, std::vec
   }
   const int R = world_size();
   std::vector<double> all(mine.size() * static_cast<std::size_t>(R));
-  allgather(mine.data(), static_cast<std::int64_t>(mine.size()), all.data());
+  // the header names this layer's num_features: ranks whose layers differ throw here, every one
+  detail::allgather(mine.data(), static_cast<std::int64_t>(mine.size()), all.data(), detail::kSyncBatchNormStats, C);
   mean.assign(Cs, 0.0);
   m2.assign(Cs, 0.0);
   double n = 0;
@@ -81,7 +83,9 @@ Tensor SyncBatchNorm::forward(const Tensor& x) {
   layers::functional::BatchStats stats{Tensor::from_vector(mean, {C}, Dtype::Float64),
                                        Tensor::from_vector(var, {C}, Dtype::Float64), m,
                                        "over all " + std::to_string(world_size()) + " ranks",
-                                       [](double* sums, std::int64_t n) { allreduce_sum(sums, n); }};
+                                       [C](double* sums, std::int64_t n) {
+                                         detail::allreduce_sum(sums, n, detail::kSyncBatchNormGrad, C);
+                                       }};
   return layers::functional::batch_norm_with_stats(x, stats, weight, bias, running_stats(), options.eps, type_name());
 }
 

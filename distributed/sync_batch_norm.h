@@ -27,6 +27,10 @@ namespace tapegrad::distributed {
 /// Eval mode with running statistics: plain BatchNorm, no communication.
 /// Every rank must run every train-mode forward and backward (collectives). m <= 1 throws
 /// std::invalid_argument on every rank (they all see the same m) before any buffer changes.
+/// A train-mode forward whose layer has another num_features than the other ranks' layer at
+/// that point (the collectives pair up in call order) throws std::runtime_error on every rank
+/// naming both ("rank 0 calls SyncBatchNorm statistics with num_features 3 ..., rank 1 calls
+/// SyncBatchNorm statistics with num_features 4 ..."), before any buffer changes.
 /// state_dict keys are BatchNorm's (weight, bias, running_mean, running_var,
 /// num_batches_tracked), so checkpoints move between the two. A world of one (no mpirun)
 /// is exactly BatchNorm.

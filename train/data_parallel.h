@@ -18,6 +18,7 @@
 #include <vector>
 
 #include <tapegrad/core/tensor.h>
+#include <tapegrad/data/dataloader.h>
 #include <tapegrad/layers/module.h>
 #include <tapegrad/optim/optimizer.h>
 
@@ -63,6 +64,30 @@ class DataParallel {
   /// Ends the job from one rank (the others may be waiting in a collective). Default: no-op.
   virtual void abort(const std::string& /*message*/) {}
 };
+
+/// Collective: what fit() checks first in a data-parallel run (world_size() > 1). Compares
+/// across ranks the training set's rows, the loader's batch_size and drop_last, and the
+/// validation rows and eval batch size (fit's `validation`, null: none), since different
+/// batch counts would leave ranks waiting for each other. Throws std::invalid_argument on
+/// every rank naming the first rank that differs from rank 0 and both values ("fit: the
+/// ranks' data differ: rank 0 has 80 training rows, rank 1 has 96 ..."), and on every rank
+/// for a partial last batch (drop_last = false) whose rows do not divide by the ranks,
+/// naming its rows and the fix (drop_last = true, or a divisible size).
+void check_same_data(DataParallel& parallel, const data::DataLoader& loader, const data::Dataset* validation,
+                     std::int64_t eval_batch_size);
+/// Collective: what evaluate() checks first in a data-parallel run (world_size() > 1): the
+/// dataset's rows and the batch size, compared across ranks. Throws std::invalid_argument on
+/// every rank naming both ("evaluate: the ranks' data differ: rank 0 has rows 10, rank 1 has
+/// 14 ...").
+void check_same_eval_data(DataParallel& parallel, const data::Dataset& ds, std::int64_t batch_size);
+/// Rows of global batch i each of `world_size` ranks trains on: the batch's rows (batch_size,
+/// or fewer for a partial last batch) / world_size. Throws std::out_of_range for a bad i.
+std::int64_t rows_per_rank(const data::DataLoader& loader, std::int64_t i, int world_size);
+/// Runs `body`. With `parallel` and parallel->world_size() > 1, an exception escaping it
+/// ends the whole job through parallel->abort (its message on stderr, "rank 1: error: ...")
+/// instead of leaving the other ranks waiting in a collective; otherwise (and when abort
+/// returns, as DataParallel's default does) the exception propagates.
+void run_parallel_guarded(DataParallel* parallel, const std::function<void()>& body);
 
 /// Whether this build of tapegrad_train has MPI (tapegrad_distributed).
 bool mpi_available();

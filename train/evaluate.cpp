@@ -13,7 +13,9 @@
 
 namespace tapegrad::train {
 
-Evaluation evaluate(layers::Module& model, const data::Dataset& ds, const EvalOptions& o) {
+namespace {
+// evaluate() without its guard (see evaluate() below).
+Evaluation evaluate_batches_split(layers::Module& model, const data::Dataset& ds, const EvalOptions& o) {
   const std::int64_t batch_size = o.batch_size;
   if (batch_size < 1) throw std::invalid_argument("evaluate: expected batch_size >= 1, got " + std::to_string(batch_size));
   DataParallel* par = o.parallel;
@@ -86,6 +88,18 @@ Evaluation evaluate(layers::Module& model, const data::Dataset& ds, const EvalOp
             confusion[static_cast<std::size_t>(t * classes + p)];
   }
   return out;
+}
+
+}  // namespace
+
+// A data-parallel evaluation first checks that every rank has the same data (an exception on
+// every rank otherwise), then runs under a guard: an exception on one rank (a bad label in
+// its batches) ends the job with its message instead of leaving the others in the sums.
+Evaluation evaluate(layers::Module& model, const data::Dataset& ds, const EvalOptions& o) {
+  if (o.parallel && o.parallel->world_size() > 1) check_same_eval_data(*o.parallel, ds, o.batch_size);
+  Evaluation result;
+  run_parallel_guarded(o.parallel, [&] { result = evaluate_batches_split(model, ds, o); });
+  return result;
 }
 
 Tensor predict(layers::Module& model, const Tensor& X, std::int64_t batch_size) {

@@ -52,6 +52,10 @@ struct Evaluation {
 
 /// Runs `model` over `ds` as above. Throws std::invalid_argument for batch_size < 1, or a
 /// label outside [0, C) (naming the row).
+/// In a data-parallel run (world_size() > 1) every rank first checks that all ranks have the
+/// same rows and batch size (check_same_eval_data: std::invalid_argument on every rank);
+/// then an exception on one rank ends the whole job through DataParallel::abort
+/// (run_parallel_guarded) instead of leaving the others waiting.
 Evaluation evaluate(layers::Module& model, const data::Dataset& ds, const EvalOptions& options = {});
 
 /// The model's outputs for the rows of X (N, ...), in batches of batch_size, in eval mode

@@ -82,8 +82,10 @@ int resume_from(const std::string& path, layers::Module& model, optim::Optimizer
 
 }  // namespace
 
-FitResult fit(layers::Module& model, data::DataLoader& loader, const LossFn& loss_fn, optim::Optimizer& opt,
-              optim::LRScheduler* sched, const FitOptions& o, std::vector<CallbackPtr> callbacks) {
+// fit() after its data-parallel checks (see fit() below).
+static FitResult fit_epochs(layers::Module& model, data::DataLoader& loader, const LossFn& loss_fn,
+                            optim::Optimizer& opt, optim::LRScheduler* sched, const FitOptions& o,
+                            std::vector<CallbackPtr> callbacks) {
   DataParallel* par = o.parallel.get();
   const int world = par ? par->world_size() : 1, rank = par ? par->rank() : 0;
   check_options(o, loader, world);
@@ -106,7 +108,6 @@ FitResult fit(layers::Module& model, data::DataLoader& loader, const LossFn& los
   for (auto& cb : callbacks) cb->on_fit_begin(st);
 
   FitResult result;
-  const std::int64_t per = loader.options().batch_size / world;  // this rank's rows of each global batch
   EvalOptions eval;
   eval.batch_size = o.eval_batch_size;
   eval.loss = loss_fn;
@@ -126,7 +127,8 @@ FitResult fit(layers::Module& model, data::DataLoader& loader, const LossFn& los
     std::int64_t rows = 0;
     loader.reset();  // the epoch's order, the same on every rank (shared generator)
     for (std::int64_t i = 0; i < st.batches; ++i) {
-      const data::Batch b = par ? loader.batch(i, rank * per, per) : loader.batch(i);
+      const std::int64_t n = par ? rows_per_rank(loader, i, world) : 0;  // a partial last batch: fewer
+      const data::Batch b = par ? loader.batch(i, rank * n, n) : loader.batch(i);
       Tensor out = par ? par->forward(b.X) : model(b.X);
       Tensor loss = loss_fn(out, b.y);
       opt.zero_grad();
@@ -177,6 +179,22 @@ FitResult fit(layers::Module& model, data::DataLoader& loader, const LossFn& los
   result.stopped_early = st.stop_training;
   result.stop_reason = st.stop_reason;
   result.last_validation = st.last_validation;
+  return result;
+}
+
+// A data-parallel run first checks, on every rank, that the ranks have the same data (an
+// exception on every rank otherwise), then trains under a guard: an exception on one rank (a
+// callback, the loss, a diverged loss) ends the job with its message instead of leaving the
+// other ranks waiting in a collective.
+FitResult fit(layers::Module& model, data::DataLoader& loader, const LossFn& loss_fn, optim::Optimizer& opt,
+              optim::LRScheduler* sched, const FitOptions& o, std::vector<CallbackPtr> callbacks) {
+  DataParallel* par = o.parallel.get();
+  if (par && par->world_size() > 1) {
+    check_options(o, loader, par->world_size());
+    check_same_data(*par, loader, o.validation, o.eval_batch_size);
+  }
+  FitResult result;
+  run_parallel_guarded(par, [&] { result = fit_epochs(model, loader, loss_fn, opt, sched, o, std::move(callbacks)); });
   return result;
 }
 

@@ -63,7 +63,12 @@ struct FitOptions {
   optim::CheckpointExtras checkpoint_extras;
   /// Data-parallel training (data_parallel.h); prepare() must have been called on the model
   /// before the optimizer was built. The loader's batch size is then the global batch and
-  /// must be divisible by the world size.
+  /// must be divisible by the world size; so must a partial last batch (drop_last = false),
+  /// which is split evenly. Before the first epoch every rank checks that all ranks have the
+  /// same data (check_same_data: rows, batching, validation; std::invalid_argument on every
+  /// rank otherwise); the epochs then run under run_parallel_guarded: an exception on one
+  /// rank (a callback, the loss, a diverged loss) ends the whole job with its message
+  /// ("rank 1: error: ...") instead of leaving the other ranks waiting in a collective.
   std::shared_ptr<DataParallel> parallel;
 };
 

@@ -134,3 +134,22 @@ TEST_CASE("ZeroRedundancyOptimizer: local .grad, no state_dict, a step without a
   CHECK(opt.lr(0) == 0.5);
   CHECK(opt.wrapped().lr(0) == 0.5);
 }
+
+TEST_CASE("ZeroRedundancyOptimizer on rank 0 only fails on every rank in the first step before any reduction",
+          "[np2][ddp][zero][errors]") {
+  REQUIRE(dist::world_size() == 2);
+  auto m = bn_mlp(Dtype::Float64);
+  dist::DistributedDataParallel ddp(m);
+  std::unique_ptr<optim::Optimizer> opt;
+  if (dist::rank() == 0)  // rank 0 reduce-scatters, rank 1 would allreduce the same buckets
+    opt = std::make_unique<dist::ZeroRedundancyOptimizer>(
+        ddp, [](std::vector<Tensor> s) { return std::make_unique<optim::Adam>(s, optim::AdamOptions{.lr = 0.01}); });
+  else
+    opt = std::make_unique<optim::Adam>(m->parameters(), optim::AdamOptions{.lr = 0.01});
+  auto [x, y] = mlp_batch(0, Dtype::Float64);
+  opt->zero_grad();
+  CHECK_THROWS_WITH(layers::cross_entropy(ddp(x), y).backward(),
+                    Catch::Contains("rank 1 differs from rank 0") &&
+                        Catch::Contains("rank 0 has 'gradients reduce-scattered (ZeroRedundancyOptimizer)'") &&
+                        Catch::Contains("rank 1 has 'gradients allreduced'"));
+}
