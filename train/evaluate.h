@@ -51,7 +51,8 @@ struct Evaluation {
 };
 
 /// Runs `model` over `ds` as above. Throws std::invalid_argument for batch_size < 1, or a
-/// label outside [0, C) (naming the row).
+/// label outside [0, C) (naming the row); std::runtime_error for a NaN or infinite output
+/// with class targets (naming the row: no accuracy is computed from it).
 Evaluation evaluate(layers::Module& model, const data::Dataset& ds, const EvalOptions& options = {});
 
 /// The model's outputs for the rows of X (N, ...), in batches of batch_size, in eval mode
