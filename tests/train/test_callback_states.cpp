@@ -149,3 +149,18 @@ TEST_CASE("a flipped bit in a training checkpoint's data is refused on resume, n
                         Catch::Contains("does not match its checksum"));
   CHECK(b.model->state_dict().begin()->second.to_vector() == before);
 }
+
+TEST_CASE("a resume file whose epoch is out of range is refused before anything changes", "[train][fit][resume][errors]") {
+  TempDir dir;
+  Net a;
+  a.fit(a.options(4, 1), {checkpoint(dir)});
+  SafetensorsContent c = load_safetensors(dir.file("ck.safetensors.last"));
+  for (auto& [k, t] : c.tensors)
+    if (k == "epoch") t = Tensor::from_int64({-3}, {});
+  save_safetensors(dir.file("bad.safetensors"), c.tensors, c.metadata);
+  Net b;
+  const auto before = b.model->state_dict().begin()->second.to_vector();
+  CHECK_THROWS_WITH(b.fit(b.options(4, std::nullopt, dir.file("bad.safetensors")), {checkpoint(dir)}),
+                    Catch::Contains("bad.safetensors': expected an epoch in [0, 1000000000], got -3"));
+  CHECK(b.model->state_dict().begin()->second.to_vector() == before);
+}
