@@ -1,4 +1,5 @@
 #include <tapegrad/core/safetensors.h>
+#include <tapegrad/core/safetensors_checksum.h>
 
 #include <fcntl.h>
 #include <sys/stat.h>
@@ -124,7 +125,12 @@ std::vector<std::uint8_t> serialize_safetensors(const std::vector<std::pair<std:
   std::set<std::string> seen;
   std::uint64_t offset = 0;
   try {
-    if (!metadata.empty()) text += "\"__metadata__\":" + json(metadata).dump();
+    if (metadata.count(kSafetensorsChecksumKey))
+      throw std::invalid_argument(std::string("save_safetensors: the metadata key '") + kSafetensorsChecksumKey +
+                                  "' is reserved (the per-tensor checksums)");
+    std::map<std::string, std::string> md = metadata;  // with the checksums (core/safetensors_checksum.h)
+    if (!tensors.empty()) md[kSafetensorsChecksumKey] = safetensors_checksums(tensors);
+    if (!md.empty()) text += "\"__metadata__\":" + json(md).dump();
     for (auto& [name, t] : tensors) {
       if (name.empty()) throw std::invalid_argument("save_safetensors: empty tensor name");
       if (name == "__metadata__") throw std::invalid_argument("save_safetensors: '__metadata__' is a reserved name");
@@ -301,6 +307,7 @@ SafetensorsContent parse_safetensors(const std::uint8_t* data, std::size_t size)
     if (e.end > e.begin) std::memcpy(t.raw_data(), data + data_start + e.begin, e.end - e.begin);
     out.tensors.emplace_back(e.name, std::move(t));
   }
+  verify_safetensors_checksums(out);  // a flipped bit in the data names its tensor
   return out;
 }
 

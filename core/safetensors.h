@@ -34,9 +34,10 @@ struct SafetensorsContent {
 /// Largest header accepted by the reader (100 MB), like the reference implementation.
 constexpr std::uint64_t kSafetensorsMaxHeader = 100ull * 1000 * 1000;
 
-/// The file's bytes for `tensors` (written in the given order) and `metadata`.
-/// Throws std::invalid_argument for an undefined tensor, an empty or duplicate name, or
-/// the reserved name "__metadata__".
+/// The file's bytes for `tensors` (written in the given order) and `metadata`, plus each
+/// tensor's CRC-32C under the metadata key kSafetensorsChecksumKey (core/safetensors_checksum.h).
+/// Throws std::invalid_argument for an undefined tensor, an empty or duplicate name, the
+/// reserved name "__metadata__" or the reserved metadata key kSafetensorsChecksumKey.
 std::vector<std::uint8_t> serialize_safetensors(const std::vector<std::pair<std::string, Tensor>>& tensors,
                                                 const std::map<std::string, std::string>& metadata = {});
 
@@ -48,7 +49,8 @@ std::vector<std::uint8_t> serialize_safetensors(const std::vector<std::pair<std:
 /// JSON, duplicate names, a non-string metadata value, unknown dtype, negative or
 /// overflowing shape, data_offsets that are not [begin <= end], not contiguous from 0,
 /// overlapping, out of range or not covering the data exactly, shape × dtype size ≠
-/// end - begin.
+/// end - begin; a tensor whose data does not match its stored checksum (naming the tensor;
+/// files without checksums load unchecked, and the checksum key is not returned in metadata).
 SafetensorsContent parse_safetensors(const std::uint8_t* data, std::size_t size);
 
 /// Writes `tensors` to `path` atomically (core/file_io.h: a regular file or a new path is

@@ -94,18 +94,32 @@ std::vector<EpochLogs> history_from_json(const std::string& json) {
   return out;
 }
 
+std::vector<std::string> callback_state_names(const std::vector<CallbackPtr>& callbacks) {
+  std::vector<std::string> out;
+  std::map<std::string, int> seen;
+  for (const auto& cb : callbacks) {
+    const std::string n = cb->name();
+    const int k = ++seen[n];
+    out.push_back(k == 1 ? n : n + "#" + std::to_string(k));
+  }
+  return out;
+}
+
 optim::CheckpointExtras TrainState::checkpoint_extras() const {
   optim::CheckpointExtras x;
   if (user_extras) x = *user_extras;
   x.metadata[kHistoryKey] = history_to_json(history);
   x.metadata["train.epochs"] = std::to_string(epochs);
   if (stop_training) x.metadata[kStoppedKey] = stop_reason.empty() ? "stopped" : stop_reason;
-  if (callbacks)
-    for (std::size_t i = 0; i < callbacks->size(); ++i) {
-      const Callback& cb = *(*callbacks)[i];
-      for (const auto& [k, v] : cb.state_dict())
-        x.metadata["callback." + std::to_string(i) + "." + cb.name() + "." + k] = v;
+  if (callbacks) {
+    const std::vector<std::string> names = callback_state_names(*callbacks);
+    std::string list;
+    for (std::size_t i = 0; i < names.size(); ++i) {
+      list += (i ? "," : "") + names[i];
+      for (const auto& [k, v] : (*callbacks)[i]->state_dict()) x.metadata["callback." + names[i] + "." + k] = v;
     }
+    x.metadata[kCallbacksKey] = list;
+  }
   return x;
 }
 

@@ -95,7 +95,8 @@ struct TrainState {
 class Callback {
  public:
   virtual ~Callback() = default;
-  /// A short type name ("EarlyStopping"); part of the checkpoint keys of its state.
+  /// A short type name ("EarlyStopping"); its state is saved under "callback.<name>." (see
+  /// callback_state_names). No '.' or ','.
   virtual std::string name() const = 0;
   /// Before the first epoch of this call (after a resume restored the state).
   virtual void on_fit_begin(TrainState&) {}
@@ -119,6 +120,12 @@ class Callback {
 
 /// How fit() takes callbacks.
 using CallbackPtr = std::shared_ptr<Callback>;
+
+/// The names under which checkpoints keep the callbacks' states, in the callbacks' order: each
+/// callback's name(), the second and later of one name suffixed "#2", "#3", ... (so a resumed
+/// run matches states by name, whatever callbacks were added or reordered). Null callbacks are
+/// not allowed (fit() refuses them first).
+std::vector<std::string> callback_state_names(const std::vector<CallbackPtr>& callbacks);
 
 /// Whether a monitored value improved: mode "min" (lower is better) or "max".
 enum class Mode { Min, Max };

@@ -65,12 +65,10 @@ void EarlyStopping::on_epoch_end(TrainState& s) {
   if (!v)
     throw std::invalid_argument("EarlyStopping: monitor '" + o_.monitor + "' was not logged by epoch " +
                                 std::to_string(e.epoch) + " (logged: " + e.keys() + ")");
-  if (!std::isfinite(*v)) {
-    stopped_epoch_ = e.epoch;
-    s.stop_training = true;
-    s.stop_reason = "EarlyStopping: " + o_.monitor + " = " + format_double(*v) + " at epoch " + std::to_string(e.epoch);
-    return;
-  }
+  if (!std::isfinite(*v))  // not a value to compare: the run diverged (nothing changes here)
+    throw std::runtime_error("EarlyStopping: monitor '" + o_.monitor + "' is " + format_double(*v) + " at epoch " +
+                             std::to_string(e.epoch) + ", not a value to compare: the run diverged (best " +
+                             format_double(best_) + " at epoch " + std::to_string(best_epoch_) + ")");
   if (improves(*v, best_, o_.mode, o_.min_delta)) {
     best_ = *v;
     best_epoch_ = e.epoch;

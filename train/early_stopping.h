@@ -5,7 +5,8 @@
 // After each epoch the value of `monitor` is compared with the best so far: it improves when
 //   mode min:  value < best - min_delta        mode max:  value > best + min_delta
 // The first epoch always improves. After `patience` epochs in a row without improvement,
-// training stops (TrainState::stop_training). A NaN or infinite value stops at once. The best
+// training stops (TrainState::stop_training). A NaN or infinite value is not a value to
+// compare: on_epoch_end throws std::runtime_error naming the monitor and the epoch. The best
 // value, its epoch and the wait counter are saved in training checkpoints: a resumed run
 // stops where the uninterrupted one would.
 #include <limits>
@@ -41,7 +42,7 @@ class EarlyStopping : public Callback {
   explicit EarlyStopping(EarlyStoppingOptions options = {});
   std::string name() const override { return "EarlyStopping"; }
   /// Throws std::invalid_argument naming the monitor and the logged keys when the epoch did
-  /// not log it.
+  /// not log it, std::runtime_error when it logged NaN or an infinity (the state is unchanged).
   void on_epoch_end(TrainState& s) override;
   /// With restore_best_weights: copies the best epoch's weights back into the model.
   void on_fit_end(TrainState& s) override;

@@ -1,6 +1,7 @@
 #include <tapegrad/train/evaluate.h>
 
 #include <algorithm>
+#include <cmath>
 #include <stdexcept>
 #include <string>
 
@@ -44,6 +45,12 @@ Evaluation evaluate_batches_split(layers::Module& model, const data::Dataset& ds
         classes = c;
         confusion.assign(static_cast<std::size_t>(c * c), 0);
       }
+      const float* z = logits.data<float>();
+      for (std::int64_t i = 0; i < m * c; ++i)
+        if (!std::isfinite(z[i]))  // argmax would pick a class for it: an accuracy not earned
+          throw std::runtime_error("evaluate: the model's output for row " + std::to_string(begin + i / c) + " is " +
+                                   (std::isnan(z[i]) ? "nan" : z[i] > 0 ? "inf" : "-inf") +
+                                   ", not finite (non-finite inputs, or a diverged model)");
       const Tensor predicted = argmax(logits, 1);  // the first maximum of each row
       const std::int64_t* best = predicted.data<std::int64_t>();
       const std::int64_t* y = target.data<std::int64_t>();

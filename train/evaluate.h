@@ -51,7 +51,8 @@ struct Evaluation {
 };
 
 /// Runs `model` over `ds` as above. Throws std::invalid_argument for batch_size < 1, or a
-/// label outside [0, C) (naming the row).
+/// label outside [0, C) (naming the row); std::runtime_error for a NaN or infinite output
+/// with class targets (naming the row: no accuracy is computed from it).
 /// In a data-parallel run (world_size() > 1) every rank first checks that all ranks have the
 /// same rows and batch size (check_same_eval_data: std::invalid_argument on every rank);
 /// then an exception on one rank ends the whole job through DataParallel::abort

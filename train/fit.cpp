@@ -5,8 +5,10 @@
 #include <ctime>
 #include <stdexcept>
 
+#include <tapegrad/core/autograd.h>
 #include <tapegrad/core/safetensors.h>
 #include <tapegrad/optim/clip_grad.h>
+#include <tapegrad/train/early_stopping.h>
 
 namespace tapegrad::train {
 
@@ -20,6 +22,57 @@ double process_cpu_seconds() {
   ::clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts);
   return static_cast<double>(ts.tv_sec) + 1e-9 * static_cast<double>(ts.tv_nsec);
 }
+
+// The number of NaN or infinite values of a float tensor (0 for other dtypes).
+std::int64_t non_finite_count(const Tensor& t) {
+  std::int64_t bad = 0;
+  if (t.dtype() == Dtype::Float32) {
+    const float* p = t.data<float>();
+    for (std::int64_t i = 0, n = t.numel(); i < n; ++i) bad += !std::isfinite(p[i]);
+  } else if (t.dtype() == Dtype::Float64) {
+    const double* p = t.data<double>();
+    for (std::int64_t i = 0, n = t.numel(); i < n; ++i) bad += !std::isfinite(p[i]);
+  }
+  return bad;
+}
+
+// The first parameter (by model name) whose gradient (grad = true) or value holds a NaN or
+// infinity, as "'<name>' (<k> of <n> values)"; "" when all are finite.
+std::string first_non_finite(const layers::Module& model, bool grad) {
+  for (const auto& [name, p] : model.named_parameters()) {
+    const Tensor t = grad ? p.grad() : p;
+    if (!t.defined()) continue;
+    if (const std::int64_t bad = non_finite_count(t))
+      return "'" + name + "' (" + std::to_string(bad) + " of " + std::to_string(t.numel()) + " values)";
+  }
+  return "";
+}
+
+// What one batch may change before its update is accepted: the buffers (BatchNorm's running
+// statistics move in the forward) and the generator (dropout masks). Restored when a batch is
+// rejected, so the model, optimizer and generator are as after the last accepted batch.
+class BatchGuard {
+ public:
+  BatchGuard(const layers::Module& model, Generator* gen) : live_(model.buffers()), gen_(gen) {
+    for (const Tensor& b : live_) saved_.push_back(b.clone());
+  }
+  void save() {
+    NoGradGuard ng;
+    for (std::size_t k = 0; k < live_.size(); ++k) saved_[k].copy_(live_[k]);
+    if (gen_) gen_saved_ = *gen_;
+  }
+  void restore(optim::Optimizer& opt) {
+    NoGradGuard ng;
+    for (std::size_t k = 0; k < live_.size(); ++k) live_[k].copy_(saved_[k]);
+    if (gen_) *gen_ = gen_saved_;
+    opt.zero_grad();
+  }
+
+ private:
+  std::vector<Tensor> live_, saved_;
+  Generator* gen_;
+  Generator gen_saved_;
+};
 
 void check_options(const FitOptions& o, const data::DataLoader& loader, int world) {
   if (o.epochs < 1) throw std::invalid_argument("fit: expected epochs >= 1, got " + std::to_string(o.epochs));
@@ -42,6 +95,62 @@ void check_options(const FitOptions& o, const data::DataLoader& loader, int worl
     throw std::logic_error("fit: call parallel->prepare(model) before building the optimizer and calling fit");
 }
 
+// The callbacks' states in a checkpoint, one map per callback, matched by name
+// (callback_state_names). Checkpoints written before kCallbacksKey keep them under
+// "callback.<index>.<name>.<key>": matched by name and occurrence as well. A state the file
+// holds for a callback this run does not pass throws (resuming without it would not continue
+// the run: e.g. a ModelCheckpoint that forgot its best would overwrite the best file).
+std::vector<std::map<std::string, std::string>> callback_states(const std::string& path, const SafetensorsContent& file,
+                                                                const std::vector<CallbackPtr>& callbacks) {
+  const std::vector<std::string> names = callback_state_names(callbacks);
+  std::map<std::string, std::map<std::string, std::string>> stored;  // by state name
+  const std::string head = "callback.";
+  if (file.metadata.count(kCallbacksKey)) {
+    for (const auto& [k, v] : file.metadata) {
+      if (k.rfind(head, 0) != 0) continue;
+      const std::string rest = k.substr(head.size());
+      const std::size_t dot = rest.find('.');
+      if (dot != std::string::npos) stored[rest.substr(0, dot)][rest.substr(dot + 1)] = v;
+    }
+  } else {
+    std::map<long, std::pair<std::string, std::map<std::string, std::string>>> by_index;
+    for (const auto& [k, v] : file.metadata) {
+      if (k.rfind(head, 0) != 0) continue;
+      const std::string rest = k.substr(head.size());
+      const std::size_t dot = rest.find('.');
+      if (dot == 0 || dot == std::string::npos || dot > 9 ||
+          rest.find_first_not_of("0123456789") != dot)
+        continue;
+      const std::string tail = rest.substr(dot + 1);
+      const std::size_t dot2 = tail.find('.');
+      if (dot2 == std::string::npos) continue;
+      auto& slot = by_index[std::stol(rest.substr(0, dot))];
+      slot.first = tail.substr(0, dot2);
+      slot.second[tail.substr(dot2 + 1)] = v;
+    }
+    std::map<std::string, int> seen;
+    for (auto& [i, named] : by_index) {
+      const int k = ++seen[named.first];
+      stored[k == 1 ? named.first : named.first + "#" + std::to_string(k)] = std::move(named.second);
+    }
+  }
+  std::vector<std::map<std::string, std::string>> states(callbacks.size());
+  for (std::size_t i = 0; i < names.size(); ++i)
+    if (auto it = stored.find(names[i]); it != stored.end()) {
+      states[i] = std::move(it->second);
+      stored.erase(it);
+    }
+  if (!stored.empty()) {
+    std::string lost, have;
+    for (const auto& [n, st] : stored) lost += (lost.empty() ? "" : ", ") + n;
+    for (const auto& n : names) have += (have.empty() ? "" : ", ") + n;
+    throw std::invalid_argument("fit: resume '" + path + "': the checkpoint holds the state of " + lost +
+                                ", which this run does not pass (its callbacks: " + (have.empty() ? "none" : have) +
+                                "); pass the same callbacks to continue the run");
+  }
+  return states;
+}
+
 // The epoch count, history and callback states of a training checkpoint (the model,
 // optimizer, scheduler and generator are restored by load_training_checkpoint).
 int resume_from(const std::string& path, layers::Module& model, optim::Optimizer& opt, optim::LRScheduler* sched,
@@ -55,19 +164,20 @@ int resume_from(const std::string& path, layers::Module& model, optim::Optimizer
       throw std::invalid_argument("fit: resume '" + path + "': " + e.what());
     }
   }
-  std::vector<std::map<std::string, std::string>> states(callbacks.size());
-  for (std::size_t i = 0; i < callbacks.size(); ++i) {
-    const std::string prefix = "callback." + std::to_string(i) + "." + callbacks[i]->name() + ".";
-    for (const auto& [k, v] : file.metadata)
-      if (k.rfind(prefix, 0) == 0) states[i][k.substr(prefix.size())] = v;
+  if (const Tensor* e = file.find("epoch"); e && e->dtype() == Dtype::Int64 && e->numel() == 1) {
+    const std::int64_t v = e->data<std::int64_t>()[0];
+    if (v < 0 || v > 1000000000)
+      throw std::invalid_argument("fit: resume '" + path + "': expected an epoch in [0, 1000000000], got " +
+                                  std::to_string(v));
   }
+  std::vector<std::map<std::string, std::string>> states = callback_states(path, file, callbacks);
   // The callbacks' states are parsed before the training state is loaded (all or nothing),
   // so a malformed state leaves the model and optimizer untouched.
   for (std::size_t i = 0; i < callbacks.size(); ++i) {
     try {
       callbacks[i]->load_state_dict(states[i]);
     } catch (const std::invalid_argument& e) {
-      throw std::invalid_argument("fit: resume '" + path + "': " + callbacks[i]->name() + ": " + e.what());
+      throw std::invalid_argument("fit: resume '" + path + "': " + callback_state_names(callbacks)[i] + ": " + e.what());
     }
   }
   const auto epoch = optim::load_training_checkpoint(path, model, opt, sched, gen);
@@ -126,21 +236,43 @@ static FitResult fit_epochs(layers::Module& model, data::DataLoader& loader, con
     double loss_sum = 0;
     std::int64_t rows = 0;
     loader.reset();  // the epoch's order, the same on every rank (shared generator)
+    BatchGuard guard(model, o.generator);
     for (std::int64_t i = 0; i < st.batches; ++i) {
+      const std::string where = " at epoch " + std::to_string(epoch) + ", batch " + std::to_string(i);
+      const std::string rejected =
+          " (the batch was rejected: parameters, buffers, optimizer state and generator are as before it)";
+      guard.save();
       const std::int64_t n = par ? rows_per_rank(loader, i, world) : 0;  // a partial last batch: fewer
       const data::Batch b = par ? loader.batch(i, rank * n, n) : loader.batch(i);
       Tensor out = par ? par->forward(b.X) : model(b.X);
       Tensor loss = loss_fn(out, b.y);
+      const double l = loss.item();
+      // One process: refuse a non-finite loss before backward. Data parallel: after the
+      // gradient averaging, so no rank leaves a collective the others wait in.
+      if (!par && !std::isfinite(l)) {
+        guard.restore(opt);
+        throw std::runtime_error("fit: training diverged: loss " + std::to_string(l) + where + rejected);
+      }
       opt.zero_grad();
       loss.backward();
       if (par) par->after_backward();  // gradients averaged over ranks
+      if (!std::isfinite(l)) {
+        guard.restore(opt);
+        throw std::runtime_error("fit: training diverged: loss " + std::to_string(l) + where + rejected);
+      }
+      if (const std::string bad = first_non_finite(model, /*grad=*/true); !bad.empty()) {
+        guard.restore(opt);
+        throw std::runtime_error("fit: training diverged: the gradient of " + bad + " is NaN or infinite" + where +
+                                 " (loss " + std::to_string(l) + ")" + rejected);
+      }
       if (o.clip_grad_norm) optim::clip_grad_norm_(opt.parameters(), *o.clip_grad_norm);
       if (o.clip_grad_value) optim::clip_grad_value_(opt.parameters(), *o.clip_grad_value);
       opt.step();
-      const double l = loss.item();
-      if (!std::isfinite(l))
-        throw std::runtime_error("fit: training diverged: loss " + std::to_string(l) + " at epoch " +
-                                 std::to_string(epoch) + ", batch " + std::to_string(i));
+      if (const std::string bad = first_non_finite(model, /*grad=*/false); !bad.empty())
+        throw std::runtime_error("fit: training diverged: the optimizer step" + where + " made parameter " + bad +
+                                 " NaN or infinite (lr " + format_double(opt.lr(0)) +
+                                 "; a smaller learning rate or gradient clipping may help). The model holds that "
+                                 "step; the last checkpoint holds the last good epoch");
       loss_sum += l * static_cast<double>(b.size());
       rows += b.size();
       st.batch = i + 1;
@@ -157,7 +289,16 @@ static FitResult fit_epochs(layers::Module& model, data::DataLoader& loader, con
     logs.set("loss", train_loss);
     if (o.validation) {
       const auto v0 = Clock::now();
-      Evaluation v = evaluate(model, *o.validation, eval);  // split across ranks
+      const std::string at = "fit: validation at epoch " + std::to_string(epoch) + ": ";
+      Evaluation v;
+      try {
+        v = evaluate(model, *o.validation, eval);  // split across ranks
+      } catch (const std::runtime_error& e) {
+        throw std::runtime_error(at + e.what());
+      }
+      if (!std::isfinite(v.mean_loss()))
+        throw std::runtime_error(at + "loss " + format_double(v.mean_loss()) +
+                                 ", not finite (non-finite validation inputs, or a diverged model)");
       logs.set("val_loss", v.mean_loss());
       if (!v.confusion.empty()) logs.set("val_accuracy", v.accuracy());
       logs.set("val_seconds", std::chrono::duration<double>(Clock::now() - v0).count());

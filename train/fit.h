@@ -13,7 +13,17 @@
 // Each epoch: model.train(); loader.reset() (the epoch's order); per batch forward, loss,
 // zero_grad, backward, [data parallel: gradient averaging], [clipping], optimizer.step();
 // then validation (train::evaluate: eval mode under NoGradGuard, previous mode restored), the
-// scheduler's step (one per epoch), the callbacks. A non-finite loss throws.
+// scheduler's step (one per epoch), the callbacks.
+//
+// Divergence is an error, never a result: a batch whose loss or any gradient is NaN or
+// infinite is rejected before the update (std::runtime_error naming the epoch, the batch and
+// the parameter): the parameters and the optimizer state are untouched, the buffers (e.g.
+// BatchNorm's running statistics, moved by that batch's forward) and the generator (its
+// dropout masks) are put back as before the batch, and the gradients are cleared. An update
+// that makes a parameter NaN or infinite from finite gradients (a learning rate far too
+// large) throws after the step, naming the parameter; the model then holds that step (the
+// checkpoints of the earlier epochs are intact). A NaN or infinite validation loss throws
+// before the callbacks see the epoch.
 //
 // Exact resume: with the run's generator in FitOptions::generator and a ModelCheckpoint
 // callback, resuming from its ".last" file (FitOptions::resume) continues bit for bit as the
@@ -86,8 +96,11 @@ struct FitResult {
 /// mean. `scheduler` may be null. Throws std::invalid_argument for bad options (epochs < 1, a
 /// loader without batches, a batch size not divisible by the ranks, clipping values out of
 /// range) and a resume file that does not fit the model, optimizer or scheduler (nothing is
-/// changed then); std::runtime_error for an unreadable resume file and for a non-finite loss
-/// (naming the epoch and batch); std::logic_error when parallel->prepare() was not called.
+/// changed then), or one holding the state of a callback this call does not pass (by
+/// name, see callback_state_names); std::runtime_error for an unreadable or corrupted resume
+/// file, and for a NaN or infinite loss, gradient, parameter or validation loss (naming the
+/// epoch, the batch and the parameter; see the top of this header for what is left as it
+/// was); std::logic_error when parallel->prepare() was not called.
 FitResult fit(layers::Module& model, data::DataLoader& loader, const LossFn& loss, optim::Optimizer& optimizer,
               optim::LRScheduler* scheduler, const FitOptions& options, std::vector<CallbackPtr> callbacks = {});
 
@@ -97,5 +110,9 @@ inline constexpr const char* kHistoryKey = "train.history";
 /// The metadata key present when a callback stopped the run (its reason): resuming from such a
 /// checkpoint trains no further epoch.
 inline constexpr const char* kStoppedKey = "train.stopped";
+/// The metadata key listing the callbacks of the run that wrote a checkpoint, comma-separated
+/// (callback_state_names). Their states are under "callback.<name>.<key>"; checkpoints without
+/// this key keep them under "callback.<index>.<name>.<key>" and still load.
+inline constexpr const char* kCallbacksKey = "train.callbacks";
 
 }  // namespace tapegrad::train

@@ -1,6 +1,7 @@
 #include <tapegrad/train/metrics.h>
 
 #include <algorithm>
+#include <cmath>
 #include <cstdio>
 #include <numeric>
 #include <sstream>
@@ -11,6 +12,21 @@
 namespace tapegrad::train {
 
 namespace {
+
+// A NaN or infinite score or value is not a prediction: a metric of it would report a number
+// the model did not earn (argmax of a NaN row picks a class; R² becomes NaN).
+void check_finite(const Tensor& t, const char* fn, const char* what) {
+  if (!t.defined() || !is_floating(t.dtype())) return;
+  const std::vector<double> v = t.to_vector();
+  for (std::size_t i = 0; i < v.size(); ++i)
+    if (!std::isfinite(v[i])) {
+      const std::int64_t cols = t.dim() == 2 ? t.size(1) : 1;
+      char buf[40];
+      std::snprintf(buf, sizeof buf, "%g", v[i]);
+      throw std::runtime_error(std::string(fn) + ": expected finite " + what + ", got " + buf + " in row " +
+                               std::to_string(static_cast<std::int64_t>(i) / cols) + " (a diverged model?)");
+    }
+}
 
 std::vector<std::int64_t> labels_of(const Tensor& t, const char* fn, const char* what) {
   if (!t.defined() || t.dim() != 1 || t.dtype() != Dtype::Int64)
@@ -23,6 +39,7 @@ std::vector<std::int64_t> labels_of(const Tensor& t, const char* fn, const char*
 std::vector<std::int64_t> classes_of(const Tensor& prediction, const char* fn) {
   if (!prediction.defined())
     throw std::invalid_argument(std::string(fn) + ": expected predictions (N) int64 or scores (N, C), got an undefined tensor");
+  check_finite(prediction, fn, "scores");
   return labels_of(predicted_classes(prediction), fn, "predictions");
 }
 
@@ -55,6 +72,8 @@ Columns regression_pair(const Tensor& prediction, const Tensor& target, const ch
   c.outputs = prediction.dim() == 2 ? prediction.size(1) : 1;
   if (c.rows == 0 || c.outputs == 0)
     throw std::invalid_argument(std::string(fn) + ": expected at least one value, got shape " + shape_str(prediction.shape()));
+  check_finite(prediction, fn, "predictions");
+  check_finite(target, fn, "targets");
   c.pred = prediction.to_vector();
   c.target = target.to_vector();
   return c;
@@ -63,7 +82,10 @@ Columns regression_pair(const Tensor& prediction, const Tensor& target, const ch
 }  // namespace
 
 Tensor predicted_classes(const Tensor& prediction) {
-  if (prediction.defined() && prediction.dim() == 2 && is_floating(prediction.dtype())) return argmax(prediction, 1);
+  if (prediction.defined() && prediction.dim() == 2 && is_floating(prediction.dtype())) {
+    check_finite(prediction, "predicted_classes", "scores");
+    return argmax(prediction, 1);
+  }
   if (prediction.defined() && prediction.dim() == 1 && prediction.dtype() == Dtype::Int64) return prediction;
   throw std::invalid_argument("predicted_classes: expected class indices (N) int64 or scores (N, C) float, got " +
                               (prediction.defined() ? shape_str(prediction.shape()) + " " + dtype_name(prediction.dtype())
@@ -88,6 +110,7 @@ double top_k_accuracy(const Tensor& scores, const Tensor& target, std::int64_t k
   const auto y = labels_of(target, "top_k_accuracy", "targets");
   const std::int64_t n = scores.size(0), c = scores.size(1);
   same_rows(static_cast<std::size_t>(n), y.size(), "top_k_accuracy");
+  check_finite(scores, "top_k_accuracy", "scores");
   const std::vector<double> s = scores.to_vector();
   std::int64_t hit = 0;
   for (std::int64_t i = 0; i < n; ++i) {

@@ -3,7 +3,9 @@
 // accuracy_score, top_k_accuracy_score, confusion_matrix, precision_recall_fscore_support
 // (zero_division = 0), mean_squared_error, mean_absolute_error, r2_score. Results are float64,
 // accumulated in double. Every function throws std::invalid_argument naming the expected and
-// actual shapes or values for mismatched or empty inputs.
+// actual shapes or values for mismatched or empty inputs, and std::runtime_error naming the
+// function and the row for a NaN or infinite score, prediction or target (a metric of a
+// diverged model's outputs is not a result).
 #include <cstdint>
 #include <string>
 #include <vector>

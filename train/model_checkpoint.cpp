@@ -28,6 +28,9 @@ void ModelCheckpoint::after_epoch_end(TrainState& s) {
     if (!v)
       throw std::invalid_argument("ModelCheckpoint: monitor '" + o_.monitor + "' was not logged by epoch " +
                                   std::to_string(e.epoch) + " (logged: " + e.keys() + ")");
+    if (!std::isfinite(*v))  // not a value to compare: the run diverged; no file is written
+      throw std::runtime_error("ModelCheckpoint: monitor '" + o_.monitor + "' is " + format_double(*v) +
+                               " at epoch " + std::to_string(e.epoch) + ", not a value to compare: the run diverged");
     improved = improves(*v, best_, o_.mode);
     if (improved) {
       best_ = *v;

@@ -47,7 +47,8 @@ class ModelCheckpoint : public Callback {
   /// std::runtime_error naming the path and the reason.
   void on_fit_begin(TrainState& s) override;
   /// Writes the files. Throws std::invalid_argument naming the monitor and the logged keys
-  /// when the epoch did not log it, std::runtime_error when a file cannot be written.
+  /// when the epoch did not log it, std::runtime_error when it logged NaN or an infinity
+  /// (nothing written) or a file cannot be written.
   void after_epoch_end(TrainState& s) override;
   std::map<std::string, std::string> state_dict() const override;
   void load_state_dict(const std::map<std::string, std::string>& state) override;

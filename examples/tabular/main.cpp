@@ -58,6 +58,37 @@ std::vector<std::int64_t> parse_hidden(const std::string& text) {
   return sizes;
 }
 
+std::string g(double v) {
+  char buf[40];
+  std::snprintf(buf, sizeof buf, "%g", v);
+  return buf;
+}
+
+// Every option, in one place, however it was spelled on the command line (--lr 1, --lr=1):
+// throws std::invalid_argument naming the option, the expected and the given value.
+void check_config(const Config& c) {
+  auto range = [](const char* option, long long v, long long lo, long long hi) {
+    if (v < lo || v > hi)
+      throw std::invalid_argument(std::string(option) + ": expected an integer in [" + std::to_string(lo) + ", " +
+                                  std::to_string(hi) + "], got " + std::to_string(v));
+  };
+  range("--folds", c.folds, 2, 1000);
+  range("--max-classes", c.max_classes, 2, 1 << 20);
+  range("--skip-rows", c.skip_rows, 0, 1 << 30);
+  range("--epochs", c.epochs, 1, 100000);
+  range("--patience", c.patience, 0, 100000);
+  range("--batch-size", c.batch_size, 1, 1 << 24);
+  if (!(c.lr > 0 && std::isfinite(c.lr)))
+    throw std::invalid_argument("--lr: expected a finite number > 0, got " + g(c.lr));
+  if (!(c.weight_decay >= 0 && std::isfinite(c.weight_decay)))
+    throw std::invalid_argument("--weight-decay: expected a finite number >= 0, got " + g(c.weight_decay));
+  if (!(c.val_fraction > 0 && c.val_fraction < 1))
+    throw std::invalid_argument("--val-fraction: expected a fraction in (0, 1), got " + g(c.val_fraction));
+  if (c.delimiter == '"' || c.delimiter == '\n' || c.delimiter == '\r' || c.delimiter == '\0')
+    throw std::invalid_argument("--delimiter: expected a field separator other than a quote or a line break");
+  parse_hidden(c.hidden);
+}
+
 // An integer is a 0-based column index (negative: from the end); anything else a header name.
 data::CsvColumn parse_column(const std::string& text) {
   if (text.empty()) return data::CsvColumn(-1);
@@ -68,6 +99,19 @@ data::CsvColumn parse_column(const std::string& text) {
   } catch (const std::exception&) {
   }
   return data::CsvColumn(text);
+}
+
+// A numeric label column holding one value: neither task can learn from it (R² and
+// accuracy would be reported for nothing). Throws std::invalid_argument naming the value.
+void check_label_varies(const data::Dataset& d) {
+  const std::vector<double> y = d.y.to_vector();
+  for (double v : y)
+    if (v != y.front()) return;
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%.17g", y.empty() ? 0.0 : y.front());
+  throw std::invalid_argument("the label column holds one value (" + std::string(buf) + ") in all " +
+                              std::to_string(y.size()) + " rows: expected at least 2 distinct labels (classification "
+                              "needs 2 classes, regression a label that varies)");
 }
 
 // Integer-valued float targets with at most max_classes distinct values become classes
@@ -133,7 +177,10 @@ data::Dataset load(const Config& c, bool& classification) {
     classification = c.task == "classification";
     o.task = classification ? data::CsvTask::Classification : data::CsvTask::Regression;
     data::Dataset d = data::read_csv(c.csv, o);
-    if (classification) dense_classes(d);
+    if (classification)
+      dense_classes(d);
+    else
+      check_label_varies(d);
     return d;
   }
   o.task = data::CsvTask::Regression;
@@ -145,6 +192,7 @@ data::Dataset load(const Config& c, bool& classification) {
     classification = true;
     return data::read_csv(c.csv, o);
   }
+  check_label_varies(d);
   classification = as_classes(d, c.max_classes);
   return d;
 }
@@ -209,6 +257,9 @@ FoldResult run_fold(const Config& c, const data::Dataset& full, const data::Fold
     const Tensor unscaled = reshape(pred * ym.std + ym.mean, {test.size()});
     out.score = train::r2_score(unscaled, test.y);
   }
+  if (!std::isfinite(out.score))  // the metrics refuse non-finite predictions; a last guard before printing
+    throw std::runtime_error(std::string(classification ? "accuracy" : "R2") + " of the fold is " + g(out.score) +
+                             ": not a result");
   out.epochs = r.epochs_run;
   out.best_epoch = stop->best_epoch();
   out.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
@@ -229,35 +280,39 @@ int main(int argc, char** argv) {
       ->capture_default_str()
       ->check(CLI::IsMember({"auto", "classification", "regression"}));
   app.add_option("--max-classes", c.max_classes, "auto: most distinct integer labels still taken as classes")
-      ->capture_default_str()
-      ->check(CLI::Range(2, 1 << 20));
-  app.add_option("--folds", c.folds, "k of k-fold cross-validation")->capture_default_str()->check(CLI::Range(2, 1000));
-  app.add_option("--seed", c.seed, "seed of the folds, the validation splits, the weights and the shuffles")
       ->capture_default_str();
-  app.add_option("--skip-rows", c.skip_rows, "lines to skip before the header (or the first row)")
+  app.add_option("--folds", c.folds, "k of k-fold cross-validation")->capture_default_str();
+  // CLI11 reads "-1" into an unsigned seed as 2^64 - 1: refuse a sign, however spelled
+  // (--seed -1, --seed=-1), before the conversion.
+  const CLI::Validator non_negative(
+      [](std::string& v) {
+        return v.find('-') == std::string::npos ? std::string() : "expected an integer >= 0, got " + v;
+      },
+      "UINT");
+  app.add_option("--seed", c.seed, "seed of the folds, the validation splits, the weights and the shuffles")
       ->capture_default_str()
-      ->check(CLI::Range(0, 1 << 30));
+      ->check(non_negative);
+  app.add_option("--skip-rows", c.skip_rows, "lines to skip before the header (or the first row)")
+      ->capture_default_str();
   app.add_flag("--no-header", c.no_header, "the first (unskipped) line is data; columns are named by index");
   app.add_option("--delimiter", c.delimiter, "field separator")->capture_default_str();
   app.add_option("--hidden", c.hidden, "hidden widths, comma-separated")->capture_default_str();
-  app.add_option("--epochs", c.epochs, "most epochs per fold")->capture_default_str()->check(CLI::Range(1, 100000));
+  app.add_option("--epochs", c.epochs, "most epochs per fold")->capture_default_str();
   app.add_option("--patience", c.patience, "early stopping: epochs without a lower validation loss")
-      ->capture_default_str()
-      ->check(CLI::Range(0, 100000));
-  app.add_option("--batch-size", c.batch_size, "mini-batch rows")->capture_default_str()->check(CLI::Range(1, 1 << 24));
-  app.add_option("--lr", c.lr, "Adam's learning rate")->capture_default_str()->check(CLI::PositiveNumber);
-  app.add_option("--weight-decay", c.weight_decay, "Adam's L2 penalty")->capture_default_str()->check(CLI::NonNegativeNumber);
+      ->capture_default_str();
+  app.add_option("--batch-size", c.batch_size, "mini-batch rows")->capture_default_str();
+  app.add_option("--lr", c.lr, "Adam's learning rate")->capture_default_str();
+  app.add_option("--weight-decay", c.weight_decay, "Adam's L2 penalty")->capture_default_str();
   app.add_option("--val-fraction", c.val_fraction, "part of each training fold held out for early stopping")
-      ->capture_default_str()
-      ->check(CLI::Range(0.01, 0.9));
+      ->capture_default_str();
   app.add_option("--fold-ids", c.fold_ids, "write each row's test fold (0-based, one per line) to this file");
-  // CLI11 reads "-1" into an unsigned seed as 2^64 - 1: refuse a sign.
-  for (int i = 1; i + 1 < argc; ++i)
-    if (std::string(argv[i]) == "--seed" && argv[i + 1][0] == '-') {
-      std::fprintf(stderr, "--seed: expected an integer >= 0, got %s\n", argv[i + 1]);
-      return 2;
-    }
   CLI11_PARSE(app, argc, argv);
+  try {
+    check_config(c);  // every option, before the data is read
+  } catch (const std::invalid_argument& e) {
+    std::fprintf(stderr, "tabular: %s\n", e.what());
+    return 2;
+  }
 
   try {
     const std::vector<std::int64_t> hidden = parse_hidden(c.hidden);

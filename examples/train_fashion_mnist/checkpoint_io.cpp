@@ -105,7 +105,10 @@ optim::CheckpointExtras checkpoint_extras(const Config& c, const data::Standardi
                 {"fmnist.norm", c.norm},
                 {"fmnist.dropout", g17(c.dropout)},
                 {"fmnist.epochs", std::to_string(c.epochs)},
-                {"fmnist.schedule", c.schedule}};
+                {"fmnist.schedule", c.schedule},
+                {"fmnist.lr", g17(learning_rate(c))},
+                {"fmnist.batch_size", std::to_string(c.batch_size)},
+                {"fmnist.optimizer", c.optimizer}};
   return x;
 }
 
@@ -130,6 +133,31 @@ CheckpointInfo read_checkpoint_info(const std::string& path) {
     auto it = c.metadata.find(k);
     return it == c.metadata.end() ? nullptr : &it->second;
   };
+  try {  // absent in files written before they were stored
+    if (meta("fmnist.lr")) {
+      std::size_t used = 0;
+      const double lr = std::stod(*meta("fmnist.lr"), &used);
+      if (used != meta("fmnist.lr")->size() || !(lr > 0 && std::isfinite(lr))) throw std::invalid_argument("not > 0");
+      info.learning_rate = lr;
+    }
+    if (meta("fmnist.batch_size")) {
+      std::size_t used = 0;
+      const long long b = std::stoll(*meta("fmnist.batch_size"), &used);
+      if (used != meta("fmnist.batch_size")->size() || b < 1) throw std::invalid_argument("not >= 1");
+      info.batch_size = b;
+    }
+  } catch (const std::exception&) {
+    throw std::invalid_argument("'" + path + "': malformed fmnist.lr '" +
+                                (meta("fmnist.lr") ? *meta("fmnist.lr") : std::string()) + "' or fmnist.batch_size '" +
+                                (meta("fmnist.batch_size") ? *meta("fmnist.batch_size") : std::string()) +
+                                "': expected a finite number > 0 and an integer >= 1");
+  }
+  if (meta("fmnist.optimizer")) {
+    const std::string& o = *meta("fmnist.optimizer");
+    if (o != "sgd" && o != "adam" && o != "adamw")
+      throw std::invalid_argument("'" + path + "': malformed fmnist.optimizer '" + o + "': expected sgd, adam or adamw");
+    info.optimizer = o;
+  }
   if (meta("fmnist.hidden") && meta("fmnist.norm") && meta("fmnist.dropout")) {
     Config a;
     try {

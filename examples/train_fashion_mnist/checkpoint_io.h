@@ -7,8 +7,11 @@
 //   metadata "preprocess" (the recipe: x = pixels / 255, input = (x - mean) / std),
 //            "fmnist.hidden" ("256,128"), "fmnist.norm", "fmnist.dropout" (%.17g),
 //            "fmnist.epochs" (the epochs the run was planned for: the cosine schedule's
-//            T_max), "fmnist.schedule".
+//            T_max), "fmnist.schedule", "fmnist.lr" (%.17g), "fmnist.batch_size",
+//            "fmnist.optimizer" (a resume with another --optimizer, --lr, --batch-size or
+//            --dropout is refused).
 // Reading it back with numpy/PyTorch: mean = f.get_tensor("preprocess.mean") etc.
+#include <cstdint>
 #include <optional>
 #include <string>
 #include <vector>
@@ -26,6 +29,9 @@ tapegrad::optim::CheckpointExtras checkpoint_extras(const Config& config, const 
 struct CheckpointInfo {
   std::optional<tapegrad::data::Standardizer> standardizer;
   std::optional<Config> architecture;  ///< hidden, norm, dropout, epochs, schedule set
+  std::optional<double> learning_rate;     ///< "fmnist.lr": the run's --lr (or its optimizer's default)
+  std::optional<std::int64_t> batch_size;  ///< "fmnist.batch_size": the run's --batch-size
+  std::optional<std::string> optimizer;    ///< "fmnist.optimizer": sgd | adam | adamw
 };
 
 /// Reads the preprocessing and architecture of a training checkpoint. Throws

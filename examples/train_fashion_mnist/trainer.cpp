@@ -77,23 +77,25 @@ std::shared_ptr<layers::Sequential> build_model(const Config& c, std::int64_t in
   return std::make_shared<models::MLP>(sizes, mo, init);
 }
 
+double learning_rate(const Config& c) { return c.lr.value_or(c.optimizer == "sgd" ? 0.1 : 1e-3); }
+
 namespace {
 
 std::unique_ptr<optim::Optimizer> make_optimizer(const Config& c, std::vector<Tensor> params) {
   if (c.optimizer == "sgd") {
     optim::SGDOptions o;
-    o.lr = c.lr.value_or(0.1);
+    o.lr = learning_rate(c);
     o.momentum = 0.9;
     return std::make_unique<optim::SGD>(std::move(params), o);
   }
   if (c.optimizer == "adam") {
     optim::AdamOptions o;
-    o.lr = c.lr.value_or(1e-3);
+    o.lr = learning_rate(c);
     return std::make_unique<optim::Adam>(std::move(params), o);
   }
   if (c.optimizer == "adamw") {
     optim::AdamWOptions o;
-    o.lr = c.lr.value_or(1e-3);
+    o.lr = learning_rate(c);
     return std::make_unique<optim::AdamW>(std::move(params), o);
   }
   throw std::invalid_argument("--optimizer: expected sgd, adam or adamw, got '" + c.optimizer + "'");
@@ -118,6 +120,10 @@ void check_config(const Config& c) {
   if (c.stop_after && *c.stop_after < 1)
     throw std::invalid_argument("--stop-after: expected >= 1 epoch, got " + std::to_string(*c.stop_after));
   if (c.threads < 0) throw std::invalid_argument("--threads: expected >= 0, got " + std::to_string(c.threads));
+  if (c.lr && !(*c.lr > 0 && std::isfinite(*c.lr)))
+    throw std::invalid_argument("--lr: expected a finite number > 0, got " + train::format_double(*c.lr));
+  if (c.cnn.head < 0) throw std::invalid_argument("--head: expected >= 0 (0: none), got " + std::to_string(c.cnn.head));
+  if (c.cnn.groups < 1) throw std::invalid_argument("--groups: expected >= 1, got " + std::to_string(c.cnn.groups));
 }
 
 std::vector<std::pair<std::string, Tensor>> copy_state(const layers::Module& m) {
@@ -133,7 +139,10 @@ std::pair<layers::StateDict, int> read_model_state(const std::string& path) {
   for (const auto& [k, v] : all)
     if (k.rfind("model.", 0) == 0) model.insert(k.substr(6), v);
   const Tensor* epoch = all.find("epoch");
-  return {model, epoch ? static_cast<int>(epoch->item()) : 0};
+  const double e = epoch && epoch->numel() == 1 ? epoch->item() : 0.0;
+  if (!(e >= 0 && e <= 1e9 && e == std::floor(e)))
+    throw std::invalid_argument("'" + path + "': expected an epoch in [0, 1000000000], got " + train::format_double(e));
+  return {model, static_cast<int>(e)};
 }
 
 // A cosine schedule runs over the epochs the run was planned for (T_max): resuming with
@@ -172,6 +181,28 @@ void check_resume_architecture(const Config& cfg, const CheckpointInfo& info) {
   } else {
     differs("--hidden", list(a.hidden), list(cfg.hidden));
   }
+}
+
+// The resumed run must train as the checkpoint's run did: the optimizer state would restore the
+// stored learning rate whatever --lr says, and another batch size or dropout is another run.
+void check_resume_options(const Config& cfg, const CheckpointInfo& info) {
+  auto differs = [&](const std::string& flag, const std::string& stored, const std::string& given) {
+    if (stored != given)
+      throw std::invalid_argument("--resume " + cfg.resume + ": the checkpoint's run used " + flag + " " + stored +
+                                  ", this run gives " + flag + " " + given + " (resume with " + flag + " " + stored +
+                                  ", or start a new run)");
+  };
+  if (info.optimizer && *info.optimizer != cfg.optimizer) {
+    auto type = [](const std::string& o) { return o == "sgd" ? "SGD" : o == "adam" ? "Adam" : "AdamW"; };
+    throw std::invalid_argument("--resume " + cfg.resume + ": the checkpoint's run used --optimizer " + *info.optimizer +
+                                " (" + type(*info.optimizer) + " state), this run gives --optimizer " + cfg.optimizer +
+                                " (" + type(cfg.optimizer) + "); resume with --optimizer " + *info.optimizer);
+  }
+  if (info.learning_rate)
+    differs("--lr", train::format_double(*info.learning_rate), train::format_double(learning_rate(cfg)));
+  if (info.batch_size) differs("--batch-size", std::to_string(*info.batch_size), std::to_string(cfg.batch_size));
+  if (info.architecture && cfg.model == "mlp")
+    differs("--dropout", train::format_double(info.architecture->dropout), train::format_double(cfg.dropout));
 }
 
 // The resumed run must see the inputs the checkpoint was trained on.
@@ -243,9 +274,17 @@ class EpochLog : public train::Callback {
     return {{"best", train::format_double(best_)}, {"best_epoch", std::to_string(best_epoch_)}};
   }
   void load_state_dict(const std::map<std::string, std::string>& s) override {
-    if (auto it = s.find("best"); it != s.end()) best_ = train::parse_double(it->second, "best");
-    if (auto it = s.find("best_epoch"); it != s.end())
-      best_epoch_ = train::parse_count(it->second, "best_epoch");
+    double best = best_;
+    int best_epoch = best_epoch_;
+    if (auto it = s.find("best"); it != s.end()) {
+      best = train::parse_double(it->second, "best");
+      if (!(best == -1.0 || (best >= 0 && best <= 1)))
+        throw std::invalid_argument("best: expected a validation accuracy in [0, 1] (or -1: none), got '" +
+                                    it->second + "'");
+    }
+    if (auto it = s.find("best_epoch"); it != s.end()) best_epoch = train::parse_count(it->second, "best_epoch");
+    best_ = best;
+    best_epoch_ = best_epoch;
   }
 
   double best() const { return best_; }
@@ -278,6 +317,7 @@ Result train(const Config& cfg) {
   const CheckpointInfo resumed = cfg.resume.empty() ? CheckpointInfo{} : read_checkpoint_info(cfg.resume);
   check_resume_architecture(cfg, resumed);
   check_resume_schedule(cfg, resumed);
+  check_resume_options(cfg, resumed);
   if (cfg.threads > 0) set_num_threads(cfg.threads);
 
   // ---- data --------------------------------------------------------------------------

@@ -91,6 +91,10 @@ std::shared_ptr<tapegrad::layers::Sequential> build_model(const Config& config, 
                                                           tapegrad::Generator* drop);
 
 
+/// The learning rate the run uses: config.lr, else the optimizer's default (sgd 0.1, adam and
+/// adamw 1e-3).
+double learning_rate(const Config& config);
+
 /// Trains as the config says, logging through spdlog. Throws std::runtime_error for
 /// missing data (naming the Debian package), std::invalid_argument for bad options.
 Result train(const Config& config);

@@ -88,9 +88,12 @@ TEST_CASE("EarlyStopping: patience, min_delta and mode, worked examples", "[trai
     EarlyStopping es({"loss", Mode::Min, 0.0, 0});
     CHECK(stop_epoch(es, "loss", {3, 2, 1, 1.5}) == 4);
   }
-  {  // a NaN stops at once
+  {  // a NaN is not a value to compare: an error, the state unchanged
     EarlyStopping es({"val_loss", Mode::Min, 0.0, 5});
-    CHECK(stop_epoch(es, "val_loss", {1.0, std::nan("")}) == 2);
+    CHECK_THROWS_WITH(stop_epoch(es, "val_loss", {1.0, std::nan("")}),
+                      Catch::Contains("monitor 'val_loss' is nan at epoch 2"));
+    CHECK(es.best() == 1.0);
+    CHECK(es.stopped_epoch() == 0);
   }
   {  // the state round-trips: a restored callback continues the count
     EarlyStopping a({"val_loss", Mode::Min, 0.0, 3});

@@ -242,7 +242,8 @@ TEST_CASE("an interrupted and resumed fit matches the uninterrupted one bit for 
   const auto before = state_of(*other);
   FitOptions ro = resumed.options();
   ro.resume = dir.file("part.safetensors.last");
-  CHECK_THROWS_WITH(fit(*other, resumed.loader, layers::CrossEntropyLoss{}, other_opt, &other_sched, ro),
+  CHECK_THROWS_WITH(fit(*other, resumed.loader, layers::CrossEntropyLoss{}, other_opt, &other_sched, ro,
+                        callbacks("other")),
                     Catch::Contains("0.weight"));
   CHECK(state_of(*other) == before);
   ro.resume = dir.file("missing.safetensors");

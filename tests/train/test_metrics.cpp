@@ -4,6 +4,8 @@
 // are worked out by hand in the comments; tests/train/sklearn_metrics.py prints sklearn's.
 #include <catch2/catch.hpp>
 
+#include <limits>
+
 #include <tapegrad/train/metrics.h>
 
 using namespace tapegrad;
@@ -118,4 +120,20 @@ TEST_CASE("regression metrics: MSE, MAE, R² with sklearn's multioutput average 
   CHECK_THROWS_WITH(r2_score(Tensor::from_vector({1}, {1}, Dtype::Float64), Tensor::from_vector({1}, {1}, Dtype::Float64)),
                     Catch::Contains("at least 2 rows, got 1"));
   CHECK_THROWS_WITH(mean_absolute_error(labels({1, 2}), labels({1, 2})), Catch::Contains("float tensor"));
+}
+
+TEST_CASE("metrics refuse NaN or infinite scores and predictions instead of scoring them", "[train][metrics][errors]") {
+  const double nan = std::numeric_limits<double>::quiet_NaN();
+  const Tensor scores = Tensor::from_vector({0.1, 0.9, nan, nan, 0.8, 0.2}, {3, 2}, Dtype::Float32);
+  const Tensor y = Tensor::from_int64({1, 0, 0}, {3});
+  CHECK_THROWS_AS(accuracy(scores, y), std::runtime_error);
+  CHECK_THROWS_WITH(accuracy(scores, y), Catch::Contains("accuracy: expected finite scores, got nan in row 1"));
+  CHECK_THROWS_WITH(top_k_accuracy(scores, y, 1), Catch::Contains("top_k_accuracy: expected finite scores"));
+  CHECK_THROWS_WITH(confusion_matrix(scores, y, 2), Catch::Contains("confusion_matrix: expected finite scores"));
+  CHECK_THROWS_WITH(predicted_classes(scores), Catch::Contains("predicted_classes: expected finite scores"));
+  const Tensor pred = Tensor::from_vector({1.0, std::numeric_limits<double>::infinity(), 3.0}, {3}, Dtype::Float64);
+  const Tensor target = Tensor::from_vector({1.0, 2.0, 3.0}, {3}, Dtype::Float64);
+  CHECK_THROWS_WITH(r2_score(pred, target), Catch::Contains("r2_score: expected finite predictions, got inf in row 1"));
+  CHECK_THROWS_WITH(mean_squared_error(target, pred), Catch::Contains("mean_squared_error: expected finite targets"));
+  CHECK(r2_score(target, target) == 1.0);
 }

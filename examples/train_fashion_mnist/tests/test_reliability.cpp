@@ -108,3 +108,38 @@ TEST_CASE("train_fashion_mnist --limit leaving no validation split and --stop-af
   c.stop_after = 0;
   CHECK_THAT(message_of<std::invalid_argument>([&] { fmnist::train(c); }), Contains("--stop-after"));
 }
+
+TEST_CASE("train_fashion_mnist --resume with another --optimizer, --lr, --batch-size or --dropout is refused, naming both values",
+          "[fmnist][reliability]") {
+  fmnist_test::TempDir dir;
+  fmnist::Config c;
+  c.progress = false;
+  c.data_dir = "/nonexistent";  // every refusal comes before the data would be read
+  c.lr = 0.01;
+  c.resume = write_checkpoint(dir, c, [](layers::Module&) {});
+  fmnist::Config r = c;
+  r.lr = 0.02;
+  CHECK_THAT(message_of<std::invalid_argument>([&] { fmnist::train(r); }),
+             Contains("the checkpoint's run used --lr 0.01, this run gives --lr 0.02"));
+  r.lr.reset();  // Adam's default
+  CHECK_THAT(message_of<std::invalid_argument>([&] { fmnist::train(r); }),
+             Contains("--lr 0.01, this run gives --lr 0.001"));
+  r = c;
+  r.batch_size = 256;
+  CHECK_THAT(message_of<std::invalid_argument>([&] { fmnist::train(r); }),
+             Contains("--batch-size 128, this run gives --batch-size 256"));
+  r = c;
+  r.dropout = 0.5;
+  CHECK_THAT(message_of<std::invalid_argument>([&] { fmnist::train(r); }),
+             Contains("--dropout 0.20000000000000001, this run gives --dropout 0.5"));
+  r = c;
+  r.optimizer = "sgd";
+  CHECK_THAT(message_of<std::invalid_argument>([&] { fmnist::train(r); }),
+             Contains("used --optimizer adam (Adam state), this run gives --optimizer sgd (SGD)"));
+  r = c;  // the same options pass the checks; the missing data is the next error
+  CHECK_THAT(message_of<std::runtime_error>([&] { fmnist::train(r); }), Contains("/nonexistent"));
+  r.resume.clear();
+  r.lr = 0.0;
+  CHECK_THAT(message_of<std::invalid_argument>([&] { fmnist::train(r); }),
+             Contains("--lr: expected a finite number > 0, got 0"));
+}

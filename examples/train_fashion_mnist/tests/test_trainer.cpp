@@ -294,3 +294,43 @@ TEST_CASE("read_checkpoint_info reads integer metadata as whole integers naming 
                       Catch::Contains(key + ": expected") && Catch::Contains("got '" + value + "'"));
   }
 }
+
+TEST_CASE("a resume trusts no out-of-range counter: EpochLog's best epoch and the best file's epoch", "[fmnist]") {
+  if (!have_data()) {
+    WARN("dataset-fashion-mnist not installed; skipping");
+    return;
+  }
+  TempDir dir;
+  fmnist::Config c = small_config();
+  c.limit = 600;
+  c.epochs = 2;
+  c.stop_after = 1;
+  c.schedule = "none";
+  c.checkpoint = dir.file("run.safetensors");
+  fmnist::train(c);
+  c.stop_after.reset();
+  SafetensorsContent f = load_safetensors(c.checkpoint + ".last");
+  REQUIRE(f.metadata.count("callback.EpochLog.best_epoch"));
+  f.metadata["callback.EpochLog.best_epoch"] = "-4";
+  save_safetensors(dir.file("bad_best.last"), f.tensors, f.metadata);
+  c.resume = dir.file("bad_best.last");
+  CHECK_THROWS_WITH(fmnist::train(c), Catch::Contains("EpochLog: best_epoch: expected a count (an integer in [0, 1e9]), got '-4'"));
+  f.metadata["callback.EpochLog.best_epoch"] = "1";
+  f.metadata["callback.EpochLog.best"] = "7";
+  save_safetensors(dir.file("bad_acc.last"), f.tensors, f.metadata);
+  c.resume = dir.file("bad_acc.last");
+  CHECK_THROWS_WITH(fmnist::train(c), Catch::Contains("best: expected a validation accuracy in [0, 1] (or -1: none), got '7'"));
+  // A checkpoint written before the training room (no train.history): the best file's epoch
+  // is read to seed the best-so-far, and must be an epoch.
+  f = load_safetensors(c.checkpoint + ".last");
+  f.metadata.erase("train.history");
+  for (auto it = f.metadata.begin(); it != f.metadata.end();)
+    it = it->first.rfind("callback.", 0) == 0 || it->first == "train.callbacks" ? f.metadata.erase(it) : std::next(it);
+  save_safetensors(dir.file("legacy.last"), f.tensors, f.metadata);
+  SafetensorsContent best = load_safetensors(c.checkpoint);
+  for (auto& [k, t] : best.tensors)
+    if (k == "epoch") t = Tensor::from_int64({-2}, {});
+  save_safetensors(c.checkpoint, best.tensors, best.metadata);
+  c.resume = dir.file("legacy.last");
+  CHECK_THROWS_WITH(fmnist::train(c), Catch::Contains("expected an epoch in [0, 1000000000], got -2"));
+}

@@ -1,0 +1,166 @@
+// Callback states in training checkpoints are matched by name, not position: a callback added
+// on resume does not take another's state, a dropped stateful callback is refused, two of one
+// kind keep their own states, checkpoints of the older "callback.<index>.<name>" layout load,
+// and a flipped bit in a checkpoint's data is an error naming the tensor and the file.
+#include <catch2/catch.hpp>
+
+#include <cstring>
+#include <fstream>
+
+#include <tapegrad/core/safetensors.h>
+#include <tapegrad/data/dataloader.h>
+#include <tapegrad/layers/losses.h>
+#include <tapegrad/optim/adam.h>
+#include <tapegrad/train/early_stopping.h>
+#include <tapegrad/train/fit.h>
+#include <tapegrad/train/model_checkpoint.h>
+#include "train/train_test_support.h"
+
+using namespace tapegrad;
+using namespace tapegrad::train;
+using train_test::TempDir;
+
+namespace {
+
+struct Net {
+  Generator gen{7}, init{8};
+  data::Dataset train_ds = train_test::blobs(200, 1), val_ds = train_test::blobs(60, 2);
+  std::shared_ptr<models::MLP> model = train_test::mlp(init, &gen);
+  optim::Adam opt{model->parameters(), optim::AdamOptions{0.01}};
+  data::DataLoader loader{train_ds, {32, true, true}, gen};
+  FitResult fit(const FitOptions& o, std::vector<CallbackPtr> cbs) {
+    return train::fit(*model, loader, layers::CrossEntropyLoss{}, opt, nullptr, o, std::move(cbs));
+  }
+  FitOptions options(int epochs, std::optional<int> max_epochs = std::nullopt, const std::string& resume = "") {
+    FitOptions o;
+    o.epochs = epochs;
+    o.validation = &val_ds;
+    o.generator = &gen;
+    o.max_epochs = max_epochs;
+    o.resume = resume;
+    return o;
+  }
+};
+
+std::shared_ptr<ModelCheckpoint> checkpoint(const TempDir& dir) {
+  ModelCheckpointOptions mo;
+  mo.path = dir.file("ck.safetensors");
+  mo.monitor = "val_accuracy";
+  mo.mode = Mode::Max;
+  return std::make_shared<ModelCheckpoint>(mo);
+}
+
+std::shared_ptr<EarlyStopping> early(const std::string& monitor, Mode mode) {
+  return std::make_shared<EarlyStopping>(EarlyStoppingOptions{monitor, mode, 0.0, 50});
+}
+
+}  // namespace
+
+TEST_CASE("callback states travel by name: a callback added before ModelCheckpoint on resume",
+          "[train][fit][resume]") {
+  TempDir dir;
+  Net a;
+  auto mc = checkpoint(dir);
+  a.fit(a.options(4, 2), {mc});
+  REQUIRE(mc->best_epoch() > 0);
+  CHECK(callback_state_names({mc, early("loss", Mode::Min), early("val_loss", Mode::Min)}) ==
+        std::vector<std::string>{"ModelCheckpoint", "EarlyStopping", "EarlyStopping#2"});
+
+  Net b;
+  auto mc2 = checkpoint(dir);
+  auto extra = std::make_shared<LambdaCallback>(nullptr);
+  b.fit(b.options(4, 0, dir.file("ck.safetensors.last")), {extra, mc2});  // restore only
+  CHECK(mc2->best_epoch() == mc->best_epoch());
+  CHECK(mc2->best() == mc->best());
+}
+
+TEST_CASE("resuming without a stateful callback of the checkpoint is refused, naming it", "[train][fit][resume][errors]") {
+  TempDir dir;
+  Net a;
+  a.fit(a.options(4, 1), {checkpoint(dir), early("val_loss", Mode::Min)});
+  Net b;
+  const auto before = b.model->state_dict().begin()->second.to_vector();
+  CHECK_THROWS_WITH(b.fit(b.options(4, 0, dir.file("ck.safetensors.last")), {early("val_loss", Mode::Min)}),
+                    Catch::Contains("holds the state of ModelCheckpoint, which this run does not pass") &&
+                        Catch::Contains("(its callbacks: EarlyStopping)"));
+  CHECK(b.model->state_dict().begin()->second.to_vector() == before);
+}
+
+TEST_CASE("two callbacks of one kind keep their own states across a resume", "[train][fit][resume]") {
+  TempDir dir;
+  Net a;
+  auto by_loss = early("loss", Mode::Min), by_acc = early("val_accuracy", Mode::Max);
+  a.fit(a.options(4, 2), {checkpoint(dir), by_loss, by_acc});
+  Net b;
+  auto l2 = early("loss", Mode::Min), a2 = early("val_accuracy", Mode::Max);
+  b.fit(b.options(4, 0, dir.file("ck.safetensors.last")), {checkpoint(dir), l2, a2});
+  CHECK(l2->best() == by_loss->best());
+  CHECK(a2->best() == by_acc->best());
+  CHECK(a2->best() != l2->best());
+}
+
+TEST_CASE("a checkpoint with the older callback.<index>.<name> keys still resumes", "[train][fit][resume]") {
+  TempDir dir;
+  Net a;
+  auto mc = checkpoint(dir);
+  a.fit(a.options(4, 2), {mc});
+  // Rewrite the file as the older writer laid it out: callback 0, no train.callbacks.
+  SafetensorsContent c = load_safetensors(dir.file("ck.safetensors.last"));
+  std::map<std::string, std::string> md;
+  for (const auto& [k, v] : c.metadata) {
+    if (k == kCallbacksKey) continue;
+    if (k.rfind("callback.ModelCheckpoint.", 0) == 0)
+      md["callback.0.ModelCheckpoint." + k.substr(std::strlen("callback.ModelCheckpoint."))] = v;
+    else
+      md[k] = v;
+  }
+  REQUIRE(md.count("callback.0.ModelCheckpoint.best_epoch"));
+  save_safetensors(dir.file("old.safetensors"), c.tensors, md);
+  Net b;
+  auto mc2 = checkpoint(dir);
+  b.fit(b.options(4, 0, dir.file("old.safetensors")), {std::make_shared<LambdaCallback>(nullptr), mc2});
+  CHECK(mc2->best_epoch() == mc->best_epoch());
+  CHECK(mc2->best() == mc->best());
+}
+
+TEST_CASE("a flipped bit in a training checkpoint's data is refused on resume, naming the tensor and the file",
+          "[train][fit][resume][errors]") {
+  TempDir dir;
+  Net a;
+  a.fit(a.options(4, 1), {checkpoint(dir)});
+  const std::string path = dir.file("ck.safetensors.last");
+  std::string bytes;
+  {
+    std::ifstream f(path, std::ios::binary);
+    bytes.assign(std::istreambuf_iterator<char>(f), {});
+  }
+  std::uint64_t n = 0;
+  std::memcpy(&n, bytes.data(), 8);
+  bytes[8 + n + 1] = static_cast<char>(bytes[8 + n + 1] ^ 0x10);  // inside the first tensor's data
+  {
+    std::ofstream f(path, std::ios::binary | std::ios::trunc);
+    f.write(bytes.data(), static_cast<std::streamsize>(bytes.size()));
+  }
+  Net b;
+  const auto before = b.model->state_dict().begin()->second.to_vector();
+  CHECK_THROWS_AS(b.fit(b.options(4, 0, path), {checkpoint(dir)}), std::runtime_error);
+  CHECK_THROWS_WITH(b.fit(b.options(4, 0, path), {checkpoint(dir)}),
+                    Catch::Contains("ck.safetensors.last") && Catch::Contains("tensor 'model.") &&
+                        Catch::Contains("does not match its checksum"));
+  CHECK(b.model->state_dict().begin()->second.to_vector() == before);
+}
+
+TEST_CASE("a resume file whose epoch is out of range is refused before anything changes", "[train][fit][resume][errors]") {
+  TempDir dir;
+  Net a;
+  a.fit(a.options(4, 1), {checkpoint(dir)});
+  SafetensorsContent c = load_safetensors(dir.file("ck.safetensors.last"));
+  for (auto& [k, t] : c.tensors)
+    if (k == "epoch") t = Tensor::from_int64({-3}, {});
+  save_safetensors(dir.file("bad.safetensors"), c.tensors, c.metadata);
+  Net b;
+  const auto before = b.model->state_dict().begin()->second.to_vector();
+  CHECK_THROWS_WITH(b.fit(b.options(4, std::nullopt, dir.file("bad.safetensors")), {checkpoint(dir)}),
+                    Catch::Contains("bad.safetensors': expected an epoch in [0, 1000000000], got -3"));
+  CHECK(b.model->state_dict().begin()->second.to_vector() == before);
+}
