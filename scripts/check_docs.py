@@ -41,12 +41,13 @@ for cml in root.glob("tests/*/CMakeLists.txt"):
     for m in re.finditer(r"add_executable\(\s*([A-Za-z0-9_]+)\b", cml.read_text()):
         executables.setdefault(m.group(1), tags_of(cml.parent.glob("*.cpp")))
 
-# Names ending in _tests that are CMake's, not executables: the functions the tree's CMake
-# files define, the modules of cmake/, and Catch2's catch_discover_tests.
+# Names ending in _tests that are CMake's, not executables: the functions and custom targets
+# the tree's CMake files define, the modules of cmake/, and Catch2's catch_discover_tests.
 cmake_names = {"catch_discover_tests"} | {f.stem for f in root.glob("cmake/*.cmake")}
 for cml in [*root.glob("cmake/*.cmake"), *root.glob("**/CMakeLists.txt")]:
     if not any(part.startswith("build") for part in cml.relative_to(root).parts):
-        cmake_names.update(re.findall(r"^\s*(?:function|macro)\(\s*([A-Za-z0-9_]+)", cml.read_text(), re.M))
+        cmake_names.update(re.findall(r"^\s*(?:function|macro|add_custom_target)\(\s*([A-Za-z0-9_]+)",
+                                      cml.read_text(), re.M))
 
 problems = []
 path_re = re.compile(r"(?:`|\]\(|\()(?:\./)?((?:%s)/[^`)\s\"'#:,]*)" % "|".join(map(re.escape, folders)))
