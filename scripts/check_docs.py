@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Checks that README.md and docs/*.md say true things about the tree.
+"""Checks that README.md, docs/*.md and docs/results/*.md say true things about the tree.
 
   - each page has exactly one top-level heading ("# ...", outside code blocks);
   - every repository path it names (in `code` or a link, starting with a top-level folder
@@ -14,7 +14,8 @@ import re
 import sys
 
 root = pathlib.Path(sys.argv[1] if len(sys.argv) > 1 else pathlib.Path(__file__).resolve().parent.parent)
-pages = [root / "README.md"] + sorted((root / "docs").glob("*.md"))
+pages = ([root / "README.md"] + sorted((root / "docs").glob("*.md")) +
+         sorted((root / "docs" / "results").glob("*.md")))
 folders = sorted(p.name for p in root.iterdir() if p.is_dir() and not p.name.startswith(".") and
                  not p.name.startswith("build") and p.name not in ("results", "tools", "out"))
 # generated or run-time folders a page may name although git does not hold them
