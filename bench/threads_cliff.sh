@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Threads without a cliff (docs/threads.md, docs/performance.md "Threads cliff"): two user
+# Threads without a cliff (docs/threads.md, docs/results/performance.md "Threads cliff"): two user
 # programs built against the INSTALLED package, calling nothing special, at the default
 # thread count, run idle and then beside one busy process (`yes > /dev/null`, not pinned),
 # each beside PyTorch doing the same work in the same run of this script:

@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Checks that README.md and docs/*.md say true things about the tree.
+"""Checks that README.md, docs/*.md and docs/results/*.md say true things about the tree.
 
   - each page has exactly one top-level heading ("# ...", outside code blocks);
   - every repository path it names (in `code` or a link, starting with a top-level folder
@@ -14,7 +14,8 @@ import re
 import sys
 
 root = pathlib.Path(sys.argv[1] if len(sys.argv) > 1 else pathlib.Path(__file__).resolve().parent.parent)
-pages = [root / "README.md"] + sorted((root / "docs").glob("*.md"))
+pages = ([root / "README.md"] + sorted((root / "docs").glob("*.md")) +
+         sorted((root / "docs" / "results").glob("*.md")))
 folders = sorted(p.name for p in root.iterdir() if p.is_dir() and not p.name.startswith(".") and
                  not p.name.startswith("build") and p.name not in ("results", "tools", "out"))
 # generated or run-time folders a page may name although git does not hold them
@@ -41,6 +42,14 @@ for cml in root.glob("tests/*/CMakeLists.txt"):
     for m in re.finditer(r"add_executable\(\s*([A-Za-z0-9_]+)\b", cml.read_text()):
         executables.setdefault(m.group(1), tags_of(cml.parent.glob("*.cpp")))
 
+# Names ending in _tests that are CMake's, not executables: the functions and custom targets
+# the tree's CMake files define, the modules of cmake/, and Catch2's catch_discover_tests.
+cmake_names = {"catch_discover_tests"} | {f.stem for f in root.glob("cmake/*.cmake")}
+for cml in [*root.glob("cmake/*.cmake"), *root.glob("**/CMakeLists.txt")]:
+    if not any(part.startswith("build") for part in cml.relative_to(root).parts):
+        cmake_names.update(re.findall(r"^\s*(?:function|macro|add_custom_target)\(\s*([A-Za-z0-9_]+)",
+                                      cml.read_text(), re.M))
+
 problems = []
 path_re = re.compile(r"(?:`|\]\(|\()(?:\./)?((?:%s)/[^`)\s\"'#:,]*)" % "|".join(map(re.escape, folders)))
 exe_re = re.compile(r"\b(tests_[a-z0-9_]+|[a-z0-9_]+_tests|tapegrad_tests)\b(?:\s+\"((?:\[[^\]]+\],?)+)\")?")
@@ -64,7 +73,7 @@ for page in pages:
                 problems.append(f"{rel}:{n}: names {p}, which does not exist")
         for m in exe_re.finditer(line):
             exe, tags = m.group(1), m.group(2)
-            if exe == "tests_support":  # the tests' shared object library, not an executable
+            if exe == "tests_support" or exe in cmake_names:  # the tests' object library; CMake names
                 continue
             if exe not in executables:
                 problems.append(f"{rel}:{n}: names the test executable {exe}, which the build does not make")

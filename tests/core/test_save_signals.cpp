@@ -1,4 +1,4 @@
-// A save interrupted by the user's signal leaves no temp file behind (issue 24, item 11):
+// A save interrupted by the user's signal leaves no temp file behind:
 // SIGINT, SIGTERM and SIGHUP remove the temp files of saves in progress before the process
 // dies of the signal, and the next save to a target removes temp files whose writer is gone.
 // Each case runs the save in a child process (fork) and kills it mid-save.

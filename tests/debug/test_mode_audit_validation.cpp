@@ -1,4 +1,4 @@
-// ModeAudit's detectors for the two silent forms of the mode bug (issue 24, items 13-15):
+// ModeAudit's detectors for the two silent forms of the mode bug:
 //  - validation in train mode with gradients enabled (the commonest form in PyTorch code):
 //    a train-mode BatchNorm forward whose graph is freed without reaching backward();
 //  - eval-mode inference on running statistics that were never updated (a weights-only

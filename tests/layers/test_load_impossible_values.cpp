@@ -1,4 +1,4 @@
-// Loading refuses state no module can hold (issue 24, item 8): a negative running_var or
+// Loading refuses state no module can hold: a negative running_var or
 // num_batches_tracked, a non-finite running statistic or parameter. The message names the
 // tensor, the bad value and its index; nothing is written; LoadOptions::check_values =
 // false loads it anyway.

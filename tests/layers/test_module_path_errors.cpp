@@ -1,5 +1,5 @@
 // Errors raised inside a container's child name the module path and the model's input
-// shape (issue 24, item 16): "in module '1' (BatchNorm1d): ... (model input: [10])", with
+// shape: "in module '1' (BatchNorm1d): ... (model input: [10])", with
 // the original exception type. PyTorch does not do this.
 #include <catch2/catch.hpp>
 

@@ -1,4 +1,4 @@
-// Window safety of the pools (issue 24, item 1): a max-pool window whose taps all fall in the
+// Window safety of the pools: a max-pool window whose taps all fall in the
 // padding has no element to take the maximum of. It must be refused with an error naming the
 // geometry, never run (the forward returned -inf with an argmax outside the plane, and the
 // backward wrote past the gradient buffer). Then a sweep of small geometries checks, for every

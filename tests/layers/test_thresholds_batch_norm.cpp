@@ -6,8 +6,9 @@
 // in train and in eval mode, float32 and float64, on 1 and 2 threads, against per-channel
 // sums in long double written here.
 //
-// Issue 22: with AVX2, y and dx of BatchNorm2d were wrong from 24 MiB on (kernels::stream_copy
-// stepped 64 bytes per 32-byte store); the "streaming stores" cases below are that size.
+// The AVX2 streaming-store bug at 24 MiB: with AVX2, y and dx of BatchNorm2d were wrong from
+// 24 MiB on (kernels::stream_copy stepped 64 bytes per 32-byte store); the "streaming stores"
+// cases below are that size.
 #include <catch2/catch.hpp>
 
 #include <algorithm>
@@ -289,7 +290,7 @@ TEMPLATE_TEST_CASE("thresholds: BatchNorm1d (N, C, L), streaming stores, rows lo
   check_batch_norm<T>({n, C, L});
 }
 
-TEMPLATE_TEST_CASE("thresholds: BatchNorm2d (N, C, H, W), streaming stores (issue 22)", "[thresholds][batchnorm]",
+TEMPLATE_TEST_CASE("thresholds: BatchNorm2d (N, C, H, W), streaming stores", "[thresholds][batchnorm]",
                    float, double) {
   using T = TestType;
   // 28×28 planes (784 values, 3136 bytes of float32: rows start off the 64-byte grid, so the

@@ -1,4 +1,4 @@
-// norm_study's option checks and summaries against impossible input (issue 24, item 10):
+// norm_study's option checks and summaries against impossible input:
 // every option is checked before any data is read and named in the error; a norm whose runs
 // all crashed says so instead of printing "mean from 1e+09 to -1e+09".
 #include <catch2/catch.hpp>
