@@ -77,6 +77,12 @@ for name in ["views", "mlp_seq", "mlp_f16", "checkpoint", "hostile_global", "mlp
         pkl = next(n for n in z.namelist() if n.endswith("/data.pkl"))
         write("torch_pickle", name, z.read(pkl))
 write("torch_pickle", "self_list", b"\x80\x02]q\x00h\x00a.")  # a list that contains itself
+# one memoized key shared by many dicts, a memoized persistent id loaded again (sharing, not copying)
+write("torch_pickle", "shared_key", b"\x80\x02X\x03\x00\x00\x00keyq\x00" + b"}h\x00Ns0" * 8 + b".")
+write("torch_pickle", "shared_pid",
+      b"\x80\x02(X\x07\x00\x00\x00storagectorch\nFloatStorage\nX\x01\x00\x00\x000X\x03\x00\x00\x00cpuK\x01tq\x00"
+      + b"h\x00Q0" * 4 + b".")
+write("torch_archive", "legacy", open(os.path.join(torch_fixtures, "legacy.pt"), "rb").read())  # PyTorch < 1.6
 
 # ---- CSV: first byte = options (bits 0-1 delimiter , ; \t |, bit 2 header, bit 3
 # regression, bit 4 label column 0 instead of the last), then the text ----

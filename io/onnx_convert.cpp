@@ -1,3 +1,4 @@
+#include <cstdint>
 #include <tapegrad/io/onnx_convert.h>
 
 #include <charconv>
@@ -27,11 +28,16 @@ std::optional<std::int64_t> parse_integer(std::string_view text, std::int64_t lo
   return v;
 }
 
-std::int64_t parse_int(const std::string& text, const std::string& key, const std::string& path, std::int64_t lo) {
+// The whole string as a decimal integer in [lo, hi], naming the key when it is not one.
+std::int64_t parse_int(const std::string& text, const std::string& key, const std::string& path, std::int64_t lo,
+                       std::uint64_t hi = static_cast<std::uint64_t>(INT64_MAX)) {
   const auto v = parse_integer(text, lo);
-  if (!v)
-    throw std::invalid_argument("'" + path + "': " + key + ": expected an integer >= " + std::to_string(lo) + ", got '" +
-                                text + "'");
+  if (!v || static_cast<std::uint64_t>(*v) > hi)
+    throw std::invalid_argument("'" + path + "': " + key + ": expected an integer " +
+                                (hi >= static_cast<std::uint64_t>(INT64_MAX)
+                                     ? ">= " + std::to_string(lo)
+                                     : "from " + std::to_string(lo) + " to " + std::to_string(hi)) +
+                                ", got '" + text + "'");
   return *v;
 }
 
@@ -60,6 +66,23 @@ double parse_double(const std::string& text, const std::string& key, const std::
   return v;
 }
 
+// The parameters an architecture declares, bounded before the model is built by what the
+// checkpoint's model tensors hold (each parameter takes at least 4 bytes): metadata cannot
+// make the converter allocate beyond the file.
+struct ParameterBound {
+  std::uint64_t limit, used = 0;
+  const std::string& path;
+  // a layer of at least a x b parameters, declared by `key` = `text`
+  void add(std::int64_t a, std::int64_t b, const std::string& key, const std::string& text) {
+    const auto ua = static_cast<std::uint64_t>(a), ub = static_cast<std::uint64_t>(b);
+    if (ub != 0 && ua > (limit - used) / ub)
+      throw std::invalid_argument("'" + path + "': " + key + ": declares '" + text.substr(0, 200) + "', layers of over " +
+                                  std::to_string(limit) + " parameters, more than the checkpoint's model tensors hold (" +
+                                  std::to_string(4 * limit) + " bytes)");
+    used += ua * ub;
+  }
+};
+
 }  // namespace
 
 std::shared_ptr<layers::Sequential> model_from_fmnist_checkpoint(const SafetensorsContent& c, const std::string& path) {
@@ -77,6 +100,10 @@ std::shared_ptr<layers::Sequential> model_from_fmnist_checkpoint(const Safetenso
   if (!(dropout >= 0 && dropout < 1))
     throw std::invalid_argument("'" + path + "': fmnist.dropout: expected a value in [0, 1), got " + *meta("fmnist.dropout"));
   const std::int64_t pixels = data::kFashionMnistPixels, classes = data::kFashionMnistClasses;
+  std::uint64_t model_bytes = 0;
+  for (const auto& [k, v] : c.tensors)
+    if (k.rfind("model.", 0) == 0) model_bytes += v.nbytes();
+  ParameterBound bound{model_bytes / 4, 0, path};
   Generator init(0);
   std::shared_ptr<layers::Sequential> net;
   if (model == "mlp") {
@@ -86,13 +113,20 @@ std::shared_ptr<layers::Sequential> model_from_fmnist_checkpoint(const Safetenso
     std::vector<std::int64_t> sizes{pixels};
     for (auto h : parse_widths(*meta("fmnist.hidden"), "fmnist.hidden", path)) sizes.push_back(h);
     sizes.push_back(classes);
+    for (std::size_t i = 0; i + 1 < sizes.size(); ++i)
+      bound.add(sizes[i], sizes[i + 1], "fmnist.hidden", *meta("fmnist.hidden"));
     net = std::make_shared<models::MLP>(sizes, o, init);
   } else if (model == "cnn") {
     models::CNNOptions o;
     o.height = o.width = 28;
     if (meta("fmnist.cnn.channels")) o.channels = parse_widths(*meta("fmnist.cnn.channels"), "fmnist.cnn.channels", path);
-    if (meta("fmnist.cnn.head")) o.hidden = parse_int(*meta("fmnist.cnn.head"), "fmnist.cnn.head", path, 0);
-    if (meta("fmnist.cnn.groups")) o.groups = parse_int(*meta("fmnist.cnn.groups"), "fmnist.cnn.groups", path, 1);
+    if (meta("fmnist.cnn.head")) o.hidden = parse_int(*meta("fmnist.cnn.head"), "fmnist.cnn.head", path, 0, bound.limit);
+    if (meta("fmnist.cnn.groups"))
+      o.groups = parse_int(*meta("fmnist.cnn.groups"), "fmnist.cnn.groups", path, 1, bound.limit);
+    const std::string channels = meta("fmnist.cnn.channels") ? *meta("fmnist.cnn.channels") : std::string("(default)");
+    std::int64_t prev = o.in_channels;
+    for (auto ch : o.channels) bound.add(prev, ch, "fmnist.cnn.channels", channels), prev = ch;
+    bound.add(prev, o.hidden, "fmnist.cnn.head", std::to_string(o.hidden));
     o.num_classes = classes;
     o.norm = models::parse_conv_norm(norm);
     net = std::make_shared<layers::Sequential>();

@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <cstring>
 #include <filesystem>
+#include <fstream>
 #include <map>
 #include <memory>
 #include <optional>
@@ -41,7 +42,7 @@ class Archive {
   Archive(ArchivePtr zip, std::uint64_t archive_size, const TorchReadOptions& options,
           std::vector<std::string>* converted)
       : zip_(std::move(zip)), options_(options), converted_(converted) {
-    budget_ = options.max_bytes ? options.max_bytes : 4 * archive_size + (std::uint64_t{1} << 20);
+    budget_ = options.max_bytes ? options.max_bytes : torch_default_max_bytes(archive_size);
     index_entries();
   }
 
@@ -187,8 +188,18 @@ class Archive {
 
 }  // namespace
 
+bool is_legacy_torch_save(const std::uint8_t* data, std::size_t size) {
+  static const std::uint8_t magic[] = {0x80, 0x02, 0x8a, 0x0a, 0x6c, 0xfc, 0x9c, 0x46, 0xf9, 0x20, 0x6a, 0xa8, 0x50, 0x19};
+  return size >= sizeof magic && std::memcmp(data, magic, sizeof magic) == 0;
+}
+
+const char* const kLegacyTorchSaveMessage =
+    "a legacy torch.save file (PyTorch < 1.6 format), which is not read; re-save it with "
+    "torch.save(obj, path, _use_new_zipfile_serialization=True)";
+
 layers::StateDict parse_torch_archive(const std::uint8_t* data, std::size_t size, const TorchReadOptions& options,
                                       std::vector<std::string>* converted) {
+  if (is_legacy_torch_save(data, size)) fail(kLegacyTorchSaveMessage);
   if (size < 4 || std::memcmp(data, "PK\x03\x04", 4) != 0)
     fail("not a zip archive (torch.save files start with 'PK\\x03\\x04')");
   zip_error_t err;
@@ -217,6 +228,12 @@ layers::StateDict read_torch_file(const std::string& path, const TorchReadOption
     const auto size = std::filesystem::file_size(path, ec);
     if (ec) throw std::runtime_error("cannot read: " + ec.message());
     if (!std::filesystem::is_regular_file(path)) throw std::runtime_error("not a regular file");
+    {
+      std::uint8_t head[16] = {};
+      std::ifstream in(path, std::ios::binary);
+      in.read(reinterpret_cast<char*>(head), sizeof head);
+      if (is_legacy_torch_save(head, static_cast<std::size_t>(in.gcount()))) fail(kLegacyTorchSaveMessage);
+    }
     int code = 0;
     zip_t* z = zip_open(path.c_str(), ZIP_RDONLY | ZIP_CHECKCONS, &code);
     if (!z) {

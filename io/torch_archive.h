@@ -16,8 +16,17 @@
 
 namespace tapegrad::io {
 
+/// True when `data` starts as a legacy torch.save file does (PyTorch < 1.6, or saved with
+/// _use_new_zipfile_serialization=False): a protocol-2 pickle of the magic number
+/// 0x1950a86a20f9469cfc6c. Such files are not read; the readers name them.
+bool is_legacy_torch_save(const std::uint8_t* data, std::size_t size);
+/// The error for a legacy file: "a legacy torch.save file (PyTorch < 1.6 format) ...; re-save
+/// it with torch.save(obj, path, _use_new_zipfile_serialization=True)".
+extern const char* const kLegacyTorchSaveMessage;
+
 /// Parses a torch.save archive held in memory (a fuzzing entry point) into its state dict.
-/// Throws std::runtime_error naming the problem: not a zip archive, a damaged or truncated
+/// Throws std::runtime_error naming the problem: not a zip archive (a legacy torch.save
+/// file by name), a damaged or truncated
 /// archive (libzip's message), an entry name that is absolute, holds "..", a backslash or a
 /// second top-level folder, a duplicate name, an encrypted entry or a compression other than
 /// stored / deflate, no data.pkl, a byteorder other than little / big, a record whose size

@@ -16,10 +16,13 @@ const char* checkpoint_format_name(CheckpointFormat f) {
 CheckpointFormat detect_checkpoint_format(const std::string& path) {
   std::ifstream in(path, std::ios::binary);
   if (!in) throw std::runtime_error("'" + path + "': cannot open the file");
-  char magic[4] = {};
-  in.read(magic, 4);
-  return in.gcount() == 4 && std::memcmp(magic, "PK\x03\x04", 4) == 0 ? CheckpointFormat::Torch
-                                                                      : CheckpointFormat::Safetensors;
+  char magic[16] = {};
+  in.read(magic, sizeof magic);
+  const auto got = static_cast<std::size_t>(in.gcount());
+  if (is_legacy_torch_save(reinterpret_cast<const std::uint8_t*>(magic), got))
+    throw std::runtime_error("'" + path + "': torch.save file: " + kLegacyTorchSaveMessage);
+  return got >= 4 && std::memcmp(magic, "PK\x03\x04", 4) == 0 ? CheckpointFormat::Torch
+                                                                 : CheckpointFormat::Safetensors;
 }
 
 ReadResult read_checkpoint(const std::string& path, const LoadOptions& options) {

@@ -21,7 +21,8 @@ const char* checkpoint_format_name(CheckpointFormat f);
 
 /// The format of the file at `path` from its first bytes: a zip archive ("PK\x03\x04") is a
 /// torch.save file, anything else is read as safetensors (whose reader names what is wrong).
-/// Throws std::runtime_error naming the path when it cannot be read.
+/// Throws std::runtime_error naming the path when it cannot be read or is a legacy
+/// (PyTorch < 1.6) torch.save file (io/torch_archive.h: kLegacyTorchSaveMessage).
 CheckpointFormat detect_checkpoint_format(const std::string& path);
 
 /// How io::load reads a file and maps its keys onto a module.

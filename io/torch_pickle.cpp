@@ -1,7 +1,12 @@
 #include <tapegrad/io/torch_pickle.h>
+#include <tapegrad/io/torch_pickle_arena.h>
 
+#include <algorithm>
+#include <array>
 #include <cstring>
+#include <limits>
 #include <stdexcept>
+#include <string_view>
 #include <unordered_map>
 
 namespace tapegrad::io {
@@ -15,80 +20,7 @@ enum GlobalId : std::int64_t { kOrderedDict = 1, kRebuildTensorV2, kRebuildParam
 
 constexpr std::size_t kMaxRank = 64;
 constexpr std::size_t kMaxGlobalLine = 256;
-
-const char* opcode_name(std::uint8_t op) {
-  switch (op) {
-    case '(': return "MARK";
-    case '.': return "STOP";
-    case '0': return "POP";
-    case '1': return "POP_MARK";
-    case '2': return "DUP";
-    case 'F': return "FLOAT";
-    case 'I': return "INT";
-    case 'J': return "BININT";
-    case 'K': return "BININT1";
-    case 'L': return "LONG";
-    case 'M': return "BININT2";
-    case 'N': return "NONE";
-    case 'P': return "PERSID";
-    case 'Q': return "BINPERSID";
-    case 'R': return "REDUCE";
-    case 'S': return "STRING";
-    case 'T': return "BINSTRING";
-    case 'U': return "SHORT_BINSTRING";
-    case 'V': return "UNICODE";
-    case 'X': return "BINUNICODE";
-    case 'a': return "APPEND";
-    case 'b': return "BUILD";
-    case 'c': return "GLOBAL";
-    case 'd': return "DICT";
-    case '}': return "EMPTY_DICT";
-    case 'e': return "APPENDS";
-    case 'g': return "GET";
-    case 'h': return "BINGET";
-    case 'i': return "INST";
-    case 'j': return "LONG_BINGET";
-    case 'l': return "LIST";
-    case ']': return "EMPTY_LIST";
-    case 'o': return "OBJ";
-    case 'p': return "PUT";
-    case 'q': return "BINPUT";
-    case 'r': return "LONG_BINPUT";
-    case 's': return "SETITEM";
-    case 't': return "TUPLE";
-    case ')': return "EMPTY_TUPLE";
-    case 'u': return "SETITEMS";
-    case 'G': return "BINFLOAT";
-    case 'B': return "BINBYTES";
-    case 'C': return "SHORT_BINBYTES";
-    case 0x80: return "PROTO";
-    case 0x81: return "NEWOBJ";
-    case 0x82: return "EXT1";
-    case 0x83: return "EXT2";
-    case 0x84: return "EXT4";
-    case 0x85: return "TUPLE1";
-    case 0x86: return "TUPLE2";
-    case 0x87: return "TUPLE3";
-    case 0x88: return "NEWTRUE";
-    case 0x89: return "NEWFALSE";
-    case 0x8a: return "LONG1";
-    case 0x8b: return "LONG4";
-    case 0x8c: return "SHORT_BINUNICODE";
-    case 0x8d: return "BINUNICODE8";
-    case 0x8e: return "BINBYTES8";
-    case 0x8f: return "EMPTY_SET";
-    case 0x90: return "ADDITEMS";
-    case 0x91: return "FROZENSET";
-    case 0x92: return "NEWOBJ_EX";
-    case 0x93: return "STACK_GLOBAL";
-    case 0x94: return "MEMOIZE";
-    case 0x95: return "FRAME";
-    case 0x96: return "BYTEARRAY8";
-    case 0x97: return "NEXT_BUFFER";
-    case 0x98: return "READONLY_BUFFER";
-    default: return nullptr;
-  }
-}
+constexpr std::size_t kMaxStorageName = 64;  // a storage's key and location ("0", "cuda:0")
 
 std::string hex_byte(std::uint8_t b) {
   static const char* digits = "0123456789abcdef";
@@ -97,7 +29,9 @@ std::string hex_byte(std::uint8_t b) {
 
 class Unpickler {
  public:
-  Unpickler(const std::uint8_t* data, std::size_t size) : p_(data), n_(size) {}
+  // reads the arena's copy of the bytes, which the strings view
+  Unpickler(const std::uint8_t* data, std::size_t size)
+      : arena_(data, size), p_(reinterpret_cast<const std::uint8_t*>(arena_.text().data())), n_(size) {}
 
   TorchPickle run() {
     if (n_ > kTorchMaxPickleBytes)
@@ -106,13 +40,18 @@ class Unpickler {
     while (pos_ < n_) {
       op_pos_ = pos_;
       const std::uint8_t op = p_[pos_++];
-      if (step(op)) {
+      bool stop = false;
+      try {
+        stop = step(op);
+      } catch (const PickleArenaError& e) {
+        fail(e.what());
+      }
+      if (stop) {
         if (stack_.size() != 1 || !marks_.empty())
           fail("STOP with " + std::to_string(stack_.size()) + " values and " + std::to_string(marks_.size()) +
                " open MARKs on the stack (expected exactly one value)");
         if (pos_ != n_) fail(std::to_string(n_ - pos_) + " bytes after STOP");
-        out_.root = stack_.back();
-        return std::move(out_);
+        return arena_.finish(stack_.back());
       }
     }
     op_pos_ = n_;
@@ -147,13 +86,6 @@ class Unpickler {
     pos_ = end + 1;
     return s;
   }
-  std::string read_string(std::uint64_t len, const char* what) {
-    if (len > n_ - pos_)
-      fail(std::string("truncated ") + what + ": declares " + std::to_string(len) + " bytes, " +
-           std::to_string(n_ - pos_) + " remain");
-    const std::uint8_t* b = take(static_cast<std::size_t>(len), what);
-    return std::string(reinterpret_cast<const char*>(b), static_cast<std::size_t>(len));
-  }
   std::int64_t read_long(std::uint64_t nbytes) {
     if (nbytes > 8) fail("integer of " + std::to_string(nbytes) + " bytes: only 64-bit integers are supported");
     if (nbytes > n_ - pos_) fail("truncated LONG argument");
@@ -164,97 +96,66 @@ class Unpickler {
   }
 
   // ---- values ------------------------------------------------------------------------
-  std::size_t make(Kind k) {
-    out_.values.emplace_back();
-    out_.values.back().kind = k;
-    return out_.values.size() - 1;
+  PickleValue& val(std::size_t id) { return arena_[id]; }
+  void push(std::size_t id) {
+    arena_.reserve_one(stack_);
+    stack_.push_back(id);
   }
-  std::size_t make_int(Kind k, std::int64_t v) {
-    const std::size_t id = make(k);
-    out_.values[id].i = v;
-    return id;
-  }
-  PickleValue& val(std::size_t id) { return out_.values[id]; }
-  void push(std::size_t id) { stack_.push_back(id); }
+  std::size_t floor() const { return marks_.empty() ? 0 : marks_.back(); }
   std::size_t pop(const char* op) {
-    if (stack_.size() <= (marks_.empty() ? 0 : marks_.back()))
+    if (stack_.size() <= floor())
       fail(std::string(op) + " on an empty stack" + (marks_.empty() ? "" : " (above the last MARK)"));
     const std::size_t id = stack_.back();
     stack_.pop_back();
     return id;
   }
   std::size_t top(const char* op) {
-    if (stack_.size() <= (marks_.empty() ? 0 : marks_.back())) fail(std::string(op) + " on an empty stack");
+    if (stack_.size() <= floor()) fail(std::string(op) + " on an empty stack");
     return stack_.back();
   }
-  // The values above the last MARK, which is closed.
-  std::vector<std::size_t> pop_mark(const char* op) {
+  // Closes the last MARK; the values above it are stack_[returned position, end).
+  std::size_t close_mark(const char* op) {
     if (marks_.empty()) fail(std::string(op) + " without a MARK");
     const std::size_t m = marks_.back();
     marks_.pop_back();
+    return m;
+  }
+  // The values above the last MARK, popped.
+  std::vector<std::size_t> pop_mark(const char* op) {
+    const std::size_t m = close_mark(op);
     std::vector<std::size_t> items(stack_.begin() + static_cast<std::ptrdiff_t>(m), stack_.end());
     stack_.resize(m);
     return items;
   }
-  std::size_t make_tuple(std::vector<std::size_t> items) {
-    const std::size_t id = make(Kind::Tuple);
-    val(id).items = std::move(items);
-    return id;
+  // The container below the values above a closed MARK at `m` (APPENDS, SETITEMS).
+  std::size_t below_mark(std::size_t m, const char* op) {
+    if (m <= floor()) fail(std::string(op) + " on an empty stack");
+    return stack_[m - 1];
   }
-
-  std::string dict_key(std::size_t key_id) {
-    const PickleValue& k = val(key_id);
-    switch (k.kind) {
-      case Kind::String: return std::string(1, 's').append(k.s);
-      case Kind::Int:
-      case Kind::Bool: return std::string(1, 'i').append(std::to_string(k.i));  // Python: True == 1
-      case Kind::None: return "n";
-      default: fail(std::string("dict key of type ") + pickle_kind_name(k.kind) + " (only str, int, bool, None)");
-    }
-  }
-  void set_item(std::size_t dict_id, std::size_t key_id, std::size_t value_id, const char* op) {
-    if (val(dict_id).kind != Kind::Dict)
-      fail(std::string(op) + " on a " + pickle_kind_name(val(dict_id).kind) + ", not a dict");
-    auto& index = dict_index_[dict_id];
-    auto [it, added] = index.try_emplace(dict_key(key_id), val(dict_id).items.size());
-    if (added) {
-      val(dict_id).items.push_back(key_id);
-      val(dict_id).items.push_back(value_id);
-    } else {
-      val(dict_id).items[it->second + 1] = value_id;  // Python: a repeated key replaces the value
-    }
-  }
-  void append(std::size_t list_id, std::size_t item, const char* op) {
-    if (val(list_id).kind != Kind::List)
-      fail(std::string(op) + " on a " + pickle_kind_name(val(list_id).kind) + ", not a list");
-    val(list_id).items.push_back(item);
-  }
-  void memo_put(std::uint64_t index) {
-    memo_[index] = top("memo store");
-  }
-  void memo_get(std::uint64_t index) {
-    const auto it = memo_.find(index);
-    if (it == memo_.end()) fail("memo index " + std::to_string(index) + " read before it was stored");
-    push(it->second);
-  }
-
-  std::size_t global(const std::string& module, const std::string& name) {
-    const std::string full = module + "." + name;
+  std::size_t global(std::string_view module, std::string_view name) {
+    static const char* const kStorageNames[] = {"FloatStorage", "DoubleStorage", "HalfStorage", "BFloat16Storage",
+                                                "LongStorage",  "IntStorage",    "ShortStorage", "CharStorage",
+                                                "ByteStorage",  "BoolStorage"};
     std::int64_t id = 0;
-    if (module == "collections" && name == "OrderedDict") id = kOrderedDict;
-    else if (module == "torch._utils" && name == "_rebuild_tensor_v2") id = kRebuildTensorV2;
-    else if (module == "torch._utils" && name == "_rebuild_parameter") id = kRebuildParameter;
-    else if (module == "torch" && (name == "FloatStorage" || name == "DoubleStorage" || name == "HalfStorage" ||
-                                   name == "BFloat16Storage" || name == "LongStorage" || name == "IntStorage" ||
-                                   name == "ShortStorage" || name == "CharStorage" || name == "ByteStorage" ||
-                                   name == "BoolStorage"))
-      id = kStorageType;
-    if (id == 0)
+    std::string_view stored;  // the name kept (a static string: the pickle's bytes may be a GLOBAL line)
+    if (module == "collections" && name == "OrderedDict") id = kOrderedDict, stored = "OrderedDict";
+    else if (module == "torch._utils" && name == "_rebuild_tensor_v2") id = kRebuildTensorV2, stored = "_rebuild_tensor_v2";
+    else if (module == "torch._utils" && name == "_rebuild_parameter") id = kRebuildParameter, stored = "_rebuild_parameter";
+    else if (module == "torch")
+      for (const char* s : kStorageNames)
+        if (name == s) id = kStorageType, stored = s;
+    if (id == 0) {
+      const std::string full = std::string(module.substr(0, kMaxGlobalLine)) + "." + std::string(name.substr(0, kMaxGlobalLine));
+      const bool module_class = module.rfind("torch.nn.", 0) == 0 || module == "__main__";
       fail("refusing global '" + full +
            "': a state dict needs only collections.OrderedDict, torch._utils._rebuild_tensor_v2, "
-           "torch._utils._rebuild_parameter and torch.*Storage");
-    const std::size_t v = make_int(Kind::Global, id);
-    val(v).s = name;
+           "torch._utils._rebuild_parameter and torch.*Storage" +
+           (module_class ? std::string("; the file looks like a pickled nn.Module (torch.save(model)): save "
+                                       "model.state_dict() instead")
+                         : std::string()));
+    }
+    const std::size_t v = arena_.make(Kind::Global, id);
+    val(v).s = stored;
     return v;
   }
 
@@ -275,22 +176,26 @@ class Unpickler {
     return dims;
   }
 
+  // Arguments are checked by count before they are read: a GET'd tuple of a million items
+  // costs nothing to refuse.
   std::size_t reduce(std::size_t callable, std::size_t args) {
     if (val(callable).kind != Kind::Global)
       fail(std::string("REDUCE calls a ") + pickle_kind_name(val(callable).kind) + ", not an allowed global");
     if (val(args).kind != Kind::Tuple)
       fail(std::string("REDUCE arguments are a ") + pickle_kind_name(val(args).kind) + ", not a tuple");
-    const std::vector<std::size_t> a = val(args).items;
+    const std::size_t count = val(args).items.size();
+    std::array<std::size_t, 7> a{};
+    std::copy_n(val(args).items.begin(), std::min<std::size_t>(count, a.size()), a.begin());
     switch (val(callable).i) {
       case kOrderedDict: {
-        if (!a.empty()) fail("collections.OrderedDict called with " + std::to_string(a.size()) + " arguments (expected none)");
-        const std::size_t d = make(Kind::Dict);
+        if (count != 0) fail("collections.OrderedDict called with " + std::to_string(count) + " arguments (expected none)");
+        const std::size_t d = arena_.make(Kind::Dict);
         val(d).ordered = true;
         return d;
       }
       case kRebuildTensorV2: {
-        if (a.size() != 6 && a.size() != 7)
-          fail("_rebuild_tensor_v2 called with " + std::to_string(a.size()) + " arguments (expected 6 or 7)");
+        if (count != 6 && count != 7)
+          fail("_rebuild_tensor_v2 called with " + std::to_string(count) + " arguments (expected 6 or 7)");
         if (val(a[0]).kind != Kind::Storage)
           fail(std::string("_rebuild_tensor_v2's storage is a ") + pickle_kind_name(val(a[0]).kind) +
                ", not a persistent storage");
@@ -306,20 +211,18 @@ class Unpickler {
         if (val(a[4]).kind != Kind::Bool) fail("_rebuild_tensor_v2's requires_grad is not a bool");
         t.requires_grad = val(a[4]).i != 0;
         if (val(a[5]).kind != Kind::Dict) fail("_rebuild_tensor_v2's backward_hooks is not a dict");
-        if (a.size() == 7 && val(a[6]).kind != Kind::Dict && val(a[6]).kind != Kind::None)
+        if (count == 7 && val(a[6]).kind != Kind::Dict && val(a[6]).kind != Kind::None)
           fail("_rebuild_tensor_v2's metadata is neither a dict nor None");
-        out_.tensors.push_back(std::move(t));
-        return make_int(Kind::Tensor, static_cast<std::int64_t>(out_.tensors.size() - 1));
+        return arena_.make(Kind::Tensor, static_cast<std::int64_t>(arena_.tensor(std::move(t))));
       }
       case kRebuildParameter: {
-        if (a.size() != 3)
-          fail("_rebuild_parameter called with " + std::to_string(a.size()) + " arguments (expected 3)");
+        if (count != 3) fail("_rebuild_parameter called with " + std::to_string(count) + " arguments (expected 3)");
         if (val(a[0]).kind != Kind::Tensor) fail("_rebuild_parameter's data is not a tensor");
         if (val(a[1]).kind != Kind::Bool) fail("_rebuild_parameter's requires_grad is not a bool");
         return a[0];
       }
       default:
-        fail("REDUCE calls torch." + val(callable).s + ", which is not callable here");
+        fail("REDUCE calls torch." + std::string(val(callable).s) + ", which is not callable here");
     }
   }
 
@@ -334,18 +237,20 @@ class Unpickler {
     const PickleValue& key = val(t.items[2]);
     const PickleValue& loc = val(t.items[3]);
     if (key.kind != Kind::String || loc.kind != Kind::String) fail("persistent id's key or location is not a str");
+    if (key.s.size() > kMaxStorageName || loc.s.size() > kMaxStorageName)
+      fail("persistent id's " + std::string(key.s.size() > kMaxStorageName ? "key" : "location") + " is " +
+           std::to_string(std::max(key.s.size(), loc.s.size())) + " bytes long (at most 64)");
     const std::int64_t numel = int_arg(t.items[4], "persistent id's numel");
     if (numel < 0) fail("persistent id's numel is negative (" + std::to_string(numel) + ")");
-    auto [it, added] = storage_index_.try_emplace(key.s, out_.storages.size());
-    if (added) {
-      out_.storages.push_back({type.s, key.s, loc.s, numel});
-    } else {
-      const PickleStorage& s = out_.storages[it->second];
+    const auto [index, added] =
+        arena_.storage(key.i, {std::string(type.s), std::string(key.s), std::string(loc.s), numel});
+    if (!added) {
+      const PickleStorage& s = arena_.result().storages[index];
       if (s.type != type.s || s.numel != numel)
-        fail("storage '" + key.s + "' appears as " + s.type + " of " + std::to_string(s.numel) + " elements and as " +
-             type.s + " of " + std::to_string(numel));
+        fail("storage '" + std::string(key.s) + "' appears as " + s.type + " of " + std::to_string(s.numel) +
+             " elements and as " + std::string(type.s) + " of " + std::to_string(numel));
     }
-    return make_int(Kind::Storage, static_cast<std::int64_t>(it->second));
+    return arena_.make(Kind::Storage, static_cast<std::int64_t>(index));
   }
 
   // Runs one opcode; true at STOP.
@@ -362,25 +267,28 @@ class Unpickler {
         return false;
       }
       case '.': return true;
-      case '(': marks_.push_back(stack_.size()); return false;
+      case '(':
+        arena_.reserve_one(marks_);
+        marks_.push_back(stack_.size());
+        return false;
       case '0': pop("POP"); return false;
       case '1': pop_mark("POP_MARK"); return false;
       case '2': push(top("DUP")); return false;
-      case 'N': push(make(Kind::None)); return false;
-      case 0x88: push(make_int(Kind::Bool, 1)); return false;
-      case 0x89: push(make_int(Kind::Bool, 0)); return false;
-      case 'K': push(make_int(Kind::Int, static_cast<std::int64_t>(read_le(1, "BININT1 argument")))); return false;
-      case 'M': push(make_int(Kind::Int, static_cast<std::int64_t>(read_le(2, "BININT2 argument")))); return false;
+      case 'N': push(arena_.none()); return false;
+      case 0x88: push(arena_.boolean(true)); return false;
+      case 0x89: push(arena_.boolean(false)); return false;
+      case 'K': push(arena_.integer(static_cast<std::int64_t>(read_le(1, "BININT1 argument")))); return false;
+      case 'M': push(arena_.integer(static_cast<std::int64_t>(read_le(2, "BININT2 argument")))); return false;
       case 'J':
-        push(make_int(Kind::Int, static_cast<std::int32_t>(static_cast<std::uint32_t>(read_le(4, "BININT argument")))));
+        push(arena_.integer(static_cast<std::int32_t>(static_cast<std::uint32_t>(read_le(4, "BININT argument")))));
         return false;
-      case 0x8a: push(make_int(Kind::Int, read_long(read_le(1, "LONG1 length")))); return false;
-      case 0x8b: push(make_int(Kind::Int, read_long(read_le(4, "LONG4 length")))); return false;
+      case 0x8a: push(arena_.integer(read_long(read_le(1, "LONG1 length")))); return false;
+      case 0x8b: push(arena_.integer(read_long(read_le(4, "LONG4 length")))); return false;
       case 'G': {
         const std::uint8_t* b = take(8, "BINFLOAT argument");
         std::uint64_t bits = 0;
         for (int i = 0; i < 8; ++i) bits = (bits << 8) | b[i];  // big-endian
-        const std::size_t id = make(Kind::Float);
+        const std::size_t id = arena_.make(Kind::Float);
         std::memcpy(&val(id).f, &bits, 8);
         push(id);
         return false;
@@ -391,68 +299,77 @@ class Unpickler {
         const std::uint64_t len = op == 'X' ? read_le(4, "BINUNICODE length")
                                   : op == 0x8c ? read_le(1, "SHORT_BINUNICODE length")
                                                : read_le(8, "BINUNICODE8 length");
-        std::string s = read_string(len, "string");
-        const std::size_t id = make(Kind::String);
-        val(id).s = std::move(s);
-        push(id);
+        if (len > n_ - pos_)
+          fail("truncated string: declares " + std::to_string(len) + " bytes, " + std::to_string(n_ - pos_) + " remain");
+        const auto* text = reinterpret_cast<const char*>(take(static_cast<std::size_t>(len), "string"));
+        push(arena_.string(std::string_view(text, static_cast<std::size_t>(len))));
         return false;
       }
-      case ')': push(make(Kind::Tuple)); return false;
-      case 't': push(make_tuple(pop_mark("TUPLE"))); return false;
+      case ')': push(arena_.tuple({})); return false;
+      case 't': push(arena_.tuple(pop_mark("TUPLE"))); return false;
       case 0x85:
       case 0x86:
       case 0x87: {
         const std::size_t k = op - 0x84u;
         std::vector<std::size_t> items(k);
-        for (std::size_t i = k; i-- > 0;) items[i] = pop(opcode_name(op));
-        push(make_tuple(std::move(items)));
+        for (std::size_t i = k; i-- > 0;) items[i] = pop(pickle_opcode_name(op));
+        push(arena_.tuple(std::move(items)));
         return false;
       }
-      case ']': push(make(Kind::List)); return false;
+      case ']': push(arena_.make(Kind::List)); return false;
       case 'l': {
-        const std::size_t id = make(Kind::List);
-        val(id).items = pop_mark("LIST");
+        std::vector<std::size_t> items = pop_mark("LIST");
+        arena_.charge(items.size() * sizeof(std::size_t));
+        const std::size_t id = arena_.make(Kind::List);
+        val(id).items = std::move(items);
         push(id);
         return false;
       }
       case 'a': {
         const std::size_t item = pop("APPEND");
-        append(top("APPEND"), item, "APPEND");
+        arena_.append(top("APPEND"), item, "APPEND");
         return false;
       }
       case 'e': {
-        const std::vector<std::size_t> items = pop_mark("APPENDS");
-        const std::size_t list = top("APPENDS");
-        for (std::size_t item : items) append(list, item, "APPENDS");
+        const std::size_t m = close_mark("APPENDS");
+        const std::size_t list = below_mark(m, "APPENDS");
+        for (std::size_t i = m; i < stack_.size(); ++i) arena_.append(list, stack_[i], "APPENDS");
+        stack_.resize(m);
         return false;
       }
-      case '}': push(make(Kind::Dict)); return false;
+      case '}': push(arena_.make(Kind::Dict)); return false;
       case 'd': {
-        const std::vector<std::size_t> items = pop_mark("DICT");
-        if (items.size() % 2) fail("DICT with an odd number of items");
-        const std::size_t id = make(Kind::Dict);
-        for (std::size_t i = 0; i < items.size(); i += 2) set_item(id, items[i], items[i + 1], "DICT");
+        const std::size_t m = close_mark("DICT");
+        if ((stack_.size() - m) % 2) fail("DICT with an odd number of items");
+        const std::size_t id = arena_.make(Kind::Dict);
+        for (std::size_t i = m; i < stack_.size(); i += 2) arena_.set_item(id, stack_[i], stack_[i + 1], "DICT");
+        stack_.resize(m);
         push(id);
         return false;
       }
       case 's': {
         const std::size_t v = pop("SETITEM");
         const std::size_t k = pop("SETITEM");
-        set_item(top("SETITEM"), k, v, "SETITEM");
+        arena_.set_item(top("SETITEM"), k, v, "SETITEM");
         return false;
       }
       case 'u': {
-        const std::vector<std::size_t> items = pop_mark("SETITEMS");
-        if (items.size() % 2) fail("SETITEMS with an odd number of items");
-        const std::size_t d = top("SETITEMS");
-        for (std::size_t i = 0; i < items.size(); i += 2) set_item(d, items[i], items[i + 1], "SETITEMS");
+        const std::size_t m = close_mark("SETITEMS");
+        if ((stack_.size() - m) % 2) fail("SETITEMS with an odd number of items");
+        const std::size_t d = below_mark(m, "SETITEMS");
+        for (std::size_t i = m; i < stack_.size(); i += 2) arena_.set_item(d, stack_[i], stack_[i + 1], "SETITEMS");
+        stack_.resize(m);
         return false;
       }
-      case 'q': memo_put(read_le(1, "BINPUT index")); return false;
-      case 'r': memo_put(read_le(4, "LONG_BINPUT index")); return false;
-      case 0x94: memo_put(memo_.size()); return false;
-      case 'h': memo_get(read_le(1, "BINGET index")); return false;
-      case 'j': memo_get(read_le(4, "LONG_BINGET index")); return false;
+      case 'q':
+      case 'r': {
+        const std::uint64_t index = op == 'q' ? read_le(1, "BINPUT index") : read_le(4, "LONG_BINPUT index");
+        arena_.memo_put(index, top("memo store"));
+        return false;
+      }
+      case 0x94: arena_.memo_put(arena_.memo_stored(), top("memo store")); return false;
+      case 'h': push(arena_.memo_get(read_le(1, "BINGET index"))); return false;
+      case 'j': push(arena_.memo_get(read_le(4, "LONG_BINGET index"))); return false;
       case 'c': {
         const std::string module = read_line();
         const std::string name = read_line();
@@ -484,42 +401,22 @@ class Unpickler {
         return false;
       }
       default: {
-        const char* name = opcode_name(op);
+        const char* name = pickle_opcode_name(op);
         fail("unsupported pickle opcode " + hex_byte(op) + (name ? std::string(" (") + name + ")" : std::string()) +
              ": a state dict needs only the opcodes listed in io/torch_pickle.h");
       }
     }
   }
 
+  PickleArena arena_;
   const std::uint8_t* p_;
   std::size_t n_;
   std::size_t pos_ = 0, op_pos_ = 0;
   std::vector<std::size_t> stack_;
   std::vector<std::size_t> marks_;
-  std::unordered_map<std::uint64_t, std::size_t> memo_;
-  std::unordered_map<std::size_t, std::unordered_map<std::string, std::size_t>> dict_index_;
-  std::unordered_map<std::string, std::size_t> storage_index_;
-  TorchPickle out_;
 };
 
 }  // namespace
-
-const char* pickle_kind_name(PickleValue::Kind k) {
-  switch (k) {
-    case Kind::None: return "None";
-    case Kind::Bool: return "bool";
-    case Kind::Int: return "int";
-    case Kind::Float: return "float";
-    case Kind::String: return "str";
-    case Kind::Tuple: return "tuple";
-    case Kind::List: return "list";
-    case Kind::Dict: return "dict";
-    case Kind::Global: return "global";
-    case Kind::Storage: return "storage";
-    case Kind::Tensor: return "tensor";
-  }
-  return "?";
-}
 
 TorchPickle unpickle_torch(const std::uint8_t* data, std::size_t size) { return Unpickler(data, size).run(); }
 

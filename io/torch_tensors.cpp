@@ -25,11 +25,14 @@ void charge(std::uint64_t& budget, std::uint64_t bytes, const std::string& what)
   budget -= bytes;
 }
 
+// A key as messages quote it: at most 64 bytes.
+std::string quoted(std::string_view key) { return key.size() <= 64 ? std::string(key) : std::string(key.substr(0, 64)) + "..."; }
+
 std::string top_level_keys(const TorchPickle& p, const PickleValue& dict) {
   std::string out;
   for (std::size_t i = 0; i < dict.items.size() && i < 16; i += 2) {
     const PickleValue& k = p.value(dict.items[i]);
-    out += (i ? ", " : "") + (k.kind == Kind::String ? k.s : std::string("<") + pickle_kind_name(k.kind) + ">");
+    out += (i ? ", " : "") + (k.kind == Kind::String ? quoted(k.s) : std::string("<") + pickle_kind_name(k.kind) + ">");
   }
   if (dict.items.size() > 16) out += ", ...";
   return out;
@@ -83,6 +86,11 @@ float bfloat16_to_float(std::uint16_t b) {
   return f;
 }
 
+std::uint64_t torch_default_max_bytes(std::uint64_t file_bytes) {
+  const std::uint64_t limit = std::numeric_limits<std::uint64_t>::max();
+  return file_bytes > (limit - (std::uint64_t{1} << 20)) / 4 ? limit : 4 * file_bytes + (std::uint64_t{1} << 20);
+}
+
 TorchElement torch_element(const std::string& type) {
   static const std::map<std::string, TorchElement> table = {
       {"FloatStorage", {"float32", 4}},  {"DoubleStorage", {"float64", 8}}, {"HalfStorage", {"float16", 2}},
@@ -106,24 +114,31 @@ layers::StateDict torch_state_dict(const TorchPickle& p, const StorageReader& re
       if (k.kind == Kind::String && k.s == options.entry) found = &p.value(dict->items[i + 1]);
     }
     if (!found)
-      fail("the file's dict has no key '" + options.entry + "' (its keys: " + top_level_keys(p, *dict) + ")");
+      fail("the file's dict has no key '" + quoted(options.entry) + "' (its keys: " + top_level_keys(p, *dict) + ")");
     if (found->kind != Kind::Dict)
       fail("'" + options.entry + "' holds a " + pickle_kind_name(found->kind) + ", not a dict of tensors");
     dict = found;
   }
 
   // The error for a dict that is not a state dict suggests the entries that are.
-  auto not_a_state_dict = [&](const std::string& key, const PickleValue& v) {
+  auto not_a_state_dict = [&](std::string_view key, const PickleValue& v) {
     const std::string kind = pickle_kind_name(v.kind);
     const bool vowel = kind[0] == 'i' || kind[0] == 'o';
-    std::string msg = "key '" + key + "' holds " + (vowel ? "an " : "a ") + kind + ", not a tensor: the " +
+    std::string msg = "key '" + quoted(key) + "' holds " + (vowel ? "an " : "a ") + kind + ", not a tensor: the " +
                       (options.entry.empty() ? std::string("file") : "'" + options.entry + "' entry") +
                       " is not a state dict (its keys: " + top_level_keys(p, *dict) + ")";
+    // each distinct dict walked once (many keys may hold one GET'd dict), at most 16 named
     std::string candidates;
-    for (std::size_t i = 0; i < dict->items.size(); i += 2) {
+    std::vector<char> walked(p.values.size(), 0);  // 1: a tensor dict, 2: not
+    std::size_t named = 0;
+    for (std::size_t i = 0; i < dict->items.size() && named < 16; i += 2) {
       const PickleValue& k = p.value(dict->items[i]);
-      if (k.kind == Kind::String && is_tensor_dict(p, p.value(dict->items[i + 1])))
-        candidates += (candidates.empty() ? "" : ", ") + k.s;
+      char& w = walked[dict->items[i + 1]];
+      if (w == 0) w = is_tensor_dict(p, p.value(dict->items[i + 1])) ? 1 : 2;
+      if (k.kind == Kind::String && w == 1) {
+        candidates += (candidates.empty() ? "" : ", ") + quoted(k.s);
+        ++named;
+      }
     }
     if (!candidates.empty())
       msg += "; the state dicts inside it are under " + candidates + ": choose one with TorchReadOptions::entry (--entry)";
@@ -141,7 +156,13 @@ layers::StateDict torch_state_dict(const TorchPickle& p, const StorageReader& re
     const PickleTensor& t = p.tensors[static_cast<std::size_t>(v.i)];
     const PickleStorage& s = p.storages[t.storage];
     const TorchElement el = torch_element(s.type);
-    const std::string name = "tensor '" + k.s + "'";
+    const std::string name = "tensor '" + quoted(k.s) + "'";
+    // the entry's own memory (key, shape, TensorImpl) is charged: many keys may name one GET'd tensor
+    auto add = [&](const Tensor& x) {
+      charge(budget, 2 * k.s.size() + t.size.size() * sizeof(std::int64_t) + sizeof(TensorImpl) + 128,
+             name + "'s state dict entry");
+      out.insert(std::string(k.s), x);
+    };
 
     Dtype dtype;
     const std::string src_dtype = el.name;
@@ -171,7 +192,7 @@ layers::StateDict torch_state_dict(const TorchPickle& p, const StorageReader& re
     if (numel > (std::uint64_t{1} << 60)) fail(name + " has " + std::to_string(numel) + " elements");
     const Shape shape(t.size.begin(), t.size.end());
     if (numel == 0) {
-      out.insert(k.s, Tensor::empty(shape, dtype));
+      add(Tensor::empty(shape, dtype));
       continue;
     }
     if (last >= static_cast<std::uint64_t>(s.numel))
@@ -186,14 +207,14 @@ layers::StateDict torch_state_dict(const TorchPickle& p, const StorageReader& re
     }
     const std::shared_ptr<Storage>& storage = storages[t.storage];
     const bool native = src_dtype == dtype_name(dtype);
-    if (!native && converted) converted->push_back(k.s + ": " + src_dtype + " -> " + dtype_name(dtype) + " (in the file)");
+    if (!native && converted) converted->push_back(std::string(k.s) + ": " + src_dtype + " -> " + dtype_name(dtype) + " (in the file)");
     if (native && contiguous(t)) {  // a view of the shared storage, as in PyTorch
       auto impl = std::make_shared<TensorImpl>();
       impl->storage = storage;
       impl->offset = static_cast<std::size_t>(t.offset) * el.size;
       impl->shape = shape;
       impl->dtype = dtype;
-      out.insert(k.s, Tensor(std::move(impl)));
+      add(Tensor(std::move(impl)));
       continue;
     }
     // A strided view or a converted dtype: gather into a new tensor.
@@ -221,7 +242,7 @@ layers::StateDict torch_state_dict(const TorchPickle& p, const StorageReader& re
         index[d] = 0;
       }
     }
-    out.insert(k.s, dst);
+    add(dst);
   }
   return out;
 }

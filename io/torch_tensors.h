@@ -23,12 +23,18 @@ struct TorchReadOptions {
   /// When the file holds a dict of things (a training checkpoint {"epoch": 3,
   /// "state_dict": {...}}), the key of the state dict inside it; "" takes the top-level dict.
   std::string entry;
-  /// Bytes the reader may allocate for decompressed records and for tensors it has to copy
-  /// (a strided view, a converted dtype). 0: 4 x the archive's size + 1 MiB. An uncompressed
-  /// archive as torch.save writes it needs at most 1 x (2 x with half_to_float32, more with
-  /// many strided views of one storage).
+  /// Bytes the reader may allocate for decompressed records, for tensors it has to copy (a
+  /// strided view, a converted dtype) and for each state dict entry (its key, shape and
+  /// tensor handle, about 200 bytes). 0: torch_default_max_bytes(the archive's size). An
+  /// uncompressed archive as torch.save writes it needs at most 1 x (2 x with
+  /// half_to_float32, more with many strided views of one storage). convert_torch_to_safetensors
+  /// also bounds its output by it: tensors aliasing one storage are written once each.
   std::uint64_t max_bytes = 0;
 };
+
+/// TorchReadOptions::max_bytes's default for a file of `file_bytes`: 4 x its size + 1 MiB
+/// (saturating at 2^64 - 1).
+std::uint64_t torch_default_max_bytes(std::uint64_t file_bytes);
 
 /// Element type of a storage class name: "FloatStorage" -> ("float32", 4) etc.
 struct TorchElement {
@@ -48,7 +54,8 @@ using StorageReader = std::function<std::shared_ptr<Storage>(const PickleStorage
 /// bounds those copies. Throws std::runtime_error: the object is not a dict (of tensors, or
 /// holding `entry`), a key that is not a str, a value that is not a tensor (naming the key,
 /// its type and the top-level keys), an unsupported dtype (naming the tensor), a view
-/// reaching past its storage, an element count that overflows, or a budget overrun.
+/// reaching past its storage, an element count that overflows, or a budget overrun (copies
+/// and each entry's own memory are charged to `budget`).
 /// `converted`, when given, receives "key: float16 -> float32" for each converted tensor.
 layers::StateDict torch_state_dict(const TorchPickle& pickle, const StorageReader& read,
                                    const TorchReadOptions& options, std::uint64_t& budget,

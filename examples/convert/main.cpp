@@ -7,8 +7,8 @@
 //
 // Each subcommand is one entry of kCommands. Exit status: 0 done, 1 the input was refused or
 // the output could not be written (nothing is written then), 2 bad usage.
+#include <cstdint>
 #include <cstdio>
-#include <cstdlib>
 #include <functional>
 #include <iostream>
 #include <stdexcept>
@@ -33,6 +33,20 @@ const char* kTorchUsage =
     "  --entry KEY          the state dict under KEY of a checkpoint dict (e.g. state_dict)\n"
     "  --max-bytes N        allocation limit of the reader (default 4 x the file's size + 1 MiB)\n";
 
+// A numeric option's value: decimal digits only, from 1 to 2^64 - 1 (overflow-checked).
+std::uint64_t parse_count(const std::string& option, const std::string& v) {
+  const std::string expected = option + ": expected an integer from 1 to 18446744073709551615, got '" + v + "'";
+  if (v.empty() || v.size() > 20 || v.find_first_not_of("0123456789") != std::string::npos) throw Usage(expected);
+  std::uint64_t n = 0;
+  for (char c : v) {
+    const auto d = static_cast<std::uint64_t>(c - '0');
+    if (n > (UINT64_MAX - d) / 10) throw Usage(expected);
+    n = 10 * n + d;
+  }
+  if (n == 0) throw Usage(expected);
+  return n;
+}
+
 int run_torch(const std::vector<std::string>& args) {
   std::vector<std::string> positional;
   tapegrad::io::LoadOptions o;
@@ -46,13 +60,7 @@ int run_torch(const std::vector<std::string>& args) {
     else if (a == "--rename") o.renames.push_back(tapegrad::layers::parse_key_rename(value()));
     else if (a == "--half-to-float32") o.torch.half_to_float32 = true;
     else if (a == "--entry") o.torch.entry = value();
-    else if (a == "--max-bytes") {
-      const std::string& v = value();
-      char* end = nullptr;
-      const unsigned long long n = std::strtoull(v.c_str(), &end, 10);
-      if (v.empty() || *end != '\0' || n == 0 || v[0] == '-') throw Usage("--max-bytes: expected a positive integer, got '" + v + "'");
-      o.torch.max_bytes = n;
-    } else if (a == "-h" || a == "--help") {
+    else if (a == "--max-bytes") o.torch.max_bytes = parse_count(a, value()); else if (a == "-h" || a == "--help") {
       std::cout << kTorchUsage;
       return 0;
     } else if (a.rfind("--", 0) == 0) {

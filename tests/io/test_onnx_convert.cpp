@@ -131,3 +131,27 @@ TEST_CASE("convert_checkpoint_to_onnx parses integer metadata as whole integers 
   }
   std::filesystem::remove_all(dir);
 }
+
+TEST_CASE("convert_checkpoint_to_onnx refuses an architecture larger than the checkpoint's tensors", "[onnx][errors]") {
+  // a 60 KB checkpoint whose metadata declares widths of a billion (an MLP of 10^18 weights)
+  const std::string dir = temp_dir();
+  auto meta = kMeta;
+  meta["fmnist.hidden"] = "1000000000,1000000000";
+  const std::string mlp = write_checkpoint(dir + "/wide.safetensors", meta, true);
+  REQUIRE_THROWS_WITH(io::convert_checkpoint_to_onnx(mlp, dir + "/wide.onnx"),
+                      Catch::Contains("fmnist.hidden: declares") &&
+                          Catch::Contains("parameters, more than the checkpoint's model tensors hold"));
+  meta = kMeta;
+  meta["fmnist.model"] = "cnn";
+  meta["fmnist.cnn.channels"] = "4,3000000000";
+  const std::string cnn = write_checkpoint(dir + "/cnn.safetensors", meta, true);
+  REQUIRE_THROWS_WITH(io::convert_checkpoint_to_onnx(cnn, dir + "/cnn.onnx"),
+                      Catch::Contains("fmnist.cnn.channels: declares"));
+  meta["fmnist.cnn.channels"] = "4,8";
+  meta["fmnist.cnn.head"] = "1e300";  // was cast to int64 unchecked
+  const std::string head = write_checkpoint(dir + "/head.safetensors", meta, true);
+  REQUIRE_THROWS_WITH(io::convert_checkpoint_to_onnx(head, dir + "/head.onnx"),
+                      Catch::Contains("fmnist.cnn.head: expected an integer from 0 to"));
+  REQUIRE_FALSE(std::filesystem::exists(dir + "/wide.onnx"));
+  std::filesystem::remove_all(dir);
+}

@@ -4,6 +4,7 @@
 #include <catch2/catch.hpp>
 
 #include <tapegrad/io/torch_archive.h>
+#include <tapegrad/io/torch_load.h>
 #include <tapegrad/io/torch_pickle.h>
 #include <tapegrad/io/torch_tensors.h>
 
@@ -315,5 +316,46 @@ TEST_CASE("torch.save crafted archives that are valid: big-endian, deflated, pro
     const Bytes z = torch_zip(p.b, {{"0", {}}});
     const layers::StateDict d = io::parse_torch_archive(z.data(), z.size());
     CHECK(d.at("e").shape() == Shape{0, 3});
+  }
+}
+
+TEST_CASE("torch.save refusals that name the fix: legacy files, pickled modules, long storage names", "[io][errors]") {
+  SECTION("a legacy (PyTorch < 1.6) torch.save file, from memory, from a file and through io::load's detection") {
+    const Bytes legacy = read_bytes(fixture("legacy.pt"));
+    REQUIRE(legacy.size() > 16);
+    CHECK_THAT(archive_error(legacy), Contains("a legacy torch.save file (PyTorch < 1.6 format)") &&
+                                          Contains("_use_new_zipfile_serialization=True"));
+    CHECK_THROWS_WITH(io::read_torch_file(fixture("legacy.pt")), Contains("legacy.pt': torch.save file: a legacy"));
+    CHECK_THROWS_AS(io::detect_checkpoint_format(fixture("legacy.pt")), std::runtime_error);
+    CHECK_THROWS_WITH(io::detect_checkpoint_format(fixture("legacy.pt")), Contains("PyTorch < 1.6 format"));
+  }
+  SECTION("a pickled nn.Module (torch.save(model)) suggests its state_dict()") {
+    Pickle p;
+    p.proto().global("torch.nn.modules.container", "Sequential").op(')').op(0x81).stop();
+    CHECK_THAT(pickle_error(p), Contains("refusing global 'torch.nn.modules.container.Sequential'") &&
+                                    Contains("save model.state_dict() instead"));
+    Pickle q;
+    q.proto().global("__main__", "Net").stop();
+    CHECK_THAT(pickle_error(q), Contains("pickled nn.Module"));
+    Pickle r;
+    r.proto().global("os", "system").stop();
+    CHECK_THAT(pickle_error(r), !Contains("nn.Module"));
+  }
+  SECTION("a storage location longer than 64 bytes, a memo index past the pickle's size") {
+    Pickle p;
+    p.proto().mark().str("storage").global("torch", "FloatStorage").str("0").str(std::string(100, 'c'));
+    p.integer(1).op('t').op('Q').stop();
+    CHECK_THAT(pickle_error(p), Contains("persistent id's location is 100 bytes long (at most 64)"));
+    CHECK_THAT(pickle_error(Bytes{0x80, 2, 'N', 'r', 0xff, 0xff, 0xff, 0xff, '.'}),
+               Contains("memo index 4294967295 at or past the pickle's 9 bytes"));
+  }
+  SECTION("memoized values are shared, not copied: one GET'd string is one value") {
+    Pickle p;
+    p.proto().str("abc").op('q').op(5).op(0x94).op('0').mark().op('h').op(5).op('h').op(1).op('h').op(5).op('t').stop();
+    const io::TorchPickle t = io::unpickle_torch(p.b.data(), p.b.size());
+    const auto& items = t.value(t.root).items;
+    REQUIRE(items.size() == 3);
+    CHECK(items[0] == items[1]);
+    CHECK(items[1] == items[2]);
   }
 }
