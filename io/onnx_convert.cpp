@@ -1,5 +1,6 @@
-#include <cstdint>
 #include <tapegrad/io/onnx_convert.h>
+
+#include <cstdint>
 
 #include <charconv>
 #include <cmath>
