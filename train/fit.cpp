@@ -5,6 +5,7 @@
 #include <ctime>
 #include <stdexcept>
 
+#include <tapegrad/core/mode_checks.h>
 #include <tapegrad/core/safetensors.h>
 #include <tapegrad/optim/clip_grad.h>
 
@@ -91,6 +92,8 @@ FitResult fit(layers::Module& model, data::DataLoader& loader, const LossFn& los
   for (const auto& cb : callbacks)
     if (!cb) throw std::invalid_argument("fit: a callback is null");
 
+  const ModeChecksOption checks(o.mode_checks);
+  const auto issues_before = mode_issue_counts();
   TrainState st;
   st.model = &model;
   st.optimizer = &opt;
@@ -177,6 +180,7 @@ FitResult fit(layers::Module& model, data::DataLoader& loader, const LossFn& los
   result.stopped_early = st.stop_training;
   result.stop_reason = st.stop_reason;
   result.last_validation = st.last_validation;
+  result.mode_issues = mode_issue_counts_since(issues_before);
   return result;
 }
 
