@@ -1,6 +1,5 @@
 #include <tapegrad/debug/warnings.h>
 
-#include <atomic>
 #include <mutex>
 
 #include <spdlog/sinks/stdout_sinks.h>
