@@ -1,9 +1,9 @@
 #pragma once
 // Mode checks: cheap detectors of module-mode mistakes, on by default, that the layers run
 // (layers/functional/batch_norm.cpp, Module::load_state_dict):
-//   bn_train_no_grad       a BatchNorm that tracks running statistics ran forward in train mode
-//                          under NoGradGuard (a validation loop without eval()): its running
-//                          statistics took the evaluated batch.
+//   bn_train_no_grad       a BatchNorm (or InstanceNorm) that tracks running statistics ran
+//                          forward in train mode under NoGradGuard (a validation loop without
+//                          eval()): its running statistics took the evaluated batch.
 //   never_updated_stats    a tracked BatchNorm ran forward in eval mode on running statistics
 //                          never updated (num_batches_tracked 0, running_mean 0, running_var 1).
 //   bn_buffers_not_loaded  a non-strict load left a BatchNorm's running_mean / running_var at

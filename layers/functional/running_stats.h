@@ -44,9 +44,9 @@ struct RunningStats {
   /// values per channel. count >= 2: callers refuse smaller counts first with
   /// check_values_per_channel, before any buffer changes.
   void update(const double* mean, const double* biased_var, std::int64_t count) const;
-  /// The mode checks of core/mode_checks.h, run by the batch norms before update (nothing
-  /// changes when one throws); `who` names the module ("BatchNorm1d", shown with C as
-  /// "BatchNorm1d(64)"). use_batch_stats (train mode) under no-grad: bn_train_no_grad. Eval
+  /// The mode checks of core/mode_checks.h, run by the batch norms (and a tracked
+  /// InstanceNorm in train mode) before update (nothing changes when one throws); `who`
+  /// names the module ("BatchNorm1d", shown with C as "BatchNorm1d(64)"). use_batch_stats (train mode) under no-grad: bn_train_no_grad. Eval
   /// mode with num_batches_tracked defined and 0, running_mean all 0 and running_var all 1:
   /// never_updated_stats. Nothing without running statistics or with the checks off; Throw
   /// mode: std::logic_error with the warning's text.

@@ -1,5 +1,5 @@
 // The mode checks of the batch norms and of a non-strict load (core/mode_checks.h):
-// bn_train_no_grad (plain, fused Sequential BatchNorm1d -> ReLU, 2d, BatchRenorm),
+// bn_train_no_grad (plain, fused Sequential BatchNorm1d -> ReLU, 2d, BatchRenorm, tracked InstanceNorm),
 // never_updated_stats (once per layer), bn_buffers_not_loaded; each warns once with its text,
 // counts later occurrences, throws in Throw mode with nothing changed, is silent when paused.
 #include <catch2/catch.hpp>
@@ -15,6 +15,7 @@
 #include <tapegrad/layers/activation.h>
 #include <tapegrad/layers/batch_norm.h>
 #include <tapegrad/layers/batch_renorm.h>
+#include <tapegrad/layers/instance_norm.h>
 #include <tapegrad/layers/linear.h>
 #include <tapegrad/layers/sequential.h>
 #include "test_support.h"
@@ -91,6 +92,24 @@ TEST_CASE("bn_train_no_grad covers the fused Sequential path BatchNorm2d and Bat
   }
   REQUIRE(c.got.size() == 1);
   CHECK(contains(c.got[0].message, "BatchNorm1d(4) ran forward in train mode"));
+}
+
+TEST_CASE("bn_train_no_grad covers InstanceNorm with running statistics", "[mode_checks][norms]") {
+  Capture c(ModeChecks::Warn);
+  InstanceNormOptions o;
+  o.track_running_stats = true;
+  InstanceNorm1d tracked(3, o), plain(3);
+  const Tensor x = test::rand64({2, 3, 5}, 12).to(Dtype::Float32);
+  NoGradGuard ng;
+  plain(x);  // no running statistics: nothing leaks
+  CHECK(mode_issue_count("bn_train_no_grad") == 0);
+  tracked(x);
+  REQUIRE(c.got.size() == 1);
+  CHECK(contains(c.got[0].message, "InstanceNorm1d(3) ran forward in train mode under NoGradGuard"));
+  set_mode_checks(ModeChecks::Throw);
+  const std::vector<double> before = tracked.running_mean.to_vector();
+  CHECK_THROWS_AS(tracked(x), std::logic_error);
+  CHECK(tracked.running_mean.to_vector() == before);
 }
 
 TEST_CASE("bn_train_no_grad throws in Throw mode before the running statistics change", "[mode_checks][batchnorm][errors]") {
