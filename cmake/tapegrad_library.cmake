@@ -90,3 +90,13 @@ function(tapegrad_add_isa_variants folder)
     endforeach()
   endforeach()
 endfunction()
+
+# Runs every test added so far in the calling directory with TAPEGRAD_MODE_CHECKS=throw
+# (core/mode_checks.h), so a mode check firing on a deliberate use fails the test. Called at
+# the end of the examples' and studies' CMakeLists.txt (after their set_tests_properties).
+function(tapegrad_mode_checks_throw)
+  get_property(_tests DIRECTORY PROPERTY TESTS)
+  if(_tests)
+    set_property(TEST ${_tests} APPEND PROPERTY ENVIRONMENT TAPEGRAD_MODE_CHECKS=throw)
+  endif()
+endfunction()

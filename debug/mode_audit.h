@@ -41,6 +41,7 @@
 #include <string>
 #include <vector>
 
+#include <tapegrad/core/mode_checks.h>
 #include <tapegrad/debug/warnings.h>
 #include <tapegrad/layers/module.h>
 
@@ -140,7 +141,8 @@ class ModeAudit {
   std::uint64_t forward_id_ = 0, step_id_ = 0;
 };
 
-/// RAII: while alive, every ModeAudit ignores what happens on this thread.
+/// RAII: while alive, every ModeAudit ignores what happens on this thread, and so do the
+/// core mode checks (core/mode_checks.h: it holds a ModeChecksPause).
 class AuditPause {
  public:
   AuditPause();
@@ -149,6 +151,9 @@ class AuditPause {
   AuditPause& operator=(const AuditPause&) = delete;
   /// True inside an AuditPause on this thread.
   static bool active();
+
+ private:
+  ModeChecksPause checks_;
 };
 
 }  // namespace tapegrad::debug

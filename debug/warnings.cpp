@@ -1,6 +1,5 @@
 #include <tapegrad/debug/warnings.h>
 
-#include <atomic>
 #include <mutex>
 
 #include <spdlog/sinks/stdout_sinks.h>
@@ -9,9 +8,22 @@
 namespace tapegrad::debug {
 namespace {
 
-std::atomic<std::int64_t> g_count{0};
 std::mutex g_mu;
 std::shared_ptr<const WarningHandler> g_handler;  // null: the default route
+
+// The route of this library: the handler when set, else the "tapegrad" logger.
+void route(const Warning& w) {
+  std::shared_ptr<const WarningHandler> h;
+  {
+    std::lock_guard<std::mutex> lock(g_mu);
+    h = g_handler;
+  }
+  if (h) (*h)(w);
+  else warning_logger()->warn("{}", w.message);
+}
+
+// core's warnings (core/warnings.h) take this library's route once it is linked.
+const bool g_route_installed = (tapegrad::set_warning_route(route), true);
 
 }  // namespace
 
@@ -26,26 +38,16 @@ std::shared_ptr<spdlog::logger> warning_logger() {
 }
 
 void set_warning_handler(WarningHandler handler) {
+  (void)g_route_installed;
   std::lock_guard<std::mutex> lock(g_mu);
   g_handler = handler ? std::make_shared<const WarningHandler>(std::move(handler)) : nullptr;
 }
 
 void emit_warning(const Warning& w, const WarningHandler& handler) {
-  g_count.fetch_add(1, std::memory_order_relaxed);
-  if (handler) {
-    handler(w);
-    return;
-  }
-  std::shared_ptr<const WarningHandler> h;
-  {
-    std::lock_guard<std::mutex> lock(g_mu);
-    h = g_handler;
-  }
-  if (h) (*h)(w);
-  else warning_logger()->warn("{}", w.message);
+  tapegrad::count_warning(w);
+  if (handler) handler(w);
+  else route(w);
 }
 
-std::int64_t warning_count() { return g_count.load(std::memory_order_relaxed); }
-void reset_warning_count() { g_count.store(0, std::memory_order_relaxed); }
 
 }  // namespace tapegrad::debug

@@ -1,5 +1,6 @@
 #pragma once
-// Where the diagnostics' warnings go (debug::ModeAudit's findings), and how many there were.
+// Where the diagnostics' warnings go (debug::ModeAudit's findings, and the core mode checks'
+// warnings of core/mode_checks.h once this library is linked), and how many there were.
 //
 // Default: one line per warning on stderr, through the spdlog logger "tapegrad"
 // (warning_logger(); not spdlog's default logger, so the program's own stdout output stays
@@ -11,24 +12,23 @@
 #include <memory>
 #include <string>
 
+#include <tapegrad/core/warnings.h>
+
 namespace spdlog {
 class logger;
 }
 
 namespace tapegrad::debug {
 
-/// One warning.
-struct Warning {
-  std::string source;   ///< what raised it: "mode_audit"
-  std::string kind;     ///< e.g. "bn_train_no_backward" (see issue_name)
-  std::string message;  ///< the full text, as logged
-};
+/// One warning (core/warnings.h): source "mode_audit" (kind: issue_name) or "mode_checks"
+/// (kind: a mode check's name, e.g. "bn_train_no_grad").
+using Warning = tapegrad::Warning;
 
 /// Receives each warning (instead of the default stderr log).
 using WarningHandler = std::function<void(const Warning&)>;
 
-/// Sends every following warning (of every audit that has no handler of its own) to
-/// `handler`, process-wide and thread-safe; an empty handler restores the default (the
+/// Sends every following warning (of every audit that has no handler of its own, and of
+/// core's route, core/warnings.h) to `handler`, process-wide and thread-safe; an empty handler restores the default (the
 /// "tapegrad" logger on stderr). The handler may run on any thread that trains or
 /// evaluates, possibly under an audit's lock: it must not run the model itself.
 void set_warning_handler(WarningHandler handler);
@@ -40,11 +40,13 @@ std::shared_ptr<spdlog::logger> warning_logger();
 
 /// Sends `w` on its way: counted, then given to `handler` when set, else to the process-wide
 /// route above.
-void emit_warning(const Warning& w, const WarningHandler& handler = {});
+/// (tapegrad::emit_warning(w), core/warnings.h, is the call without a handler: counted, then
+/// this route once this library is linked.)
+void emit_warning(const Warning& w, const WarningHandler& handler);
 
-/// Warnings emitted in this process since it started or since reset_warning_count().
-std::int64_t warning_count();
-/// Sets warning_count() back to 0.
-void reset_warning_count();
+/// Warnings emitted in this process (audits' and core's) since it started or since
+/// reset_warning_count(), and reset_warning_count() itself: core/warnings.h's.
+using tapegrad::reset_warning_count;
+using tapegrad::warning_count;
 
 }  // namespace tapegrad::debug

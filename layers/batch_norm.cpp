@@ -58,7 +58,8 @@ void BatchNorm2d::check_input(const Tensor& x) const {
 }
 
 functional::RunningStats BatchNormBase::running_stats() const {
-  return {running_mean, running_var, num_batches_tracked, options.momentum, options.unbiased_running_var};
+  return {running_mean, running_var, num_batches_tracked, options.momentum, options.unbiased_running_var,
+          &never_updated_reported_};
 }
 
 Tensor BatchNormBase::forward(const Tensor& x) {

@@ -83,6 +83,9 @@ class BatchNormBase : public ChannelNormBase {
   /// The module's running statistics and their update rule (empty without
   /// track_running_stats): what functional::batch_norm updates in train mode.
   functional::RunningStats running_stats() const;
+
+ private:
+  mutable bool never_updated_reported_ = false;  // RunningStats::never_updated_reported
 };
 
 /// BatchNorm over (N, C) or (N, C, L): statistics per feature over N (and L).

@@ -9,6 +9,7 @@
 
 #include <tapegrad/core/autograd.h>
 #include <tapegrad/layers/hooks.h>
+#include <tapegrad/layers/norm_load_check.h>
 #include <tapegrad/layers/state_dict_keys.h>
 
 namespace tapegrad::layers {
@@ -297,6 +298,7 @@ LoadResult Module::load_state_dict(const StateDict& dict, const LoadOptions& opt
                                   ". (LoadOptions::check_values = false loads them anyway, e.g. to study a broken "
                                   "checkpoint)");
   }
+  if (!strict) check_norm_buffers_loaded(*this, res.missing_keys);  // before any write (it may throw)
   NoGradGuard ng;
   for (auto& w : writes) Tensor(w.dst).copy_(w.src);
   res.loaded = writes.size();

@@ -2,11 +2,13 @@
 
 #include <algorithm>
 #include <cmath>
+#include <optional>
 #include <stdexcept>
 #include <string>
 #include <utility>
 
 #include <tapegrad/core/autograd.h>
+#include <tapegrad/core/mode_checks.h>
 #include <tapegrad/core/ops/minmax.h>
 #include <tapegrad/core/ops/view_ops.h>
 #include <tapegrad/layers/functional/losses.h>
@@ -56,6 +58,8 @@ void evaluate_batches(layers::Module& model, const Tensor& X, const EvaluateOpti
   ModesRestorer restore(model);
   model.train(o.train_mode);
   NoGradGuard no_grad;
+  std::optional<ModeChecksPause> deliberate;  // train_mode asks for a train-mode forward without the tape
+  if (o.train_mode) deliberate.emplace();
   for (std::int64_t k = o.first_batch; k < batches; k += o.batch_step) {
     if (o.batch_size == 0) {
       fn(k, 0, n, model(X));

@@ -18,7 +18,8 @@ struct EvaluateOptions {
   bool drop_last = false;        ///< skip a last batch shorter than batch_size
   /// Train mode: the model normalises with batch statistics, and BatchNorm's running
   /// statistics and num_batches_tracked ARE updated by every batch (take
-  /// debug::snapshot_buffers before and debug::restore_buffers after to undo that).
+  /// debug::snapshot_buffers before and debug::restore_buffers after to undo that). A
+  /// deliberate choice: the mode checks (core/mode_checks.h) are paused for the call.
   bool train_mode = false;
   /// Only batches first_batch, first_batch + batch_step, ... run (rank r of R in a
   /// data-parallel evaluation: first_batch r, batch_step R); batch indices stay global.

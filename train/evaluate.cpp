@@ -6,6 +6,7 @@
 #include <string>
 
 #include <tapegrad/core/autograd.h>
+#include <tapegrad/core/mode_checks.h>
 #include <tapegrad/core/ops/minmax.h>
 #include <tapegrad/core/ops/index_ops.h>
 #include <tapegrad/core/ops/view_ops.h>
@@ -19,6 +20,7 @@ namespace {
 Evaluation evaluate_batches_split(layers::Module& model, const data::Dataset& ds, const EvalOptions& o) {
   const std::int64_t batch_size = o.batch_size;
   if (batch_size < 1) throw std::invalid_argument("evaluate: expected batch_size >= 1, got " + std::to_string(batch_size));
+  const ModeChecksOption checks(o.mode_checks);
   DataParallel* par = o.parallel;
   const int world = par ? par->world_size() : 1, rank = par ? par->rank() : 0;
   const std::int64_t n = ds.size(), batches = (n + batch_size - 1) / batch_size;

@@ -4,6 +4,7 @@
 // run with the same totals.
 #include <cstdint>
 #include <functional>
+#include <optional>
 #include <vector>
 
 #include <tapegrad/core/tensor.h>
@@ -33,6 +34,9 @@ struct EvalOptions {
   /// evaluates batches r, r + R, ... only and the per-batch results are summed over ranks in
   /// batch order, so every rank gets the totals of one process's pass bit for bit.
   DataParallel* parallel = nullptr;
+  /// The mode checks (core/mode_checks.h) during this call: unset = the process setting;
+  /// false = paused; true = on (Warn where the setting is Off).
+  std::optional<bool> mode_checks;
 };
 
 /// Totals of one evaluation pass. For int64 class targets and (N, C) outputs: correct and the

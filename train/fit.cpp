@@ -6,6 +6,7 @@
 #include <stdexcept>
 
 #include <tapegrad/core/autograd.h>
+#include <tapegrad/core/mode_checks.h>
 #include <tapegrad/core/safetensors.h>
 #include <tapegrad/optim/clip_grad.h>
 #include <tapegrad/train/early_stopping.h>
@@ -203,6 +204,8 @@ static FitResult fit_epochs(layers::Module& model, data::DataLoader& loader, con
   for (const auto& cb : callbacks)
     if (!cb) throw std::invalid_argument("fit: a callback is null");
 
+  const ModeChecksOption checks(o.mode_checks);
+  const auto issues_before = mode_issue_counts();
   TrainState st;
   st.model = &model;
   st.optimizer = &opt;
@@ -320,6 +323,7 @@ static FitResult fit_epochs(layers::Module& model, data::DataLoader& loader, con
   result.stopped_early = st.stop_training;
   result.stop_reason = st.stop_reason;
   result.last_validation = st.last_validation;
+  result.mode_issues = mode_issue_counts_since(issues_before);
   return result;
 }
 

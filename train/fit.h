@@ -30,6 +30,7 @@
 // uninterrupted run would have (same batches, dropout masks, updates, early-stopping and best
 // decisions), given the same options, data and thread count.
 #include <cstdint>
+#include <map>
 #include <memory>
 #include <optional>
 #include <string>
@@ -80,6 +81,9 @@ struct FitOptions {
   /// rank (a callback, the loss, a diverged loss) ends the whole job with its message
   /// ("rank 1: error: ...") instead of leaving the other ranks waiting in a collective.
   std::shared_ptr<DataParallel> parallel;
+  /// The mode checks (core/mode_checks.h) during this call, validation included: unset = the
+  /// process setting (on by default); false = paused; true = on (Warn where it is Off).
+  std::optional<bool> mode_checks;
 };
 
 /// What a fit() call returns.
@@ -90,6 +94,10 @@ struct FitResult {
   bool stopped_early = false;      ///< a callback set stop_training
   std::string stop_reason;         ///< why it stopped early ("" otherwise)
   std::optional<Evaluation> last_validation;  ///< the last validation pass, if any
+  /// Mode issues reported during the call, by kind (e.g. {"bn_train_no_grad", 3}): every
+  /// occurrence, also those past the first warning of a kind; process-wide counters, so a
+  /// thread training another model at the same time adds its own.
+  std::map<std::string, std::int64_t> mode_issues;
 };
 
 /// Trains `model` as described above. `loss` takes (output, targets) and returns a scalar

@@ -312,6 +312,7 @@ Tensor normalise(const Tensor& x, const Tensor& weight, const Tensor& bias, cons
   const std::int64_t m = d.N * d.S;
   if (use_batch_stats && m <= 1)  // the message only when it throws
     check_values_per_channel(who, m, "value per channel", "input of shape " + shape_str(x.shape()), running.defined());
+  running.check_mode(who, use_batch_stats);  // before any buffer changes
   empty = x.numel() == 0;
   if (empty) return detail::empty_norm_output(x, weight, bias, "batch_norm");  // eval on an empty batch
   stats.resize(static_cast<std::size_t>(2 * d.C));
@@ -429,6 +430,7 @@ Tensor batch_norm_with_stats(const Tensor& x, const BatchStats& given, const Ten
                            "value per channel" + (given.origin.empty() ? std::string() : " " + given.origin),
                            std::to_string(given.count) + " (this input has shape " + shape_str(x.shape()) + ")",
                            running.defined());
+  running.check_mode(who, true);  // before any buffer changes
   std::vector<double> stats(static_cast<std::size_t>(2 * d.C));
   double* mean = stats.data();
   double* rstd = mean + d.C;

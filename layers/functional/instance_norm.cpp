@@ -52,6 +52,7 @@ Tensor instance_norm(const Tensor& x, const Tensor& weight, const Tensor& bias, 
   running.check(who, x);
   check_values_per_channel(who, S, "spatial element per instance", "input of shape " + shape_str(x.shape()),
                            running.defined());
+  running.check_mode(who, true);  // a tracked train-mode forward under no-grad; before any buffer changes
   std::vector<double> mean, var;
   Tensor out = detail::grouped_norm(x, C, S, C, weight, bias, eps, "instance_norm", &mean, &var);
   if (running.defined() && N > 0) {

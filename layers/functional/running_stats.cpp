@@ -3,6 +3,9 @@
 
 #include <stdexcept>
 
+#include <tapegrad/core/autograd.h>
+#include <tapegrad/core/mode_checks.h>
+
 namespace tapegrad::layers::functional {
 
 double RunningStats::factor() const {
@@ -53,6 +56,47 @@ void RunningStats::update(const double* mean, const double* biased_var, std::int
     }
   });
   if (num_batches_tracked.defined()) ++num_batches_tracked.data<std::int64_t>()[0];
+}
+
+namespace {
+template <class T>
+bool initial_values(const T* mean, const T* var, std::int64_t C) {
+  for (std::int64_t c = 0; c < C; ++c)
+    if (mean[c] != T(0) || var[c] != T(1)) return false;
+  return true;
+}
+}  // namespace
+
+void RunningStats::check_mode(const std::string& who, bool use_batch_stats) const {
+  if (!defined()) return;
+  if (use_batch_stats) {
+    if (grad_mode_enabled() || effective_mode_checks() == ModeChecks::Off) return;
+    report_mode_issue(
+        "bn_train_no_grad",
+        who + "(" + std::to_string(running_mean.numel()) +
+            ") ran forward in train mode under NoGradGuard: its running_mean and running_var took the statistics of "
+            "this batch (an evaluation without eval()?). Call model.eval() before evaluating and model.train() after; "
+            "a deliberate train-mode forward without gradients goes inside a tapegrad::ModeChecksPause");
+    return;
+  }
+  if (!num_batches_tracked.defined() || num_batches_tracked.data<std::int64_t>()[0] != 0) return;
+  if (never_updated_reported && *never_updated_reported) return;
+  const ModeChecks mode = effective_mode_checks();
+  if (mode == ModeChecks::Off) return;
+  const std::int64_t C = running_mean.numel();
+  const bool initial = TAPEGRAD_DISPATCH_FLOAT(running_mean.dtype(), "check_mode", [&] {
+    return initial_values(running_mean.data<scalar_t>(), running_var.data<scalar_t>(), C);
+  });
+  if (!initial) return;
+  if (never_updated_reported && mode == ModeChecks::Warn) *never_updated_reported = true;
+  report_mode_issue(
+      "never_updated_stats",
+      who + "(" + std::to_string(C) +
+          ") ran forward in eval mode on running statistics that were never updated (num_batches_tracked 0, "
+          "running_mean all 0, running_var all 1): it normalises with mean 0 and variance 1 instead of the training "
+          "data's. Load a checkpoint that holds the buffers (a weights-only file loaded with strict=false leaves them "
+          "at their initial values), train the model first, or recompute them (debug::recalibrate_batch_norm); a "
+          "deliberate use goes inside a tapegrad::ModeChecksPause");
 }
 
 void check_values_per_channel(const std::string& who, std::int64_t count, const std::string& what,

@@ -27,6 +27,9 @@ struct RunningStats {
   Tensor num_batches_tracked;            ///< int64 scalar, or undefined (never incremented)
   std::optional<double> momentum = 0.1;  ///< PyTorch convention, in [0, 1]; nullopt: cumulative
   bool unbiased_var = true;              ///< running_var takes σ²·m/(m − 1) (PyTorch) or σ²
+  /// The owning module's flag "never_updated_stats reported" (check_mode sets it, so each
+  /// module reports once); null: reported at every such forward.
+  bool* never_updated_reported = nullptr;
 
   /// Whether there are running statistics (running_mean defined).
   bool defined() const { return running_mean.defined(); }
@@ -41,6 +44,13 @@ struct RunningStats {
   /// values per channel. count >= 2: callers refuse smaller counts first with
   /// check_values_per_channel, before any buffer changes.
   void update(const double* mean, const double* biased_var, std::int64_t count) const;
+  /// The mode checks of core/mode_checks.h, run by the batch norms (and a tracked
+  /// InstanceNorm in train mode) before update (nothing changes when one throws); `who`
+  /// names the module ("BatchNorm1d", shown with C as "BatchNorm1d(64)"). use_batch_stats (train mode) under no-grad: bn_train_no_grad. Eval
+  /// mode with num_batches_tracked defined and 0, running_mean all 0 and running_var all 1:
+  /// never_updated_stats. Nothing without running statistics or with the checks off; Throw
+  /// mode: std::logic_error with the warning's text.
+  void check_mode(const std::string& who, bool use_batch_stats) const;
 };
 
 /// Throws std::invalid_argument (prefixed with `who`) unless momentum is in [0, 1], naming

@@ -17,6 +17,7 @@
 #include "kit/stats.h"
 #include "kit/option_checks.h"
 #include <tapegrad/core/autograd.h>
+#include <tapegrad/core/mode_checks.h>
 #include <tapegrad/core/ops/matmul.h>
 #include <tapegrad/core/ops/shape_ops.h>
 #include <tapegrad/core/random.h>
@@ -208,6 +209,7 @@ double clean_loss(Net& n, const Tensor& X, const Tensor& Y) {
   double L;
   {
     NoGradGuard ng;
+    tapegrad::ModeChecksPause pause;  // a train-mode BatchNorm loss without gradients, buffers restored
     L = layers::mse_loss((*n.seq)(X), Y, layers::Reduction::Sum).item();
   }
   for (auto& z : n.noises) z->train();

@@ -9,6 +9,7 @@
 #include <stdlib.h>  // mkdtemp
 
 #include <tapegrad/core/autograd.h>
+#include <tapegrad/core/mode_checks.h>
 #include <tapegrad/core/ops.h>
 #include <tapegrad/core/random.h>
 #include <tapegrad/debug/batch_dependence.h>
@@ -62,6 +63,7 @@ ModeAuditOptions silent_audit() {
 }  // namespace
 
 TrainModeInference measure_train_mode_inference(std::uint64_t seed) {
+  tapegrad::ModeChecksPause pause;  // a reproduction of the mode bugs: deliberate
   const RegressionData d = make_regression_data(seed);
   auto net = trained_net(d, 40);
   TrainModeInference r;
@@ -87,6 +89,7 @@ TrainModeInference measure_train_mode_inference(std::uint64_t seed) {
 }
 
 ForgottenTrain measure_forgotten_train(int epochs, std::uint64_t seed) {
+  tapegrad::ModeChecksPause pause;  // a reproduction of the mode bugs: deliberate
   const RegressionData d = make_regression_data(seed);
   ForgottenTrain r;
   const ModeAuditOptions ao = silent_audit();
@@ -121,6 +124,7 @@ ForgottenTrain measure_forgotten_train(int epochs, std::uint64_t seed) {
 }
 
 TestLeak measure_test_leak(std::uint64_t seed) {
+  tapegrad::ModeChecksPause pause;  // a reproduction of the mode bugs: deliberate
   const RegressionData d = make_regression_data(seed);
   auto net = trained_net(d, 40);
   TestLeak r;
@@ -166,6 +170,7 @@ TestLeak measure_test_leak(std::uint64_t seed) {
 }
 
 MomentumMixup measure_momentum_mixup(int epochs, std::uint64_t seed) {
+  tapegrad::ModeChecksPause pause;  // a reproduction of the mode bugs: deliberate
   const RegressionData d = make_regression_data(seed);
   MomentumMixup r;
   std::vector<std::shared_ptr<layers::Sequential>> nets;
@@ -192,6 +197,7 @@ MomentumMixup measure_momentum_mixup(int epochs, std::uint64_t seed) {
 }
 
 BiasedVariance measure_biased_variance(std::int64_t batch, int epochs, std::uint64_t seed) {
+  tapegrad::ModeChecksPause pause;  // a reproduction of the mode bugs: deliberate
   const RegressionData d = make_regression_data(seed);
   BiasedVariance r;
   r.batch = batch;
@@ -223,6 +229,7 @@ BiasedVariance measure_biased_variance(std::int64_t batch, int epochs, std::uint
 }
 
 CheckpointNoBuffers measure_checkpoint_without_buffers(std::uint64_t seed) {
+  tapegrad::ModeChecksPause pause;  // a reproduction of the mode bugs: deliberate
   const RegressionData d = make_regression_data(seed);
   auto net = trained_net(d, 40);
   CheckpointNoBuffers r;
@@ -265,6 +272,7 @@ CheckpointNoBuffers measure_checkpoint_without_buffers(std::uint64_t seed) {
 }
 
 FrozenFinetune measure_frozen_finetune(int pre_epochs, int ft_epochs, std::uint64_t seed) {
+  tapegrad::ModeChecksPause pause;  // a reproduction of the mode bugs: deliberate
   const RegressionData d = make_regression_data(seed);
   const RegressionData shifted = make_shifted_data(seed + 7);
   auto pre = trained_net(d, pre_epochs);
@@ -299,6 +307,7 @@ FrozenFinetune measure_frozen_finetune(int pre_epochs, int ft_epochs, std::uint6
 }
 
 BnBackwardCheck measure_bn_backward_invariants(std::uint64_t seed) {
+  tapegrad::ModeChecksPause pause;  // a reproduction of the mode bugs: deliberate
   const RegressionData d = make_regression_data(seed);
   auto net = trained_net(d, 10);
   // the first BatchNorm's input for the first 32 training samples = the first Linear's output

@@ -6,9 +6,11 @@
 #include <algorithm>
 #include <cmath>
 #include <numeric>
+#include <optional>
 #include <stdexcept>
 
 #include <tapegrad/core/autograd.h>
+#include <tapegrad/core/mode_checks.h>
 #include <tapegrad/core/ops.h>
 #include <tapegrad/core/random.h>
 #include <tapegrad/debug/mode_audit.h>
@@ -121,6 +123,8 @@ TrainLog train_regression(layers::Module& net, const RegressionData& d, const Tr
       if (c.validation != Validation::TrainModeNoGrad) net.eval();
       {
         NoGradGuard ng;
+        std::optional<tapegrad::ModeChecksPause> repro;  // the reproduction of the train-mode validation
+        if (c.validation == Validation::TrainModeNoGrad) repro.emplace();
         log.val_loss.push_back(layers::mse_loss(net(d.x_test), d.y_test).item());
       }
       if (c.validation == Validation::Correct) net.train();

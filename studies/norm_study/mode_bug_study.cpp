@@ -12,6 +12,7 @@
 #include <spdlog/spdlog.h>
 
 #include <tapegrad/core/autograd.h>
+#include <tapegrad/core/mode_checks.h>
 #include <tapegrad/core/ops.h>
 #include <tapegrad/data/dataloader.h>
 #include <tapegrad/debug/diagnostics.h>
@@ -107,6 +108,7 @@ Trained train_bn(const BugOptions& o, const StudyData& d, const TrainSpec& t) {
         // The chapter's loop: no-grad test pass with the model left in train mode; the
         // running statistics take the test batches.
         NoGradGuard ng;
+        tapegrad::ModeChecksPause repro;  // the reproduction: deliberate
         std::int64_t correct = 0;
         for (std::int64_t i = 0; i + t.batch <= d.test.size(); i += t.batch) {
           const auto part = d.test.slice(i, i + t.batch);
@@ -194,6 +196,7 @@ Finetune finetune(const BugOptions& o, const StudyData& d, const data::Dataset& 
 
 // Every row for the seed o.seed.
 BugResult run_one_seed(const BugOptions& o, const StudyData& d) {
+  tapegrad::ModeChecksPause pause;  // the reproductions of the mode bugs: deliberate
   BugResult r;
   r.options = o;
   // Phase 1: the trainings, in parallel (each single-threaded).

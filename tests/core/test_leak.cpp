@@ -9,6 +9,7 @@
 #include <memory>
 
 #include <tapegrad/core/core.h>
+#include <tapegrad/core/mode_checks.h>
 #include <tapegrad/layers/activation.h>
 #include <tapegrad/layers/batch_norm.h>
 #include <tapegrad/layers/linear.h>
@@ -134,6 +135,7 @@ TEST_CASE("leak: a forward or backward that throws leaves nothing behind", "[lea
 }
 
 TEST_CASE("leak: evaluation under NoGradGuard records nothing", "[leak]") {
+  tapegrad::ModeChecksPause pause;  // train-mode forwards without gradients / fresh statistics on purpose
   Generator gen(6);
   auto net = mlp(gen);
   net->eval();

@@ -6,6 +6,7 @@
 #include <memory>
 
 #include <tapegrad/core/core.h>
+#include <tapegrad/core/mode_checks.h>
 #include <tapegrad/debug/diagnostics.h>
 #include <tapegrad/layers/activation.h>
 #include <tapegrad/layers/batch_norm.h>
@@ -105,6 +106,7 @@ TEST_CASE("mode_report: stats loaded from a checkpoint count as updated even wit
 // ---- ModeAudit ------------------------------------------------------------------------
 
 TEST_CASE("ModeAudit: BatchNorm forward in train mode under no-grad fires, eval-mode evaluation is silent", "[debug]") {
+  tapegrad::ModeChecksPause pause;  // the audit's detectors are tested on deliberate mode bugs
   auto net = small_bn_net();
   Generator g(4);
   Tensor x = randn({8, 4}, Dtype::Float32, g);
@@ -131,6 +133,7 @@ TEST_CASE("ModeAudit: BatchNorm forward in train mode under no-grad fires, eval-
 }
 
 TEST_CASE("ModeAudit: a BatchNorm without running stats, AuditPause and other models stay silent", "[debug]") {
+  tapegrad::ModeChecksPause pause;  // the audit's detectors are tested on deliberate mode bugs
   BatchNormOptions untracked;
   untracked.track_running_stats = false;
   BatchNorm1d plain(3, untracked);
@@ -152,6 +155,7 @@ TEST_CASE("ModeAudit: a BatchNorm without running stats, AuditPause and other mo
 }
 
 TEST_CASE("ModeAudit: throw_on_issue turns the first finding into an exception naming it", "[debug]") {
+  tapegrad::ModeChecksPause pause;  // the audit's detectors are tested on deliberate mode bugs
   auto net = small_bn_net();
   ModeAuditOptions o = quiet();
   o.throw_on_issue = true;
@@ -298,6 +302,7 @@ TEST_CASE("batch_dependence on a network: positive in train mode, rounding-level
 // ---- buffers_changed -------------------------------------------------------------------
 
 TEST_CASE("buffers_changed: a train-mode evaluation mutates the running stats, eval mode does not", "[debug]") {
+  tapegrad::ModeChecksPause pause;  // the audit's detectors are tested on deliberate mode bugs
   BatchNorm1d bn(2, f64());
   Tensor x = Tensor::from_vector({1, 2, 3, 6}, {2, 2}, Dtype::Float64);
   auto before = snapshot_buffers(bn);
@@ -382,6 +387,7 @@ TEST_CASE("bn_backward_invariants: the fused kernel passes, an eval-mode backwar
 }
 
 TEST_CASE("ModeAudit: step_in_eval also fires for Adam (every optimizer calls the step hooks)", "[debug]") {
+  tapegrad::ModeChecksPause pause;  // the audit's detectors are tested on deliberate mode bugs
   auto net = small_bn_net();
   Generator g(12);
   Tensor x = randn({8, 4}, Dtype::Float32, g), y = randn({8, 1}, Dtype::Float32, g);
@@ -396,6 +402,7 @@ TEST_CASE("ModeAudit: step_in_eval also fires for Adam (every optimizer calls th
 }
 
 TEST_CASE("ModeAudit::refresh picks up modules added after the audit started", "[debug]") {
+  tapegrad::ModeChecksPause pause;  // the audit's detectors are tested on deliberate mode bugs
   layers::Sequential net;
   Generator g(13);
   net.push_back(std::make_shared<layers::Linear>(3, 3, true, Dtype::Float32, g));

@@ -18,6 +18,7 @@
 #include <spdlog/spdlog.h>
 
 #include <tapegrad/core/autograd.h>
+#include <tapegrad/core/mode_checks.h>
 #include <tapegrad/core/random.h>
 #include <tapegrad/debug/mode_audit.h>
 #include <tapegrad/debug/warnings.h>
@@ -130,6 +131,7 @@ TEST_CASE("with throw_on_issue, a train-mode validation pass throws at the next 
 
 TEST_CASE("eval-mode inference on never-updated running statistics is reported once per layer",
           "[debug][mode_audit][reliability]") {
+  tapegrad::ModeChecksPause pause;  // the audit's detectors are tested on deliberate mode bugs
   // A weights-only state (no buffers) loaded non-strictly into a fresh net: running_mean 0,
   // running_var 1, num_batches_tracked 0.
   auto trained = bn_net(7);
@@ -166,6 +168,7 @@ TEST_CASE("eval-mode inference on never-updated running statistics is reported o
 
 TEST_CASE("warnings go to stderr by default, never stdout, and can be routed and counted",
           "[debug][mode_audit][warnings]") {
+  tapegrad::ModeChecksPause pause;  // the audit's own warnings are counted here
   auto net = bn_net();
   net->eval();
   const std::int64_t count0 = warning_count();

@@ -5,6 +5,7 @@
 #include <catch2/catch.hpp>
 
 #include <tapegrad/core/core.h>
+#include <tapegrad/core/mode_checks.h>
 #include <tapegrad/layers/batch_norm.h>
 #include <tapegrad/layers/batch_renorm.h>
 #include <tapegrad/layers/functional/batch_norm.h>
@@ -115,6 +116,7 @@ TEST_CASE("backward guide practice: (2,2,6,6), constant upstream, inference pass
 }
 
 TEST_CASE("batch of one in train mode throws and changes nothing; eval mode works", "[batchnorm]") {
+  tapegrad::ModeChecksPause pause;  // train-mode forwards without gradients / fresh statistics on purpose
   for (auto momentum : {std::optional<double>(0.1), std::optional<double>()}) {
     BatchNormOptions o = f64();
     o.momentum = momentum;
@@ -153,6 +155,7 @@ TEST_CASE("momentum unset is a cumulative average; Keras decay converts explicit
 }
 
 TEST_CASE("gradcheck: BatchNorm1d/2d train and eval, with a constant feature and a batch of two", "[batchnorm][gradcheck]") {
+  tapegrad::ModeChecksPause pause;  // train-mode forwards without gradients / fresh statistics on purpose
   Generator g(3);
   for (bool train : {true, false}) {
     for (const Shape& s : {Shape{5, 3}, Shape{2, 3}, Shape{4, 3, 2}, Shape{2, 3, 2, 2}}) {
@@ -194,6 +197,7 @@ TEST_CASE("gradcheck: Linear module and mse_loss (input and target)", "[batchnor
 }
 
 TEST_CASE("eval mode: a sample's output does not depend on its batch companions", "[batchnorm]") {
+  tapegrad::ModeChecksPause pause;  // train-mode forwards without gradients / fresh statistics on purpose
   Generator g(5);
   BatchNorm1d bn(4, f64());
   for (int i = 0; i < 5; ++i) bn(randn({8, 4}, Dtype::Float64, g));
@@ -387,6 +391,7 @@ TEST_CASE("BatchRenorm values against a hand computation", "[norms]") {
 }
 
 TEST_CASE("BatchRenorm gradcheck in train and eval mode, 1d and 2d", "[norms][gradcheck]") {
+  tapegrad::ModeChecksPause pause;  // train-mode forwards without gradients / fresh statistics on purpose
   SECTION("1d (N, C), r and d on tight bounds") {
     BatchRenorm1d brn(3, f64(), 1.1, 0.05);
     gradcheck_renorm(brn, rand64({5, 3}, 100, -2, 2), 100.0);

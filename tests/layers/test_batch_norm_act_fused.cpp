@@ -15,6 +15,7 @@
 #include <vector>
 
 #include <tapegrad/core/autograd.h>
+#include <tapegrad/core/mode_checks.h>
 #include <tapegrad/core/ops.h>
 #include <tapegrad/core/random.h>
 #include <tapegrad/layers/functional/batch_norm.h>
@@ -112,6 +113,7 @@ void check_same(std::int64_t N, std::int64_t C, Dtype dt, bool train, bool with_
 
 TEST_CASE("batch_norm_relu's fused (N, C) kernels give the bits of batch_norm then relu / relu_clamp",
           "[batch_norm_relu][fused]") {
+  tapegrad::ModeChecksPause pause;  // train-mode forwards without gradients / fresh statistics on purpose
   // cached sizes (channels in registers: whole vectors, a 1-3 vector tail, scalar channels)
   for (std::int64_t C : {1, 7, 37, 64, 128, 200})
     for (bool clip : {false, true})
@@ -132,6 +134,7 @@ TEST_CASE("batch_norm_relu's fused (N, C) kernels give the bits of batch_norm th
 }
 
 TEST_CASE("batch_norm_relu's fused kernels with streaming stores give the same bits", "[batch_norm_relu][fused]") {
+  tapegrad::ModeChecksPause pause;  // train-mode forwards without gradients / fresh statistics on purpose
   // 49152 x 128 floats = 24 MiB: the output, the activation's input and dx are streamed
   for (bool clip : {false, true}) check_same(49152, 128, Dtype::Float32, true, clip, false);
 }

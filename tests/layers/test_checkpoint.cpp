@@ -12,6 +12,7 @@
 #include <nlohmann/json.hpp>
 
 #include <tapegrad/core/autograd.h>
+#include <tapegrad/core/mode_checks.h>
 #include <tapegrad/core/random.h>
 #include <tapegrad/core/safetensors.h>
 #include "golden_runner/support.h"
@@ -327,6 +328,7 @@ TEST_CASE("writes are atomic: a failed save leaves the old file byte-identical",
 // ---- module checkpoints -------------------------------------------------------------------
 
 TEST_CASE("module save/load restores nested parameters and buffers bit for bit", "[checkpoint]") {
+  tapegrad::ModeChecksPause pause;  // train-mode forwards without gradients / fresh statistics on purpose
   TempDir dir;
   Net a(1);
   train_a_bit(a, 5);
@@ -382,6 +384,7 @@ TEST_CASE("strict load lists every missing, unexpected and mismatched key; non-s
 }
 
 TEST_CASE("a weights-only checkpoint cannot be loaded strictly into a BN model", "[checkpoint]") {
+  tapegrad::ModeChecksPause pause;  // train-mode forwards without gradients / fresh statistics on purpose
   TempDir dir;
   Net a(1);
   train_a_bit(a, 5);

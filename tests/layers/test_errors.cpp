@@ -6,6 +6,7 @@
 #include <memory>
 
 #include <tapegrad/core/core.h>
+#include <tapegrad/core/mode_checks.h>
 #include <tapegrad/layers/batch_norm.h>
 #include <tapegrad/layers/linear.h>
 #include <tapegrad/layers/sequential.h>
@@ -141,6 +142,7 @@ TEST_CASE("errors: SGD refuses a negative lr, a negative momentum and a bad nest
 
 TEST_CASE("errors: strict load_state_dict lists missing, unexpected and mis-shaped keys and loads nothing",
           "[errors]") {
+  tapegrad::ModeChecksPause pause;  // train-mode forwards without gradients / fresh statistics on purpose
   auto net = small_net();
   const StateDict before = snapshot(*net);
   // A checkpoint from another run: every value different.

@@ -3,6 +3,7 @@
 #include <catch2/catch.hpp>
 
 #include <tapegrad/core/core.h>
+#include <tapegrad/core/mode_checks.h>
 #include <tapegrad/layers/batch_norm.h>
 #include <tapegrad/layers/conv.h>
 #include <tapegrad/layers/fuse_batch_norm.h>
@@ -20,6 +21,7 @@ namespace {
 // Gives every BatchNorm non-trivial statistics and affine parameters: a few train-mode
 // batches of shifted, scaled inputs, then random γ, β.
 void warm_up(layers::Module& m, const Shape& in, Dtype dt, Generator& gen) {
+  tapegrad::ModeChecksPause pause;  // statistics warmed up without gradients on purpose
   m.train();
   for (int i = 0; i < 3; ++i) {
     Tensor x = randn(in, dt, gen);

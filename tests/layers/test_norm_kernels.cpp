@@ -10,6 +10,7 @@
 #include <vector>
 
 #include <tapegrad/core/core.h>
+#include <tapegrad/core/mode_checks.h>
 #include <tapegrad/layers/functional/batch_norm.h>
 #include <tapegrad/layers/functional/group_norm.h>
 #include <tapegrad/layers/functional/layer_norm.h>
@@ -206,6 +207,7 @@ TEST_CASE("BatchNorm float32: a constant channel stays exact in the cached and s
 
 TEST_CASE("BatchNorm (N, C) running statistics agree with the batch statistics' float64 reference",
           "[norm-kernels]") {
+  tapegrad::ModeChecksPause pause;  // train-mode forwards without gradients / fresh statistics on purpose
   // (4096, 48) float32 crosses into the row-by-row kernels; momentum 1 copies the batch's
   // mean and unbiased variance into the buffers.
   const std::int64_t N = 4096, C = 48;

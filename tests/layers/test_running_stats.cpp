@@ -8,6 +8,7 @@
 #include <vector>
 
 #include <tapegrad/core/core.h>
+#include <tapegrad/core/mode_checks.h>
 #include <tapegrad/layers/batch_norm.h>
 #include <tapegrad/layers/batch_renorm.h>
 
@@ -43,6 +44,7 @@ TEST_CASE("BatchNorm running_var: unbiased by default, biased with unbiased_runn
 }
 
 TEST_CASE("BatchNorm without running statistics: one value per channel says eval() does not help", "[batchnorm]") {
+  tapegrad::ModeChecksPause pause;  // train-mode forwards without gradients / fresh statistics on purpose
   auto o = f64_options();
   o.track_running_stats = false;
   BatchNorm1d bn(3, o);

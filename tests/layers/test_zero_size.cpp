@@ -8,6 +8,7 @@
 #include <functional>
 
 #include <tapegrad/core/core.h>
+#include <tapegrad/core/mode_checks.h>
 #include <tapegrad/layers/batch_norm.h>
 #include <tapegrad/layers/functional/batch_norm.h>
 #include <tapegrad/layers/functional/group_norm.h>
@@ -129,6 +130,7 @@ TEST_CASE("zero-size: reductions (sum 0; mean over nothing refused, not PyTorch'
 }
 
 TEST_CASE("zero-size: norms on empty batches and empty spatial sizes", "[errors][reliability]") {
+  tapegrad::ModeChecksPause pause;  // train-mode forwards without gradients / fresh statistics on purpose
   // BatchNorm in training refuses an empty batch (docs/errors.md: no statistics exist;
   // PyTorch counts it silently) and changes nothing; in eval mode it gives an empty output
   // and a backward with zero gradients for weight and bias, as PyTorch.

@@ -10,6 +10,7 @@
 
 #include <tapegrad/core/autograd.h>
 #include <tapegrad/core/core.h>
+#include <tapegrad/core/mode_checks.h>
 #include <tapegrad/layers/batch_norm.h>
 #include <tapegrad/layers/linear.h>
 #include <tapegrad/layers/sequential.h>
@@ -177,6 +178,7 @@ TEST_CASE("evaluate_classifier: counts, confusion and cross-entropy sums by hand
 
 TEST_CASE("evaluate_classifier: train mode uses batch statistics and moves the running statistics",
           "[models][evaluate]") {
+  tapegrad::ModeChecksPause pause;  // fresh statistics evaluated on purpose
   layers::BatchNormOptions bo;
   bo.dtype = Dtype::Float64;
   auto bn = std::make_shared<layers::BatchNorm1d>(2, bo);
@@ -223,6 +225,7 @@ TEST_CASE("evaluate_classifier: errors name the value", "[models][evaluate][erro
 }
 
 TEST_CASE("CNN norm_factory: called per conv block and for the head, in layer order", "[models][cnn]") {
+  tapegrad::ModeChecksPause pause;  // fresh statistics evaluated on purpose
   struct Call {
     std::int64_t features;
     bool conv;

@@ -1,0 +1,116 @@
+// The mode checks (core/mode_checks.h) through fit() and evaluate(): FitResult::mode_issues
+// counts a user's validation loop without eval(), FitOptions / EvalOptions::mode_checks pause
+// or force them for the call, and fit's own validation (eval mode) raises nothing.
+#include <catch2/catch.hpp>
+
+#include <memory>
+#include <string>
+#include <vector>
+
+#include <tapegrad/core/autograd.h>
+#include <tapegrad/core/mode_checks.h>
+#include <tapegrad/core/warnings.h>
+#include <tapegrad/data/dataloader.h>
+#include <tapegrad/layers/losses.h>
+#include <tapegrad/optim/adam.h>
+#include <tapegrad/train/fit.h>
+#include "train/train_test_support.h"
+
+using namespace tapegrad;
+using namespace tapegrad::train;
+
+namespace {
+
+struct Capture {
+  std::vector<Warning> got;
+  WarningRoute prev;
+  ModeChecks prev_mode;
+  explicit Capture(ModeChecks mode) : prev_mode(mode_checks()) {
+    prev = set_warning_route([this](const Warning& w) { got.push_back(w); });
+    set_mode_checks(mode);
+    reset_mode_issues();
+  }
+  ~Capture() {
+    set_warning_route(prev);
+    set_mode_checks(prev_mode);
+    reset_mode_issues();
+  }
+};
+
+// The user's own validation at each epoch's end: under NoGradGuard, but eval() forgotten.
+struct TrainModeValidation : Callback {
+  const data::Dataset* val;
+  explicit TrainModeValidation(const data::Dataset* v) : val(v) {}
+  std::string name() const override { return "train_mode_validation"; }
+  void on_epoch_end(TrainState& st) override {
+    NoGradGuard ng;
+    (*st.model)(val->X);
+  }
+};
+
+struct Setup {
+  Generator gen{7}, init{8};
+  data::Dataset train_ds = train_test::blobs(120, 1), val_ds = train_test::blobs(60, 2);
+  std::shared_ptr<models::MLP> model = train_test::mlp(init, &gen);
+  optim::Adam opt{model->parameters(), optim::AdamOptions{0.01}};
+  data::DataLoader loader{train_ds, {30, true, true}, gen};
+  FitResult fit(const FitOptions& o, bool mistake) {
+    std::vector<CallbackPtr> cbs;
+    if (mistake) cbs.push_back(std::make_shared<TrainModeValidation>(&val_ds));
+    return train::fit(*model, loader, layers::CrossEntropyLoss{}, opt, nullptr, o, cbs);
+  }
+};
+
+}  // namespace
+
+TEST_CASE("fit reports the mode issues of a validation loop without eval()", "[train][mode_checks]") {
+  Capture c(ModeChecks::Warn);
+  Setup s;
+  FitOptions o;
+  o.epochs = 3;
+  o.validation = &s.val_ds;
+  const FitResult r = s.fit(o, true);
+  REQUIRE(r.mode_issues.size() == 1);
+  CHECK(r.mode_issues.at("bn_train_no_grad") == 3);
+  REQUIRE(c.got.size() == 1);
+  CHECK(c.got[0].message.find("BatchNorm1d(16) ran forward in train mode under NoGradGuard") != std::string::npos);
+}
+
+TEST_CASE("fit without mistakes reports no mode issue", "[train][mode_checks]") {
+  Capture c(ModeChecks::Throw);
+  Setup s;
+  FitOptions o;
+  o.epochs = 2;
+  o.validation = &s.val_ds;
+  const FitResult r = s.fit(o, false);
+  CHECK(r.mode_issues.empty());
+  CHECK(c.got.empty());
+}
+
+TEST_CASE("FitOptions mode_checks false pauses and true forces the checks for the call", "[train][mode_checks]") {
+  Capture c(ModeChecks::Throw);
+  Setup s;
+  FitOptions o;
+  o.epochs = 2;
+  o.mode_checks = false;
+  CHECK(s.fit(o, true).mode_issues.empty());
+  set_mode_checks(ModeChecks::Off);
+  o.mode_checks = true;
+  const FitResult r = s.fit(o, true);
+  CHECK(r.mode_issues.at("bn_train_no_grad") == 2);
+  CHECK(c.got.size() == 1);
+}
+
+TEST_CASE("evaluate reports never-updated statistics unless its option pauses the checks", "[train][mode_checks]") {
+  Capture c(ModeChecks::Warn);
+  Setup s;  // never trained: its BatchNorm has initial statistics
+  EvalOptions eo;
+  eo.mode_checks = false;
+  evaluate(*s.model, s.val_ds, eo);
+  CHECK(mode_issue_count("never_updated_stats") == 0);
+  evaluate(*s.model, s.val_ds);
+  CHECK(mode_issue_count("never_updated_stats") == 1);
+  REQUIRE(c.got.size() == 1);
+  CHECK(c.got[0].kind == "never_updated_stats");
+  CHECK(c.got[0].message.find("BatchNorm1d(16) ran forward in eval mode") != std::string::npos);
+}
