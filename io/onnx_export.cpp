@@ -8,7 +8,7 @@
 
 #include <tapegrad/core/autograd.h>
 #include <tapegrad/core/file_io.h>
-#include <tapegrad/debug/warnings.h>
+#include <tapegrad/core/warnings.h>
 #include <tapegrad/io/onnx_proto.h>
 #include <tapegrad/layers/activation.h>
 #include <tapegrad/layers/batch_norm.h>
@@ -379,7 +379,7 @@ std::string float64_ops_warning(const op::Model& mp, const std::vector<std::stri
 }
 
 void warn(const std::string& message) {
-  if (!message.empty()) debug::emit_warning({"onnx_export", "no_float64_kernel", message});
+  if (!message.empty()) emit_warning({"onnx_export", "no_float64_kernel", message});
 }
 
 Dtype model_dtype(layers::Module& m) {
