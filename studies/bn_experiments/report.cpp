@@ -24,8 +24,8 @@ namespace fs = std::filesystem;
 using tapegrad::models::Norm;
 using tapegrad::models::norm_name;
 
-using chapter::fmt4;
-using chapter::fmt9;
+using studies::kit::fmt4;
+using studies::kit::fmt9;
 
 namespace {
 

@@ -29,8 +29,8 @@
 namespace claims {
 
 using namespace tapegrad;
-using bnexp::mean_std;
-using bnexp::MeanStd;
+using studies::kit::mean_std;
+using studies::kit::MeanStd;
 using normstudy::fmt4;
 using normstudy::fmt9;
 namespace fs = std::filesystem;
@@ -44,16 +44,16 @@ LinearOptions quick_linear_options(LinearOptions o) {
 }
 
 void check_linear_options(const LinearOptions& o) {
-  chapter::check_at_least("--depth", o.depth, 2);
-  chapter::check_at_least("--width", o.width, 1);
+  studies::kit::check_at_least("--depth", o.depth, 2);
+  studies::kit::check_at_least("--width", o.width, 1);
   if (o.samples < 2) throw std::invalid_argument("--samples must be >= 2 (BatchNorm needs 2), got " + std::to_string(o.samples));
-  chapter::check_rate("--lr", o.lr);
-  chapter::check_at_least("--steps", o.steps, 1);
-  chapter::check_at_least("--every", o.every, 1);
-  chapter::check_at_least("--grid", o.grid, 2);
+  studies::kit::check_rate("--lr", o.lr);
+  studies::kit::check_at_least("--steps", o.steps, 1);
+  studies::kit::check_at_least("--every", o.every, 1);
+  studies::kit::check_at_least("--grid", o.grid, 2);
   if (!(o.eta_min > 0 && o.eta_max > o.eta_min && std::isfinite(o.eta_max)))
     throw std::invalid_argument("--eta-range: expected 0 < min < max, got " + fmt9(o.eta_min) + " " + fmt9(o.eta_max));
-  chapter::check_at_least("--seeds", o.seeds, 1);
+  studies::kit::check_at_least("--seeds", o.seeds, 1);
   if (!(o.init_scale > 0 && std::isfinite(o.init_scale)))
     throw std::invalid_argument("--scales: expected finite scales > 0, got " + fmt9(o.init_scale));
   normstudy::check_threads(o.threads);
@@ -502,14 +502,14 @@ std::vector<std::string> band_figure(const LinearResult& r, const std::string& d
                                      const std::string& title,
                                      const std::vector<std::pair<std::string, std::array<std::string, 2>>>& panels,
                                      bool logy) {
-  using report_kit::gnuplot_text;
+  using studies::kit::gnuplot_text;
   std::ostringstream gp;
   gp << "set terminal pngcairo size " << 520 * panels.size() << ",480 font 'sans,10'\nset output "
-     << report_kit::gnuplot_quote(name + ".png") << "\nset multiplot layout 1," << panels.size() << " title "
+     << studies::kit::gnuplot_quote(name + ".png") << "\nset multiplot layout 1," << panels.size() << " title "
      << gnuplot_text(title) << "\n";
   for (std::size_t i = 0; i < panels.size(); ++i) {
-    const std::string fp = report_kit::data_file(dir_s, name + "_" + std::to_string(i) + "_plain.dat", panels[i].second[0]);
-    const std::string fb = report_kit::data_file(dir_s, name + "_" + std::to_string(i) + "_bn.dat", panels[i].second[1]);
+    const std::string fp = studies::kit::data_file(dir_s, name + "_" + std::to_string(i) + "_plain.dat", panels[i].second[0]);
+    const std::string fb = studies::kit::data_file(dir_s, name + "_" + std::to_string(i) + "_bn.dat", panels[i].second[1]);
     gp << "set xlabel 'step'\nset ylabel " << gnuplot_text(panels[i].first) << "\nset grid\n"
        << (logy ? "set logscale y\n" : "unset logscale y\n") << "set key top right\nplot "
        << fp << " using 1:2:4 with filledcurves fs transparent solid 0.3 lc rgb '#1f77b4' notitle, \\\n     "
@@ -519,7 +519,7 @@ std::vector<std::string> band_figure(const LinearResult& r, const std::string& d
   }
   gp << "unset multiplot\n";
   (void)r;
-  return report_kit::render_figure(dir_s, name, gp.str());
+  return studies::kit::render_figure(dir_s, name, gp.str());
 }
 
 std::array<double, 3> minmeanmax(const std::vector<double>& v) {
@@ -529,7 +529,7 @@ std::array<double, 3> minmeanmax(const std::vector<double>& v) {
 }  // namespace
 
 std::vector<std::string> write_ics(const LinearResult& r, const std::string& dir) {
-  if (!report_kit::write_tables(dir, ics_csv(r), ics_summary(r))) return {};
+  if (!studies::kit::write_tables(dir, ics_csv(r), ics_summary(r))) return {};
   auto table = [&](bool bn, int which) {
     return step_table(r, bn, &LinearRun::ics, [&](const IcsPoint& p) {
       return minmeanmax(which == 0 ? p.l2 : which == 1 ? p.rel : p.cos);
@@ -544,7 +544,7 @@ std::vector<std::string> write_ics(const LinearResult& r, const std::string& dir
 }
 
 std::vector<std::string> write_landscape(const LinearResult& r, const std::string& dir) {
-  if (!report_kit::write_tables(dir, landscape_csv(r), landscape_summary(r))) return {};
+  if (!studies::kit::write_tables(dir, landscape_csv(r), landscape_summary(r))) return {};
   auto loss = [&](bool bn) {
     return step_table(r, bn, &LinearRun::landscape,
                       [](const LandscapePoint& p) { return std::array<double, 3>{p.loss_min, p.loss, p.loss_max}; });

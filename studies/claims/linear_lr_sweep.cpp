@@ -12,7 +12,7 @@
 
 namespace claims {
 
-using bnexp::mean_std;
+using studies::kit::mean_std;
 using normstudy::fmt4;
 using normstudy::fmt9;
 
@@ -138,7 +138,7 @@ std::string linear_sweep_summary(const LinearSweepResult& r) {
 }
 
 void write_linear_sweep(const LinearSweepResult& r, const std::string& dir) {
-  report_kit::write_tables(dir, linear_sweep_csv(r), linear_sweep_summary(r));
+  studies::kit::write_tables(dir, linear_sweep_csv(r), linear_sweep_summary(r));
 }
 
 }  // namespace claims

@@ -18,8 +18,8 @@
 namespace claims {
 
 using namespace tapegrad;
-using bnexp::mean_std;
-using bnexp::MeanStd;
+using studies::kit::mean_std;
+using studies::kit::MeanStd;
 using normstudy::fmt4;
 using normstudy::fmt9;
 namespace fs = std::filesystem;
@@ -37,9 +37,9 @@ SweepOptions quick_sweep_options(SweepOptions o) {
 void check_sweep_options(const SweepOptions& o) {
   if (!(o.lr_min > 0 && std::isfinite(o.lr_max) && o.lr_max >= o.lr_min))
     throw std::invalid_argument("--lr-min/--lr-max: expected 0 < min <= max, got " + fmt9(o.lr_min) + " " + fmt9(o.lr_max));
-  chapter::check_at_least("--seeds", o.seeds, 1);
-  chapter::check_at_least("--epochs", o.epochs, 1);
-  chapter::check_batch(o.batch, o.train_size);
+  studies::kit::check_at_least("--seeds", o.seeds, 1);
+  studies::kit::check_at_least("--epochs", o.epochs, 1);
+  studies::kit::check_batch(o.batch, o.train_size);
   normstudy::check_sizes(o.train_size, o.test_size);
   normstudy::check_threads(o.threads);
   if (o.arch != "mlp" && o.arch != "cnn") throw std::invalid_argument("--arch: expected mlp or cnn, got " + o.arch);
@@ -217,10 +217,10 @@ std::string sweep_summary(const SweepResult& r) {
 }
 
 std::vector<std::string> write_sweep(const SweepResult& r, const std::string& dir_s) {
-  if (!report_kit::write_tables(dir_s, sweep_csv(r), sweep_summary(r))) return {};
+  if (!studies::kit::write_tables(dir_s, sweep_csv(r), sweep_summary(r))) return {};
   std::ostringstream gp;
   gp << "set terminal pngcairo size 900,520 font 'sans,10'\nset output 'lr_sweep.png'\nset title "
-     << report_kit::gnuplot_text(std::string("Fashion-MNIST ") + (r.options.arch == "cnn" ? "CNN" : "MLP") +
+     << studies::kit::gnuplot_text(std::string("Fashion-MNIST ") + (r.options.arch == "cnn" ? "CNN" : "MLP") +
                                  ", plain SGD: test accuracy against lr (mean ± std over " +
                                  std::to_string(r.options.seeds) + " seeds; a missing point: a run diverged)")
      << "\nset xlabel 'learning rate'\nset ylabel 'test accuracy (%)'\n"
@@ -239,12 +239,12 @@ std::vector<std::string> write_sweep(const SweepResult& r, const std::string& di
       if (any_div || m.n == 0) d << fmt9(lr) << " ? ?\n";
       else d << fmt9(lr) << " " << fmt9(m.mean) << " " << fmt9(m.std) << "\n";
     }
-    const std::string f = report_kit::data_file(dir_s, std::string("lr_sweep_") + (bn ? "bn" : "plain") + ".dat", d.str());
+    const std::string f = studies::kit::data_file(dir_s, std::string("lr_sweep_") + (bn ? "bn" : "plain") + ".dat", d.str());
     gp << (bn ? ", \\\n     " : "") << f << " using 1:2:3 with yerrorlines lw 2 pt 7 lc rgb '"
-       << (bn ? "#d62728" : "#1f77b4") << "' title " << report_kit::gnuplot_text(bn ? "BN" : "plain");
+       << (bn ? "#d62728" : "#1f77b4") << "' title " << studies::kit::gnuplot_text(bn ? "BN" : "plain");
   }
   gp << "\n";
-  return report_kit::render_figure(dir_s, "lr_sweep", gp.str());
+  return studies::kit::render_figure(dir_s, "lr_sweep", gp.str());
 }
 
 }  // namespace claims

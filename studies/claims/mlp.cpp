@@ -13,7 +13,7 @@ namespace claims {
 using namespace tapegrad;
 
 Mlp build_mlp(const MlpSpec& s, std::int64_t in_features, std::int64_t classes, Generator& init) {
-  chapter::check_widths("--hidden", s.hidden);
+  studies::kit::check_widths("--hidden", s.hidden);
   if (!(s.weight_scale >= 0 && std::isfinite(s.weight_scale)))
     throw std::invalid_argument("weight scale: expected a finite number >= 0, got " + std::to_string(s.weight_scale));
   Mlp m;

@@ -29,13 +29,13 @@ MlpProbeOptions quick_mlp_probe_options(MlpProbeOptions o) {
 }
 
 void check_mlp_probe_options(const MlpProbeOptions& o) {
-  chapter::check_at_least("--seeds", o.seeds, 1);
-  chapter::check_at_least("--epochs", o.epochs, 1);
-  chapter::check_batch(o.batch, o.train_size);
-  chapter::check_rate("--lr", o.lr);
+  studies::kit::check_at_least("--seeds", o.seeds, 1);
+  studies::kit::check_at_least("--epochs", o.epochs, 1);
+  studies::kit::check_batch(o.batch, o.train_size);
+  studies::kit::check_rate("--lr", o.lr);
   normstudy::check_sizes(o.train_size, o.test_size);
-  chapter::check_at_least("--every", o.every, 1);
-  chapter::check_at_least("--grid", o.grid, 2);
+  studies::kit::check_at_least("--every", o.every, 1);
+  studies::kit::check_at_least("--grid", o.grid, 2);
   if (!(o.eta_min > 0 && o.eta_max > o.eta_min && std::isfinite(o.eta_max)))
     throw std::invalid_argument("--eta-min/--eta-max: expected 0 < min < max, got " + fmt9(o.eta_min) + " " + fmt9(o.eta_max));
   normstudy::check_threads(o.threads);

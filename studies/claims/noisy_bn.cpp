@@ -16,8 +16,8 @@
 namespace claims {
 
 using namespace tapegrad;
-using bnexp::mean_std;
-using bnexp::MeanStd;
+using studies::kit::mean_std;
+using studies::kit::MeanStd;
 using normstudy::fmt4;
 using normstudy::fmt9;
 namespace fs = std::filesystem;
@@ -35,10 +35,10 @@ NoisyOptions quick_noisy_options(NoisyOptions o) {
 void check_noisy_options(const NoisyOptions& o) {
   check_noise_options(o.noise);
   check_linear_options(o.linear);
-  chapter::check_at_least("--seeds", o.seeds, 1);
-  chapter::check_at_least("--epochs", o.epochs, 1);
-  chapter::check_batch(o.batch, o.train_size);
-  chapter::check_rate("--lr", o.lr);
+  studies::kit::check_at_least("--seeds", o.seeds, 1);
+  studies::kit::check_at_least("--epochs", o.epochs, 1);
+  studies::kit::check_batch(o.batch, o.train_size);
+  studies::kit::check_rate("--lr", o.lr);
   normstudy::check_sizes(o.train_size, o.test_size);
   normstudy::check_threads(o.threads);
 }
@@ -227,10 +227,10 @@ std::string noisy_summary(const NoisyResult& r) {
 }
 
 std::vector<std::string> write_noisy(const NoisyResult& r, const std::string& dir_s) {
-  if (!report_kit::write_tables(dir_s, noisy_csv(r), noisy_summary(r))) return {};
+  if (!studies::kit::write_tables(dir_s, noisy_csv(r), noisy_summary(r))) return {};
   std::ostringstream gp;
   gp << "set terminal pngcairo size 900,520 font 'sans,10'\nset output 'noisy_bn.png'\nset title "
-     << report_kit::gnuplot_text("Deep linear network: loss (noise runs: with the noise off), mean over " +
+     << studies::kit::gnuplot_text("Deep linear network: loss (noise runs: with the noise off), mean over " +
                                  std::to_string(r.options.seeds) + " seeds")
      << "\nset xlabel 'step'\nset ylabel 'summed squared error'\nset logscale y\nset grid\nset key top right\nplot ";
   const char* colors[] = {"#1f77b4", "#17becf", "#d62728", "#ff7f0e"};
@@ -246,13 +246,13 @@ std::vector<std::string> write_noisy(const NoisyResult& r, const std::string& di
           if (x.bn == bn && x.noise == nz && k < x.loss.size()) s += (nz ? x.clean_loss[k] : x.loss[k]).second, ++n;
         d << first->loss[k].first << " " << fmt9(s / n) << "\n";
       }
-      const std::string f = report_kit::data_file(dir_s, "noisy_" + variant(bn, nz) + ".dat", d.str());
+      const std::string f = studies::kit::data_file(dir_s, "noisy_" + variant(bn, nz) + ".dat", d.str());
       gp << (c ? ", \\\n     " : "") << f << " using 1:2 with lines lw 2 lc rgb '" << colors[c] << "' title "
-         << report_kit::gnuplot_text(variant(bn, nz));
+         << studies::kit::gnuplot_text(variant(bn, nz));
       ++c;
     }
   gp << "\n";
-  return report_kit::render_figure(dir_s, "noisy_bn", gp.str());
+  return studies::kit::render_figure(dir_s, "noisy_bn", gp.str());
 }
 
 }  // namespace claims

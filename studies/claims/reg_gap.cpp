@@ -16,8 +16,8 @@
 namespace claims {
 
 using namespace tapegrad;
-using bnexp::mean_std;
-using bnexp::MeanStd;
+using studies::kit::mean_std;
+using studies::kit::MeanStd;
 using normstudy::fmt4;
 using normstudy::fmt9;
 namespace fs = std::filesystem;
@@ -47,8 +47,8 @@ void check_gap_options(const GapOptions& o) {
     has = has || lr == o.matched_lr;
   }
   if (!has) throw std::invalid_argument("--matched-lr: expected one of --lrs, got " + fmt9(o.matched_lr));
-  chapter::check_at_least("--seeds", o.seeds, 1);
-  chapter::check_at_least("--epochs", o.epochs, 1);
+  studies::kit::check_at_least("--seeds", o.seeds, 1);
+  studies::kit::check_at_least("--epochs", o.epochs, 1);
   normstudy::check_sizes(o.train_size, o.test_size);
   normstudy::check_threads(o.threads);
 }
@@ -205,8 +205,8 @@ std::string gap_summary(const GapResult& r) {
 
 std::vector<std::string> write_gap(const GapResult& r, const std::string& dir_s) {
   const auto& o = r.options;
-  if (!report_kit::write_tables(dir_s, gap_csv(r), gap_summary(r))) return {};
-  using report_kit::gnuplot_text;
+  if (!studies::kit::write_tables(dir_s, gap_csv(r), gap_summary(r))) return {};
+  using studies::kit::gnuplot_text;
   std::ostringstream gp;
   gp << "set terminal pngcairo size 1000,480 font 'sans,10'\nset output 'reg_gap.png'\nset multiplot layout 1,2 title "
      << gnuplot_text("Fashion-MNIST MLP, " + std::to_string(o.train_size) + " images, " + std::to_string(o.epochs) +
@@ -223,14 +223,14 @@ std::vector<std::string> write_gap(const GapResult& r, const std::string& dir_s)
         if (s.gap.n) dat << b << " " << fmt9(100 * s.gap.mean) << " " << fmt9(100 * s.gap.std) << "\n";
       }
       const std::string f =
-          report_kit::data_file(dir_s, "gap_" + std::to_string(pass) + (bn ? "_bn" : "_plain") + ".dat", dat.str());
+          studies::kit::data_file(dir_s, "gap_" + std::to_string(pass) + (bn ? "_bn" : "_plain") + ".dat", dat.str());
       gp << (bn ? ", " : "") << f << " using 1:2:3 with yerrorlines lw 2 pt 7 lc rgb '" << (bn ? "#d62728" : "#1f77b4")
          << "' title " << gnuplot_text(bn ? "BN" : "plain");
     }
     gp << "\n";
   }
   gp << "unset multiplot\n";
-  return report_kit::render_figure(dir_s, "reg_gap", gp.str());
+  return studies::kit::render_figure(dir_s, "reg_gap", gp.str());
 }
 
 }  // namespace claims

@@ -24,8 +24,8 @@
 namespace claims {
 
 using namespace tapegrad;
-using bnexp::mean_std;
-using bnexp::MeanStd;
+using studies::kit::mean_std;
+using studies::kit::MeanStd;
 using normstudy::fmt4;
 using normstudy::fmt9;
 namespace fs = std::filesystem;
@@ -42,14 +42,14 @@ void check_shift_options(const ShiftOptions& o) {
   if (o.ps.empty()) throw std::invalid_argument("--ps: expected at least one Dropout probability");
   for (double p : o.ps)
     if (!(p > 0 && p < 1)) throw std::invalid_argument("--ps: expected probabilities in (0, 1), got " + fmt9(p));
-  chapter::check_at_least("--seeds", o.seeds, 1);
-  chapter::check_at_least("--epochs", o.epochs, 1);
-  chapter::check_batch(o.batch, o.train_size);
-  chapter::check_rate("--lr", o.lr);
+  studies::kit::check_at_least("--seeds", o.seeds, 1);
+  studies::kit::check_at_least("--epochs", o.epochs, 1);
+  studies::kit::check_batch(o.batch, o.train_size);
+  studies::kit::check_rate("--lr", o.lr);
   if (!(o.bn_momentum > 0 && o.bn_momentum <= 1))
     throw std::invalid_argument("--bn-momentum: expected a number in (0, 1], got " + fmt9(o.bn_momentum));
   normstudy::check_sizes(o.train_size, o.test_size);
-  chapter::check_widths("--hidden", o.hidden);
+  studies::kit::check_widths("--hidden", o.hidden);
   normstudy::check_threads(o.threads);
 }
 
@@ -254,7 +254,7 @@ std::string shift_summary(const ShiftResult& r) {
 }
 
 std::vector<std::string> write_shift(const ShiftResult& r, const std::string& dir_s) {
-  if (!report_kit::write_tables(dir_s, shift_csv(r), shift_summary(r))) return {};
+  if (!studies::kit::write_tables(dir_s, shift_csv(r), shift_summary(r))) return {};
   const auto& o = r.options;
   std::ostringstream dat;
   // x = p, then per placement and layer: mean, std of the ratio; the two predictions.
@@ -268,11 +268,11 @@ std::vector<std::string> write_shift(const ShiftResult& r, const std::string& di
     const MeanStd pred = over(r, p, "before", [](const ShiftRun& x) { return x.layers[0].predicted; });
     dat << " " << fmt9(1.0 / (1.0 - p)) << " " << fmt9(pred.mean) << "\n";
   }
-  const std::string f = report_kit::data_file(dir_s, "variance_shift.dat", dat.str());
+  const std::string f = studies::kit::data_file(dir_s, "variance_shift.dat", dat.str());
   const std::size_t L = o.hidden.size();
   std::ostringstream gp;
   gp << "set terminal pngcairo size 900,560 font 'sans,10'\nset output 'variance_shift.png'\nset title "
-     << report_kit::gnuplot_text("Variance shift: max(real/running, running/real) per BN layer (mean ± std over " +
+     << studies::kit::gnuplot_text("Variance shift: max(real/running, running/real) per BN layer (mean ± std over " +
                                  std::to_string(o.seeds) + " seeds)")
      << "\nset xlabel 'Dropout p'\nset ylabel 'ratio'\nset grid\nset key top left\nset xrange [0:0.6]\nplot ";
   const std::vector<std::string> colors{"#d62728", "#ff7f0e", "#1f77b4", "#2ca02c"};
@@ -282,14 +282,14 @@ std::vector<std::string> write_shift(const ShiftResult& r, const std::string& di
       const std::size_t col = 2 + 2 * static_cast<std::size_t>(k);
       gp << f << " using 1:" << col << ":" << col + 1 << " with yerrorlines lw 2 pt 7 lc rgb '"
          << colors[static_cast<std::size_t>(k) % colors.size()] << "' title "
-         << report_kit::gnuplot_text("Dropout " + pl + " BN, bn" + std::to_string(l + 1)) << ", \\\n     ";
+         << studies::kit::gnuplot_text("Dropout " + pl + " BN, bn" + std::to_string(l + 1)) << ", \\\n     ";
     }
   const std::size_t pc = 2 + 4 * L;
   gp << f << " using 1:" << pc << " with lines dt 2 lw 2 lc rgb 'black' title "
-     << report_kit::gnuplot_text("1/(1-p) (zero-mean input)") << ", \\\n     " << f << " using 1:" << pc + 1
-     << " with lines dt 3 lw 2 lc rgb 'gray40' title " << report_kit::gnuplot_text("prediction with measured mean, bn1")
+     << studies::kit::gnuplot_text("1/(1-p) (zero-mean input)") << ", \\\n     " << f << " using 1:" << pc + 1
+     << " with lines dt 3 lw 2 lc rgb 'gray40' title " << studies::kit::gnuplot_text("prediction with measured mean, bn1")
      << "\n";
-  return report_kit::render_figure(dir_s, "variance_shift", gp.str());
+  return studies::kit::render_figure(dir_s, "variance_shift", gp.str());
 }
 
 }  // namespace claims

@@ -26,7 +26,11 @@
 #include <tapegrad/models/mlp.h>
 #include <tapegrad/optim/sgd.h>
 
-namespace chapter::bugs {
+namespace studies::kit {
+
+using namespace tapegrad;
+using namespace tapegrad::debug;
+
 namespace {
 
 double max_change(const std::vector<BufferChange>& ch, const std::string& suffix) {
@@ -320,4 +324,4 @@ BnBackwardCheck measure_bn_backward_invariants(std::uint64_t seed) {
   return bn_backward_invariants(x, x.grad());
 }
 
-}  // namespace chapter::bugs
+}  // namespace studies::kit

@@ -4,7 +4,7 @@
 #include <cmath>
 #include <limits>
 
-namespace bnexp {
+namespace studies::kit {
 
 MeanStd mean_std(const std::vector<double>& v) {
   MeanStd m;
@@ -75,4 +75,4 @@ double rise_fraction(const std::vector<double>& curve) {
   return static_cast<double>(ups) / static_cast<double>(curve.size() - 1);
 }
 
-}  // namespace bnexp
+}  // namespace studies::kit

@@ -2,7 +2,7 @@
 // Summary statistics over seeds.
 #include <vector>
 
-namespace bnexp {
+namespace studies::kit {
 
 /// Mean and sample standard deviation (divides by n - 1; 0 for n = 1). n = 0 gives NaN mean.
 struct MeanStd {
@@ -30,4 +30,4 @@ int epochs_to_reach(const std::vector<double>& curve, double target);
 /// a simple measure of how jagged a loss curve is. 0 for fewer than 2 epochs.
 double rise_fraction(const std::vector<double>& curve);
 
-}  // namespace bnexp
+}  // namespace studies::kit

@@ -18,8 +18,9 @@
 #include <tapegrad/models/mlp.h>
 #include <tapegrad/optim/sgd.h>
 
-namespace chapter::bugs {
+namespace studies::kit {
 
+using namespace tapegrad;
 using namespace tapegrad::debug;
 
 namespace {
@@ -130,4 +131,4 @@ TrainLog train_regression(layers::Module& net, const RegressionData& d, const Tr
   return log;
 }
 
-}  // namespace chapter::bugs
+}  // namespace studies::kit

@@ -86,7 +86,7 @@ void check_sizes(std::int64_t train_size, std::int64_t test_size) {
 }
 
 void check_threads(int threads) {
-  chapter::check_at_least("--threads", threads, 1);
+  studies::kit::check_at_least("--threads", threads, 1);
 }
 
 StudyData load_data(const std::string& dir, std::int64_t train_size, std::int64_t test_size,

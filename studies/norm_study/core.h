@@ -107,8 +107,8 @@ bool crashed_loss(double loss);
 /// first exception.
 void run_jobs(std::size_t n, int threads, const std::function<void(std::size_t)>& fn);
 
-using chapter::fixed;  // kit/option_checks.h: the studies' number formats
-using chapter::fmt4;
-using chapter::fmt9;
+using studies::kit::fixed;  // kit/option_checks.h: the studies' number formats
+using studies::kit::fmt4;
+using studies::kit::fmt9;
 
 }  // namespace normstudy

@@ -36,9 +36,9 @@ BugOptions quick_bug_options(BugOptions o) {
 
 namespace {
 
-using chapter::bugs::Bug;
+using studies::kit::Bug;
 // The row names come from the kit's catalogue.
-const std::string& name(Bug b) { return chapter::bugs::info(b).name; }
+const std::string& name(Bug b) { return studies::kit::info(b).name; }
 
 enum class Validation { None, Correct, ForgetTrain, TrainModeNoGrad };
 
@@ -412,8 +412,8 @@ BugResult run_one_seed(const BugOptions& o, const StudyData& d) {
 }  // namespace
 
 void check_bug_options(const BugOptions& o) {
-  chapter::check_at_least("--epochs", o.epochs, 1);
-  chapter::check_at_least("--seeds", o.seeds, 1);
+  studies::kit::check_at_least("--epochs", o.epochs, 1);
+  studies::kit::check_at_least("--seeds", o.seeds, 1);
   if (o.batch < 2 || o.small_batch < 2)
     throw std::invalid_argument("mode-bugs: expected batches >= 2, got " + std::to_string(o.batch) + " and " +
                                 std::to_string(o.small_batch));

@@ -21,7 +21,7 @@
 #include "study.h"
 
 using namespace bnexp;
-using namespace chapter;
+using namespace studies::kit;
 using tapegrad::Tensor;
 using tapegrad::models::Norm;
 namespace fs = std::filesystem;
