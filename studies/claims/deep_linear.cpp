@@ -12,7 +12,10 @@
 
 #include <spdlog/spdlog.h>
 
-#include "core.h"
+#include "kit/fashion_data.h"
+#include "kit/jobs.h"
+#include "kit/norm_net.h"
+#include "kit/option_checks.h"
 #include "kit/gnuplot.h"
 #include "kit/stats.h"
 #include "kit/option_checks.h"
@@ -31,8 +34,8 @@ namespace claims {
 using namespace tapegrad;
 using studies::kit::mean_std;
 using studies::kit::MeanStd;
-using normstudy::fmt4;
-using normstudy::fmt9;
+using studies::kit::fmt4;
+using studies::kit::fmt9;
 namespace fs = std::filesystem;
 
 LinearOptions quick_linear_options(LinearOptions o) {
@@ -56,7 +59,7 @@ void check_linear_options(const LinearOptions& o) {
   studies::kit::check_at_least("--seeds", o.seeds, 1);
   if (!(o.init_scale > 0 && std::isfinite(o.init_scale)))
     throw std::invalid_argument("--scales: expected finite scales > 0, got " + fmt9(o.init_scale));
-  normstudy::check_threads(o.threads);
+  studies::kit::check_threads(o.threads);
 }
 
 namespace {
@@ -235,7 +238,7 @@ LinearRun train_one(const LinearOptions& o, bool bn, std::uint64_t seed, bool ic
   std::vector<std::vector<double>> G;
   for (int t = 0; t <= o.steps; ++t) {
     const double L = loss_grads(n, X, Y, G);
-    if (normstudy::crashed_loss(L)) {
+    if (studies::kit::crashed_loss(L)) {
       run.crashed = true;
       run.crash_step = t;
       break;
@@ -371,7 +374,7 @@ LinearResult run_deep_linear(const LinearOptions& o, bool ics, bool landscape) {
       r.runs.push_back(run);
     }
   const auto t0 = std::chrono::steady_clock::now();
-  normstudy::run_jobs(r.runs.size(), o.threads, [&](std::size_t k) {
+  studies::kit::run_jobs(r.runs.size(), o.threads, [&](std::size_t k) {
     r.runs[k] = train_one(o, r.runs[k].bn, r.runs[k].seed, ics, landscape);
     const auto& run = r.runs[k];
     spdlog::info("deep linear {} seed {}: loss {:.4g} -> {:.4g}{}", net_name(run.bn), run.seed,
@@ -397,7 +400,7 @@ LinearResult run_noisy_linear(const LinearOptions& o, const NoiseOptions& noise)
         r.runs.push_back(run);
       }
   const auto t0 = std::chrono::steady_clock::now();
-  normstudy::run_jobs(r.runs.size(), o.threads, [&](std::size_t k) {
+  studies::kit::run_jobs(r.runs.size(), o.threads, [&](std::size_t k) {
     const bool nz = r.runs[k].noise;
     r.runs[k] = train_one(o, r.runs[k].bn, r.runs[k].seed, false, false, nz ? &noise : nullptr);
     const auto& run = r.runs[k];

@@ -19,8 +19,8 @@ namespace claims {
 using namespace tapegrad;
 using studies::kit::mean_std;
 using studies::kit::MeanStd;
-using normstudy::fmt4;
-using normstudy::fmt9;
+using studies::kit::fmt4;
+using studies::kit::fmt9;
 namespace fs = std::filesystem;
 
 InitOptions quick_init_options(InitOptions o) {
@@ -47,8 +47,8 @@ void check_init_options(const InitOptions& o) {
   studies::kit::check_rate("--lr", o.lr);
   if (!(o.tolerance >= 0 && std::isfinite(o.tolerance)))
     throw std::invalid_argument("--tolerance: expected points >= 0, got " + fmt9(o.tolerance));
-  normstudy::check_sizes(o.train_size, o.test_size);
-  normstudy::check_threads(o.threads);
+  studies::kit::check_sizes(o.train_size, o.test_size);
+  studies::kit::check_threads(o.threads);
 }
 
 double InitRun::acc() const { return out.crashed ? crash_acc : out.test_acc; }
@@ -85,7 +85,7 @@ double good_share(const std::vector<double>& cells, double tol, std::vector<bool
 
 }  // namespace
 
-InitResult run_init_sweep(const InitOptions& o, const normstudy::StudyData& d) {
+InitResult run_init_sweep(const InitOptions& o, const studies::kit::StudyData& d) {
   check_init_options(o);
   InitResult r;
   r.options = o;
@@ -98,7 +98,7 @@ InitResult run_init_sweep(const InitOptions& o, const normstudy::StudyData& d) {
           r.runs.push_back(x);
         }
   const auto t0 = std::chrono::steady_clock::now();
-  normstudy::run_jobs(r.runs.size(), o.threads, [&](std::size_t k) {
+  studies::kit::run_jobs(r.runs.size(), o.threads, [&](std::size_t k) {
     auto& x = r.runs[k];
     MlpSpec spec;
     spec.hidden.assign(static_cast<std::size_t>(x.depth), o.width);

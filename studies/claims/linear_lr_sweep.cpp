@@ -6,15 +6,18 @@
 #include <sstream>
 #include <stdexcept>
 
-#include "core.h"
+#include "kit/fashion_data.h"
+#include "kit/jobs.h"
+#include "kit/norm_net.h"
+#include "kit/option_checks.h"
 #include "kit/gnuplot.h"
 #include "kit/stats.h"
 
 namespace claims {
 
 using studies::kit::mean_std;
-using normstudy::fmt4;
-using normstudy::fmt9;
+using studies::kit::fmt4;
+using studies::kit::fmt9;
 
 LinearSweepOptions quick_linear_sweep_options(LinearSweepOptions o) {
   o.linear.seeds = 2;

@@ -20,8 +20,8 @@ namespace claims {
 using namespace tapegrad;
 using studies::kit::mean_std;
 using studies::kit::MeanStd;
-using normstudy::fmt4;
-using normstudy::fmt9;
+using studies::kit::fmt4;
+using studies::kit::fmt9;
 namespace fs = std::filesystem;
 
 SweepOptions quick_sweep_options(SweepOptions o) {
@@ -40,8 +40,8 @@ void check_sweep_options(const SweepOptions& o) {
   studies::kit::check_at_least("--seeds", o.seeds, 1);
   studies::kit::check_at_least("--epochs", o.epochs, 1);
   studies::kit::check_batch(o.batch, o.train_size);
-  normstudy::check_sizes(o.train_size, o.test_size);
-  normstudy::check_threads(o.threads);
+  studies::kit::check_sizes(o.train_size, o.test_size);
+  studies::kit::check_threads(o.threads);
   if (o.arch != "mlp" && o.arch != "cnn") throw std::invalid_argument("--arch: expected mlp or cnn, got " + o.arch);
 }
 
@@ -57,17 +57,17 @@ std::vector<double> sweep_rates(const SweepOptions& o) {
 
 namespace {
 
-SweepRun train_one(const SweepOptions& o, const normstudy::StudyData& d, bool bn, std::uint64_t seed, double lr) {
+SweepRun train_one(const SweepOptions& o, const studies::kit::StudyData& d, bool bn, std::uint64_t seed, double lr) {
   SweepRun run;
   run.bn = bn;
   run.seed = seed;
   run.lr = lr;
-  normstudy::ModelConfig mc;
-  mc.norm = bn ? normstudy::NormKind::Sync : normstudy::NormKind::None;  // Sync: BatchNorm1d over the batch
+  studies::kit::ModelConfig mc;
+  mc.norm = bn ? studies::kit::NormKind::Sync : studies::kit::NormKind::None;  // Sync: BatchNorm1d over the batch
   mc.hidden = o.hidden;
   mc.arch = o.arch;
   Generator init(seed), shuffle(seed + 1000003);
-  normstudy::Model m = normstudy::build_model(mc, d.train.num_features(), 10, init);
+  studies::kit::Model m = studies::kit::build_model(mc, d.train.num_features(), 10, init);
   optim::SGDOptions so;
   so.lr = lr;
   optim::SGD opt(m.net->parameters(), so);
@@ -82,7 +82,7 @@ SweepRun train_one(const SweepOptions& o, const normstudy::StudyData& d, bool bn
     double sum = 0;
     int n = 0;
     for (auto b : loader) {
-      const double L = normstudy::train_step(*m.net, opt, b.X, b.y);
+      const double L = studies::kit::train_step(*m.net, opt, b.X, b.y);
       ++step;
       if (step == 1) run.first_loss = L;
       if (!std::isfinite(L) || L > 10 * run.first_loss) {
@@ -98,7 +98,7 @@ SweepRun train_one(const SweepOptions& o, const normstudy::StudyData& d, bool bn
     }
     run.last_loss = n ? sum / n : NAN;
   }
-  run.test_acc = run.diverged ? NAN : normstudy::evaluate_eval_mode(*m.net, d.test).accuracy;
+  run.test_acc = run.diverged ? NAN : studies::kit::evaluate_eval_mode(*m.net, d.test).accuracy;
   return run;
 }
 
@@ -119,7 +119,7 @@ std::string pm(const MeanStd& m, double scale = 1, int digits = 2) {
 
 }  // namespace
 
-SweepResult run_lr_sweep(const SweepOptions& o, const normstudy::StudyData& d) {
+SweepResult run_lr_sweep(const SweepOptions& o, const studies::kit::StudyData& d) {
   check_sweep_options(o);
   SweepResult r;
   r.options = o;
@@ -134,7 +134,7 @@ SweepResult run_lr_sweep(const SweepOptions& o, const normstudy::StudyData& d) {
         r.runs.push_back(run);
       }
   const auto t0 = std::chrono::steady_clock::now();
-  normstudy::run_jobs(r.runs.size(), o.threads, [&](std::size_t k) {
+  studies::kit::run_jobs(r.runs.size(), o.threads, [&](std::size_t k) {
     r.runs[k] = train_one(o, d, r.runs[k].bn, r.runs[k].seed, r.runs[k].lr);
     const auto& run = r.runs[k];
     spdlog::info("lr-sweep {} seed {} lr {}: {}", run.bn ? "bn" : "plain", run.seed, fmt4(run.lr),

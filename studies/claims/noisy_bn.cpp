@@ -18,8 +18,8 @@ namespace claims {
 using namespace tapegrad;
 using studies::kit::mean_std;
 using studies::kit::MeanStd;
-using normstudy::fmt4;
-using normstudy::fmt9;
+using studies::kit::fmt4;
+using studies::kit::fmt9;
 namespace fs = std::filesystem;
 
 NoisyOptions quick_noisy_options(NoisyOptions o) {
@@ -39,8 +39,8 @@ void check_noisy_options(const NoisyOptions& o) {
   studies::kit::check_at_least("--epochs", o.epochs, 1);
   studies::kit::check_batch(o.batch, o.train_size);
   studies::kit::check_rate("--lr", o.lr);
-  normstudy::check_sizes(o.train_size, o.test_size);
-  normstudy::check_threads(o.threads);
+  studies::kit::check_sizes(o.train_size, o.test_size);
+  studies::kit::check_threads(o.threads);
 }
 
 namespace {
@@ -101,7 +101,7 @@ std::string paired(const std::vector<double>& v, bool ratio, double scale = 1) {
 
 }  // namespace
 
-NoisyResult run_noisy_bn(const NoisyOptions& o, const normstudy::StudyData& d) {
+NoisyResult run_noisy_bn(const NoisyOptions& o, const studies::kit::StudyData& d) {
   check_noisy_options(o);
   NoisyResult r;
   r.options = o;
@@ -120,7 +120,7 @@ NoisyResult run_noisy_bn(const NoisyOptions& o, const normstudy::StudyData& d) {
         run.seed = o.seed + static_cast<std::uint64_t>(s);
         r.mlp.push_back(run);
       }
-  normstudy::run_jobs(r.mlp.size(), o.threads, [&](std::size_t k) {
+  studies::kit::run_jobs(r.mlp.size(), o.threads, [&](std::size_t k) {
     auto& run = r.mlp[k];
     MlpSpec spec;
     spec.hidden = o.hidden;

@@ -18,8 +18,8 @@ namespace claims {
 using namespace tapegrad;
 using studies::kit::mean_std;
 using studies::kit::MeanStd;
-using normstudy::fmt4;
-using normstudy::fmt9;
+using studies::kit::fmt4;
+using studies::kit::fmt9;
 namespace fs = std::filesystem;
 
 GapOptions quick_gap_options(GapOptions o) {
@@ -49,8 +49,8 @@ void check_gap_options(const GapOptions& o) {
   if (!has) throw std::invalid_argument("--matched-lr: expected one of --lrs, got " + fmt9(o.matched_lr));
   studies::kit::check_at_least("--seeds", o.seeds, 1);
   studies::kit::check_at_least("--epochs", o.epochs, 1);
-  normstudy::check_sizes(o.train_size, o.test_size);
-  normstudy::check_threads(o.threads);
+  studies::kit::check_sizes(o.train_size, o.test_size);
+  studies::kit::check_threads(o.threads);
 }
 
 namespace {
@@ -105,7 +105,7 @@ MeanStd paired_gap(const std::vector<const GapRun*>& b, const std::vector<const 
 
 }  // namespace
 
-GapResult run_reg_gap(const GapOptions& o, const normstudy::StudyData& d) {
+GapResult run_reg_gap(const GapOptions& o, const studies::kit::StudyData& d) {
   check_gap_options(o);
   GapResult r;
   r.options = o;
@@ -118,7 +118,7 @@ GapResult run_reg_gap(const GapOptions& o, const normstudy::StudyData& d) {
           r.runs.push_back(x);
         }
   const auto t0 = std::chrono::steady_clock::now();
-  normstudy::run_jobs(r.runs.size(), o.threads, [&](std::size_t k) {
+  studies::kit::run_jobs(r.runs.size(), o.threads, [&](std::size_t k) {
     auto& x = r.runs[k];
     MlpSpec spec;
     spec.hidden = o.hidden;

@@ -26,8 +26,8 @@ namespace claims {
 using namespace tapegrad;
 using studies::kit::mean_std;
 using studies::kit::MeanStd;
-using normstudy::fmt4;
-using normstudy::fmt9;
+using studies::kit::fmt4;
+using studies::kit::fmt9;
 namespace fs = std::filesystem;
 
 ShiftOptions quick_shift_options(ShiftOptions o) {
@@ -48,9 +48,9 @@ void check_shift_options(const ShiftOptions& o) {
   studies::kit::check_rate("--lr", o.lr);
   if (!(o.bn_momentum > 0 && o.bn_momentum <= 1))
     throw std::invalid_argument("--bn-momentum: expected a number in (0, 1], got " + fmt9(o.bn_momentum));
-  normstudy::check_sizes(o.train_size, o.test_size);
+  studies::kit::check_sizes(o.train_size, o.test_size);
   studies::kit::check_widths("--hidden", o.hidden);
-  normstudy::check_threads(o.threads);
+  studies::kit::check_threads(o.threads);
 }
 
 namespace {
@@ -80,7 +80,7 @@ ShiftNet build(const ShiftOptions& o, bool before, double p, std::int64_t in, Ge
   return s;
 }
 
-ShiftRun train_one(const ShiftOptions& o, const normstudy::StudyData& d, double p, bool before, std::uint64_t seed) {
+ShiftRun train_one(const ShiftOptions& o, const studies::kit::StudyData& d, double p, bool before, std::uint64_t seed) {
   ShiftRun run;
   run.placement = before ? "before" : "after";
   run.p = p;
@@ -99,7 +99,7 @@ ShiftRun train_one(const ShiftOptions& o, const normstudy::StudyData& d, double 
   s.net->train();
   for (int e = 1; e <= o.epochs && !run.crashed; ++e)
     for (auto b : loader)
-      if (normstudy::crashed_loss(normstudy::train_step(*s.net, opt, b.X, b.y))) {
+      if (studies::kit::crashed_loss(studies::kit::train_step(*s.net, opt, b.X, b.y))) {
         run.crashed = true;
         break;
       }
@@ -128,11 +128,11 @@ ShiftRun train_one(const ShiftOptions& o, const normstudy::StudyData& d, double 
     ls.predicted_zero_mean = before ? 1.0 / q : 1.0;
     run.layers.push_back(ls);
   }
-  run.train_acc = normstudy::evaluate_eval_mode(*s.net, d.train).accuracy;
-  run.test_acc = normstudy::evaluate_eval_mode(*s.net, d.test).accuracy;
+  run.train_acc = studies::kit::evaluate_eval_mode(*s.net, d.train).accuracy;
+  run.test_acc = studies::kit::evaluate_eval_mode(*s.net, d.test).accuracy;
   debug::recalibrate_batch_norm(*s.net, d.train.X, 1000);
-  run.train_acc_recal = normstudy::evaluate_eval_mode(*s.net, d.train).accuracy;
-  run.test_acc_recal = normstudy::evaluate_eval_mode(*s.net, d.test).accuracy;
+  run.train_acc_recal = studies::kit::evaluate_eval_mode(*s.net, d.train).accuracy;
+  run.test_acc_recal = studies::kit::evaluate_eval_mode(*s.net, d.test).accuracy;
   return run;
 }
 
@@ -153,7 +153,7 @@ MeanStd over(const ShiftResult& r, double p, const std::string& placement, F f) 
 
 }  // namespace
 
-ShiftResult run_variance_shift(const ShiftOptions& o, const normstudy::StudyData& d) {
+ShiftResult run_variance_shift(const ShiftOptions& o, const studies::kit::StudyData& d) {
   check_shift_options(o);
   ShiftResult r;
   r.options = o;
@@ -168,7 +168,7 @@ ShiftResult run_variance_shift(const ShiftOptions& o, const normstudy::StudyData
       for (int s = 0; s < o.seeds; ++s) jobs.push_back({p, before, o.seed + static_cast<std::uint64_t>(s)});
   r.runs.resize(jobs.size());
   const auto t0 = std::chrono::steady_clock::now();
-  normstudy::run_jobs(jobs.size(), o.threads, [&](std::size_t k) {
+  studies::kit::run_jobs(jobs.size(), o.threads, [&](std::size_t k) {
     r.runs[k] = train_one(o, d, jobs[k].p, jobs[k].before, jobs[k].seed);
     const auto& run = r.runs[k];
     spdlog::info("variance-shift p {} {} seed {}: bn1 ratio {:.3f}, test {:.2f}% -> {:.2f}% recalibrated", run.p,

@@ -11,7 +11,7 @@
 #include "batch_size.h"
 #include <tapegrad/core/ops.h>
 #include <tapegrad/core/random.h>
-#include "ghost_batch.h"
+#include "kit/ghost_batch.h"
 #include "test_data.h"
 #include "kit/gnuplot.h"
 #include <tapegrad/layers/losses.h>
