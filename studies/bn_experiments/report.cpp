@@ -29,10 +29,7 @@ using studies::kit::fmt9;
 
 namespace {
 
-std::string pm(const MeanStd& m) {
-  if (m.n == 0) return "—";
-  return fmt4(m.mean) + " ± " + fmt4(m.std);
-}
+std::string pm(const MeanStd& m) { return studies::kit::fmt_mean_std(m, {1, 4, studies::kit::Notation::General}); }
 
 // Atomic: a regular file is replaced, a symlink written through, anything else refused.
 void write_file(const fs::path& p, const std::string& text) { tapegrad::atomic_write_file(p.string(), text); }

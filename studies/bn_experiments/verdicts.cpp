@@ -39,7 +39,7 @@ namespace {
 
 constexpr double kNever = std::numeric_limits<double>::infinity();
 
-std::string pm(const MeanStd& m) { return m.n == 0 ? "—" : fmt4(m.mean) + " ± " + fmt4(m.std); }
+std::string pm(const MeanStd& m) { return studies::kit::fmt_mean_std(m, {1, 4, studies::kit::Notation::General}); }
 std::string arm_name(Norm n) {
   switch (n) {
     case Norm::Batch: return "BN";

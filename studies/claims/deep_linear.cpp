@@ -257,11 +257,8 @@ LinearRun train_one(const LinearOptions& o, bool bn, std::uint64_t seed, bool ic
 std::string net_name(bool bn) { return bn ? "bn" : "plain"; }
 
 std::string pm(const MeanStd& m, int digits = 3, bool sci = false) {
-  if (m.n == 0) return "—";
-  char buf[80];
-  if (sci) std::snprintf(buf, sizeof buf, "%.*e ± %.*e", digits - 1, m.mean, digits - 1, m.std);
-  else std::snprintf(buf, sizeof buf, "%.*f ± %.*f", digits, m.mean, digits, m.std);
-  return buf;
+  using studies::kit::Notation;
+  return studies::kit::fmt_mean_std(m, {1, sci ? digits - 1 : digits, sci ? Notation::Scientific : Notation::Fixed});
 }
 
 // Window of a run: [lo, hi] steps.

@@ -48,11 +48,8 @@ namespace {
 std::string variant(bool bn, bool noise) { return std::string(bn ? "bn" : "plain") + (noise ? "+noise" : ""); }
 
 std::string pm(const MeanStd& m, double scale, int digits, bool sci = false) {
-  if (m.n == 0) return "—";
-  char buf[96];
-  if (sci) std::snprintf(buf, sizeof buf, "%.*e ± %.*e", digits, scale * m.mean, digits, scale * m.std);
-  else std::snprintf(buf, sizeof buf, "%.*f ± %.*f", digits, scale * m.mean, digits, scale * m.std);
-  return buf;
+  using studies::kit::Notation;
+  return studies::kit::fmt_mean_std(m, {scale, digits, sci ? Notation::Scientific : Notation::Fixed});
 }
 
 // Final loss of a deep linear run: the clean loss (noise off) for noise runs; NaN when crashed.

@@ -75,10 +75,7 @@ double best_lr(const GapResult& r, bool bn, std::int64_t batch) {
   return at;
 }
 std::string pm(const MeanStd& m, double scale = 100, int digits = 2) {
-  if (m.n == 0) return "—";
-  char buf[64];
-  std::snprintf(buf, sizeof buf, "%.*f ± %.*f", digits, scale * m.mean, digits, scale * m.std);
-  return buf;
+  return studies::kit::fmt_mean_std(m, {scale, digits});
 }
 struct Stats {
   MeanStd train, test, gap;

@@ -137,10 +137,7 @@ ShiftRun train_one(const ShiftOptions& o, const studies::kit::StudyData& d, doub
 }
 
 std::string pm(const MeanStd& m, double scale = 1, int digits = 2) {
-  if (m.n == 0) return "—";
-  char buf[64];
-  std::snprintf(buf, sizeof buf, "%.*f ± %.*f", digits, scale * m.mean, digits, scale * m.std);
-  return buf;
+  return studies::kit::fmt_mean_std(m, {scale, digits});
 }
 
 template <class F>

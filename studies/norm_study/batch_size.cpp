@@ -212,18 +212,8 @@ MeanStd paired(const BatchSizeResult& r, NormKind ka, std::int64_t ma, NormKind 
     if (b.count(s)) d.push_back(v - b.at(s));
   return mean_std(d);
 }
-std::string pm(const MeanStd& m) {
-  if (m.n == 0) return "—";
-  char buf[64];
-  std::snprintf(buf, sizeof buf, "%.2f ± %.2f", m.mean, m.std);
-  return buf;
-}
-std::string signed_pm(const MeanStd& m) {
-  if (m.n == 0) return "—";
-  char buf[64];
-  std::snprintf(buf, sizeof buf, "%+.2f ± %.2f", m.mean, m.std);
-  return buf;
-}
+std::string pm(const MeanStd& m) { return fmt_mean_std(m); }
+std::string signed_pm(const MeanStd& m) { return fmt_mean_std(m, {1, 2, Notation::Fixed, true}); }
 bool has(const BatchSizeOptions& o, NormKind k) { return std::find(o.kinds.begin(), o.kinds.end(), k) != o.kinds.end(); }
 bool has_m(const BatchSizeOptions& o, std::int64_t m) { return std::find(o.ms.begin(), o.ms.end(), m) != o.ms.end(); }
 

@@ -130,18 +130,8 @@ MeanStd at_epoch(const GapResult& r, const std::optional<double>& m, int epoch, 
         if (p.epoch == epoch && std::isfinite(f(p))) v.push_back(f(p));
   return mean_std(v);
 }
-std::string pm2(const MeanStd& m, double scale = 1) {
-  if (m.n == 0) return "—";
-  char buf[64];
-  std::snprintf(buf, sizeof buf, "%+.2f ± %.2f", scale * m.mean, scale * m.std);
-  return buf;
-}
-std::string pm_plain(const MeanStd& m, double scale = 1, int digits = 2) {
-  if (m.n == 0) return "—";
-  char buf[64];
-  std::snprintf(buf, sizeof buf, "%.*f ± %.*f", digits, scale * m.mean, digits, scale * m.std);
-  return buf;
-}
+std::string pm2(const MeanStd& m, double scale = 1) { return fmt_mean_std(m, {scale, 2, Notation::Fixed, true}); }
+std::string pm_plain(const MeanStd& m, double scale = 1, int digits = 2) { return fmt_mean_std(m, {scale, digits}); }
 double acc_gap(const GapPoint& p) { return p.eval_mode.accuracy - p.train_mode.accuracy; }
 double loss_gap(const GapPoint& p) { return p.eval_mode.loss - p.train_mode.loss; }
 }  // namespace

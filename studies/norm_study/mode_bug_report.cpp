@@ -34,10 +34,7 @@ std::vector<double> diff(const std::vector<double>& a, const std::vector<double>
   return d;
 }
 std::string pm(const studies::kit::MeanStd& m, bool sign = false) {
-  if (m.n == 0) return "—";
-  char buf[64];
-  std::snprintf(buf, sizeof buf, sign ? "%+.2f ± %.2f" : "%.2f ± %.2f", m.mean, m.std);
-  return buf;
+  return studies::kit::fmt_mean_std(m, {1, 2, studies::kit::Notation::Fixed, sign});
 }
 }  // namespace
 

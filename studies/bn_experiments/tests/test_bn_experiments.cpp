@@ -89,6 +89,16 @@ TEST_CASE("chapter data follows y = sin(2 x0) + cos(x1) + 0.1 noise", "[bn_exper
   CHECK_THROWS_WITH(make_chapter_data(0, 200, 100, 1), Catch::Contains("need >= 2 features, got 1"));
 }
 
+TEST_CASE("fmt_mean_std prints every study's mean plus-minus std format", "[bn_experiments]") {
+  const MeanStd m = mean_std({0.5, 0.75});  // mean 0.625, std 0.1767766952966369
+  CHECK(fmt_mean_std(m) == "0.62 ± 0.18");
+  CHECK(fmt_mean_std(m, {100, 1}) == "62.5 ± 17.7");
+  CHECK(fmt_mean_std(m, {1, 2, Notation::Fixed, true}) == "+0.62 ± 0.18");
+  CHECK(fmt_mean_std(m, {1, 1, Notation::Scientific}) == "6.2e-01 ± 1.8e-01");
+  CHECK(fmt_mean_std(m, {1, 4, Notation::General}) == fmt4(m.mean) + " ± " + fmt4(m.std));
+  CHECK(fmt_mean_std(mean_std({})) == "—");
+}
+
 TEST_CASE("summary statistics match numpy", "[bn_experiments]") {
   // np.mean([1,2,3,4]) = 2.5, np.std([1,2,3,4], ddof=1) = 1.2909944487358056
   const MeanStd m = mean_std({1, 2, 3, 4});
