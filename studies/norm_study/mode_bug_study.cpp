@@ -1,7 +1,5 @@
 #include "mode_bug_study.h"
 
-#include <unistd.h>
-
 #include <chrono>
 #include <cmath>
 #include <filesystem>
@@ -18,6 +16,7 @@
 #include "kit/gnuplot.h"
 #include "kit/mode_bug_catalogue.h"
 #include "kit/option_checks.h"
+#include "kit/temp_dir.h"
 #include <tapegrad/layers/checkpoint.h>
 #include <tapegrad/optim/sgd.h>
 
@@ -351,8 +350,8 @@ BugResult run_one_seed(const BugOptions& o, const StudyData& d) {
   }
   // 6. Checkpoint without buffers, loaded non-strictly into a fresh model.
   {
-    const fs::path file = fs::temp_directory_path() /
-                          ("norm_study_nobuf_" + std::to_string(static_cast<long>(::getpid())) + ".safetensors");
+    const TempDir dir("norm_study_nobuf_");  // private (kit/temp_dir.h), removed on leaving the block
+    const fs::path file = dir / "model.safetensors";
     layers::save(net, file.string(), false);
     ModelConfig mc;
     mc.norm = NormKind::Sync;
@@ -367,8 +366,6 @@ BugResult run_one_seed(const BugOptions& o, const StudyData& d) {
       strict_error = e.what();
     }
     const auto lr = layers::load(*fresh.net, file.string(), false);
-    std::error_code ec;
-    fs::remove(file, ec);
     const auto report = debug::mode_report(*fresh.net);
     const auto gap = debug::running_stats_gap(*fresh.net, x_train_probe);
     const auto gap_ok = debug::running_stats_gap(net, x_train_probe);

@@ -18,6 +18,7 @@
 #include "report.h"
 #include "kit/run.h"
 #include "kit/stats.h"
+#include "kit/temp_dir.h"
 #include "study.h"
 
 using namespace bnexp;
@@ -43,10 +44,10 @@ std::string slurp(const fs::path& p) {
   return ss.str();
 }
 
+// A not yet existing folder `name` inside this test run's private temp folder.
 fs::path temp_dir(const std::string& name) {
-  fs::path d = fs::temp_directory_path() / ("bn_experiments_test_" + name);
-  fs::remove_all(d);
-  return d;
+  static const studies::kit::TempDir root("bn_experiments_test_");
+  return root / name;
 }
 
 std::vector<double> values(const Tensor& t) { return t.to_vector(); }
@@ -97,6 +98,21 @@ TEST_CASE("fmt_mean_std prints every study's mean plus-minus std format", "[bn_e
   CHECK(fmt_mean_std(m, {1, 1, Notation::Scientific}) == "6.2e-01 ± 1.8e-01");
   CHECK(fmt_mean_std(m, {1, 4, Notation::General}) == fmt4(m.mean) + " ± " + fmt4(m.std));
   CHECK(fmt_mean_std(mean_std({})) == "—");
+}
+
+TEST_CASE("TempDir is a private folder removed with its contents", "[bn_experiments]") {
+  fs::path kept;
+  {
+    const studies::kit::TempDir dir("kit_temp_dir_test_");
+    kept = dir.path();
+    REQUIRE(fs::is_directory(kept));
+    CHECK(kept.filename().string().rfind("kit_temp_dir_test_", 0) == 0);
+    CHECK(kept.parent_path() == fs::temp_directory_path());
+    CHECK((fs::status(kept).permissions() & fs::perms::all) == fs::perms::owner_all);
+    std::ofstream(dir / "a.txt") << "x";
+    CHECK(fs::exists(dir / "a.txt"));
+  }
+  CHECK_FALSE(fs::exists(kept));
 }
 
 TEST_CASE("summary statistics match numpy", "[bn_experiments]") {
