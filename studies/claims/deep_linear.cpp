@@ -18,6 +18,7 @@
 #include "kit/option_checks.h"
 #include "kit/gnuplot.h"
 #include "kit/stats.h"
+#include "kit_names.h"
 #include "kit/option_checks.h"
 #include <tapegrad/core/autograd.h>
 #include <tapegrad/core/ops/matmul.h>
@@ -32,11 +33,6 @@
 namespace claims {
 
 using namespace tapegrad;
-using studies::kit::mean_std;
-using studies::kit::MeanStd;
-using studies::kit::fmt4;
-using studies::kit::fmt9;
-namespace fs = std::filesystem;
 
 LinearOptions quick_linear_options(LinearOptions o) {
   o.steps = 200;

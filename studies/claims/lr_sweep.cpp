@@ -11,6 +11,7 @@
 
 #include "kit/gnuplot.h"
 #include "kit/stats.h"
+#include "kit_names.h"
 #include "kit/option_checks.h"
 #include <tapegrad/data/dataloader.h>
 #include <tapegrad/optim/sgd.h>
@@ -18,11 +19,6 @@
 namespace claims {
 
 using namespace tapegrad;
-using studies::kit::mean_std;
-using studies::kit::MeanStd;
-using studies::kit::fmt4;
-using studies::kit::fmt9;
-namespace fs = std::filesystem;
 
 SweepOptions quick_sweep_options(SweepOptions o) {
   o.seeds = 1;

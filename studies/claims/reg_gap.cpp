@@ -11,16 +11,12 @@
 
 #include "kit/gnuplot.h"
 #include "kit/stats.h"
+#include "kit_names.h"
 #include "kit/option_checks.h"
 
 namespace claims {
 
 using namespace tapegrad;
-using studies::kit::mean_std;
-using studies::kit::MeanStd;
-using studies::kit::fmt4;
-using studies::kit::fmt9;
-namespace fs = std::filesystem;
 
 GapOptions quick_gap_options(GapOptions o) {
   o.seeds = 1;

@@ -12,6 +12,7 @@
 #include "bn_moments.h"
 #include "kit/gnuplot.h"
 #include "kit/stats.h"
+#include "kit_names.h"
 #include "kit/option_checks.h"
 #include <tapegrad/data/dataloader.h>
 #include <tapegrad/debug/recalibrate.h>
@@ -24,11 +25,6 @@
 namespace claims {
 
 using namespace tapegrad;
-using studies::kit::mean_std;
-using studies::kit::MeanStd;
-using studies::kit::fmt4;
-using studies::kit::fmt9;
-namespace fs = std::filesystem;
 
 ShiftOptions quick_shift_options(ShiftOptions o) {
   o.seeds = 2;
