@@ -1,7 +1,6 @@
 #include "init_sweep.h"
 
 #include <algorithm>
-#include <chrono>
 #include <cmath>
 #include <cstdio>
 #include <filesystem>
@@ -93,9 +92,7 @@ InitResult run_init_sweep(const InitOptions& o, const studies::kit::StudyData& d
           x.bn = bn, x.depth = dd, x.scale = s, x.seed = o.seed + static_cast<std::uint64_t>(k);
           r.runs.push_back(x);
         }
-  const auto t0 = std::chrono::steady_clock::now();
-  studies::kit::run_jobs(r.runs.size(), o.threads, [&](std::size_t k) {
-    auto& x = r.runs[k];
+  r.seconds = studies::kit::run_grid(r.runs, o.threads, [&](auto& x) {
     MlpSpec spec;
     spec.hidden.assign(static_cast<std::size_t>(x.depth), o.width);
     spec.bn = x.bn;
@@ -112,7 +109,6 @@ InitResult run_init_sweep(const InitOptions& o, const studies::kit::StudyData& d
     spdlog::info("init-sweep {} depth {} scale {} seed {}: {}", x.bn ? "bn" : "plain", x.depth, fmt4(x.scale), x.seed,
                  x.out.crashed ? std::string("crashed") : "test " + fmt4(100 * x.out.test_acc) + "%");
   });
-  r.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   return r;
 }
 

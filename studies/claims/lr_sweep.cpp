@@ -1,6 +1,5 @@
 #include "lr_sweep.h"
 
-#include <chrono>
 #include <cmath>
 #include <cstdio>
 #include <filesystem>
@@ -126,14 +125,11 @@ SweepResult run_lr_sweep(const SweepOptions& o, const studies::kit::StudyData& d
         run.lr = lr;
         r.runs.push_back(run);
       }
-  const auto t0 = std::chrono::steady_clock::now();
-  studies::kit::run_jobs(r.runs.size(), o.threads, [&](std::size_t k) {
-    r.runs[k] = train_one(o, d, r.runs[k].bn, r.runs[k].seed, r.runs[k].lr);
-    const auto& run = r.runs[k];
+  r.seconds = studies::kit::run_grid(r.runs, o.threads, [&](auto& run) {
+    run = train_one(o, d, run.bn, run.seed, run.lr);
     spdlog::info("lr-sweep {} seed {} lr {}: {}", run.bn ? "bn" : "plain", run.seed, fmt4(run.lr),
                  run.diverged ? "diverged, " + run.reason : "test " + fmt4(100 * run.test_acc) + "%");
   });
-  r.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   return r;
 }
 

@@ -1,6 +1,5 @@
 #include "reg_gap.h"
 
-#include <chrono>
 #include <cmath>
 #include <cstdio>
 #include <filesystem>
@@ -110,9 +109,7 @@ GapResult run_reg_gap(const GapOptions& o, const studies::kit::StudyData& d) {
           x.bn = bn, x.batch = b, x.lr = lr, x.seed = o.seed + static_cast<std::uint64_t>(k);
           r.runs.push_back(x);
         }
-  const auto t0 = std::chrono::steady_clock::now();
-  studies::kit::run_jobs(r.runs.size(), o.threads, [&](std::size_t k) {
-    auto& x = r.runs[k];
+  r.seconds = studies::kit::run_grid(r.runs, o.threads, [&](auto& x) {
     MlpSpec spec;
     spec.hidden = o.hidden;
     spec.bn = x.bn;
@@ -135,7 +132,6 @@ GapResult run_reg_gap(const GapOptions& o, const studies::kit::StudyData& d) {
                  x.out.crashed ? std::string("crashed")
                                : "train " + fmt4(100 * x.out.train_acc) + "%, test " + fmt4(100 * x.out.test_acc) + "%");
   });
-  r.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   return r;
 }
 
