@@ -46,13 +46,13 @@ double TrainStep::step() {
 }
 
 std::int64_t run_chapter(const ChapterOptions& o) {
-  chapter::Dataset d;
+  studies::kit::Dataset d;
   tg::Generator gen(o.seed);
-  chapter::fill_chapter_rows(gen, 200, 50, 0.1, d.x_train, d.y_train);
-  chapter::fill_chapter_rows(gen, 100, 50, 0.1, d.x_test, d.y_test);
-  std::vector<chapter::RunConfig> configs;
+  studies::kit::fill_chapter_rows(gen, 200, 50, 0.1, d.x_train, d.y_train);
+  studies::kit::fill_chapter_rows(gen, 100, 50, 0.1, d.x_test, d.y_test);
+  std::vector<studies::kit::RunConfig> configs;
   auto add = [&](std::vector<std::int64_t> sizes, bool bn, double lr, bool grad_clip) {
-    chapter::RunConfig c;
+    studies::kit::RunConfig c;
     c.sizes = std::move(sizes);
     c.norm = bn ? tg::models::Norm::Batch : tg::models::Norm::None;
     c.lr = lr;
@@ -61,7 +61,7 @@ std::int64_t run_chapter(const ChapterOptions& o) {
     c.bn_momentum = 0.01;
     if (grad_clip) c.grad_clip = 5.0;
     c.act_clip = 10.0;
-    c.policies = {chapter::EvalPolicy::Train};  // the chapter evaluates in train mode
+    c.policies = {studies::kit::EvalPolicy::Train};  // the chapter evaluates in train mode
     c.seed = o.seed;
     configs.push_back(std::move(c));
   };
@@ -76,7 +76,7 @@ std::int64_t run_chapter(const ChapterOptions& o) {
                         std::vector<std::int64_t>{50, 128, 128, 64, 64, 32, 32, 16, 16, 8, 1}, d15})
     for (bool bn : {true, false}) add(s, bn, 0.01, bn);  // no clipping for plain depth nets
   std::int64_t steps = 0;
-  for (const auto& c : configs) steps += chapter::train_run(c, d).steps;
+  for (const auto& c : configs) steps += studies::kit::train_run(c, d).steps;
   return steps;
 }
 

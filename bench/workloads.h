@@ -38,7 +38,7 @@ class TrainStep {
 };
 
 /// The chapter's full workload (Experiments 1-3 as the chapter's code runs them), each
-/// training through chapter::train_run: 14 trainings x epochs x floor(200/batch) SGD steps,
+/// training through studies::kit::train_run: 14 trainings x epochs x floor(200/batch) SGD steps,
 /// train-mode evaluation of the train and test sets after each epoch. Returns the number of
 /// SGD steps taken.
 struct ChapterOptions {

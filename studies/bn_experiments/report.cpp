@@ -24,15 +24,12 @@ namespace fs = std::filesystem;
 using tapegrad::models::Norm;
 using tapegrad::models::norm_name;
 
-using chapter::fmt4;
-using chapter::fmt9;
+using studies::kit::fmt4;
+using studies::kit::fmt9;
 
 namespace {
 
-std::string pm(const MeanStd& m) {
-  if (m.n == 0) return "—";
-  return fmt4(m.mean) + " ± " + fmt4(m.std);
-}
+std::string pm(const MeanStd& m) { return studies::kit::fmt_mean_std(m, {1, 4, studies::kit::Notation::General}); }
 
 // Atomic: a regular file is replaced, a symlink written through, anything else refused.
 void write_file(const fs::path& p, const std::string& text) { tapegrad::atomic_write_file(p.string(), text); }

@@ -3,17 +3,17 @@
 #include <string>
 #include <vector>
 
-#include "kit/gnuplot.h"  // report_kit: gnuplot without a shell
+#include "kit/gnuplot.h"  // studies::kit: gnuplot without a shell
 #include "kit/stats.h"
 #include "study.h"
 
 namespace bnexp {
 
-using report_kit::gnuplot_available;
-using report_kit::gnuplot_quote;
-using report_kit::gnuplot_text;
-using report_kit::spawn_gnuplot;
-using report_kit::wait_ok;
+using studies::kit::gnuplot_available;
+using studies::kit::gnuplot_quote;
+using studies::kit::gnuplot_text;
+using studies::kit::spawn_gnuplot;
+using studies::kit::wait_ok;
 
 /// Header of the tidy CSV: one row per (experiment, config, policy, seed, epoch, split).
 inline constexpr const char* kCsvHeader = "experiment,config,norm,lr,depth,preset,policy,seed,epoch,split,loss";

@@ -55,12 +55,12 @@ Resolved resolve(const StudyOptions& o) {
     if (!(lr > 0 && std::isfinite(lr)))
       throw std::invalid_argument("--lrs: learning rates must be finite and > 0, got " + fmt_g(lr));
   if (r.policies.empty()) throw std::invalid_argument("no evaluation policy");
-  chapter::check_at_least("--seeds", o.seeds, 1);
-  chapter::check_at_least("--threads", o.threads, 1);
-  chapter::check_at_least("--epochs", o.epochs, 1);
+  studies::kit::check_at_least("--seeds", o.seeds, 1);
+  studies::kit::check_at_least("--threads", o.threads, 1);
+  studies::kit::check_at_least("--epochs", o.epochs, 1);
   if (o.batch < 2) throw std::invalid_argument("--batch must be >= 2 (BatchNorm refuses 1), got " + std::to_string(o.batch));
-  chapter::check_rate("--lr", o.lr);
-  chapter::check_rate("--depth-lr", o.depth_lr);
+  studies::kit::check_rate("--lr", o.lr);
+  studies::kit::check_rate("--depth-lr", o.depth_lr);
   if (!(o.bn_momentum >= 0 && o.bn_momentum <= 1))
     throw std::invalid_argument("--bn-momentum: expected a number in [0, 1] (PyTorch convention), got " +
                                 fmt_g(o.bn_momentum));

@@ -14,7 +14,7 @@
 namespace bnexp {
 
 // The chapter's data and training protocol (studies/kit/).
-using namespace chapter;
+using namespace studies::kit;
 
 /// Settings of a study. apply_preset() fills what the user did not set.
 ///  chapter: gradients clipped elementwise at 5 (except the plain depth nets), hidden
@@ -83,6 +83,6 @@ std::string checkpoint_name(const Job& job);
 std::vector<std::string> save_models(const StudyResult& s, const std::string& dir);
 
 /// "0.01" style numbers for labels and CSV: "%g" (kit/option_checks.h).
-using chapter::fmt_g;
+using studies::kit::fmt_g;
 
 }  // namespace bnexp

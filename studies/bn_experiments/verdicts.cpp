@@ -13,13 +13,13 @@
 
 namespace bnexp {
 
-using chapter::fmt4;
+using studies::kit::fmt4;
 using tapegrad::models::Norm;
 
 Baseline constant_predictor(const StudyOptions& o) {
   std::vector<double> tr, te;
   for (int k = 0; k < o.seeds; ++k) {
-    const chapter::Dataset d = chapter::make_chapter_data(o.seed + static_cast<std::uint64_t>(k));
+    const studies::kit::Dataset d = studies::kit::make_chapter_data(o.seed + static_cast<std::uint64_t>(k));
     const auto y_train = d.y_train.to_vector(), y_test = d.y_test.to_vector();
     double mean = 0;
     for (double v : y_train) mean += v;
@@ -39,7 +39,7 @@ namespace {
 
 constexpr double kNever = std::numeric_limits<double>::infinity();
 
-std::string pm(const MeanStd& m) { return m.n == 0 ? "—" : fmt4(m.mean) + " ± " + fmt4(m.std); }
+std::string pm(const MeanStd& m) { return studies::kit::fmt_mean_std(m, {1, 4, studies::kit::Notation::General}); }
 std::string arm_name(Norm n) {
   switch (n) {
     case Norm::Batch: return "BN";

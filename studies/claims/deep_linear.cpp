@@ -12,9 +12,13 @@
 
 #include <spdlog/spdlog.h>
 
-#include "core.h"
+#include "kit/fashion_data.h"
+#include "kit/jobs.h"
+#include "kit/norm_net.h"
+#include "kit/option_checks.h"
 #include "kit/gnuplot.h"
 #include "kit/stats.h"
+#include "kit_names.h"
 #include "kit/option_checks.h"
 #include <tapegrad/core/autograd.h>
 #include <tapegrad/core/mode_checks.h>
@@ -30,11 +34,6 @@
 namespace claims {
 
 using namespace tapegrad;
-using bnexp::mean_std;
-using bnexp::MeanStd;
-using normstudy::fmt4;
-using normstudy::fmt9;
-namespace fs = std::filesystem;
 
 LinearOptions quick_linear_options(LinearOptions o) {
   o.steps = 200;
@@ -45,19 +44,19 @@ LinearOptions quick_linear_options(LinearOptions o) {
 }
 
 void check_linear_options(const LinearOptions& o) {
-  chapter::check_at_least("--depth", o.depth, 2);
-  chapter::check_at_least("--width", o.width, 1);
+  studies::kit::check_at_least("--depth", o.depth, 2);
+  studies::kit::check_at_least("--width", o.width, 1);
   if (o.samples < 2) throw std::invalid_argument("--samples must be >= 2 (BatchNorm needs 2), got " + std::to_string(o.samples));
-  chapter::check_rate("--lr", o.lr);
-  chapter::check_at_least("--steps", o.steps, 1);
-  chapter::check_at_least("--every", o.every, 1);
-  chapter::check_at_least("--grid", o.grid, 2);
+  studies::kit::check_rate("--lr", o.lr);
+  studies::kit::check_at_least("--steps", o.steps, 1);
+  studies::kit::check_at_least("--every", o.every, 1);
+  studies::kit::check_at_least("--grid", o.grid, 2);
   if (!(o.eta_min > 0 && o.eta_max > o.eta_min && std::isfinite(o.eta_max)))
     throw std::invalid_argument("--eta-range: expected 0 < min < max, got " + fmt9(o.eta_min) + " " + fmt9(o.eta_max));
-  chapter::check_at_least("--seeds", o.seeds, 1);
+  studies::kit::check_at_least("--seeds", o.seeds, 1);
   if (!(o.init_scale > 0 && std::isfinite(o.init_scale)))
     throw std::invalid_argument("--scales: expected finite scales > 0, got " + fmt9(o.init_scale));
-  normstudy::check_threads(o.threads);
+  studies::kit::check_threads(o.threads);
 }
 
 namespace {
@@ -237,7 +236,7 @@ LinearRun train_one(const LinearOptions& o, bool bn, std::uint64_t seed, bool ic
   std::vector<std::vector<double>> G;
   for (int t = 0; t <= o.steps; ++t) {
     const double L = loss_grads(n, X, Y, G);
-    if (normstudy::crashed_loss(L)) {
+    if (studies::kit::crashed_loss(L)) {
       run.crashed = true;
       run.crash_step = t;
       break;
@@ -256,11 +255,8 @@ LinearRun train_one(const LinearOptions& o, bool bn, std::uint64_t seed, bool ic
 std::string net_name(bool bn) { return bn ? "bn" : "plain"; }
 
 std::string pm(const MeanStd& m, int digits = 3, bool sci = false) {
-  if (m.n == 0) return "—";
-  char buf[80];
-  if (sci) std::snprintf(buf, sizeof buf, "%.*e ± %.*e", digits - 1, m.mean, digits - 1, m.std);
-  else std::snprintf(buf, sizeof buf, "%.*f ± %.*f", digits, m.mean, digits, m.std);
-  return buf;
+  using studies::kit::Notation;
+  return studies::kit::fmt_mean_std(m, {1, sci ? digits - 1 : digits, sci ? Notation::Scientific : Notation::Fixed});
 }
 
 // Window of a run: [lo, hi] steps.
@@ -373,7 +369,7 @@ LinearResult run_deep_linear(const LinearOptions& o, bool ics, bool landscape) {
       r.runs.push_back(run);
     }
   const auto t0 = std::chrono::steady_clock::now();
-  normstudy::run_jobs(r.runs.size(), o.threads, [&](std::size_t k) {
+  studies::kit::run_jobs(r.runs.size(), o.threads, [&](std::size_t k) {
     r.runs[k] = train_one(o, r.runs[k].bn, r.runs[k].seed, ics, landscape);
     const auto& run = r.runs[k];
     spdlog::info("deep linear {} seed {}: loss {:.4g} -> {:.4g}{}", net_name(run.bn), run.seed,
@@ -399,7 +395,7 @@ LinearResult run_noisy_linear(const LinearOptions& o, const NoiseOptions& noise)
         r.runs.push_back(run);
       }
   const auto t0 = std::chrono::steady_clock::now();
-  normstudy::run_jobs(r.runs.size(), o.threads, [&](std::size_t k) {
+  studies::kit::run_jobs(r.runs.size(), o.threads, [&](std::size_t k) {
     const bool nz = r.runs[k].noise;
     r.runs[k] = train_one(o, r.runs[k].bn, r.runs[k].seed, false, false, nz ? &noise : nullptr);
     const auto& run = r.runs[k];
@@ -504,14 +500,14 @@ std::vector<std::string> band_figure(const LinearResult& r, const std::string& d
                                      const std::string& title,
                                      const std::vector<std::pair<std::string, std::array<std::string, 2>>>& panels,
                                      bool logy) {
-  using report_kit::gnuplot_text;
+  using studies::kit::gnuplot_text;
   std::ostringstream gp;
   gp << "set terminal pngcairo size " << 520 * panels.size() << ",480 font 'sans,10'\nset output "
-     << report_kit::gnuplot_quote(name + ".png") << "\nset multiplot layout 1," << panels.size() << " title "
+     << studies::kit::gnuplot_quote(name + ".png") << "\nset multiplot layout 1," << panels.size() << " title "
      << gnuplot_text(title) << "\n";
   for (std::size_t i = 0; i < panels.size(); ++i) {
-    const std::string fp = report_kit::data_file(dir_s, name + "_" + std::to_string(i) + "_plain.dat", panels[i].second[0]);
-    const std::string fb = report_kit::data_file(dir_s, name + "_" + std::to_string(i) + "_bn.dat", panels[i].second[1]);
+    const std::string fp = studies::kit::data_file(dir_s, name + "_" + std::to_string(i) + "_plain.dat", panels[i].second[0]);
+    const std::string fb = studies::kit::data_file(dir_s, name + "_" + std::to_string(i) + "_bn.dat", panels[i].second[1]);
     gp << "set xlabel 'step'\nset ylabel " << gnuplot_text(panels[i].first) << "\nset grid\n"
        << (logy ? "set logscale y\n" : "unset logscale y\n") << "set key top right\nplot "
        << fp << " using 1:2:4 with filledcurves fs transparent solid 0.3 lc rgb '#1f77b4' notitle, \\\n     "
@@ -521,7 +517,7 @@ std::vector<std::string> band_figure(const LinearResult& r, const std::string& d
   }
   gp << "unset multiplot\n";
   (void)r;
-  return report_kit::render_figure(dir_s, name, gp.str());
+  return studies::kit::render_figure(dir_s, name, gp.str());
 }
 
 std::array<double, 3> minmeanmax(const std::vector<double>& v) {
@@ -531,7 +527,7 @@ std::array<double, 3> minmeanmax(const std::vector<double>& v) {
 }  // namespace
 
 std::vector<std::string> write_ics(const LinearResult& r, const std::string& dir) {
-  if (!report_kit::write_tables(dir, ics_csv(r), ics_summary(r))) return {};
+  if (!studies::kit::write_tables(dir, ics_csv(r), ics_summary(r))) return {};
   auto table = [&](bool bn, int which) {
     return step_table(r, bn, &LinearRun::ics, [&](const IcsPoint& p) {
       return minmeanmax(which == 0 ? p.l2 : which == 1 ? p.rel : p.cos);
@@ -546,7 +542,7 @@ std::vector<std::string> write_ics(const LinearResult& r, const std::string& dir
 }
 
 std::vector<std::string> write_landscape(const LinearResult& r, const std::string& dir) {
-  if (!report_kit::write_tables(dir, landscape_csv(r), landscape_summary(r))) return {};
+  if (!studies::kit::write_tables(dir, landscape_csv(r), landscape_summary(r))) return {};
   auto loss = [&](bool bn) {
     return step_table(r, bn, &LinearRun::landscape,
                       [](const LandscapePoint& p) { return std::array<double, 3>{p.loss_min, p.loss, p.loss_max}; });

@@ -5,12 +5,15 @@
 #include <sstream>
 #include <stdexcept>
 
-#include "core.h"
+#include "kit/fashion_data.h"
+#include "kit/jobs.h"
+#include "kit/norm_net.h"
+#include "kit/option_checks.h"
 
 namespace claims {
 
-using normstudy::fmt4;
-using normstudy::fmt9;
+using studies::kit::fmt4;
+using studies::kit::fmt9;
 
 InitLinearOptions quick_init_linear_options(InitLinearOptions o) {
   o.linear.seeds = 2;

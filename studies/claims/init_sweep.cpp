@@ -1,7 +1,6 @@
 #include "init_sweep.h"
 
 #include <algorithm>
-#include <chrono>
 #include <cmath>
 #include <cstdio>
 #include <filesystem>
@@ -12,16 +11,12 @@
 
 #include "kit/gnuplot.h"
 #include "kit/stats.h"
+#include "kit_names.h"
 #include "kit/option_checks.h"
 
 namespace claims {
 
 using namespace tapegrad;
-using bnexp::mean_std;
-using bnexp::MeanStd;
-using normstudy::fmt4;
-using normstudy::fmt9;
-namespace fs = std::filesystem;
 
 InitOptions quick_init_options(InitOptions o) {
   o.seeds = 1;
@@ -40,15 +35,15 @@ void check_init_options(const InitOptions& o) {
   if (o.depths.empty()) throw std::invalid_argument("--depths: expected at least one depth, got none");
   for (int dd : o.depths)
     if (dd < 1) throw std::invalid_argument("--depths: expected hidden-layer counts >= 1, got " + std::to_string(dd));
-  chapter::check_at_least("--width", o.width, 1);
-  chapter::check_at_least("--seeds", o.seeds, 1);
-  chapter::check_at_least("--epochs", o.epochs, 1);
-  chapter::check_batch(o.batch, o.train_size);
-  chapter::check_rate("--lr", o.lr);
+  studies::kit::check_at_least("--width", o.width, 1);
+  studies::kit::check_at_least("--seeds", o.seeds, 1);
+  studies::kit::check_at_least("--epochs", o.epochs, 1);
+  studies::kit::check_batch(o.batch, o.train_size);
+  studies::kit::check_rate("--lr", o.lr);
   if (!(o.tolerance >= 0 && std::isfinite(o.tolerance)))
     throw std::invalid_argument("--tolerance: expected points >= 0, got " + fmt9(o.tolerance));
-  normstudy::check_sizes(o.train_size, o.test_size);
-  normstudy::check_threads(o.threads);
+  studies::kit::check_sizes(o.train_size, o.test_size);
+  studies::kit::check_threads(o.threads);
 }
 
 double InitRun::acc() const { return out.crashed ? crash_acc : out.test_acc; }
@@ -85,7 +80,7 @@ double good_share(const std::vector<double>& cells, double tol, std::vector<bool
 
 }  // namespace
 
-InitResult run_init_sweep(const InitOptions& o, const normstudy::StudyData& d) {
+InitResult run_init_sweep(const InitOptions& o, const studies::kit::StudyData& d) {
   check_init_options(o);
   InitResult r;
   r.options = o;
@@ -97,9 +92,7 @@ InitResult run_init_sweep(const InitOptions& o, const normstudy::StudyData& d) {
           x.bn = bn, x.depth = dd, x.scale = s, x.seed = o.seed + static_cast<std::uint64_t>(k);
           r.runs.push_back(x);
         }
-  const auto t0 = std::chrono::steady_clock::now();
-  normstudy::run_jobs(r.runs.size(), o.threads, [&](std::size_t k) {
-    auto& x = r.runs[k];
+  r.seconds = studies::kit::run_grid(r.runs, o.threads, [&](auto& x) {
     MlpSpec spec;
     spec.hidden.assign(static_cast<std::size_t>(x.depth), o.width);
     spec.bn = x.bn;
@@ -116,7 +109,6 @@ InitResult run_init_sweep(const InitOptions& o, const normstudy::StudyData& d) {
     spdlog::info("init-sweep {} depth {} scale {} seed {}: {}", x.bn ? "bn" : "plain", x.depth, fmt4(x.scale), x.seed,
                  x.out.crashed ? std::string("crashed") : "test " + fmt4(100 * x.out.test_acc) + "%");
   });
-  r.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   return r;
 }
 
@@ -196,8 +188,8 @@ std::string init_summary(const InitResult& r) {
 
 std::vector<std::string> write_init(const InitResult& r, const std::string& dir_s) {
   const auto& o = r.options;
-  if (!report_kit::write_tables(dir_s, init_csv(r), init_summary(r))) return {};
-  using report_kit::gnuplot_text;
+  if (!studies::kit::write_tables(dir_s, init_csv(r), init_summary(r))) return {};
+  using studies::kit::gnuplot_text;
   std::ostringstream gp;
   gp << "set terminal pngcairo size 1100,480 font 'sans,10'\nset output 'init_sweep.png'\nset multiplot layout 1,2 title "
      << gnuplot_text(r.figure_name + ", fixed lr " + fmt4(o.lr) + ": mean " + r.score + " (%) over " +
@@ -223,12 +215,12 @@ std::vector<std::string> write_init(const InitResult& r, const std::string& dir_
       }
       dat << "\n";
     }
-    const std::string f = report_kit::data_file(dir_s, std::string("init_") + (bn ? "bn" : "plain") + ".dat", dat.str());
+    const std::string f = studies::kit::data_file(dir_s, std::string("init_") + (bn ? "bn" : "plain") + ".dat", dat.str());
     gp << "set title " << gnuplot_text(bn ? "BN" : "plain") << "\nplot " << f << " using 1:2:3 with image notitle, " << f
        << " using 1:2:4 with labels noenhanced notitle\n";
   }
   gp << "unset multiplot\n";
-  return report_kit::render_figure(dir_s, "init_sweep", gp.str());
+  return studies::kit::render_figure(dir_s, "init_sweep", gp.str());
 }
 
 }  // namespace claims

@@ -53,7 +53,7 @@ struct InitResult {
   double floor = 10;  ///< the colour scale's lower end (chance)
 };
 
-InitResult run_init_sweep(const InitOptions& o, const normstudy::StudyData& d);
+InitResult run_init_sweep(const InitOptions& o, const studies::kit::StudyData& d);
 std::string init_csv(const InitResult& r);
 std::string init_summary(const InitResult& r);
 std::vector<std::string> write_init(const InitResult& r, const std::string& dir);

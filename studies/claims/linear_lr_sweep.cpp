@@ -6,15 +6,18 @@
 #include <sstream>
 #include <stdexcept>
 
-#include "core.h"
+#include "kit/fashion_data.h"
+#include "kit/jobs.h"
+#include "kit/norm_net.h"
+#include "kit/option_checks.h"
 #include "kit/gnuplot.h"
 #include "kit/stats.h"
 
 namespace claims {
 
-using bnexp::mean_std;
-using normstudy::fmt4;
-using normstudy::fmt9;
+using studies::kit::mean_std;
+using studies::kit::fmt4;
+using studies::kit::fmt9;
 
 LinearSweepOptions quick_linear_sweep_options(LinearSweepOptions o) {
   o.linear.seeds = 2;
@@ -138,7 +141,7 @@ std::string linear_sweep_summary(const LinearSweepResult& r) {
 }
 
 void write_linear_sweep(const LinearSweepResult& r, const std::string& dir) {
-  report_kit::write_tables(dir, linear_sweep_csv(r), linear_sweep_summary(r));
+  studies::kit::write_tables(dir, linear_sweep_csv(r), linear_sweep_summary(r));
 }
 
 }  // namespace claims

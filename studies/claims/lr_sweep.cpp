@@ -1,6 +1,5 @@
 #include "lr_sweep.h"
 
-#include <chrono>
 #include <cmath>
 #include <cstdio>
 #include <filesystem>
@@ -11,6 +10,7 @@
 
 #include "kit/gnuplot.h"
 #include "kit/stats.h"
+#include "kit_names.h"
 #include "kit/option_checks.h"
 #include <tapegrad/data/dataloader.h>
 #include <tapegrad/optim/sgd.h>
@@ -18,11 +18,6 @@
 namespace claims {
 
 using namespace tapegrad;
-using bnexp::mean_std;
-using bnexp::MeanStd;
-using normstudy::fmt4;
-using normstudy::fmt9;
-namespace fs = std::filesystem;
 
 SweepOptions quick_sweep_options(SweepOptions o) {
   o.seeds = 1;
@@ -37,11 +32,11 @@ SweepOptions quick_sweep_options(SweepOptions o) {
 void check_sweep_options(const SweepOptions& o) {
   if (!(o.lr_min > 0 && std::isfinite(o.lr_max) && o.lr_max >= o.lr_min))
     throw std::invalid_argument("--lr-min/--lr-max: expected 0 < min <= max, got " + fmt9(o.lr_min) + " " + fmt9(o.lr_max));
-  chapter::check_at_least("--seeds", o.seeds, 1);
-  chapter::check_at_least("--epochs", o.epochs, 1);
-  chapter::check_batch(o.batch, o.train_size);
-  normstudy::check_sizes(o.train_size, o.test_size);
-  normstudy::check_threads(o.threads);
+  studies::kit::check_at_least("--seeds", o.seeds, 1);
+  studies::kit::check_at_least("--epochs", o.epochs, 1);
+  studies::kit::check_batch(o.batch, o.train_size);
+  studies::kit::check_sizes(o.train_size, o.test_size);
+  studies::kit::check_threads(o.threads);
   if (o.arch != "mlp" && o.arch != "cnn") throw std::invalid_argument("--arch: expected mlp or cnn, got " + o.arch);
 }
 
@@ -57,17 +52,17 @@ std::vector<double> sweep_rates(const SweepOptions& o) {
 
 namespace {
 
-SweepRun train_one(const SweepOptions& o, const normstudy::StudyData& d, bool bn, std::uint64_t seed, double lr) {
+SweepRun train_one(const SweepOptions& o, const studies::kit::StudyData& d, bool bn, std::uint64_t seed, double lr) {
   SweepRun run;
   run.bn = bn;
   run.seed = seed;
   run.lr = lr;
-  normstudy::ModelConfig mc;
-  mc.norm = bn ? normstudy::NormKind::Sync : normstudy::NormKind::None;  // Sync: BatchNorm1d over the batch
+  studies::kit::ModelConfig mc;
+  mc.norm = bn ? studies::kit::NormKind::Sync : studies::kit::NormKind::None;  // Sync: BatchNorm1d over the batch
   mc.hidden = o.hidden;
   mc.arch = o.arch;
   Generator init(seed), shuffle(seed + 1000003);
-  normstudy::Model m = normstudy::build_model(mc, d.train.num_features(), 10, init);
+  studies::kit::Model m = studies::kit::build_model(mc, d.train.num_features(), 10, init);
   optim::SGDOptions so;
   so.lr = lr;
   optim::SGD opt(m.net->parameters(), so);
@@ -82,7 +77,7 @@ SweepRun train_one(const SweepOptions& o, const normstudy::StudyData& d, bool bn
     double sum = 0;
     int n = 0;
     for (auto b : loader) {
-      const double L = normstudy::train_step(*m.net, opt, b.X, b.y);
+      const double L = studies::kit::train_step(*m.net, opt, b.X, b.y);
       ++step;
       if (step == 1) run.first_loss = L;
       if (!std::isfinite(L) || L > 10 * run.first_loss) {
@@ -98,7 +93,7 @@ SweepRun train_one(const SweepOptions& o, const normstudy::StudyData& d, bool bn
     }
     run.last_loss = n ? sum / n : NAN;
   }
-  run.test_acc = run.diverged ? NAN : normstudy::evaluate_eval_mode(*m.net, d.test).accuracy;
+  run.test_acc = run.diverged ? NAN : studies::kit::evaluate_eval_mode(*m.net, d.test).accuracy;
   return run;
 }
 
@@ -111,15 +106,12 @@ std::size_t first_diverging(const SweepResult& r, bool bn, std::uint64_t seed) {
 }
 
 std::string pm(const MeanStd& m, double scale = 1, int digits = 2) {
-  if (m.n == 0) return "—";
-  char buf[64];
-  std::snprintf(buf, sizeof buf, "%.*f ± %.*f", digits, scale * m.mean, digits, scale * m.std);
-  return buf;
+  return studies::kit::fmt_mean_std(m, {scale, digits});
 }
 
 }  // namespace
 
-SweepResult run_lr_sweep(const SweepOptions& o, const normstudy::StudyData& d) {
+SweepResult run_lr_sweep(const SweepOptions& o, const studies::kit::StudyData& d) {
   check_sweep_options(o);
   SweepResult r;
   r.options = o;
@@ -133,14 +125,11 @@ SweepResult run_lr_sweep(const SweepOptions& o, const normstudy::StudyData& d) {
         run.lr = lr;
         r.runs.push_back(run);
       }
-  const auto t0 = std::chrono::steady_clock::now();
-  normstudy::run_jobs(r.runs.size(), o.threads, [&](std::size_t k) {
-    r.runs[k] = train_one(o, d, r.runs[k].bn, r.runs[k].seed, r.runs[k].lr);
-    const auto& run = r.runs[k];
+  r.seconds = studies::kit::run_grid(r.runs, o.threads, [&](auto& run) {
+    run = train_one(o, d, run.bn, run.seed, run.lr);
     spdlog::info("lr-sweep {} seed {} lr {}: {}", run.bn ? "bn" : "plain", run.seed, fmt4(run.lr),
                  run.diverged ? "diverged, " + run.reason : "test " + fmt4(100 * run.test_acc) + "%");
   });
-  r.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   return r;
 }
 
@@ -217,10 +206,10 @@ std::string sweep_summary(const SweepResult& r) {
 }
 
 std::vector<std::string> write_sweep(const SweepResult& r, const std::string& dir_s) {
-  if (!report_kit::write_tables(dir_s, sweep_csv(r), sweep_summary(r))) return {};
+  if (!studies::kit::write_tables(dir_s, sweep_csv(r), sweep_summary(r))) return {};
   std::ostringstream gp;
   gp << "set terminal pngcairo size 900,520 font 'sans,10'\nset output 'lr_sweep.png'\nset title "
-     << report_kit::gnuplot_text(std::string("Fashion-MNIST ") + (r.options.arch == "cnn" ? "CNN" : "MLP") +
+     << studies::kit::gnuplot_text(std::string("Fashion-MNIST ") + (r.options.arch == "cnn" ? "CNN" : "MLP") +
                                  ", plain SGD: test accuracy against lr (mean ± std over " +
                                  std::to_string(r.options.seeds) + " seeds; a missing point: a run diverged)")
      << "\nset xlabel 'learning rate'\nset ylabel 'test accuracy (%)'\n"
@@ -239,12 +228,12 @@ std::vector<std::string> write_sweep(const SweepResult& r, const std::string& di
       if (any_div || m.n == 0) d << fmt9(lr) << " ? ?\n";
       else d << fmt9(lr) << " " << fmt9(m.mean) << " " << fmt9(m.std) << "\n";
     }
-    const std::string f = report_kit::data_file(dir_s, std::string("lr_sweep_") + (bn ? "bn" : "plain") + ".dat", d.str());
+    const std::string f = studies::kit::data_file(dir_s, std::string("lr_sweep_") + (bn ? "bn" : "plain") + ".dat", d.str());
     gp << (bn ? ", \\\n     " : "") << f << " using 1:2:3 with yerrorlines lw 2 pt 7 lc rgb '"
-       << (bn ? "#d62728" : "#1f77b4") << "' title " << report_kit::gnuplot_text(bn ? "BN" : "plain");
+       << (bn ? "#d62728" : "#1f77b4") << "' title " << studies::kit::gnuplot_text(bn ? "BN" : "plain");
   }
   gp << "\n";
-  return report_kit::render_figure(dir_s, "lr_sweep", gp.str());
+  return studies::kit::render_figure(dir_s, "lr_sweep", gp.str());
 }
 
 }  // namespace claims

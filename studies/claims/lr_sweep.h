@@ -10,7 +10,10 @@
 #include <string>
 #include <vector>
 
-#include "core.h"
+#include "kit/fashion_data.h"
+#include "kit/jobs.h"
+#include "kit/norm_net.h"
+#include "kit/option_checks.h"
 
 namespace claims {
 
@@ -50,7 +53,7 @@ struct SweepResult {
   double seconds = 0;
 };
 
-SweepResult run_lr_sweep(const SweepOptions& o, const normstudy::StudyData& d);
+SweepResult run_lr_sweep(const SweepOptions& o, const studies::kit::StudyData& d);
 std::string sweep_csv(const SweepResult& r);
 std::string sweep_summary(const SweepResult& r);
 std::vector<std::string> write_sweep(const SweepResult& r, const std::string& dir);

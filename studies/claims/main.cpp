@@ -209,14 +209,14 @@ int main(int argc, char** argv) {
     if (vs->parsed()) {
       check_shift_options(so);
       use_out("claims_variance_shift");
-      const normstudy::StudyData d = normstudy::load_data(data_dir, so.train_size, so.test_size);
+      const studies::kit::StudyData d = studies::kit::load_data(data_dir, so.train_size, so.test_size);
       const ShiftResult r = run_variance_shift(so, d);
       pngs = write_shift(r, out);
       std::cout << shift_summary(r);
     } else if (nb->parsed()) {
       check_noisy_options(no);
       use_out("claims_noisy_bn");
-      const normstudy::StudyData d = normstudy::load_data(data_dir, no.train_size, no.test_size);
+      const studies::kit::StudyData d = studies::kit::load_data(data_dir, no.train_size, no.test_size);
       const NoisyResult r = run_noisy_bn(no, d);
       pngs = write_noisy(r, out);
       std::cout << noisy_summary(r);
@@ -224,7 +224,7 @@ int main(int argc, char** argv) {
       CLI::App* sc = icsm->parsed() ? icsm : landm;
       check_mlp_probe_options(mo);
       use_out(icsm->parsed() ? "claims_ics_mlp" : "claims_landscape_mlp");
-      const normstudy::StudyData d = normstudy::load_data(data_dir, mo.train_size, mo.test_size);
+      const studies::kit::StudyData d = studies::kit::load_data(data_dir, mo.train_size, mo.test_size);
       if (icsm->parsed()) {
         const LinearResult r = run_mlp_probes(mo, d, true, false);
         pngs = write_ics(r, out);
@@ -237,14 +237,14 @@ int main(int argc, char** argv) {
     } else if (is->parsed()) {
       check_init_options(io);
       use_out("claims_init_sweep");
-      const normstudy::StudyData d = normstudy::load_data(data_dir, io.train_size, io.test_size);
+      const studies::kit::StudyData d = studies::kit::load_data(data_dir, io.train_size, io.test_size);
       const InitResult r = run_init_sweep(io, d);
       pngs = write_init(r, out);
       std::cout << init_summary(r);
     } else if (rg->parsed()) {
       check_gap_options(go);
       use_out("claims_reg_gap");
-      const normstudy::StudyData d = normstudy::load_data(data_dir, go.train_size, go.test_size);
+      const studies::kit::StudyData d = studies::kit::load_data(data_dir, go.train_size, go.test_size);
       const GapResult r = run_reg_gap(go, d);
       pngs = write_gap(r, out);
       std::cout << gap_summary(r);
@@ -263,7 +263,7 @@ int main(int argc, char** argv) {
     } else if (sw->parsed()) {
       check_sweep_options(wo);
       use_out("claims_lr_sweep");
-      const normstudy::StudyData d = normstudy::load_data(data_dir, wo.train_size, wo.test_size);
+      const studies::kit::StudyData d = studies::kit::load_data(data_dir, wo.train_size, wo.test_size);
       const SweepResult r = run_lr_sweep(wo, d);
       pngs = write_sweep(r, out);
       std::cout << sweep_summary(r);

@@ -13,7 +13,7 @@ namespace claims {
 using namespace tapegrad;
 
 Mlp build_mlp(const MlpSpec& s, std::int64_t in_features, std::int64_t classes, Generator& init) {
-  chapter::check_widths("--hidden", s.hidden);
+  studies::kit::check_widths("--hidden", s.hidden);
   if (!(s.weight_scale >= 0 && std::isfinite(s.weight_scale)))
     throw std::invalid_argument("weight scale: expected a finite number >= 0, got " + std::to_string(s.weight_scale));
   Mlp m;
@@ -61,7 +61,7 @@ Mlp build_mlp(const MlpSpec& s, std::int64_t in_features, std::int64_t classes, 
 
 namespace claims {
 
-TrainOutcome train_mlp(Mlp& m, const TrainSpec& t, const normstudy::StudyData& d,
+TrainOutcome train_mlp(Mlp& m, const TrainSpec& t, const studies::kit::StudyData& d,
                        const std::function<void(std::int64_t, const Tensor&, const Tensor&)>& before_step) {
   TrainOutcome out;
   optim::SGDOptions so;
@@ -81,10 +81,10 @@ TrainOutcome train_mlp(Mlp& m, const TrainSpec& t, const normstudy::StudyData& d
     int n = 0;
     for (auto b : loader) {
       if (before_step) before_step(step, b.X, b.y);
-      const double L = normstudy::train_step(*m.net, opt, b.X, b.y);
+      const double L = studies::kit::train_step(*m.net, opt, b.X, b.y);
       if (step == 0) out.first_loss = L;
       ++step;
-      if (normstudy::crashed_loss(L)) {
+      if (studies::kit::crashed_loss(L)) {
         out.crashed = true;
         out.crash_step = step;
         break;
@@ -93,8 +93,8 @@ TrainOutcome train_mlp(Mlp& m, const TrainSpec& t, const normstudy::StudyData& d
     }
     out.last_epoch_loss = n ? sum / n : NAN;
   }
-  out.train_acc = out.crashed ? NAN : normstudy::evaluate_eval_mode(*m.net, d.train).accuracy;
-  out.test_acc = out.crashed ? NAN : normstudy::evaluate_eval_mode(*m.net, d.test).accuracy;
+  out.train_acc = out.crashed ? NAN : studies::kit::evaluate_eval_mode(*m.net, d.train).accuracy;
+  out.test_acc = out.crashed ? NAN : studies::kit::evaluate_eval_mode(*m.net, d.test).accuracy;
   return out;
 }
 

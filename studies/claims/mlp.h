@@ -42,7 +42,10 @@ Mlp build_mlp(const MlpSpec& s, std::int64_t in_features, std::int64_t classes, 
 
 #include <functional>
 
-#include "core.h"
+#include "kit/fashion_data.h"
+#include "kit/jobs.h"
+#include "kit/norm_net.h"
+#include "kit/option_checks.h"
 
 namespace claims {
 
@@ -54,7 +57,7 @@ struct TrainSpec {
   std::uint64_t shuffle_seed = 0;  ///< the DataLoader's Generator
 };
 struct TrainOutcome {
-  bool crashed = false;           ///< a minibatch loss NaN, Inf or > 1e10 (normstudy::crashed_loss)
+  bool crashed = false;           ///< a minibatch loss NaN, Inf or > 1e10 (studies::kit::crashed_loss)
   std::int64_t crash_step = 0;
   double first_loss = 0;          ///< first minibatch loss
   double last_epoch_loss = 0;     ///< mean minibatch loss of the last epoch (train mode)
@@ -63,7 +66,7 @@ struct TrainOutcome {
 /// SGD (momentum `momentum`) on cross-entropy, shuffled batches, the remainder dropped.
 /// `before_step(step, X, y)`, when set, runs before every optimizer step at the current
 /// weights (step counts from 0); it must leave the net as it found it.
-TrainOutcome train_mlp(Mlp& m, const TrainSpec& t, const normstudy::StudyData& d,
+TrainOutcome train_mlp(Mlp& m, const TrainSpec& t, const studies::kit::StudyData& d,
                        const std::function<void(std::int64_t, const tapegrad::Tensor&, const tapegrad::Tensor&)>&
                            before_step = {});
 

@@ -15,8 +15,8 @@
 namespace claims {
 
 using namespace tapegrad;
-using normstudy::fmt4;
-using normstudy::fmt9;
+using studies::kit::fmt4;
+using studies::kit::fmt9;
 
 MlpProbeOptions quick_mlp_probe_options(MlpProbeOptions o) {
   o.seeds = 2;
@@ -29,16 +29,16 @@ MlpProbeOptions quick_mlp_probe_options(MlpProbeOptions o) {
 }
 
 void check_mlp_probe_options(const MlpProbeOptions& o) {
-  chapter::check_at_least("--seeds", o.seeds, 1);
-  chapter::check_at_least("--epochs", o.epochs, 1);
-  chapter::check_batch(o.batch, o.train_size);
-  chapter::check_rate("--lr", o.lr);
-  normstudy::check_sizes(o.train_size, o.test_size);
-  chapter::check_at_least("--every", o.every, 1);
-  chapter::check_at_least("--grid", o.grid, 2);
+  studies::kit::check_at_least("--seeds", o.seeds, 1);
+  studies::kit::check_at_least("--epochs", o.epochs, 1);
+  studies::kit::check_batch(o.batch, o.train_size);
+  studies::kit::check_rate("--lr", o.lr);
+  studies::kit::check_sizes(o.train_size, o.test_size);
+  studies::kit::check_at_least("--every", o.every, 1);
+  studies::kit::check_at_least("--grid", o.grid, 2);
   if (!(o.eta_min > 0 && o.eta_max > o.eta_min && std::isfinite(o.eta_max)))
     throw std::invalid_argument("--eta-min/--eta-max: expected 0 < min < max, got " + fmt9(o.eta_min) + " " + fmt9(o.eta_max));
-  normstudy::check_threads(o.threads);
+  studies::kit::check_threads(o.threads);
 }
 
 namespace {
@@ -86,7 +86,7 @@ double dot(const std::vector<double>& a, const std::vector<double>& b) {
   return s;
 }
 
-LinearRun train_one(const MlpProbeOptions& o, const normstudy::StudyData& d, bool bn, std::uint64_t seed, bool ics,
+LinearRun train_one(const MlpProbeOptions& o, const studies::kit::StudyData& d, bool bn, std::uint64_t seed, bool ics,
                     bool landscape) {
   LinearRun run;
   run.bn = bn;
@@ -171,7 +171,7 @@ LinearRun train_one(const MlpProbeOptions& o, const normstudy::StudyData& d, boo
 
 }  // namespace
 
-LinearResult run_mlp_probes(const MlpProbeOptions& o, const normstudy::StudyData& d, bool ics, bool landscape) {
+LinearResult run_mlp_probes(const MlpProbeOptions& o, const studies::kit::StudyData& d, bool ics, bool landscape) {
   check_mlp_probe_options(o);
   LinearResult r;
   r.options.depth = static_cast<int>(o.hidden.size()) + 1;
@@ -204,7 +204,7 @@ LinearResult run_mlp_probes(const MlpProbeOptions& o, const normstudy::StudyData
       r.runs.push_back(run);
     }
   const auto t0 = std::chrono::steady_clock::now();
-  normstudy::run_jobs(r.runs.size(), o.threads, [&](std::size_t k) {
+  studies::kit::run_jobs(r.runs.size(), o.threads, [&](std::size_t k) {
     r.runs[k] = train_one(o, d, r.runs[k].bn, r.runs[k].seed, ics, landscape);
   });
   r.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();

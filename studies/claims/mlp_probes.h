@@ -40,6 +40,6 @@ void check_mlp_probe_options(const MlpProbeOptions& o);
 /// Trains plain and BN for every seed with the probes asked for. The result reuses
 /// LinearResult (its summaries, CSVs and figures): options.steps = the run's SGD steps,
 /// options.depth = the Linears, loss = the minibatch loss at each probe step.
-LinearResult run_mlp_probes(const MlpProbeOptions& o, const normstudy::StudyData& d, bool ics, bool landscape);
+LinearResult run_mlp_probes(const MlpProbeOptions& o, const studies::kit::StudyData& d, bool ics, bool landscape);
 
 }  // namespace claims

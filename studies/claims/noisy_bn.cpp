@@ -11,16 +11,12 @@
 
 #include "kit/gnuplot.h"
 #include "kit/stats.h"
+#include "kit_names.h"
 #include "kit/option_checks.h"
 
 namespace claims {
 
 using namespace tapegrad;
-using bnexp::mean_std;
-using bnexp::MeanStd;
-using normstudy::fmt4;
-using normstudy::fmt9;
-namespace fs = std::filesystem;
 
 NoisyOptions quick_noisy_options(NoisyOptions o) {
   o.seeds = 2;
@@ -35,12 +31,12 @@ NoisyOptions quick_noisy_options(NoisyOptions o) {
 void check_noisy_options(const NoisyOptions& o) {
   check_noise_options(o.noise);
   check_linear_options(o.linear);
-  chapter::check_at_least("--seeds", o.seeds, 1);
-  chapter::check_at_least("--epochs", o.epochs, 1);
-  chapter::check_batch(o.batch, o.train_size);
-  chapter::check_rate("--lr", o.lr);
-  normstudy::check_sizes(o.train_size, o.test_size);
-  normstudy::check_threads(o.threads);
+  studies::kit::check_at_least("--seeds", o.seeds, 1);
+  studies::kit::check_at_least("--epochs", o.epochs, 1);
+  studies::kit::check_batch(o.batch, o.train_size);
+  studies::kit::check_rate("--lr", o.lr);
+  studies::kit::check_sizes(o.train_size, o.test_size);
+  studies::kit::check_threads(o.threads);
 }
 
 namespace {
@@ -48,11 +44,8 @@ namespace {
 std::string variant(bool bn, bool noise) { return std::string(bn ? "bn" : "plain") + (noise ? "+noise" : ""); }
 
 std::string pm(const MeanStd& m, double scale, int digits, bool sci = false) {
-  if (m.n == 0) return "—";
-  char buf[96];
-  if (sci) std::snprintf(buf, sizeof buf, "%.*e ± %.*e", digits, scale * m.mean, digits, scale * m.std);
-  else std::snprintf(buf, sizeof buf, "%.*f ± %.*f", digits, scale * m.mean, digits, scale * m.std);
-  return buf;
+  using studies::kit::Notation;
+  return studies::kit::fmt_mean_std(m, {scale, digits, sci ? Notation::Scientific : Notation::Fixed});
 }
 
 // Final loss of a deep linear run: the clean loss (noise off) for noise runs; NaN when crashed.
@@ -101,7 +94,7 @@ std::string paired(const std::vector<double>& v, bool ratio, double scale = 1) {
 
 }  // namespace
 
-NoisyResult run_noisy_bn(const NoisyOptions& o, const normstudy::StudyData& d) {
+NoisyResult run_noisy_bn(const NoisyOptions& o, const studies::kit::StudyData& d) {
   check_noisy_options(o);
   NoisyResult r;
   r.options = o;
@@ -120,7 +113,7 @@ NoisyResult run_noisy_bn(const NoisyOptions& o, const normstudy::StudyData& d) {
         run.seed = o.seed + static_cast<std::uint64_t>(s);
         r.mlp.push_back(run);
       }
-  normstudy::run_jobs(r.mlp.size(), o.threads, [&](std::size_t k) {
+  studies::kit::run_jobs(r.mlp.size(), o.threads, [&](std::size_t k) {
     auto& run = r.mlp[k];
     MlpSpec spec;
     spec.hidden = o.hidden;
@@ -227,10 +220,10 @@ std::string noisy_summary(const NoisyResult& r) {
 }
 
 std::vector<std::string> write_noisy(const NoisyResult& r, const std::string& dir_s) {
-  if (!report_kit::write_tables(dir_s, noisy_csv(r), noisy_summary(r))) return {};
+  if (!studies::kit::write_tables(dir_s, noisy_csv(r), noisy_summary(r))) return {};
   std::ostringstream gp;
   gp << "set terminal pngcairo size 900,520 font 'sans,10'\nset output 'noisy_bn.png'\nset title "
-     << report_kit::gnuplot_text("Deep linear network: loss (noise runs: with the noise off), mean over " +
+     << studies::kit::gnuplot_text("Deep linear network: loss (noise runs: with the noise off), mean over " +
                                  std::to_string(r.options.seeds) + " seeds")
      << "\nset xlabel 'step'\nset ylabel 'summed squared error'\nset logscale y\nset grid\nset key top right\nplot ";
   const char* colors[] = {"#1f77b4", "#17becf", "#d62728", "#ff7f0e"};
@@ -246,13 +239,13 @@ std::vector<std::string> write_noisy(const NoisyResult& r, const std::string& di
           if (x.bn == bn && x.noise == nz && k < x.loss.size()) s += (nz ? x.clean_loss[k] : x.loss[k]).second, ++n;
         d << first->loss[k].first << " " << fmt9(s / n) << "\n";
       }
-      const std::string f = report_kit::data_file(dir_s, "noisy_" + variant(bn, nz) + ".dat", d.str());
+      const std::string f = studies::kit::data_file(dir_s, "noisy_" + variant(bn, nz) + ".dat", d.str());
       gp << (c ? ", \\\n     " : "") << f << " using 1:2 with lines lw 2 lc rgb '" << colors[c] << "' title "
-         << report_kit::gnuplot_text(variant(bn, nz));
+         << studies::kit::gnuplot_text(variant(bn, nz));
       ++c;
     }
   gp << "\n";
-  return report_kit::render_figure(dir_s, "noisy_bn", gp.str());
+  return studies::kit::render_figure(dir_s, "noisy_bn", gp.str());
 }
 
 }  // namespace claims

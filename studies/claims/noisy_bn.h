@@ -45,7 +45,7 @@ struct NoisyResult {
   double seconds = 0;
 };
 
-NoisyResult run_noisy_bn(const NoisyOptions& o, const normstudy::StudyData& d);
+NoisyResult run_noisy_bn(const NoisyOptions& o, const studies::kit::StudyData& d);
 std::string noisy_csv(const NoisyResult& r);
 std::string noisy_summary(const NoisyResult& r);
 std::vector<std::string> write_noisy(const NoisyResult& r, const std::string& dir);

@@ -1,6 +1,5 @@
 #include "reg_gap.h"
 
-#include <chrono>
 #include <cmath>
 #include <cstdio>
 #include <filesystem>
@@ -11,16 +10,12 @@
 
 #include "kit/gnuplot.h"
 #include "kit/stats.h"
+#include "kit_names.h"
 #include "kit/option_checks.h"
 
 namespace claims {
 
 using namespace tapegrad;
-using bnexp::mean_std;
-using bnexp::MeanStd;
-using normstudy::fmt4;
-using normstudy::fmt9;
-namespace fs = std::filesystem;
 
 GapOptions quick_gap_options(GapOptions o) {
   o.seeds = 1;
@@ -47,10 +42,10 @@ void check_gap_options(const GapOptions& o) {
     has = has || lr == o.matched_lr;
   }
   if (!has) throw std::invalid_argument("--matched-lr: expected one of --lrs, got " + fmt9(o.matched_lr));
-  chapter::check_at_least("--seeds", o.seeds, 1);
-  chapter::check_at_least("--epochs", o.epochs, 1);
-  normstudy::check_sizes(o.train_size, o.test_size);
-  normstudy::check_threads(o.threads);
+  studies::kit::check_at_least("--seeds", o.seeds, 1);
+  studies::kit::check_at_least("--epochs", o.epochs, 1);
+  studies::kit::check_sizes(o.train_size, o.test_size);
+  studies::kit::check_threads(o.threads);
 }
 
 namespace {
@@ -75,10 +70,7 @@ double best_lr(const GapResult& r, bool bn, std::int64_t batch) {
   return at;
 }
 std::string pm(const MeanStd& m, double scale = 100, int digits = 2) {
-  if (m.n == 0) return "—";
-  char buf[64];
-  std::snprintf(buf, sizeof buf, "%.*f ± %.*f", digits, scale * m.mean, digits, scale * m.std);
-  return buf;
+  return studies::kit::fmt_mean_std(m, {scale, digits});
 }
 struct Stats {
   MeanStd train, test, gap;
@@ -105,7 +97,7 @@ MeanStd paired_gap(const std::vector<const GapRun*>& b, const std::vector<const 
 
 }  // namespace
 
-GapResult run_reg_gap(const GapOptions& o, const normstudy::StudyData& d) {
+GapResult run_reg_gap(const GapOptions& o, const studies::kit::StudyData& d) {
   check_gap_options(o);
   GapResult r;
   r.options = o;
@@ -117,9 +109,7 @@ GapResult run_reg_gap(const GapOptions& o, const normstudy::StudyData& d) {
           x.bn = bn, x.batch = b, x.lr = lr, x.seed = o.seed + static_cast<std::uint64_t>(k);
           r.runs.push_back(x);
         }
-  const auto t0 = std::chrono::steady_clock::now();
-  normstudy::run_jobs(r.runs.size(), o.threads, [&](std::size_t k) {
-    auto& x = r.runs[k];
+  r.seconds = studies::kit::run_grid(r.runs, o.threads, [&](auto& x) {
     MlpSpec spec;
     spec.hidden = o.hidden;
     spec.bn = x.bn;
@@ -142,7 +132,6 @@ GapResult run_reg_gap(const GapOptions& o, const normstudy::StudyData& d) {
                  x.out.crashed ? std::string("crashed")
                                : "train " + fmt4(100 * x.out.train_acc) + "%, test " + fmt4(100 * x.out.test_acc) + "%");
   });
-  r.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   return r;
 }
 
@@ -205,8 +194,8 @@ std::string gap_summary(const GapResult& r) {
 
 std::vector<std::string> write_gap(const GapResult& r, const std::string& dir_s) {
   const auto& o = r.options;
-  if (!report_kit::write_tables(dir_s, gap_csv(r), gap_summary(r))) return {};
-  using report_kit::gnuplot_text;
+  if (!studies::kit::write_tables(dir_s, gap_csv(r), gap_summary(r))) return {};
+  using studies::kit::gnuplot_text;
   std::ostringstream gp;
   gp << "set terminal pngcairo size 1000,480 font 'sans,10'\nset output 'reg_gap.png'\nset multiplot layout 1,2 title "
      << gnuplot_text("Fashion-MNIST MLP, " + std::to_string(o.train_size) + " images, " + std::to_string(o.epochs) +
@@ -223,14 +212,14 @@ std::vector<std::string> write_gap(const GapResult& r, const std::string& dir_s)
         if (s.gap.n) dat << b << " " << fmt9(100 * s.gap.mean) << " " << fmt9(100 * s.gap.std) << "\n";
       }
       const std::string f =
-          report_kit::data_file(dir_s, "gap_" + std::to_string(pass) + (bn ? "_bn" : "_plain") + ".dat", dat.str());
+          studies::kit::data_file(dir_s, "gap_" + std::to_string(pass) + (bn ? "_bn" : "_plain") + ".dat", dat.str());
       gp << (bn ? ", " : "") << f << " using 1:2:3 with yerrorlines lw 2 pt 7 lc rgb '" << (bn ? "#d62728" : "#1f77b4")
          << "' title " << gnuplot_text(bn ? "BN" : "plain");
     }
     gp << "\n";
   }
   gp << "unset multiplot\n";
-  return report_kit::render_figure(dir_s, "reg_gap", gp.str());
+  return studies::kit::render_figure(dir_s, "reg_gap", gp.str());
 }
 
 }  // namespace claims

@@ -46,7 +46,7 @@ struct GapResult {
   double seconds = 0;
 };
 
-GapResult run_reg_gap(const GapOptions& o, const normstudy::StudyData& d);
+GapResult run_reg_gap(const GapOptions& o, const studies::kit::StudyData& d);
 std::string gap_csv(const GapResult& r);
 std::string gap_summary(const GapResult& r);
 std::vector<std::string> write_gap(const GapResult& r, const std::string& dir);

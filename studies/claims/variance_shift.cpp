@@ -12,6 +12,7 @@
 #include "bn_moments.h"
 #include "kit/gnuplot.h"
 #include "kit/stats.h"
+#include "kit_names.h"
 #include "kit/option_checks.h"
 #include <tapegrad/data/dataloader.h>
 #include <tapegrad/debug/recalibrate.h>
@@ -24,11 +25,6 @@
 namespace claims {
 
 using namespace tapegrad;
-using bnexp::mean_std;
-using bnexp::MeanStd;
-using normstudy::fmt4;
-using normstudy::fmt9;
-namespace fs = std::filesystem;
 
 ShiftOptions quick_shift_options(ShiftOptions o) {
   o.seeds = 2;
@@ -42,15 +38,15 @@ void check_shift_options(const ShiftOptions& o) {
   if (o.ps.empty()) throw std::invalid_argument("--ps: expected at least one Dropout probability");
   for (double p : o.ps)
     if (!(p > 0 && p < 1)) throw std::invalid_argument("--ps: expected probabilities in (0, 1), got " + fmt9(p));
-  chapter::check_at_least("--seeds", o.seeds, 1);
-  chapter::check_at_least("--epochs", o.epochs, 1);
-  chapter::check_batch(o.batch, o.train_size);
-  chapter::check_rate("--lr", o.lr);
+  studies::kit::check_at_least("--seeds", o.seeds, 1);
+  studies::kit::check_at_least("--epochs", o.epochs, 1);
+  studies::kit::check_batch(o.batch, o.train_size);
+  studies::kit::check_rate("--lr", o.lr);
   if (!(o.bn_momentum > 0 && o.bn_momentum <= 1))
     throw std::invalid_argument("--bn-momentum: expected a number in (0, 1], got " + fmt9(o.bn_momentum));
-  normstudy::check_sizes(o.train_size, o.test_size);
-  chapter::check_widths("--hidden", o.hidden);
-  normstudy::check_threads(o.threads);
+  studies::kit::check_sizes(o.train_size, o.test_size);
+  studies::kit::check_widths("--hidden", o.hidden);
+  studies::kit::check_threads(o.threads);
 }
 
 namespace {
@@ -80,7 +76,7 @@ ShiftNet build(const ShiftOptions& o, bool before, double p, std::int64_t in, Ge
   return s;
 }
 
-ShiftRun train_one(const ShiftOptions& o, const normstudy::StudyData& d, double p, bool before, std::uint64_t seed) {
+ShiftRun train_one(const ShiftOptions& o, const studies::kit::StudyData& d, double p, bool before, std::uint64_t seed) {
   ShiftRun run;
   run.placement = before ? "before" : "after";
   run.p = p;
@@ -99,7 +95,7 @@ ShiftRun train_one(const ShiftOptions& o, const normstudy::StudyData& d, double 
   s.net->train();
   for (int e = 1; e <= o.epochs && !run.crashed; ++e)
     for (auto b : loader)
-      if (normstudy::crashed_loss(normstudy::train_step(*s.net, opt, b.X, b.y))) {
+      if (studies::kit::crashed_loss(studies::kit::train_step(*s.net, opt, b.X, b.y))) {
         run.crashed = true;
         break;
       }
@@ -128,19 +124,16 @@ ShiftRun train_one(const ShiftOptions& o, const normstudy::StudyData& d, double 
     ls.predicted_zero_mean = before ? 1.0 / q : 1.0;
     run.layers.push_back(ls);
   }
-  run.train_acc = normstudy::evaluate_eval_mode(*s.net, d.train).accuracy;
-  run.test_acc = normstudy::evaluate_eval_mode(*s.net, d.test).accuracy;
+  run.train_acc = studies::kit::evaluate_eval_mode(*s.net, d.train).accuracy;
+  run.test_acc = studies::kit::evaluate_eval_mode(*s.net, d.test).accuracy;
   debug::recalibrate_batch_norm(*s.net, d.train.X, 1000);
-  run.train_acc_recal = normstudy::evaluate_eval_mode(*s.net, d.train).accuracy;
-  run.test_acc_recal = normstudy::evaluate_eval_mode(*s.net, d.test).accuracy;
+  run.train_acc_recal = studies::kit::evaluate_eval_mode(*s.net, d.train).accuracy;
+  run.test_acc_recal = studies::kit::evaluate_eval_mode(*s.net, d.test).accuracy;
   return run;
 }
 
 std::string pm(const MeanStd& m, double scale = 1, int digits = 2) {
-  if (m.n == 0) return "—";
-  char buf[64];
-  std::snprintf(buf, sizeof buf, "%.*f ± %.*f", digits, scale * m.mean, digits, scale * m.std);
-  return buf;
+  return studies::kit::fmt_mean_std(m, {scale, digits});
 }
 
 template <class F>
@@ -153,7 +146,7 @@ MeanStd over(const ShiftResult& r, double p, const std::string& placement, F f) 
 
 }  // namespace
 
-ShiftResult run_variance_shift(const ShiftOptions& o, const normstudy::StudyData& d) {
+ShiftResult run_variance_shift(const ShiftOptions& o, const studies::kit::StudyData& d) {
   check_shift_options(o);
   ShiftResult r;
   r.options = o;
@@ -168,7 +161,7 @@ ShiftResult run_variance_shift(const ShiftOptions& o, const normstudy::StudyData
       for (int s = 0; s < o.seeds; ++s) jobs.push_back({p, before, o.seed + static_cast<std::uint64_t>(s)});
   r.runs.resize(jobs.size());
   const auto t0 = std::chrono::steady_clock::now();
-  normstudy::run_jobs(jobs.size(), o.threads, [&](std::size_t k) {
+  studies::kit::run_jobs(jobs.size(), o.threads, [&](std::size_t k) {
     r.runs[k] = train_one(o, d, jobs[k].p, jobs[k].before, jobs[k].seed);
     const auto& run = r.runs[k];
     spdlog::info("variance-shift p {} {} seed {}: bn1 ratio {:.3f}, test {:.2f}% -> {:.2f}% recalibrated", run.p,
@@ -254,7 +247,7 @@ std::string shift_summary(const ShiftResult& r) {
 }
 
 std::vector<std::string> write_shift(const ShiftResult& r, const std::string& dir_s) {
-  if (!report_kit::write_tables(dir_s, shift_csv(r), shift_summary(r))) return {};
+  if (!studies::kit::write_tables(dir_s, shift_csv(r), shift_summary(r))) return {};
   const auto& o = r.options;
   std::ostringstream dat;
   // x = p, then per placement and layer: mean, std of the ratio; the two predictions.
@@ -268,11 +261,11 @@ std::vector<std::string> write_shift(const ShiftResult& r, const std::string& di
     const MeanStd pred = over(r, p, "before", [](const ShiftRun& x) { return x.layers[0].predicted; });
     dat << " " << fmt9(1.0 / (1.0 - p)) << " " << fmt9(pred.mean) << "\n";
   }
-  const std::string f = report_kit::data_file(dir_s, "variance_shift.dat", dat.str());
+  const std::string f = studies::kit::data_file(dir_s, "variance_shift.dat", dat.str());
   const std::size_t L = o.hidden.size();
   std::ostringstream gp;
   gp << "set terminal pngcairo size 900,560 font 'sans,10'\nset output 'variance_shift.png'\nset title "
-     << report_kit::gnuplot_text("Variance shift: max(real/running, running/real) per BN layer (mean ± std over " +
+     << studies::kit::gnuplot_text("Variance shift: max(real/running, running/real) per BN layer (mean ± std over " +
                                  std::to_string(o.seeds) + " seeds)")
      << "\nset xlabel 'Dropout p'\nset ylabel 'ratio'\nset grid\nset key top left\nset xrange [0:0.6]\nplot ";
   const std::vector<std::string> colors{"#d62728", "#ff7f0e", "#1f77b4", "#2ca02c"};
@@ -282,14 +275,14 @@ std::vector<std::string> write_shift(const ShiftResult& r, const std::string& di
       const std::size_t col = 2 + 2 * static_cast<std::size_t>(k);
       gp << f << " using 1:" << col << ":" << col + 1 << " with yerrorlines lw 2 pt 7 lc rgb '"
          << colors[static_cast<std::size_t>(k) % colors.size()] << "' title "
-         << report_kit::gnuplot_text("Dropout " + pl + " BN, bn" + std::to_string(l + 1)) << ", \\\n     ";
+         << studies::kit::gnuplot_text("Dropout " + pl + " BN, bn" + std::to_string(l + 1)) << ", \\\n     ";
     }
   const std::size_t pc = 2 + 4 * L;
   gp << f << " using 1:" << pc << " with lines dt 2 lw 2 lc rgb 'black' title "
-     << report_kit::gnuplot_text("1/(1-p) (zero-mean input)") << ", \\\n     " << f << " using 1:" << pc + 1
-     << " with lines dt 3 lw 2 lc rgb 'gray40' title " << report_kit::gnuplot_text("prediction with measured mean, bn1")
+     << studies::kit::gnuplot_text("1/(1-p) (zero-mean input)") << ", \\\n     " << f << " using 1:" << pc + 1
+     << " with lines dt 3 lw 2 lc rgb 'gray40' title " << studies::kit::gnuplot_text("prediction with measured mean, bn1")
      << "\n";
-  return report_kit::render_figure(dir_s, "variance_shift", gp.str());
+  return studies::kit::render_figure(dir_s, "variance_shift", gp.str());
 }
 
 }  // namespace claims

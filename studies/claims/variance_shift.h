@@ -16,7 +16,10 @@
 #include <string>
 #include <vector>
 
-#include "core.h"
+#include "kit/fashion_data.h"
+#include "kit/jobs.h"
+#include "kit/norm_net.h"
+#include "kit/option_checks.h"
 
 namespace claims {
 
@@ -66,7 +69,7 @@ struct ShiftResult {
   double seconds = 0;
 };
 
-ShiftResult run_variance_shift(const ShiftOptions& o, const normstudy::StudyData& d);
+ShiftResult run_variance_shift(const ShiftOptions& o, const studies::kit::StudyData& d);
 std::string shift_csv(const ShiftResult& r);
 std::string shift_summary(const ShiftResult& r);
 /// results.csv, summary.md, variance_shift.png; returns the figures written.

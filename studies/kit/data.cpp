@@ -7,7 +7,7 @@
 
 #include <tapegrad/core/random.h>
 
-namespace chapter {
+namespace studies::kit {
 
 using tapegrad::Tensor;
 
@@ -43,4 +43,4 @@ Dataset make_chapter_data(std::uint64_t seed, std::int64_t n_train, std::int64_t
   return d;
 }
 
-}  // namespace chapter
+}  // namespace studies::kit

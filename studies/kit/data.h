@@ -6,7 +6,7 @@
 #include <tapegrad/core/random.h>
 #include <tapegrad/core/tensor.h>
 
-namespace chapter {
+namespace studies::kit {
 
 /// Train and test split: x (N, F) float32, y (N, 1) float32.
 struct Dataset {
@@ -35,4 +35,4 @@ void fill_chapter_rows(tapegrad::Generator& gen, std::int64_t n, std::int64_t fe
 /// SplitMix64: derives independent stream seeds from one run seed (seed, stream).
 std::uint64_t derive_seed(std::uint64_t seed, std::uint64_t stream);
 
-}  // namespace chapter
+}  // namespace studies::kit

@@ -6,7 +6,7 @@
 
 #include <tapegrad/core/file_io.h>
 
-namespace report_kit {
+namespace studies::kit {
 
 void write_file(const std::string& path, const std::string& text) { tapegrad::atomic_write_file(path, text); }
 
@@ -39,4 +39,4 @@ std::string data_file(const std::string& dir, const std::string& file, const std
   return gnuplot_quote("plots/" + file);
 }
 
-}  // namespace report_kit
+}  // namespace studies::kit

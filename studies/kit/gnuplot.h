@@ -7,7 +7,7 @@
 
 #include <tapegrad/train/gnuplot.h>
 
-namespace report_kit {
+namespace studies::kit {
 
 // The runner itself is the library's (train/gnuplot.h): quoting, availability, spawning.
 using tapegrad::train::gnuplot_available;
@@ -37,4 +37,4 @@ std::string data_file(const std::string& dir, const std::string& file, const std
 /// path, never a device or a directory). Throws naming the path.
 void write_file(const std::string& path, const std::string& text);
 
-}  // namespace report_kit
+}  // namespace studies::kit

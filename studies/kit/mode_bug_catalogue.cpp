@@ -1,6 +1,6 @@
 #include "kit/mode_bug_catalogue.h"
 
-namespace chapter::bugs {
+namespace studies::kit {
 
 const std::vector<BugInfo>& catalogue() {
   static const std::vector<BugInfo> bugs{
@@ -33,4 +33,4 @@ const BugInfo& info(Bug b) {
   return catalogue().front();  // unreachable: every Bug has an entry
 }
 
-}  // namespace chapter::bugs
+}  // namespace studies::kit

@@ -5,7 +5,7 @@
 #include <string>
 #include <vector>
 
-namespace chapter::bugs {
+namespace studies::kit {
 
 enum class Bug {
   TrainModeInference,   ///< inference with the model left in train mode
@@ -30,4 +30,4 @@ const std::vector<BugInfo>& catalogue();
 /// The entry of `b`.
 const BugInfo& info(Bug b);
 
-}  // namespace chapter::bugs
+}  // namespace studies::kit

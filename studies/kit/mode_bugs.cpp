@@ -6,7 +6,6 @@
 #include <numeric>
 #include <stdexcept>
 
-#include <stdlib.h>  // mkdtemp
 
 #include <tapegrad/core/autograd.h>
 #include <tapegrad/core/mode_checks.h>
@@ -26,8 +25,13 @@
 #include <tapegrad/layers/losses.h>
 #include <tapegrad/models/mlp.h>
 #include <tapegrad/optim/sgd.h>
+#include "kit/temp_dir.h"
 
-namespace chapter::bugs {
+namespace studies::kit {
+
+using namespace tapegrad;
+using namespace tapegrad::debug;
+
 namespace {
 
 double max_change(const std::vector<BufferChange>& ch, const std::string& suffix) {
@@ -234,13 +238,8 @@ CheckpointNoBuffers measure_checkpoint_without_buffers(std::uint64_t seed) {
   auto net = trained_net(d, 40);
   CheckpointNoBuffers r;
   // the classic mistake: a parameters-only file, loaded non-strictly into a fresh model
-  // A private folder (mkdtemp, mode 0700): a predictable name in the shared temp folder
-  // could be a symlink planted by another user, and saves follow symlinks.
-  std::string tmpl = (std::filesystem::temp_directory_path() / "tapegrad_mode_bugs_XXXXXX").string();
-  if (::mkdtemp(tmpl.data()) == nullptr)
-    throw std::runtime_error("measure_checkpoint_without_buffers: cannot create a temp folder in " +
-                             std::filesystem::temp_directory_path().string());
-  const std::string path = (std::filesystem::path(tmpl) / "model.safetensors").string();
+  const TempDir dir("tapegrad_mode_bugs_");  // private (kit/temp_dir.h), removed on return or throw
+  const std::string path = (dir / "model.safetensors").string();
   layers::save(*net, path, /*include_buffers=*/false);
   r.used_file = true;
   NetOptions fresh;
@@ -252,7 +251,6 @@ CheckpointNoBuffers measure_checkpoint_without_buffers(std::uint64_t seed) {
     r.strict_error = e.what();
   }
   const layers::LoadResult lr = layers::load(*loaded, path, /*strict=*/false);
-  std::filesystem::remove_all(tmpl);
   r.missing = lr.missing_keys;
   r.missing_keys = lr.missing_keys.size();
   {
@@ -329,4 +327,4 @@ BnBackwardCheck measure_bn_backward_invariants(std::uint64_t seed) {
   return bn_backward_invariants(x, x.grad());
 }
 
-}  // namespace chapter::bugs
+}  // namespace studies::kit

@@ -17,10 +17,7 @@
 #include <tapegrad/debug/bn_grad_check.h>
 #include <tapegrad/layers/sequential.h>
 
-namespace chapter::bugs {
-
-using namespace tapegrad;
-using namespace tapegrad::debug;
+namespace studies::kit {
 
 // ---- the measurements ------------------------------------------------------------------
 
@@ -104,6 +101,6 @@ FrozenFinetune measure_frozen_finetune(int pre_epochs = 40, int ft_epochs = 20, 
 
 /// The chapter's backward checks on the real fused kernel: the first BatchNorm's input for
 /// a training batch of 32 of a trained net, in float64, with a random upstream gradient.
-BnBackwardCheck measure_bn_backward_invariants(std::uint64_t seed = 0);
+tapegrad::debug::BnBackwardCheck measure_bn_backward_invariants(std::uint64_t seed = 0);
 
-}  // namespace chapter::bugs
+}  // namespace studies::kit

@@ -4,7 +4,7 @@
 #include <cstdio>
 #include <stdexcept>
 
-namespace chapter {
+namespace studies::kit {
 
 namespace {
 std::string printf_double(const char* format, double v) {
@@ -49,4 +49,4 @@ std::string fixed(double v, int digits) {
   return buf;
 }
 
-}  // namespace chapter
+}  // namespace studies::kit

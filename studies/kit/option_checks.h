@@ -7,7 +7,7 @@
 #include <string_view>
 #include <vector>
 
-namespace chapter {
+namespace studies::kit {
 
 /// "FLAG must be >= MIN, got VALUE" unless value >= min.
 void check_at_least(std::string_view flag, std::int64_t value, std::int64_t min);
@@ -27,4 +27,4 @@ std::string fmt_g(double v);
 /// Fixed-point with `digits` decimals.
 std::string fixed(double v, int digits = 2);
 
-}  // namespace chapter
+}  // namespace studies::kit

@@ -15,7 +15,7 @@
 #include <tapegrad/models/evaluate.h>
 #include <tapegrad/optim/sgd.h>
 
-namespace chapter {
+namespace studies::kit {
 
 using tapegrad::Tensor;
 
@@ -140,4 +140,4 @@ RunResult train_run(const RunConfig& cfg, const Dataset& data) {
   return r;
 }
 
-}  // namespace chapter
+}  // namespace studies::kit

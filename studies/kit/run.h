@@ -12,7 +12,7 @@
 #include "kit/data.h"
 #include <tapegrad/models/mlp.h>
 
-namespace chapter {
+namespace studies::kit {
 
 /// How the net is evaluated after each epoch.
 ///  Eval:  model.eval() under NoGradGuard; BN uses its running statistics (PyTorch practice).
@@ -74,4 +74,4 @@ double evaluate(tapegrad::models::MLP& model, const tapegrad::Tensor& x, const t
 /// The MLP options a config trains with (to rebuild a saved net before loading it).
 tapegrad::models::MLPOptions mlp_options(const RunConfig& cfg);
 
-}  // namespace chapter
+}  // namespace studies::kit

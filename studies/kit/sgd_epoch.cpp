@@ -10,7 +10,7 @@
 #include <tapegrad/layers/losses.h>
 #include <tapegrad/optim/clip_grad.h>
 
-namespace chapter {
+namespace studies::kit {
 
 using tapegrad::Tensor;
 
@@ -75,4 +75,4 @@ EpochStats sgd_epoch(tapegrad::layers::Module& net, tapegrad::optim::SGD& sgd, c
   return st;
 }
 
-}  // namespace chapter
+}  // namespace studies::kit

@@ -1,6 +1,6 @@
 #pragma once
 // One epoch of the chapter's minibatch SGD on MSE: the loop every chapter training runs
-// (chapter::train_run, chapter::bugs::train_regression, the benchmarks' chapter workload).
+// (studies::kit::train_run, studies::kit::train_regression, the benchmarks' chapter workload).
 #include <cstdint>
 #include <optional>
 #include <vector>
@@ -10,7 +10,7 @@
 #include <tapegrad/layers/module.h>
 #include <tapegrad/optim/sgd.h>
 
-namespace chapter {
+namespace studies::kit {
 
 /// Fisher–Yates with `gen`: order becomes a permutation of 0..n-1 (n = order.size()),
 /// swapping i with gen.randint(i + 1) for i = n-1 down to 1.
@@ -38,4 +38,4 @@ struct EpochStats {
 EpochStats sgd_epoch(tapegrad::layers::Module& net, tapegrad::optim::SGD& sgd, const tapegrad::Tensor& x,
                      const tapegrad::Tensor& y, const std::vector<std::int64_t>& order, const EpochOptions& options);
 
-}  // namespace chapter
+}  // namespace studies::kit

@@ -2,9 +2,10 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdio>
 #include <limits>
 
-namespace bnexp {
+namespace studies::kit {
 
 MeanStd mean_std(const std::vector<double>& v) {
   MeanStd m;
@@ -22,6 +23,16 @@ MeanStd mean_std(const std::vector<double>& v) {
     m.std = std::sqrt(q / (m.n - 1));
   }
   return m;
+}
+
+std::string fmt_mean_std(const MeanStd& m, const MeanStdFormat& format) {
+  if (m.n == 0) return "—";
+  const char* spec = format.notation == Notation::Scientific ? ".*e" : format.notation == Notation::General ? ".*g" : ".*f";
+  const std::string f = std::string(format.sign ? "%+" : "%") + spec + " ± %" + spec;
+  char buf[128];
+  std::snprintf(buf, sizeof buf, f.c_str(), format.digits, format.scale * m.mean, format.digits,
+                format.scale * m.std);
+  return buf;
 }
 
 namespace {
@@ -75,4 +86,4 @@ double rise_fraction(const std::vector<double>& curve) {
   return static_cast<double>(ups) / static_cast<double>(curve.size() - 1);
 }
 
-}  // namespace bnexp
+}  // namespace studies::kit

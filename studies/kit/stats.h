@@ -1,8 +1,9 @@
 #pragma once
 // Summary statistics over seeds.
+#include <string>
 #include <vector>
 
-namespace bnexp {
+namespace studies::kit {
 
 /// Mean and sample standard deviation (divides by n - 1; 0 for n = 1). n = 0 gives NaN mean.
 struct MeanStd {
@@ -10,6 +11,18 @@ struct MeanStd {
   int n = 0;
 };
 MeanStd mean_std(const std::vector<double>& v);
+
+/// printf's conversions for fmt_mean_std: %f, %e, %g.
+enum class Notation { Fixed, Scientific, General };
+/// How fmt_mean_std prints a mean ± std.
+struct MeanStdFormat {
+  double scale = 1;                     ///< both numbers are multiplied by it (100: fractions as percent)
+  int digits = 2;                       ///< printf precision of both numbers (< 0: printf's default 6)
+  Notation notation = Notation::Fixed;  ///< printf conversion of both numbers
+  bool sign = false;                    ///< the mean with its sign (printf "%+"), e.g. for a difference
+};
+/// "MEAN ± STD" (e.g. "0.87 ± 0.01" with the default format), or "—" when m.n == 0.
+std::string fmt_mean_std(const MeanStd& m, const MeanStdFormat& format = {});
 
 /// Per-epoch mean ± std over several loss curves; at each epoch only curves that reached it
 /// count (a crashed run's curve stops at its crash). count[e] says how many did.
@@ -30,4 +43,4 @@ int epochs_to_reach(const std::vector<double>& curve, double target);
 /// a simple measure of how jagged a loss curve is. 0 for fewer than 2 epochs.
 double rise_fraction(const std::vector<double>& curve);
 
-}  // namespace bnexp
+}  // namespace studies::kit

@@ -20,8 +20,9 @@
 #include <tapegrad/models/mlp.h>
 #include <tapegrad/optim/sgd.h>
 
-namespace chapter::bugs {
+namespace studies::kit {
 
+using namespace tapegrad;
 using namespace tapegrad::debug;
 
 namespace {
@@ -134,4 +135,4 @@ TrainLog train_regression(layers::Module& net, const RegressionData& d, const Tr
   return log;
 }
 
-}  // namespace chapter::bugs
+}  // namespace studies::kit

@@ -4,7 +4,7 @@
 //
 // Task: X ~ N(0, 1) of shape (n, 50), y = chapter_target(x0, x1, ε) = sin(2·x0) + cos(x1) +
 // 0.1·ε (n, 1), 200 train and 100 test samples (drawn as X, then ε, per split: the draws
-// the mode-bug tables were measured with; chapter::make_chapter_data draws row by row);
+// the mode-bug tables were measured with; studies::kit::make_chapter_data draws row by row);
 // net Linear-BN-ReLU [50, 128, 64, 32, 1]; SGD lr 0.01, batch 32.
 #include <cstdint>
 #include <memory>
@@ -14,12 +14,10 @@
 
 #include <tapegrad/layers/sequential.h>
 
-namespace chapter::bugs {
-
-using namespace tapegrad;
+namespace studies::kit {
 
 struct RegressionData {
-  Tensor x_train, y_train, x_test, y_test;  ///< (n, 50) and (n, 1), float32
+  tapegrad::Tensor x_train, y_train, x_test, y_test;  ///< (n, 50) and (n, 1), float32
 };
 /// The chapter's data, drawn from Generator(seed): X_train, noise_train, X_test, noise_test.
 RegressionData make_regression_data(std::uint64_t seed = 0, std::int64_t n_train = 200, std::int64_t n_test = 100,
@@ -38,9 +36,9 @@ struct NetOptions {
 };
 /// Linear -> BatchNorm1d -> ReLU per hidden layer, then Linear (children "0", "1", ...;
 /// the BatchNorms are "1", "4", "7").
-std::shared_ptr<layers::Sequential> make_net(const NetOptions& options = {});
+std::shared_ptr<tapegrad::layers::Sequential> make_net(const NetOptions& options = {});
 /// Paths of the net's BatchNorm modules.
-std::vector<std::string> batch_norm_paths(layers::Module& net);
+std::vector<std::string> batch_norm_paths(tapegrad::layers::Module& net);
 
 /// What the loop does after each epoch's training batches.
 enum class Validation {
@@ -69,10 +67,10 @@ struct TrainLog {
 
 /// Trains `net` with SGD (MSE loss), shuffling with Generator(shuffle_seed). A last batch of
 /// one sample is skipped (BatchNorm refuses it in train mode).
-TrainLog train_regression(layers::Module& net, const RegressionData& data, const TrainConfig& config);
+TrainLog train_regression(tapegrad::layers::Module& net, const RegressionData& data, const TrainConfig& config);
 
 /// Eval-mode MSE of net on (x, y) with gradients off; every module's mode is restored and no
 /// buffer changes.
-double eval_mse(layers::Module& net, const Tensor& x, const Tensor& y);
+double eval_mse(tapegrad::layers::Module& net, const tapegrad::Tensor& x, const tapegrad::Tensor& y);
 
-}  // namespace chapter::bugs
+}  // namespace studies::kit

@@ -16,7 +16,7 @@
 #include "kit/mode_bugs.h"
 #include <tapegrad/core/wait_policy.h>
 
-namespace bugs = chapter::bugs;
+namespace kit = studies::kit;
 
 namespace {
 
@@ -62,8 +62,8 @@ int main(int argc, char** argv) {
 #endif
   std::vector<Row> rows;
 
-  const auto inf = bugs::measure_train_mode_inference(seed);
-  rows.push_back({bugs::info(bugs::Bug::TrainModeInference).title, bugs::info(bugs::Bug::TrainModeInference).effect,
+  const auto inf = kit::measure_train_mode_inference(seed);
+  rows.push_back({kit::info(kit::Bug::TrainModeInference).title, kit::info(kit::Bug::TrainModeInference).effect,
                   "max abs change of a prediction (10 test samples x 20 random sets of 31 companions): train mode " +
                       g4(inf.train_dependence) + ", eval mode " + g4(inf.eval_dependence) + "; batch of one: \"" +
                       first_sentence(inf.batch_of_one_error) + "\"",
@@ -71,8 +71,8 @@ int main(int argc, char** argv) {
                       "); `ModeAudit` bn_train_no_grad x" + n(inf.audit_bn_train_no_grad) +
                       " for one no-grad prediction"});
 
-  const auto fg = bugs::measure_forgotten_train(epochs, seed);
-  rows.push_back({bugs::info(bugs::Bug::ForgottenTrain).title, bugs::info(bugs::Bug::ForgottenTrain).effect,
+  const auto fg = kit::measure_forgotten_train(epochs, seed);
+  rows.push_back({kit::info(kit::Bug::ForgottenTrain).title, kit::info(kit::Bug::ForgottenTrain).effect,
                   "running-stat change over epochs 2-" + n(epochs) + ": " + g4(fg.buggy_stats_change) + " (correct loop " +
                       g4(fg.correct_stats_change) + "); final train loss " + g4(fg.buggy.train_loss.back()) + " vs " +
                       g4(fg.correct.train_loss.back()) + "; final eval test MSE " + g4(fg.buggy.eval_loss.back()) +
@@ -80,8 +80,8 @@ int main(int argc, char** argv) {
                   "`ModeAudit` step_in_eval x" + n(fg.audit_step_in_eval) + ", frozen_running_stats x" +
                       n(fg.audit_frozen_stats) + " (correct loop: " + n(fg.audit_correct_issues) + " issues)"});
 
-  const auto lk = bugs::measure_test_leak(seed);
-  rows.push_back({bugs::info(bugs::Bug::TestLeak).title, bugs::info(bugs::Bug::TestLeak).effect,
+  const auto lk = kit::measure_test_leak(seed);
+  rows.push_back({kit::info(kit::Bug::TestLeak).title, kit::info(kit::Bug::TestLeak).effect,
                   "after 1 evaluation: max abs change of running_mean " + g4(lk.mean_change_1) + ", of running_var " +
                       g4(lk.var_change_1) + " (after 10: " + g4(lk.mean_change_10) + ", " + g4(lk.var_change_10) +
                       "); eval test MSE " + g4(lk.eval_before) + " -> " + g4(lk.eval_after_1) + " -> " +
@@ -91,8 +91,8 @@ int main(int argc, char** argv) {
                       " (eval-mode evaluation: " + n(lk.audit_correct_issues) + " issues, " +
                       (lk.correct_changed_buffers ? "buffers changed" : "no buffer changed") + ")"});
 
-  const auto mm = bugs::measure_momentum_mixup(epochs, seed);
-  rows.push_back({bugs::info(bugs::Bug::MomentumMixup).title, bugs::info(bugs::Bug::MomentumMixup).effect,
+  const auto mm = kit::measure_momentum_mixup(epochs, seed);
+  rows.push_back({kit::info(kit::Bug::MomentumMixup).title, kit::info(kit::Bug::MomentumMixup).effect,
                   "eval test MSE: momentum 0.01 " + g4(mm.eval_intended) + ", 0.99 " + g4(mm.eval_mixed) +
                       ", 0.1 (default) " + g4(mm.eval_default) + "; the weights are identical (max abs difference " +
                       g4(mm.max_weight_diff) + ")",
@@ -101,19 +101,19 @@ int main(int argc, char** argv) {
                       "; 0.1: " + g4(mm.gap_default) + ", " + g4(mm.var_gap_default) + ")"});
 
   for (auto [batch, ep] : {std::pair<std::int64_t, int>{32, epochs}, {2, small_batch_epochs}}) {
-    const auto bv = bugs::measure_biased_variance(batch, ep, seed);
-    rows.push_back({bugs::info(bugs::Bug::BiasedVariance).title + ", batch " + n(batch),
-                    bugs::info(bugs::Bug::BiasedVariance).effect,
+    const auto bv = kit::measure_biased_variance(batch, ep, seed);
+    rows.push_back({kit::info(kit::Bug::BiasedVariance).title + ", batch " + n(batch),
+                    kit::info(kit::Bug::BiasedVariance).effect,
                     "running_var biased/unbiased " + g4(bv.var_ratio) + " (m = " + n(batch) + "); eval test MSE " +
                         g4(bv.eval_biased) + " vs " + g4(bv.eval_unbiased) + " (unbiased, PyTorch)",
                     "`running_stats_gap` worst abs ln var ratio " + g4(bv.var_gap_biased) + " vs " +
                         g4(bv.var_gap_unbiased) + " (unbiased)"});
   }
 
-  const auto ck = bugs::measure_checkpoint_without_buffers(seed);
-  rows.push_back({bugs::info(bugs::Bug::CheckpointNoBuffers).title +
+  const auto ck = kit::measure_checkpoint_without_buffers(seed);
+  rows.push_back({kit::info(kit::Bug::CheckpointNoBuffers).title +
                       (ck.used_file ? " (safetensors file round trip)" : ""),
-                  bugs::info(bugs::Bug::CheckpointNoBuffers).effect,
+                  kit::info(kit::Bug::CheckpointNoBuffers).effect,
                   "max abs eval-output difference from the real model " + g4(ck.max_output_diff) +
                       "; eval test MSE " + g4(ck.eval_loaded) + " vs " + g4(ck.eval_real),
                   std::string(ck.strict_error.empty() ? "" : "strict load refuses it; ") +
@@ -121,21 +121,21 @@ int main(int argc, char** argv) {
                       "; `mode_report` never_updated = " + n(static_cast<std::int64_t>(ck.never_updated)) +
                       "; `running_stats_gap` " + g4(ck.gap_loaded) + " std"});
 
-  const auto fz = bugs::measure_frozen_finetune(epochs, 20, seed);
-  rows.push_back({bugs::info(bugs::Bug::FrozenFinetune).title, bugs::info(bugs::Bug::FrozenFinetune).effect,
+  const auto fz = kit::measure_frozen_finetune(epochs, 20, seed);
+  rows.push_back({kit::info(kit::Bug::FrozenFinetune).title, kit::info(kit::Bug::FrozenFinetune).effect,
                   "shifted-domain eval test MSE: before fine-tuning " + g4(fz.eval_before) + ", frozen BN " +
                       g4(fz.eval_frozen) + ", train-mode BN " + g4(fz.eval_train_mode) + " (20 epochs)",
                   "`ModeAudit` step_in_eval x" + n(fz.audit_step_in_eval) + "; with allow_eval = the BN paths x" +
                       n(fz.audit_step_in_eval_allowed) + " (deliberate freezing)"});
 
-  const auto bc = bugs::measure_bn_backward_invariants(seed);
-  rows.push_back({bugs::info(bugs::Bug::WrongBackward).title, bugs::info(bugs::Bug::WrongBackward).effect,
+  const auto bc = kit::measure_bn_backward_invariants(seed);
+  rows.push_back({kit::info(kit::Bug::WrongBackward).title, kit::info(kit::Bug::WrongBackward).effect,
                   "real fused kernel, float64: column-sum residual " + fmt("%.2g", bc.col_sum) +
                       ", dX*xhat residual " + fmt("%.2g", bc.col_dot_xhat),
                   "`bn_backward_invariants` and `gradcheck` flag every mutant"});
 
   {
-    const auto d = bugs::make_regression_data(seed);
+    const auto d = kit::make_regression_data(seed);
     const auto y = d.y_test.to_vector();
     double mean = 0, var = 0;
     for (double v : y) mean += v / static_cast<double>(y.size());

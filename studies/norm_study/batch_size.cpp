@@ -19,8 +19,8 @@
 namespace normstudy {
 
 using namespace tapegrad;
-using bnexp::mean_std;
-using bnexp::MeanStd;
+using studies::kit::mean_std;
+using studies::kit::MeanStd;
 namespace fs = std::filesystem;
 
 BatchSizeOptions with_cnn_defaults(BatchSizeOptions o, const std::vector<std::string>& keep) {
@@ -37,9 +37,9 @@ double scaled_lr(const BatchSizeOptions& o, std::int64_t m) {
 }
 
 void check_batch_size_options(const BatchSizeOptions& o) {
-  chapter::check_at_least("--replicas", o.replicas, 1);
-  chapter::check_at_least("--seeds", o.seeds, 1);
-  chapter::check_at_least("--epochs", o.epochs, 1);
+  studies::kit::check_at_least("--replicas", o.replicas, 1);
+  studies::kit::check_at_least("--seeds", o.seeds, 1);
+  studies::kit::check_at_least("--epochs", o.epochs, 1);
   if (o.model != "mlp" && o.model != "cnn")
     throw std::invalid_argument("--model: expected mlp or cnn, got '" + o.model + "'");
   if (o.ms.empty()) throw std::invalid_argument("--ms: expected at least one per-replica batch size, got none");
@@ -47,7 +47,7 @@ void check_batch_size_options(const BatchSizeOptions& o) {
     if (m < 2) throw std::invalid_argument("--ms: per-replica batch m must be >= 2 (BatchNorm refuses 1), got " +
                                            std::to_string(m));
   check_sizes(o.train_size, o.test_size);
-  chapter::check_rate("--base-lr", o.base_lr);
+  studies::kit::check_rate("--base-lr", o.base_lr);
   if (o.ref_batch < 1)  // the lr is base_lr · R·m / ref_batch: 0 gives inf, < 0 a negative lr
     throw std::invalid_argument("--ref-batch: expected a global batch >= 1, got " + std::to_string(o.ref_batch));
   if (!(o.bn_momentum >= 0 && o.bn_momentum <= 1))
@@ -212,18 +212,8 @@ MeanStd paired(const BatchSizeResult& r, NormKind ka, std::int64_t ma, NormKind 
     if (b.count(s)) d.push_back(v - b.at(s));
   return mean_std(d);
 }
-std::string pm(const MeanStd& m) {
-  if (m.n == 0) return "—";
-  char buf[64];
-  std::snprintf(buf, sizeof buf, "%.2f ± %.2f", m.mean, m.std);
-  return buf;
-}
-std::string signed_pm(const MeanStd& m) {
-  if (m.n == 0) return "—";
-  char buf[64];
-  std::snprintf(buf, sizeof buf, "%+.2f ± %.2f", m.mean, m.std);
-  return buf;
-}
+std::string pm(const MeanStd& m) { return fmt_mean_std(m); }
+std::string signed_pm(const MeanStd& m) { return fmt_mean_std(m, {1, 2, Notation::Fixed, true}); }
 bool has(const BatchSizeOptions& o, NormKind k) { return std::find(o.kinds.begin(), o.kinds.end(), k) != o.kinds.end(); }
 bool has_m(const BatchSizeOptions& o, std::int64_t m) { return std::find(o.ms.begin(), o.ms.end(), m) != o.ms.end(); }
 
@@ -335,12 +325,12 @@ std::string batch_size_summary(const BatchSizeResult& r) {
 }
 
 std::vector<std::string> write_batch_size(const BatchSizeResult& r, const std::string& dir_s) {
-  if (!report_kit::write_tables(dir_s, batch_size_csv(r), batch_size_summary(r))) return {};
+  if (!studies::kit::write_tables(dir_s, batch_size_csv(r), batch_size_summary(r))) return {};
   static const std::map<NormKind, std::string> color{{NormKind::Batch, "#1f77b4"}, {NormKind::Sync, "#17becf"},
                                                      {NormKind::Renorm, "#ff7f0e"}, {NormKind::Group, "#9467bd"},
                                                      {NormKind::Layer, "#2ca02c"}, {NormKind::None, "#d62728"}};
   const auto& o = r.options;
-  using report_kit::gnuplot_text;
+  using studies::kit::gnuplot_text;
   std::ostringstream gp;
   gp << "set terminal pngcairo size 960,600 font 'sans,10'\nset output 'accuracy_vs_m.png'\n"
         "set datafile missing '?'\nset logscale x 2\nset xlabel "
@@ -363,13 +353,13 @@ std::vector<std::string> write_batch_size(const BatchSizeResult& r, const std::s
       if (s.n == 0) d << fmt9(m * off) << " ? ?\n";
       else d << fmt9(m * off) << " " << fmt9(s.mean) << " " << fmt9(s.std) << "\n";
     }
-    const std::string f = report_kit::data_file(dir_s, "accuracy_" + kind_name(k) + ".dat", d.str());
+    const std::string f = studies::kit::data_file(dir_s, "accuracy_" + kind_name(k) + ".dat", d.str());
     if (!first) gp << ", \\\n     ";
     first = false;
     gp << f << " using 1:2:3 with yerrorlines lw 2 pt 7 lc rgb '" << color.at(k) << "' title " << gnuplot_text(kind_name(k));
   }
   gp << "\n";
-  return report_kit::render_figure(dir_s, "accuracy_vs_m", gp.str());
+  return studies::kit::render_figure(dir_s, "accuracy_vs_m", gp.str());
 }
 
 }  // namespace normstudy

@@ -5,10 +5,15 @@
 #include <string>
 #include <vector>
 
-#include "core.h"
+#include "kit/fashion_data.h"
+#include "kit/jobs.h"
+#include "kit/norm_net.h"
+#include "kit/option_checks.h"
 #include <tapegrad/data/dataloader.h>
 
 namespace normstudy {
+
+using namespace studies::kit;  // the kit's data, nets, job runner, checks and formats
 
 struct BatchSizeOptions {
   std::vector<std::int64_t> ms = {2, 4, 8, 16, 32, 64};  ///< per-replica batch sizes

@@ -17,8 +17,8 @@
 namespace normstudy {
 
 using namespace tapegrad;
-using bnexp::mean_std;
-using bnexp::MeanStd;
+using studies::kit::mean_std;
+using studies::kit::MeanStd;
 namespace fs = std::filesystem;
 
 GapOptions quick_gap_options(GapOptions o) {
@@ -80,12 +80,12 @@ GapRun train_gap(const GapOptions& o, const StudyData& d, std::optional<double> 
 }  // namespace
 
 void check_gap_options(const GapOptions& o) {
-  chapter::check_at_least("--seeds", o.seeds, 1);
-  chapter::check_at_least("--epochs", o.epochs, 1);
+  studies::kit::check_at_least("--seeds", o.seeds, 1);
+  studies::kit::check_at_least("--epochs", o.epochs, 1);
   if (o.drop_epoch < 0)
     throw std::invalid_argument("--drop-epoch: expected >= 0 (0: never), got " + std::to_string(o.drop_epoch));
-  chapter::check_batch(o.batch, o.train_size);
-  chapter::check_rate("--lr", o.lr);
+  studies::kit::check_batch(o.batch, o.train_size);
+  studies::kit::check_rate("--lr", o.lr);
   check_sizes(o.train_size, o.test_size);
   check_threads(o.threads);
 }
@@ -130,18 +130,8 @@ MeanStd at_epoch(const GapResult& r, const std::optional<double>& m, int epoch, 
         if (p.epoch == epoch && std::isfinite(f(p))) v.push_back(f(p));
   return mean_std(v);
 }
-std::string pm2(const MeanStd& m, double scale = 1) {
-  if (m.n == 0) return "—";
-  char buf[64];
-  std::snprintf(buf, sizeof buf, "%+.2f ± %.2f", scale * m.mean, scale * m.std);
-  return buf;
-}
-std::string pm_plain(const MeanStd& m, double scale = 1, int digits = 2) {
-  if (m.n == 0) return "—";
-  char buf[64];
-  std::snprintf(buf, sizeof buf, "%.*f ± %.*f", digits, scale * m.mean, digits, scale * m.std);
-  return buf;
-}
+std::string pm2(const MeanStd& m, double scale = 1) { return fmt_mean_std(m, {scale, 2, Notation::Fixed, true}); }
+std::string pm_plain(const MeanStd& m, double scale = 1, int digits = 2) { return fmt_mean_std(m, {scale, digits}); }
 double acc_gap(const GapPoint& p) { return p.eval_mode.accuracy - p.train_mode.accuracy; }
 double loss_gap(const GapPoint& p) { return p.eval_mode.loss - p.train_mode.loss; }
 }  // namespace
@@ -179,9 +169,9 @@ std::string gap_summary(const GapResult& r) {
 }
 
 std::vector<std::string> write_gap(const GapResult& r, const std::string& dir_s) {
-  if (!report_kit::write_tables(dir_s, gap_csv(r), gap_summary(r))) return {};
+  if (!studies::kit::write_tables(dir_s, gap_csv(r), gap_summary(r))) return {};
   const auto& o = r.options;
-  using report_kit::gnuplot_text;
+  using studies::kit::gnuplot_text;
   const std::vector<std::string> colors{"#1f77b4", "#ff7f0e", "#d62728", "#2ca02c", "#9467bd"};
   std::ostringstream gp;
   gp << "set terminal pngcairo size 1280,520 font 'sans,10'\nset output 'train_eval_gap.png'\n"
@@ -204,7 +194,7 @@ std::vector<std::string> write_gap(const GapResult& r, const std::string& dir_s)
         if (s.n == 0) d << e << " ? ?\n";
         else d << e << " " << fmt9(sc * s.mean) << " " << fmt9(sc * s.std) << "\n";
       }
-      const std::string f = report_kit::data_file(
+      const std::string f = studies::kit::data_file(
           dir_s, "gap_" + std::string(panel == 0 ? "acc_" : "loss_") + std::to_string(i) + ".dat", d.str());
       if (i) gp << ", \\\n     ";
       gp << f << " using 1:2:3 with yerrorlines lw 2 pt 7 lc rgb '" << colors[i % colors.size()] << "' title "
@@ -213,7 +203,7 @@ std::vector<std::string> write_gap(const GapResult& r, const std::string& dir_s)
     gp << "\n";
   }
   gp << "unset multiplot\n";
-  return report_kit::render_figure(dir_s, "train_eval_gap", gp.str());
+  return studies::kit::render_figure(dir_s, "train_eval_gap", gp.str());
 }
 
 }  // namespace normstudy

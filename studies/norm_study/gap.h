@@ -9,9 +9,14 @@
 #include <string>
 #include <vector>
 
-#include "core.h"
+#include "kit/fashion_data.h"
+#include "kit/jobs.h"
+#include "kit/norm_net.h"
+#include "kit/option_checks.h"
 
 namespace normstudy {
+
+using namespace studies::kit;  // the kit's data, nets, job runner, checks and formats
 
 struct GapOptions {
   std::vector<std::optional<double>> momenta = {0.01, 0.1, std::nullopt};

@@ -23,21 +23,18 @@ std::string csv_field(const std::string& s) {
 
 namespace {
 // Mean ± sample std of per-seed values; "—" when a value is NaN (a refused variant).
-bnexp::MeanStd stats_of(const std::vector<double>& v) {
+studies::kit::MeanStd stats_of(const std::vector<double>& v) {
   for (double x : v)
     if (std::isnan(x)) return {};
-  return bnexp::mean_std(v);
+  return studies::kit::mean_std(v);
 }
 std::vector<double> diff(const std::vector<double>& a, const std::vector<double>& b) {
   std::vector<double> d;
   for (std::size_t i = 0; i < a.size() && i < b.size(); ++i) d.push_back(a[i] - b[i]);
   return d;
 }
-std::string pm(const bnexp::MeanStd& m, bool sign = false) {
-  if (m.n == 0) return "—";
-  char buf[64];
-  std::snprintf(buf, sizeof buf, sign ? "%+.2f ± %.2f" : "%.2f ± %.2f", m.mean, m.std);
-  return buf;
+std::string pm(const studies::kit::MeanStd& m, bool sign = false) {
+  return studies::kit::fmt_mean_std(m, {1, 2, studies::kit::Notation::Fixed, sign});
 }
 }  // namespace
 
@@ -82,7 +79,7 @@ std::string mode_bugs_summary(const BugResult& r) {
 }
 
 std::vector<std::string> write_mode_bugs(const BugResult& r, const std::string& dir_s) {
-  if (!report_kit::write_tables(dir_s, mode_bugs_csv(r), mode_bugs_summary(r))) return {};
+  if (!studies::kit::write_tables(dir_s, mode_bugs_csv(r), mode_bugs_summary(r))) return {};
   std::ostringstream d;
   for (std::size_t i = 0; i < r.rows.size(); ++i) {
     std::string label = r.rows[i].bug;
@@ -92,18 +89,18 @@ std::vector<std::string> write_mode_bugs(const BugResult& r, const std::string& 
     const auto c = stats_of(r.rows[i].correct_by_seed), b = stats_of(r.rows[i].buggy_by_seed);
     d << i << " \"" << label << "\" " << fmt9(c.mean) << " " << (b.n == 0 ? std::string("?") : fmt9(b.mean)) << "\n";
   }
-  const std::string f = report_kit::data_file(dir_s, "mode_bugs.dat", d.str());
+  const std::string f = studies::kit::data_file(dir_s, "mode_bugs.dat", d.str());
   std::ostringstream gp;
   // The bug names are tic labels read from the data: noenhanced shows them as written.
   gp << "set terminal pngcairo size 1100,560 font 'sans,10'\nset output 'mode_bugs.png'\n"
         "set datafile missing '?'\nset style data histograms\nset style histogram clustered gap 1\n"
         "set style fill solid 0.8 border -1\nset boxwidth 0.9\nset xtics rotate by -30 left noenhanced\nset grid y\n"
         "set ylabel 'test accuracy (%)'\nset yrange [0:100]\nset key top right\nset bmargin 10\nset title "
-     << report_kit::gnuplot_text("Mode bugs on Fashion-MNIST (BatchNorm MLP, mean of " +
+     << studies::kit::gnuplot_text("Mode bugs on Fashion-MNIST (BatchNorm MLP, mean of " +
                                  std::to_string(r.baseline_by_seed.size()) + " seeds): correct vs buggy variant")
      << "\nplot " << f << " using 3:xtic(2) title 'correct' lc rgb '#1f77b4', '' using 4 "
         "title 'buggy' lc rgb '#d62728'\n";
-  return report_kit::render_figure(dir_s, "mode_bugs", gp.str());
+  return studies::kit::render_figure(dir_s, "mode_bugs", gp.str());
 }
 
 }  // namespace normstudy

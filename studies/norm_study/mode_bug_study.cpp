@@ -1,7 +1,5 @@
 #include "mode_bug_study.h"
 
-#include <unistd.h>
-
 #include <chrono>
 #include <cmath>
 #include <filesystem>
@@ -19,6 +17,7 @@
 #include "kit/gnuplot.h"
 #include "kit/mode_bug_catalogue.h"
 #include "kit/option_checks.h"
+#include "kit/temp_dir.h"
 #include <tapegrad/layers/checkpoint.h>
 #include <tapegrad/optim/sgd.h>
 
@@ -37,9 +36,9 @@ BugOptions quick_bug_options(BugOptions o) {
 
 namespace {
 
-using chapter::bugs::Bug;
+using studies::kit::Bug;
 // The row names come from the kit's catalogue.
-const std::string& name(Bug b) { return chapter::bugs::info(b).name; }
+const std::string& name(Bug b) { return studies::kit::info(b).name; }
 
 enum class Validation { None, Correct, ForgetTrain, TrainModeNoGrad };
 
@@ -354,8 +353,8 @@ BugResult run_one_seed(const BugOptions& o, const StudyData& d) {
   }
   // 6. Checkpoint without buffers, loaded non-strictly into a fresh model.
   {
-    const fs::path file = fs::temp_directory_path() /
-                          ("norm_study_nobuf_" + std::to_string(static_cast<long>(::getpid())) + ".safetensors");
+    const TempDir dir("norm_study_nobuf_");  // private (kit/temp_dir.h), removed on leaving the block
+    const fs::path file = dir / "model.safetensors";
     layers::save(net, file.string(), false);
     ModelConfig mc;
     mc.norm = NormKind::Sync;
@@ -370,8 +369,6 @@ BugResult run_one_seed(const BugOptions& o, const StudyData& d) {
       strict_error = e.what();
     }
     const auto lr = layers::load(*fresh.net, file.string(), false);
-    std::error_code ec;
-    fs::remove(file, ec);
     const auto report = debug::mode_report(*fresh.net);
     const auto gap = debug::running_stats_gap(*fresh.net, x_train_probe);
     const auto gap_ok = debug::running_stats_gap(net, x_train_probe);
@@ -415,8 +412,8 @@ BugResult run_one_seed(const BugOptions& o, const StudyData& d) {
 }  // namespace
 
 void check_bug_options(const BugOptions& o) {
-  chapter::check_at_least("--epochs", o.epochs, 1);
-  chapter::check_at_least("--seeds", o.seeds, 1);
+  studies::kit::check_at_least("--epochs", o.epochs, 1);
+  studies::kit::check_at_least("--seeds", o.seeds, 1);
   if (o.batch < 2 || o.small_batch < 2)
     throw std::invalid_argument("mode-bugs: expected batches >= 2, got " + std::to_string(o.batch) + " and " +
                                 std::to_string(o.small_batch));

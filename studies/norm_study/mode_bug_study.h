@@ -7,9 +7,14 @@
 #include <string>
 #include <vector>
 
-#include "core.h"
+#include "kit/fashion_data.h"
+#include "kit/jobs.h"
+#include "kit/norm_net.h"
+#include "kit/option_checks.h"
 
 namespace normstudy {
+
+using namespace studies::kit;  // the kit's data, nets, job runner, checks and formats
 
 struct BugOptions {
   std::uint64_t seed = 0;         ///< first seed

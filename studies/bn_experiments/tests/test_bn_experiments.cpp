@@ -18,10 +18,11 @@
 #include "report.h"
 #include "kit/run.h"
 #include "kit/stats.h"
+#include "kit/temp_dir.h"
 #include "study.h"
 
 using namespace bnexp;
-using namespace chapter;
+using namespace studies::kit;
 using tapegrad::Tensor;
 using tapegrad::models::Norm;
 namespace fs = std::filesystem;
@@ -43,10 +44,10 @@ std::string slurp(const fs::path& p) {
   return ss.str();
 }
 
+// A not yet existing folder `name` inside this test run's private temp folder.
 fs::path temp_dir(const std::string& name) {
-  fs::path d = fs::temp_directory_path() / ("bn_experiments_test_" + name);
-  fs::remove_all(d);
-  return d;
+  static const studies::kit::TempDir root("bn_experiments_test_");
+  return root / name;
 }
 
 std::vector<double> values(const Tensor& t) { return t.to_vector(); }
@@ -87,6 +88,31 @@ TEST_CASE("chapter data follows y = sin(2 x0) + cos(x1) + 0.1 noise", "[bn_exper
   CHECK(values(make_chapter_data(0).x_test) == values(d.x_test));
   CHECK(values(make_chapter_data(1).x_train) != values(d.x_train));
   CHECK_THROWS_WITH(make_chapter_data(0, 200, 100, 1), Catch::Contains("need >= 2 features, got 1"));
+}
+
+TEST_CASE("fmt_mean_std prints every study's mean plus-minus std format", "[bn_experiments]") {
+  const MeanStd m = mean_std({0.5, 0.75});  // mean 0.625, std 0.1767766952966369
+  CHECK(fmt_mean_std(m) == "0.62 ± 0.18");
+  CHECK(fmt_mean_std(m, {100, 1}) == "62.5 ± 17.7");
+  CHECK(fmt_mean_std(m, {1, 2, Notation::Fixed, true}) == "+0.62 ± 0.18");
+  CHECK(fmt_mean_std(m, {1, 1, Notation::Scientific}) == "6.2e-01 ± 1.8e-01");
+  CHECK(fmt_mean_std(m, {1, 4, Notation::General}) == fmt4(m.mean) + " ± " + fmt4(m.std));
+  CHECK(fmt_mean_std(mean_std({})) == "—");
+}
+
+TEST_CASE("TempDir is a private folder removed with its contents", "[bn_experiments]") {
+  fs::path kept;
+  {
+    const studies::kit::TempDir dir("kit_temp_dir_test_");
+    kept = dir.path();
+    REQUIRE(fs::is_directory(kept));
+    CHECK(kept.filename().string().rfind("kit_temp_dir_test_", 0) == 0);
+    CHECK(kept.parent_path() == fs::temp_directory_path());
+    CHECK((fs::status(kept).permissions() & fs::perms::all) == fs::perms::owner_all);
+    std::ofstream(dir / "a.txt") << "x";
+    CHECK(fs::exists(dir / "a.txt"));
+  }
+  CHECK_FALSE(fs::exists(kept));
 }
 
 TEST_CASE("summary statistics match numpy", "[bn_experiments]") {

@@ -127,7 +127,7 @@ TEST_CASE("constant predictor: the train mean of y scored on both splits", "[bn_
   const Baseline b = constant_predictor(o);
   std::vector<double> tr, te;
   for (std::uint64_t seed : {3u, 4u}) {
-    const auto d = chapter::make_chapter_data(seed);
+    const auto d = studies::kit::make_chapter_data(seed);
     const auto y = d.y_train.to_vector(), yt = d.y_test.to_vector();
     double m = 0;
     for (double v : y) m += v;

@@ -12,6 +12,7 @@
 #include "bn_moments.h"
 #include "deep_linear.h"
 #include "kit/gnuplot.h"
+#include "kit/temp_dir.h"
 #include <tapegrad/core/autograd.h>
 #include <tapegrad/core/ops.h>
 #include <tapegrad/core/random.h>
@@ -103,8 +104,8 @@ TEST_CASE("figure scripts name files relative to the output folder: any folder n
   o.lr = 1e-4;
   o.threads = 1;
   const auto r = claims::run_deep_linear(o, true, false);
-  const fs::path base = fs::absolute("claims_paths_test");
-  fs::remove_all(base);
+  const studies::kit::TempDir tmp("claims_paths_test_");
+  const fs::path base = tmp.path();
   // Each name once stopped the writer after the CSV (a newline) or could have run a command.
   for (const std::string name : {"new\nline", "it's $(touch PWNED) `touch PWNED`", "-dash_{x}^y"}) {
     INFO(name);
@@ -118,11 +119,10 @@ TEST_CASE("figure scripts name files relative to the output folder: any folder n
     CHECK_THAT(gp.str(), Catch::Contains("set output 'ics.png'") && Catch::Contains("'plots/ics_0_plain.dat' using"));
     CHECK_THAT(gp.str(), !Catch::Contains(base.string()));  // no path of the folder in the script
     CHECK_THAT(gp.str(), Catch::Contains("set ylabel '||G - G''||\u2082'"));  // a Unicode subscript, not markup
-    if (!report_kit::gnuplot_available()) continue;
+    if (!studies::kit::gnuplot_available()) continue;
     REQUIRE(pngs.size() == 1);
     CHECK(fs::file_size(dir / "ics.png") > 0);
   }
   for (const auto& e : fs::recursive_directory_iterator(base)) CHECK(e.path().filename() != "PWNED");
   CHECK_FALSE(fs::exists("PWNED"));
-  fs::remove_all(base);
 }

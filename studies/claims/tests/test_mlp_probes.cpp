@@ -10,7 +10,7 @@
 using namespace tapegrad;
 
 namespace {
-normstudy::StudyData synthetic(std::int64_t n, std::int64_t features) {
+studies::kit::StudyData synthetic(std::int64_t n, std::int64_t features) {
   Generator g(3);
   const Tensor X = randn({n, features}, Dtype::Float32, g);
   std::vector<double> y(n);

@@ -10,10 +10,10 @@
 
 using namespace tapegrad;
 using namespace tapegrad::debug;
-namespace bugs = chapter::bugs;
+namespace kit = studies::kit;
 
 TEST_CASE("the chapter's regression data and net", "[debug]") {
-  const auto d = bugs::make_regression_data(0);
+  const auto d = kit::make_regression_data(0);
   REQUIRE(d.x_train.shape() == Shape{200, 50});
   REQUIRE(d.y_train.shape() == Shape{200, 1});
   REQUIRE(d.x_test.shape() == Shape{100, 50});
@@ -23,13 +23,13 @@ TEST_CASE("the chapter's regression data and net", "[debug]") {
   for (int i = 0; i < 200; ++i) max_res = std::max(max_res, std::fabs(y[i] - std::sin(2 * x[i * 50]) - std::cos(x[i * 50 + 1])));
   REQUIRE(max_res > 0.05);
   REQUIRE(max_res < 0.6);  // 0.1·|N(0,1)| over 200 draws
-  auto net = bugs::make_net();
-  REQUIRE(bugs::batch_norm_paths(*net) == std::vector<std::string>{"1", "4", "7"});
+  auto net = kit::make_net();
+  REQUIRE(kit::batch_norm_paths(*net) == std::vector<std::string>{"1", "4", "7"});
   REQUIRE(net->size() == 10);
 }
 
 TEST_CASE("inference in train mode: predictions depend on companions, a batch of one is refused", "[debug]") {
-  const auto r = bugs::measure_train_mode_inference(0);
+  const auto r = kit::measure_train_mode_inference(0);
   CAPTURE(r.train_dependence, r.eval_dependence);
   REQUIRE(r.train_dependence > 1e-2);
   REQUIRE(r.eval_dependence < 1e-5);
@@ -38,7 +38,7 @@ TEST_CASE("inference in train mode: predictions depend on companions, a batch of
 }
 
 TEST_CASE("train() forgotten after validation: running stats frozen, the audit fires", "[debug]") {
-  const auto r = bugs::measure_forgotten_train(8, 0);
+  const auto r = kit::measure_forgotten_train(8, 0);
   REQUIRE(r.buggy.train_loss.size() == 8);
   REQUIRE(r.buggy.train_loss[0] == r.correct.train_loss[0]);  // the same first epoch
   REQUIRE(r.buggy.train_loss[7] != r.correct.train_loss[7]);
@@ -50,7 +50,7 @@ TEST_CASE("train() forgotten after validation: running stats frozen, the audit f
 }
 
 TEST_CASE("test data evaluated in train mode leaks into the running stats", "[debug]") {
-  const auto r = bugs::measure_test_leak(0);
+  const auto r = kit::measure_test_leak(0);
   REQUIRE(r.changed_buffers.size() == 9);  // 3 BatchNorms x (mean, var, count)
   REQUIRE(r.mean_change_1 > 1e-3);
   REQUIRE(r.var_change_1 > 1e-3);
@@ -63,7 +63,7 @@ TEST_CASE("test data evaluated in train mode leaks into the running stats", "[de
 }
 
 TEST_CASE("momentum 0.99 where 0.01 was meant: same weights, stale running stats", "[debug]") {
-  const auto r = bugs::measure_momentum_mixup(10, 0);
+  const auto r = kit::measure_momentum_mixup(10, 0);
   REQUIRE(r.max_weight_diff == 0.0);  // momentum never touches training
   CAPTURE(r.gap_mixed, r.gap_default, r.var_gap_mixed, r.var_gap_default);
   REQUIRE(r.gap_mixed > 2 * r.gap_default);
@@ -72,17 +72,17 @@ TEST_CASE("momentum 0.99 where 0.01 was meant: same weights, stale running stats
 }
 
 TEST_CASE("biased running variance: ratio (m-1)/m at batch 2", "[debug]") {
-  const auto b2 = bugs::measure_biased_variance(2, 3, 0);
+  const auto b2 = kit::measure_biased_variance(2, 3, 0);
   REQUIRE(b2.var_ratio == Approx(0.5).epsilon(1e-3));  // every batch has m = 2: factor 1/2
   REQUIRE(b2.eval_biased != b2.eval_unbiased);
-  const auto b32 = bugs::measure_biased_variance(32, 10, 0);
+  const auto b32 = kit::measure_biased_variance(32, 10, 0);
   // batches of 32 and a last batch of 8 per epoch: between 7/8 and 31/32
   REQUIRE(b32.var_ratio > 0.875);
   REQUIRE(b32.var_ratio < 31.0 / 32.0 + 1e-9);
 }
 
 TEST_CASE("checkpoint without buffers: missing keys reported, stats at init, outputs differ", "[debug]") {
-  const auto r = bugs::measure_checkpoint_without_buffers(0);
+  const auto r = kit::measure_checkpoint_without_buffers(0);
   REQUIRE(r.missing_keys == 9);
   REQUIRE(r.missing[0] == "1.running_mean");
   REQUIRE(r.used_file);
@@ -93,7 +93,7 @@ TEST_CASE("checkpoint without buffers: missing keys reported, stats at init, out
 }
 
 TEST_CASE("frozen BN fine-tuning: the audit fires unless the freezing is declared", "[debug]") {
-  const auto r = bugs::measure_frozen_finetune(5, 3, 0);
+  const auto r = kit::measure_frozen_finetune(5, 3, 0);
   REQUIRE(r.audit_step_in_eval == 3 * 7);
   REQUIRE(r.audit_step_in_eval_allowed == 0);
   REQUIRE(r.eval_frozen != r.eval_train_mode);
@@ -101,7 +101,7 @@ TEST_CASE("frozen BN fine-tuning: the audit fires unless the freezing is declare
 }
 
 TEST_CASE("the chapter's backward checks pass on the real fused kernel", "[debug]") {
-  const auto c = bugs::measure_bn_backward_invariants(0);
+  const auto c = kit::measure_bn_backward_invariants(0);
   INFO(c.to_string());
   REQUIRE(c.col_sum < 1e-12);
   REQUIRE(c.col_dot_xhat < 1e-12);

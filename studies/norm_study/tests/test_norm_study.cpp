@@ -11,7 +11,7 @@
 #include "batch_size.h"
 #include <tapegrad/core/ops.h>
 #include <tapegrad/core/random.h>
-#include "ghost_batch.h"
+#include "kit/ghost_batch.h"
 #include "test_data.h"
 #include "kit/gnuplot.h"
 #include <tapegrad/layers/losses.h>
@@ -248,7 +248,7 @@ TEST_CASE("batch-size refuses no m and a global batch R·m that overflows, namin
 }
 
 TEST_CASE("gnuplot_quote doubles single quotes and refuses newlines", "[norm_study][report]") {
-  CHECK(report_kit::gnuplot_quote("/tmp/a b/x.png") == "'/tmp/a b/x.png'");
-  CHECK(report_kit::gnuplot_quote("it's; rm -rf $HOME") == "'it''s; rm -rf $HOME'");
-  CHECK_THROWS_WITH(report_kit::gnuplot_quote("a\nb"), Catch::Contains("newline"));
+  CHECK(studies::kit::gnuplot_quote("/tmp/a b/x.png") == "'/tmp/a b/x.png'");
+  CHECK(studies::kit::gnuplot_quote("it's; rm -rf $HOME") == "'it''s; rm -rf $HOME'");
+  CHECK_THROWS_WITH(studies::kit::gnuplot_quote("a\nb"), Catch::Contains("newline"));
 }

@@ -16,14 +16,17 @@
 #include <tapegrad/core/random.h>
 #include <tapegrad/distributed/data_parallel.h>
 #include <tapegrad/distributed/environment.h>
-#include "ghost_batch.h"
+#include "kit/ghost_batch.h"
 #include "../test_data.h"
 #include <tapegrad/layers/losses.h>
-#include "core.h"
+#include "kit/fashion_data.h"
+#include "kit/jobs.h"
+#include "kit/norm_net.h"
+#include "kit/option_checks.h"
 #include <tapegrad/optim/sgd.h>
 
 using namespace tapegrad;
-using namespace normstudy;
+using namespace studies::kit;
 
 namespace {
 

@@ -7,7 +7,7 @@
 #include <tapegrad/layers/batch_norm.h>
 #include <tapegrad/layers/module.h>
 
-namespace normstudy {
+namespace studies::kit {
 
 /// Wraps a BatchNorm1d/2d or BatchRenorm1d/2d (child "bn") as R data-parallel replicas.
 ///
@@ -40,4 +40,4 @@ class GhostBatchNorm : public tapegrad::layers::Module {
   int replicas_;
 };
 
-}  // namespace normstudy
+}  // namespace studies::kit

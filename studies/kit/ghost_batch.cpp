@@ -1,4 +1,4 @@
-#include "ghost_batch.h"
+#include "kit/ghost_batch.h"
 
 #include <stdexcept>
 #include <string>
@@ -6,7 +6,7 @@
 
 #include <tapegrad/core/ops.h>
 
-namespace normstudy {
+namespace studies::kit {
 
 using namespace tapegrad;
 
@@ -42,4 +42,4 @@ Tensor GhostBatchNorm::forward(const Tensor& x) {
   return cat(outs, 0);
 }
 
-}  // namespace normstudy
+}  // namespace studies::kit

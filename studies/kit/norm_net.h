@@ -1,6 +1,6 @@
 #pragma once
-// The Fashion-MNIST set-up every norm_study subcommand shares: data, the MLP with a choice
-// of normalisation, one SGD step, evaluation in either mode, and a parallel job runner.
+// The Fashion-MNIST nets of norm_study and claims: the MLP or CNN with a choice of
+// normalisation, one SGD step, evaluation in either mode.
 #include <cstdint>
 #include <functional>
 #include <memory>
@@ -8,14 +8,13 @@
 #include <string>
 #include <vector>
 
-#include "kit/option_checks.h"
 #include <tapegrad/core/random.h>
 #include <tapegrad/data/dataset.h>
 #include <tapegrad/layers/batch_renorm.h>
 #include <tapegrad/layers/sequential.h>
 #include <tapegrad/optim/optimizer.h>
 
-namespace normstudy {
+namespace studies::kit {
 
 /// Normalisation after each hidden Linear (MLP) or each Conv2d and the head's Linear (CNN).
 ///  batch: BatchNorm1d/2d per replica (GhostBatchNorm with R replicas);
@@ -28,23 +27,6 @@ std::string kind_name(NormKind k);
 NormKind parse_kind(const std::string& s);
 const std::vector<NormKind>& all_kinds();
 
-/// Fashion-MNIST, standardised with the training part's global mean and std.
-struct StudyData {
-  tapegrad::data::Dataset train, test;
-};
-/// `train_size` training images drawn at random (Generator(subset_seed), fixed across runs)
-/// from the 60,000, all 10,000 test images (or the first `test_size` when > 0).
-/// Throws std::runtime_error when the files are missing (names the Debian package),
-/// std::invalid_argument naming --train-size or --test-size when it is out of range
-/// (check_sizes) or exceeds the images the files hold.
-StudyData load_data(const std::string& dir, std::int64_t train_size, std::int64_t test_size,
-                    std::uint64_t subset_seed = 1234);
-
-/// Throws std::invalid_argument naming the option: --train-size < 1 or above 60,000,
-/// --test-size < 0 or above 10,000 (0 means all).
-void check_sizes(std::int64_t train_size, std::int64_t test_size);
-/// Throws std::invalid_argument naming --threads unless threads >= 1.
-void check_threads(int threads);
 
 struct ModelConfig {
   std::string arch = "mlp";                    ///< "mlp" or "cnn"
@@ -102,13 +84,5 @@ double train_step(tapegrad::layers::Module& net, tapegrad::optim::Optimizer& opt
 /// A loss that is NaN, Inf or > 1e10 ends a run as crashed.
 bool crashed_loss(double loss);
 
-/// Runs fn(0..n-1) on `threads` worker threads, each single-threaded inside
-/// (tapegrad::set_num_threads(1)), so a job's bits never depend on `threads`. Rethrows the
-/// first exception.
-void run_jobs(std::size_t n, int threads, const std::function<void(std::size_t)>& fn);
 
-using chapter::fixed;  // kit/option_checks.h: the studies' number formats
-using chapter::fmt4;
-using chapter::fmt9;
-
-}  // namespace normstudy
+}  // namespace studies::kit

@@ -1,4 +1,4 @@
-#include "core.h"
+#include "kit/norm_net.h"
 
 #include <algorithm>
 #include <atomic>
@@ -13,7 +13,6 @@
 #include <tapegrad/core/ops.h>
 #include <tapegrad/core/parallel.h>
 #include <tapegrad/data/fashion_mnist.h>
-#include "ghost_batch.h"
 #include <tapegrad/layers/activation.h>
 #include <tapegrad/layers/conv.h>
 #include <tapegrad/layers/flatten.h>
@@ -26,9 +25,9 @@
 #include <tapegrad/models/cnn.h>
 #include <tapegrad/models/evaluate.h>
 #include <tapegrad/debug/buffers.h>
-#include "kit/option_checks.h"
+#include "kit/ghost_batch.h"
 
-namespace normstudy {
+namespace studies::kit {
 
 using namespace tapegrad;
 
@@ -76,38 +75,6 @@ const std::vector<NormKind>& all_kinds() {
   return k;
 }
 
-void check_sizes(std::int64_t train_size, std::int64_t test_size) {
-  if (train_size < 1 || train_size > 60000)
-    throw std::invalid_argument("--train-size: expected 1..60000 (the Fashion-MNIST training images), got " +
-                                std::to_string(train_size));
-  if (test_size < 0 || test_size > 10000)
-    throw std::invalid_argument("--test-size: expected 0 (all) .. 10000 (the Fashion-MNIST test images), got " +
-                                std::to_string(test_size));
-}
-
-void check_threads(int threads) {
-  chapter::check_at_least("--threads", threads, 1);
-}
-
-StudyData load_data(const std::string& dir, std::int64_t train_size, std::int64_t test_size,
-                    std::uint64_t subset_seed) {
-  check_sizes(train_size, test_size);
-  data::Dataset full = data::load_fashion_mnist(dir, true);
-  data::Dataset test = data::load_fashion_mnist(dir, false, test_size);
-  if (train_size > full.size())
-    throw std::invalid_argument("--train-size: expected 1.." + std::to_string(full.size()) + " (the images in " + dir +
-                                "), got " + std::to_string(train_size));
-  if (test_size > test.size())
-    throw std::invalid_argument("--test-size: expected 0 (all) .. " + std::to_string(test.size()) +
-                                " (the test images in " + dir + "), got " + std::to_string(test_size));
-  Generator g(subset_seed);
-  std::vector<std::int64_t> perm = data::randperm(full.size(), g);
-  perm.resize(static_cast<std::size_t>(train_size));
-  std::sort(perm.begin(), perm.end());
-  data::Dataset train = full.take(perm);
-  const auto st = data::Standardizer::fit(train.X, data::Standardizer::Scope::Global);
-  return {st.transform(train), st.transform(test)};
-}
 
 namespace {
 
@@ -255,36 +222,5 @@ double train_step(layers::Module& net, optim::Optimizer& opt, const Tensor& X, c
 
 bool crashed_loss(double loss) { return !std::isfinite(loss) || std::fabs(loss) > 1e10; }
 
-void run_jobs(std::size_t n, int threads, const std::function<void(std::size_t)>& fn) {
-  if (threads < 1) throw std::invalid_argument("--threads must be >= 1, got " + std::to_string(threads));
-  std::atomic<std::size_t> next{0};
-  std::exception_ptr error;
-  std::mutex mu;
-  auto worker = [&] {
-    tapegrad::set_num_threads(1);
-    for (;;) {
-      const std::size_t k = next.fetch_add(1);
-      if (k >= n) return;
-      try {
-        fn(k);
-      } catch (...) {
-        std::lock_guard<std::mutex> lock(mu);
-        if (!error) error = std::current_exception();
-        next = n;
-      }
-    }
-  };
-  const int before = tapegrad::get_num_threads();
-  const int t = std::max(1, std::min<int>(threads, static_cast<int>(n)));
-  if (t == 1) {
-    worker();
-  } else {
-    std::vector<std::thread> pool;
-    for (int i = 0; i < t; ++i) pool.emplace_back(worker);
-    for (auto& th : pool) th.join();
-  }
-  tapegrad::set_num_threads(before);
-  if (error) std::rethrow_exception(error);
-}
 
-}  // namespace normstudy
+}  // namespace studies::kit
