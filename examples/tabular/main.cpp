@@ -17,6 +17,8 @@
 #include <cstdio>
 #include <fstream>
 #include <map>
+#include <memory>
+#include <new>
 #include <stdexcept>
 #include <string>
 #include <vector>
@@ -236,7 +238,13 @@ FoldResult run_fold(const Config& c, const data::Dataset& full, const data::Fold
   std::vector<std::int64_t> sizes{full.num_features()};
   sizes.insert(sizes.end(), hidden.begin(), hidden.end());
   sizes.push_back(outputs);
-  models::MLP model(sizes, {}, gen);
+  std::unique_ptr<models::MLP> built;
+  try {
+    built = std::make_unique<models::MLP>(sizes, models::MLPOptions{}, gen);
+  } catch (const std::bad_alloc&) {  // a huge --hidden: name it, not "std::bad_alloc"
+    throw std::runtime_error("--hidden " + c.hidden + ": out of memory allocating the parameters; use smaller widths");
+  }
+  models::MLP& model = *built;
   optim::Adam opt(model.parameters(), {.lr = c.lr, .weight_decay = c.weight_decay});
   const std::int64_t batch = std::min(c.batch_size, tr.size());
   data::DataLoader loader(tr, {.batch_size = batch, .shuffle = true, .drop_last = false}, gen);
