@@ -15,6 +15,7 @@
 #include <chrono>
 #include <cmath>
 #include <cstdio>
+#include <filesystem>
 #include <fstream>
 #include <map>
 #include <memory>
@@ -89,6 +90,10 @@ void check_config(const Config& c) {
   if (c.delimiter == '"' || c.delimiter == '\n' || c.delimiter == '\r' || c.delimiter == '\0')
     throw std::invalid_argument("--delimiter: expected a field separator other than a quote or a line break");
   parse_hidden(c.hidden);
+  std::error_code ec;  // writing the fold ids over the CSV would replace the data
+  if (!c.fold_ids.empty() && std::filesystem::equivalent(c.csv, c.fold_ids, ec))
+    throw std::invalid_argument("--fold-ids: '" + c.fold_ids + "' is the --csv file '" + c.csv +
+                                "'; writing it would destroy the data");
 }
 
 // An integer is a 0-based column index (negative: from the end); anything else a header name.
