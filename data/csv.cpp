@@ -230,6 +230,14 @@ Dataset Parser::run() {
       throw std::invalid_argument("read_csv: '" + src_ + "': no label column named '" + o_.label.name +
                                   "'; the header has " + list);
     }
+    if (std::find(it + 1, names_.end(), o_.label.name) != names_.end()) {  // ambiguous: not silently the first
+      std::string where;
+      std::size_t count = 0;
+      for (std::size_t c = 0; c < names_.size(); ++c)
+        if (names_[c] == o_.label.name) where += (count++ ? ", " : "") + std::to_string(c);
+      throw std::invalid_argument("read_csv: '" + src_ + "': the label column name '" + o_.label.name + "' names " +
+                                  std::to_string(count) + " columns (indices " + where + "); give its index");
+    }
     label = static_cast<std::size_t>(it - names_.begin());
   } else {
     const auto nc = static_cast<std::int64_t>(ncols);

@@ -74,7 +74,8 @@ struct CsvOptions {
 /// first row), an empty (missing) or non-numeric value, a non-finite value, a negative
 /// integer class label, an unterminated quoted field or text after a closing quote; and
 /// naming the file for: no data rows (an empty file, or a header only), an unknown label
-/// column (listing the columns), fewer than 2 columns, a bad delimiter, skip_rows < 0, or
+/// column (listing the columns), a label name that several header columns carry, fewer
+/// than 2 columns, a bad delimiter, skip_rows < 0, or
 /// skip_rows that skips every line.
 Dataset read_csv(const std::string& path, const CsvOptions& options = {});
 

@@ -6,6 +6,7 @@
 #include <cerrno>
 #include <cstdio>
 #include <cstring>
+#include <limits>
 #include <memory>
 #include <new>
 #include <stdexcept>
@@ -44,8 +45,9 @@ struct Inflater {
   }
 };
 
+// keep false: the inflated bytes are only counted (check_gzip_trailer), never stored.
 std::string gunzip(const std::string& raw, const std::string& path, std::uint64_t limit, const std::string& who,
-                   const std::string& limit_name) {
+                   const std::string& limit_name, bool keep = true) {
   const std::string at = who + ": '" + path + "': ";
   Inflater in;
   if (inflateInit2(&in.zs, 15 + 16) != Z_OK) throw std::bad_alloc();  // 15 + 16: gzip wrapper only
@@ -54,6 +56,7 @@ std::string gunzip(const std::string& raw, const std::string& path, std::uint64_
   const auto* src = reinterpret_cast<const Bytef*>(raw.data());
   std::size_t fed = 0;  // bytes of raw handed to zlib so far
   std::string out;
+  std::uint64_t total = 0;  // bytes inflated so far
   std::vector<char> buf(1 << 18);
   for (;;) {
     if (zs.avail_in == 0 && fed < raw.size()) {  // avail_in is 32-bit: feed at most 1 GiB at a time
@@ -66,11 +69,12 @@ std::string gunzip(const std::string& raw, const std::string& path, std::uint64_
     zs.avail_out = static_cast<uInt>(buf.size());
     const int rc = inflate(&zs, Z_NO_FLUSH);
     const std::size_t got = buf.size() - zs.avail_out;
-    if (out.size() + got > limit)
+    if (total + got > limit)
       throw std::runtime_error(at + "the gzip data inflates to more than " + std::to_string(limit) + " bytes (" +
                                limit_name + " = " + std::to_string(limit) +
                                "; a gzip bomb, or a larger file: raise the limit to read it)");
-    out.append(buf.data(), got);
+    total += got;
+    if (keep) out.append(buf.data(), got);
     const std::size_t consumed = fed - zs.avail_in;
     if (rc == Z_STREAM_END) {  // one member done; zlib has checked its CRC32 and length
       const std::size_t rest = raw.size() - consumed;
@@ -107,6 +111,11 @@ std::string read_maybe_gzip(const std::string& path, std::uint64_t max_decompres
   if (raw.size() < 2 || static_cast<unsigned char>(raw[0]) != 0x1f || static_cast<unsigned char>(raw[1]) != 0x8b)
     return raw;
   return gunzip(raw, path, max_decompressed_bytes, who, limit_name);
+}
+
+void check_gzip_trailer(const std::string& path, const std::string& who) {
+  const std::string raw = read_raw(path, who);
+  gunzip(raw, path, std::numeric_limits<std::uint64_t>::max(), who, "no limit", /*keep=*/false);
 }
 
 }  // namespace tapegrad::data

@@ -16,4 +16,10 @@ namespace tapegrad::data {
 std::string read_maybe_gzip(const std::string& path, std::uint64_t max_decompressed_bytes, const std::string& who,
                             const std::string& limit_name);
 
+/// Checks the gzip file `path` whole, as read_maybe_gzip does (every member's CRC32 and length,
+/// nothing but more members or zero padding after the last one), inflating it without keeping
+/// the output: for readers built on zlib's gzread, which ignores bytes after the last member.
+/// Throws std::runtime_error naming the file (read_maybe_gzip's messages, starting with `who`).
+void check_gzip_trailer(const std::string& path, const std::string& who);
+
 }  // namespace tapegrad::data

@@ -1,6 +1,7 @@
 #include <tapegrad/data/idx.h>
 
 #include <tapegrad/core/file_io.h>
+#include <tapegrad/data/gzip.h>
 
 #include <zlib.h>
 
@@ -196,6 +197,9 @@ IdxArray read_idx(const std::string& path, std::uint64_t max_bytes) {
     if (n < chunk) break;
   }
   buf.resize(have);
+  // gzread stops quietly at bytes after the last gzip member (a corrupt or joined file):
+  // a complete payload is checked once more, as read_csv's reader checks it
+  if (have + 1 == total && gzdirect(f.get()) == 0) check_gzip_trailer(path, "IDX");
   return parse_idx(buf.data(), buf.size(), path, max_bytes);
 }
 

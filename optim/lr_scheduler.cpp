@@ -54,8 +54,8 @@ void LRScheduler::load_state_dict(const OptimizerState& s) {
   // the values, not only the shapes: an epoch before the first (-1 is "not started") or a
   // negative or non-finite lr would fail later, at a step, far from the file
   if (problems.empty()) {
-    if (const std::int64_t v = e->data<std::int64_t>()[0]; v < -1)
-      problems.push_back("'last_epoch' must be >= -1, got " + std::to_string(v));
+    if (const std::int64_t v = e->data<std::int64_t>()[0]; v < -1 || v > 1000000000)  // as a checkpoint's epoch
+      problems.push_back("'last_epoch' must be >= -1 and <= 1000000000, got " + std::to_string(v));
     for (const char* key : {"base_lrs", "last_lr"}) {
       const auto v = s.at(key).to_vector();
       for (std::size_t g = 0; g < v.size(); ++g)

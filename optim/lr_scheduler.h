@@ -39,8 +39,9 @@ class LRScheduler {
   /// "last_epoch" (int64 scalar), "base_lrs" and "last_lr" (float64 [groups]). The
   /// optimizer's lrs are saved by the optimizer's own state_dict.
   OptimizerState state_dict() const;
-  /// Restores state_dict(); throws std::invalid_argument naming missing keys or a group
-  /// count that differs from the optimizer's (nothing changes then).
+  /// Restores state_dict(); throws std::invalid_argument naming missing keys, a group
+  /// count that differs from the optimizer's, a last_epoch outside [-1, 10^9] or an lr that
+  /// is negative or not finite (nothing changes then).
   void load_state_dict(const OptimizerState& state);
 
  protected:

@@ -96,11 +96,15 @@ OptimizerState Optimizer::state_dict() const {
 namespace {
 // What is wrong with a state tensor's values ("" if nothing): a step count below 0 (the
 // bias corrections would divide by 1 - β^t <= 0), a non-finite moment, a negative second
-// moment (its square root is NaN).
+// moment (its square root is NaN); a step count above 2^53, which a double (the bias
+// corrections' exponent) no longer counts exactly and whose next ++ may overflow.
 std::string check_state_values(const Tensor& t, bool is_step, bool nonnegative) {
   if (is_step) {
     const std::int64_t v = t.data<std::int64_t>()[0];
-    return v >= 0 ? "" : "expected a step count >= 0, got " + std::to_string(v);
+    constexpr std::int64_t kMaxStep = std::int64_t{1} << 53;
+    return v >= 0 && v <= kMaxStep ? ""
+                                   : "expected a step count >= 0 and <= " + std::to_string(kMaxStep) + ", got " +
+                                         std::to_string(v);
   }
   const std::vector<double> v = t.to_vector();
   for (std::size_t k = 0; k < v.size(); ++k) {

@@ -77,8 +77,9 @@ class Optimizer {
   /// Restores what state_dict() produced. Checks everything before changing anything:
   /// the number of groups and their parameter indices, every key (unknown state names,
   /// parameter indices out of range, unknown options), every state tensor's shape and
-  /// dtype against its parameter, and the options' validity. Throws
-  /// std::invalid_argument listing every problem.
+  /// dtype against its parameter, the options' validity and the values (a step count in
+  /// [0, 2^53], finite moments, second moments >= 0). Throws std::invalid_argument listing
+  /// every problem.
   void load_state_dict(const OptimizerState& state);
 
  protected:

@@ -9,6 +9,7 @@
 // the output could not be written (nothing is written then), 2 bad usage.
 #include <cstdint>
 #include <cstdio>
+#include <filesystem>
 #include <functional>
 #include <iostream>
 #include <stdexcept>
@@ -47,6 +48,14 @@ std::uint64_t parse_count(const std::string& option, const std::string& v) {
   return n;
 }
 
+// Writing OUT over IN (the same path, a link to it, or another spelling of it) would replace
+// the only copy of the input: refused before anything is read.
+void check_not_input(const std::string& in, const std::string& out) {
+  std::error_code ec;
+  if (std::filesystem::equivalent(in, out, ec))
+    throw Usage("the output '" + out + "' is the input file '" + in + "'; writing it would destroy the input");
+}
+
 int run_torch(const std::vector<std::string>& args) {
   std::vector<std::string> positional;
   tapegrad::io::LoadOptions o;
@@ -71,6 +80,7 @@ int run_torch(const std::vector<std::string>& args) {
   }
   if (positional.size() != 2)
     throw Usage("expected IN.pt and OUT.safetensors, got " + std::to_string(positional.size()) + " file arguments");
+  check_not_input(positional[0], positional[1]);
   std::cout << tapegrad::io::convert_torch_to_safetensors(positional[0], positional[1], o) << "\n";
   return 0;
 }
@@ -100,6 +110,7 @@ int run_onnx(const std::vector<std::string>& args) {
   }
   if (positional.size() != 2)
     throw Usage("expected CHECKPOINT and OUT.onnx, got " + std::to_string(positional.size()) + " file arguments");
+  check_not_input(positional[0], positional[1]);
   std::cout << tapegrad::io::convert_checkpoint_to_onnx(positional[0], positional[1], o) << "\n";
   return 0;
 }

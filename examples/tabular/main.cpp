@@ -15,8 +15,11 @@
 #include <chrono>
 #include <cmath>
 #include <cstdio>
+#include <filesystem>
 #include <fstream>
 #include <map>
+#include <memory>
+#include <new>
 #include <stdexcept>
 #include <string>
 #include <vector>
@@ -87,6 +90,10 @@ void check_config(const Config& c) {
   if (c.delimiter == '"' || c.delimiter == '\n' || c.delimiter == '\r' || c.delimiter == '\0')
     throw std::invalid_argument("--delimiter: expected a field separator other than a quote or a line break");
   parse_hidden(c.hidden);
+  std::error_code ec;  // writing the fold ids over the CSV would replace the data
+  if (!c.fold_ids.empty() && std::filesystem::equivalent(c.csv, c.fold_ids, ec))
+    throw std::invalid_argument("--fold-ids: '" + c.fold_ids + "' is the --csv file '" + c.csv +
+                                "'; writing it would destroy the data");
 }
 
 // An integer is a 0-based column index (negative: from the end); anything else a header name.
@@ -236,7 +243,13 @@ FoldResult run_fold(const Config& c, const data::Dataset& full, const data::Fold
   std::vector<std::int64_t> sizes{full.num_features()};
   sizes.insert(sizes.end(), hidden.begin(), hidden.end());
   sizes.push_back(outputs);
-  models::MLP model(sizes, {}, gen);
+  std::unique_ptr<models::MLP> built;
+  try {
+    built = std::make_unique<models::MLP>(sizes, models::MLPOptions{}, gen);
+  } catch (const std::bad_alloc&) {  // a huge --hidden: name it, not "std::bad_alloc"
+    throw std::runtime_error("--hidden " + c.hidden + ": out of memory allocating the parameters; use smaller widths");
+  }
+  models::MLP& model = *built;
   optim::Adam opt(model.parameters(), {.lr = c.lr, .weight_decay = c.weight_decay});
   const std::int64_t batch = std::min(c.batch_size, tr.size());
   data::DataLoader loader(tr, {.batch_size = batch, .shuffle = true, .drop_last = false}, gen);

@@ -6,6 +6,7 @@
 #include <cstdio>
 #include <filesystem>
 #include <memory>
+#include <new>
 #include <sstream>
 #include <stdexcept>
 
@@ -74,7 +75,14 @@ std::shared_ptr<layers::Sequential> build_model(const Config& c, std::int64_t in
   std::vector<std::int64_t> sizes{in_features};
   sizes.insert(sizes.end(), c.hidden.begin(), c.hidden.end());
   sizes.push_back(classes);
-  return std::make_shared<models::MLP>(sizes, mo, init);
+  try {
+    return std::make_shared<models::MLP>(sizes, mo, init);
+  } catch (const std::bad_alloc&) {  // a huge --hidden: name it, not "std::bad_alloc"
+    std::string widths;
+    for (auto h : c.hidden) widths += (widths.empty() ? "" : ",") + std::to_string(h);
+    throw std::runtime_error("--model mlp: out of memory allocating the parameters of --hidden " + widths +
+                             "; use smaller widths");
+  }
 }
 
 double learning_rate(const Config& c) { return c.lr.value_or(c.optimizer == "sgd" ? 0.1 : 1e-3); }

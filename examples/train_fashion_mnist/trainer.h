@@ -85,7 +85,8 @@ struct Result {
 };
 
 /// Builds the MLP (or, with model = "cnn", the CNN of cnn_model.h) for `config` (weights
-/// from init, dropout masks from drop).
+/// from init, dropout masks from drop). Throws std::runtime_error naming the widths when the
+/// parameters do not fit in memory.
 std::shared_ptr<tapegrad::layers::Sequential> build_model(const Config& config, std::int64_t in_features,
                                                           std::int64_t classes, tapegrad::Generator& init,
                                                           tapegrad::Generator* drop);

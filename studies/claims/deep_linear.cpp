@@ -44,7 +44,8 @@ LinearOptions quick_linear_options(LinearOptions o) {
 }
 
 void check_linear_options(const LinearOptions& o) {
-  studies::kit::check_at_least("--depth", o.depth, 2);
+  if (o.depth < 2 || o.depth > 10000)  // each layer is a width x width weight and its probes
+    throw std::invalid_argument("--depth: expected 2 to 10000 layers, got " + std::to_string(o.depth));
   studies::kit::check_at_least("--width", o.width, 1);
   if (o.samples < 2) throw std::invalid_argument("--samples must be >= 2 (BatchNorm needs 2), got " + std::to_string(o.samples));
   studies::kit::check_rate("--lr", o.lr);
@@ -370,7 +371,9 @@ LinearResult run_deep_linear(const LinearOptions& o, bool ics, bool landscape) {
     }
   const auto t0 = std::chrono::steady_clock::now();
   studies::kit::run_jobs(r.runs.size(), o.threads, [&](std::size_t k) {
-    r.runs[k] = train_one(o, r.runs[k].bn, r.runs[k].seed, ics, landscape);
+    r.runs[k] = studies::kit::name_out_of_memory(  // the data and the nets of --depth x --width
+        "--depth " + std::to_string(o.depth) + " --width " + std::to_string(o.width),
+        [&] { return train_one(o, r.runs[k].bn, r.runs[k].seed, ics, landscape); });
     const auto& run = r.runs[k];
     spdlog::info("deep linear {} seed {}: loss {:.4g} -> {:.4g}{}", net_name(run.bn), run.seed,
                  run.loss.empty() ? NAN : run.loss.front().second, run.loss.empty() ? NAN : run.loss.back().second,
@@ -397,7 +400,9 @@ LinearResult run_noisy_linear(const LinearOptions& o, const NoiseOptions& noise)
   const auto t0 = std::chrono::steady_clock::now();
   studies::kit::run_jobs(r.runs.size(), o.threads, [&](std::size_t k) {
     const bool nz = r.runs[k].noise;
-    r.runs[k] = train_one(o, r.runs[k].bn, r.runs[k].seed, false, false, nz ? &noise : nullptr);
+    r.runs[k] = studies::kit::name_out_of_memory(
+        "--depth " + std::to_string(o.depth) + " --width " + std::to_string(o.width),
+        [&] { return train_one(o, r.runs[k].bn, r.runs[k].seed, false, false, nz ? &noise : nullptr); });
     const auto& run = r.runs[k];
     spdlog::info("deep linear {}{} seed {}: loss {:.4g} -> {:.4g}{}", net_name(run.bn), run.noise ? "+noise" : "", run.seed,
                  run.loss.empty() ? NAN : run.loss.front().second, run.loss.empty() ? NAN : run.loss.back().second,

@@ -34,7 +34,8 @@ void check_init_options(const InitOptions& o) {
     if (!(s > 0 && std::isfinite(s))) throw std::invalid_argument("--scales: expected finite scales > 0, got " + fmt9(s));
   if (o.depths.empty()) throw std::invalid_argument("--depths: expected at least one depth, got none");
   for (int dd : o.depths)
-    if (dd < 1) throw std::invalid_argument("--depths: expected hidden-layer counts >= 1, got " + std::to_string(dd));
+    if (dd < 1 || dd > 10000)
+      throw std::invalid_argument("--depths: expected hidden-layer counts from 1 to 10000, got " + std::to_string(dd));
   studies::kit::check_at_least("--width", o.width, 1);
   studies::kit::check_at_least("--seeds", o.seeds, 1);
   studies::kit::check_at_least("--epochs", o.epochs, 1);

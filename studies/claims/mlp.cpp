@@ -12,8 +12,9 @@ namespace claims {
 
 using namespace tapegrad;
 
-Mlp build_mlp(const MlpSpec& s, std::int64_t in_features, std::int64_t classes, Generator& init) {
-  studies::kit::check_widths("--hidden", s.hidden);
+namespace {
+
+Mlp build_unchecked(const MlpSpec& s, std::int64_t in_features, std::int64_t classes, Generator& init) {
   if (!(s.weight_scale >= 0 && std::isfinite(s.weight_scale)))
     throw std::invalid_argument("weight scale: expected a finite number >= 0, got " + std::to_string(s.weight_scale));
   Mlp m;
@@ -51,6 +52,14 @@ Mlp build_mlp(const MlpSpec& s, std::int64_t in_features, std::int64_t classes, 
   linear(classes);
   m.net->train();
   return m;
+}
+
+}  // namespace
+
+Mlp build_mlp(const MlpSpec& s, std::int64_t in_features, std::int64_t classes, Generator& init) {
+  studies::kit::check_widths("--hidden", s.hidden);
+  return studies::kit::name_out_of_memory("--hidden " + studies::kit::join_widths(s.hidden),
+                                     [&] { return build_unchecked(s, in_features, classes, init); });
 }
 
 }  // namespace claims

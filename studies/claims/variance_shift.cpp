@@ -56,7 +56,8 @@ struct ShiftNet {
   std::vector<layers::BatchNormBase*> bns;
 };
 
-ShiftNet build(const ShiftOptions& o, bool before, double p, std::int64_t in, Generator& init, Generator& drop) {
+ShiftNet build_unchecked(const ShiftOptions& o, bool before, double p, std::int64_t in, Generator& init,
+                         Generator& drop) {
   ShiftNet s;
   s.net = std::make_shared<layers::Sequential>();
   layers::BatchNormOptions bo;
@@ -74,6 +75,11 @@ ShiftNet build(const ShiftOptions& o, bool before, double p, std::int64_t in, Ge
   if (!before) s.net->push_back(std::make_shared<layers::Dropout>(p, &drop));
   s.net->push_back(std::make_shared<layers::Linear>(width, 10, true, Dtype::Float32, init));
   return s;
+}
+
+ShiftNet build(const ShiftOptions& o, bool before, double p, std::int64_t in, Generator& init, Generator& drop) {
+  return studies::kit::name_out_of_memory("--hidden " + studies::kit::join_widths(o.hidden),
+                                     [&] { return build_unchecked(o, before, p, in, init, drop); });
 }
 
 ShiftRun train_one(const ShiftOptions& o, const studies::kit::StudyData& d, double p, bool before, std::uint64_t seed) {

@@ -6,6 +6,7 @@
 #include <cstdio>
 #include <exception>
 #include <mutex>
+#include <new>
 #include <stdexcept>
 #include <thread>
 
@@ -175,9 +176,27 @@ Model build_cnn(const ModelConfig& c, std::int64_t in_features, std::int64_t cla
 
 }  // namespace
 
+namespace {
+
+std::string widths(const std::vector<std::int64_t>& v) {
+  std::string out;
+  for (auto w : v) out += (out.empty() ? "" : ",") + std::to_string(w);
+  return out;
+}
+
+}  // namespace
+
 Model build_model(const ModelConfig& c, std::int64_t in_features, std::int64_t classes, Generator& init) {
-  if (c.arch == "mlp") return build_mlp(c, in_features, classes, init);
-  if (c.arch == "cnn") return build_cnn(c, in_features, classes, init);
+  try {
+    if (c.arch == "mlp") return build_mlp(c, in_features, classes, init);
+    if (c.arch == "cnn") return build_cnn(c, in_features, classes, init);
+  } catch (const std::bad_alloc&) {  // huge widths: name them, not "std::bad_alloc"
+    throw std::runtime_error(c.arch == "cnn" ? "cnn: out of memory allocating the parameters of --channels " +
+                                                   widths(c.channels) + " --head " + std::to_string(c.head) +
+                                                   "; use smaller widths"
+                                             : "mlp: out of memory allocating the parameters of hidden widths " +
+                                                   widths(c.hidden) + "; use smaller widths");
+  }
   throw std::invalid_argument("unknown model '" + c.arch + "': expected mlp or cnn");
 }
 

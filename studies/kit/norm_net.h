@@ -50,7 +50,8 @@ struct ModelConfig {
 /// block of models::CNN with the study's norms (per-replica and renorm variants included).
 /// Conv and Linear weights come from `init` in layer order, so nets differing only in the
 /// norm start from the same weights. Throws std::invalid_argument for an unknown arch,
-/// groups not dividing a width, or an input size that does not match `image`.
+/// groups not dividing a width, or an input size that does not match `image`, and
+/// std::runtime_error naming the widths when the parameters do not fit in memory.
 struct Model {
   std::shared_ptr<tapegrad::layers::Sequential> net;
   std::vector<tapegrad::layers::BatchNormBase*> bns;          ///< every BatchNorm / BatchRenorm

@@ -39,6 +39,12 @@ void check_widths(std::string_view flag, const std::vector<std::int64_t>& widths
     if (w < 1) throw std::invalid_argument(std::string(flag) + ": expected widths >= 1, got " + std::to_string(w));
 }
 
+std::string join_widths(const std::vector<std::int64_t>& widths) {
+  std::string out;
+  for (auto w : widths) out += (out.empty() ? "" : ",") + std::to_string(w);
+  return out;
+}
+
 std::string fmt9(double v) { return printf_double("%.9g", v); }
 std::string fmt4(double v) { return printf_double("%.4g", v); }
 std::string fmt_g(double v) { return printf_double("%g", v); }

@@ -3,6 +3,8 @@
 #pragma once
 
 #include <cstdint>
+#include <new>
+#include <stdexcept>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -17,6 +19,20 @@ void check_rate(std::string_view flag, double value);
 void check_batch(std::int64_t batch, std::int64_t train_size);
 /// FLAG: at least one width, each >= 1.
 void check_widths(std::string_view flag, const std::vector<std::int64_t>& widths);
+
+/// Runs `build` (a net's constructor); a std::bad_alloc there, parameters that do not fit in
+/// memory, becomes std::runtime_error "out of memory allocating the parameters of `what`; use
+/// smaller widths" (`what` names the options, e.g. "--hidden 100,100").
+template <class F>
+auto name_out_of_memory(const std::string& what, F&& build) -> decltype(build()) {
+  try {
+    return build();
+  } catch (const std::bad_alloc&) {
+    throw std::runtime_error("out of memory allocating the parameters of " + what + "; use smaller widths");
+  }
+}
+/// "1,2,3".
+std::string join_widths(const std::vector<std::int64_t>& widths);
 
 /// "%.9g": enough digits to read a double's option value back.
 std::string fmt9(double v);

@@ -186,6 +186,10 @@ TEST_CASE("read_csv: bad input is an error naming the file, the line and the col
   // the label column
   CHECK_THAT(err(kIris, {.label = "kind"}), Contains("'f.csv'") && Contains("no label column named 'kind'") &&
                                                 Contains("'species'") && Contains("'sepal_length'"));
+  // a label name that two header columns carry is ambiguous, not the first of them
+  CHECK_THAT(err("a,a,y\n1,2,0\n3,4,1\n", {.label = "a"}),
+             Contains("'f.csv'") && Contains("label column name 'a' names 2 columns (indices 0, 1)") &&
+                 Contains("give its index"));
   CHECK_THAT(err(kIris, {.label = 4}), Contains("index 4 out of range for 4 columns"));
   CHECK_THAT(err(kIris, {.label = -5}), Contains("index -5"));
   CHECK_THAT(err("1,2\n", {.label = "y", .header = false}), Contains("no header"));

@@ -4,6 +4,7 @@
 #include <unistd.h>
 #include <zlib.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstdio>
 #include <filesystem>
@@ -198,6 +199,21 @@ TEST_CASE("IDX files: gzip and plain read the same and truncated or bad files th
     bytes.push_back(2);
     write_bytes(dir.file("x.idx"), bytes);
     REQUIRE_THROWS_WITH(read_idx(dir.file("x.idx")), Catch::Contains("trailing data") && Catch::Contains("byte offset 28"));
+  }
+  SECTION("bytes after the end of a gzip stream name the file (read_csv's reader refuses them too)") {
+    std::ifstream f(dir.file("a.idx.gz"), std::ios::binary);
+    std::vector<std::uint8_t> gz((std::istreambuf_iterator<char>(f)), std::istreambuf_iterator<char>());
+    const std::size_t end = gz.size();
+    for (char c : std::string("garbage!")) gz.push_back(static_cast<std::uint8_t>(c));
+    write_bytes(dir.file("g.idx.gz"), gz);
+    REQUIRE_THROWS_WITH(read_idx(dir.file("g.idx.gz")),
+                        Catch::Contains("g.idx.gz") && Catch::Contains("8 bytes after the end of the gzip stream") &&
+                            Catch::Contains("at byte " + std::to_string(end)));
+    // zero padding after the stream is ignored, as gzip does
+    gz.resize(end + 16, 0);
+    std::fill(gz.begin() + static_cast<std::ptrdiff_t>(end), gz.end(), 0);
+    write_bytes(dir.file("z.idx.gz"), gz);
+    REQUIRE(read_idx(dir.file("z.idx.gz")).payload == a.payload);
   }
   SECTION("a file declaring 4 GB but holding 16 bytes fails without allocating 4 GB") {
     const std::vector<std::uint8_t> liar = {0, 0, 8, 1, 0xFF, 0xFF, 0xFF, 0xFF, 1, 2, 3, 4, 5, 6, 7, 8};

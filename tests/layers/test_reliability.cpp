@@ -200,3 +200,26 @@ TEST_CASE("reliability: scheduler options and loaded scheduler state are validat
   CHECK(cos.last_epoch() == 1);
   cos.load_state_dict(good);
 }
+
+TEST_CASE("reliability: a loaded step count or last_epoch too large to count on is refused when loaded",
+          "[errors][reliability]") {
+  Tensor w = Tensor::ones({2}, Dtype::Float64);
+  w.requires_grad_();
+  optim::Adam adam({w});
+  w.set_grad(Tensor::ones({2}, Dtype::Float64));
+  adam.step();
+  auto s = adam.state_dict();
+  s.insert("state.0.step", Tensor::from_int64({std::numeric_limits<std::int64_t>::max()}, {}));  // ++ overflows
+  CHECK_THAT(thrown<std::invalid_argument>([&] { adam.load_state_dict(s); }),
+             Contains("state.0.step") && Contains("9223372036854775807") && Contains("<= 9007199254740992"));
+  CHECK(adam.state_dict().at("state.0.step").data<std::int64_t>()[0] == 1);  // nothing was loaded
+
+  optim::SGD sgd({w}, {.lr = 0.1});
+  optim::CosineAnnealingLR cos(sgd, 10);
+  cos.step();
+  auto c = cos.state_dict();
+  c.insert("last_epoch", Tensor::from_int64({std::int64_t{1} << 62}, {}));
+  CHECK_THAT(thrown<std::invalid_argument>([&] { cos.load_state_dict(c); }),
+             Contains("last_epoch") && Contains("4611686018427387904") && Contains("<= 1000000000"));
+  CHECK(cos.last_epoch() == 1);
+}

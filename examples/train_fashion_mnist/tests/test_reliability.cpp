@@ -143,3 +143,13 @@ TEST_CASE("train_fashion_mnist --resume with another --optimizer, --lr, --batch-
   CHECK_THAT(message_of<std::invalid_argument>([&] { fmnist::train(r); }),
              Contains("--lr: expected a finite number > 0, got 0"));
 }
+
+TEST_CASE("train_fashion_mnist --hidden too wide for memory names the widths and not std::bad_alloc", "[fmnist][reliability]") {
+  fmnist::Config cfg;
+  cfg.hidden = {1000000000000, 8};  // a 784 x 10^12 first Linear: no allocator can hold it
+  Generator init(0), drop(0);
+  CHECK_THAT(message_of<std::runtime_error>([&] {
+               fmnist::build_model(cfg, data::kFashionMnistPixels, data::kFashionMnistClasses, init, &drop);
+             }),
+             Contains("--model mlp: out of memory allocating the parameters of --hidden 1000000000000,8"));
+}
