@@ -31,7 +31,7 @@ class LRScheduler {
   const std::vector<double>& get_last_lr() const { return last_lr_; }
   /// Each group's lr when the scheduler was made (the base of the formulas).
   const std::vector<double>& base_lrs() const { return base_lrs_; }
-  /// Epochs stepped: 0 after construction, +1 per step().
+  /// Epochs stepped: 0 after construction, +1 per step() (saturating at INT64_MAX).
   std::int64_t last_epoch() const { return last_epoch_; }
   /// "StepLR", "CosineAnnealingLR", ... (PyTorch's class names).
   virtual std::string type_name() const = 0;
@@ -39,8 +39,9 @@ class LRScheduler {
   /// "last_epoch" (int64 scalar), "base_lrs" and "last_lr" (float64 [groups]). The
   /// optimizer's lrs are saved by the optimizer's own state_dict.
   OptimizerState state_dict() const;
-  /// Restores state_dict(); throws std::invalid_argument naming missing keys or a group
-  /// count that differs from the optimizer's (nothing changes then).
+  /// Restores state_dict(); throws std::invalid_argument naming missing keys, a group
+  /// count that differs from the optimizer's, last_epoch < -1 or an lr that is negative or
+  /// not finite (nothing changes then).
   void load_state_dict(const OptimizerState& state);
 
  protected:
