@@ -154,3 +154,19 @@ TEST_CASE("num_batches_tracked loaded at INT64_MAX saturates in the train step, 
     CHECK(rm[0] >= 0.0);
   }
 }
+
+TEST_CASE("a negative num_batches_tracked loaded without the value check is refused at the train step",
+          "[errors][reliability][checkpoint]") {
+  for (const bool cumulative : {false, true}) {
+    INFO((cumulative ? "momentum = nullopt" : "momentum 0.1"));
+    layers::BatchNormOptions o{.dtype = Dtype::Float64};
+    if (cumulative) o.momentum = std::nullopt;
+    layers::BatchNorm1d bn(2, o);
+    bn.load_state_dict(with(bn, "num_batches_tracked", Tensor::from_int64({-1}, {})), layers::LoadOptions{true, false});
+    const Tensor x = Tensor::from_vector({1, 2, 3, 6}, {2, 2}, Dtype::Float64);
+    CHECK_THAT(thrown<std::invalid_argument>([&] { bn.forward(x); }),
+               Contains("num_batches_tracked >= 0") && Contains("got -1"));
+    CHECK(bn.batches_tracked() == -1);
+    CHECK(bn.running_mean.to_vector() == std::vector<double>{0, 0});
+  }
+}
