@@ -34,6 +34,22 @@ void Generator::set_state(const std::string& state) {
   std::mt19937_64 e;
   is >> e;
   if (is.fail()) throw std::invalid_argument("Generator::set_state: malformed generator state");
+  is >> std::ws;
+  if (!is.eof())
+    throw std::invalid_argument("Generator::set_state: malformed generator state (text after the engine's " +
+                                std::to_string(std::mt19937_64::state_size + 1) + " numbers)");
+  // the 312 state words (the 313th number is the position): all zero is the degenerate state
+  // that yields only zeros, and normal() would wait forever for a uniform draw above 0
+  std::istringstream words(state);
+  bool nonzero = false;
+  for (std::size_t i = 0; i < std::mt19937_64::state_size && !nonzero; ++i) {
+    std::uint64_t w = 0;
+    words >> w;
+    nonzero = w != 0;
+  }
+  if (!nonzero)
+    throw std::invalid_argument("Generator::set_state: expected a state with a non-zero word, got all " +
+                                std::to_string(std::mt19937_64::state_size) + " words 0 (the engine would yield only zeros)");
   engine_ = e;
 }
 

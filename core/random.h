@@ -26,7 +26,8 @@ class Generator {
   std::uint64_t next_u64() { return engine_(); }
   /// The engine's full state as text, and back. set_state throws on malformed text.
   std::string get_state() const;
-  /// Restores a state from get_state().
+  /// Restores a state from get_state(). Throws std::invalid_argument for malformed text,
+  /// text after the state, or all 312 state words 0 (a degenerate engine); nothing changes then.
   void set_state(const std::string& state);
   /// The underlying engine (for std:: distributions).
   std::mt19937_64& engine() { return engine_; }

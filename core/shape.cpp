@@ -4,20 +4,23 @@
 
 namespace tapegrad {
 
-std::int64_t numel_of(const Shape& s) {
+bool numel_overflows(const Shape& s) {
   // The product of the non-zero sizes must fit too: every partial product an op takes
   // (outer and inner extents of an axis) is then safe, even where a zero size makes
   // the element count 0.
   std::int64_t n = 1;
-  bool overflow = false, zero = false;
-  for (auto d : s) {
-    zero |= d == 0;
-    overflow |= __builtin_mul_overflow(n, d == 0 ? 1 : d, &n);
-  }
-  if (overflow)
+  bool overflow = false;
+  for (auto d : s) overflow |= __builtin_mul_overflow(n, d == 0 ? 1 : d, &n);
+  return overflow;
+}
+
+std::int64_t numel_of(const Shape& s) {
+  if (numel_overflows(s))
     throw std::invalid_argument("shape " + shape_str(s) +
                                 " has more elements than a 64-bit count holds (size overflow)");
-  return zero ? 0 : n;
+  std::int64_t n = 1;
+  for (auto d : s) n *= d;
+  return n;
 }
 
 std::size_t nbytes_of(const Shape& s, std::size_t element_size) {
@@ -61,6 +64,10 @@ Shape broadcast_shapes(const Shape& a, const Shape& b, const char* op) {
                                   std::to_string(da) + " vs " + std::to_string(db) + ")");
     out[i] = da == 1 ? db : da;
   }
+  if (numel_overflows(out))
+    throw std::invalid_argument(std::string(op) + ": broadcasting shapes " + shape_str(a) + " and " + shape_str(b) +
+                                " gives " + shape_str(out) +
+                                ", which has more elements than a 64-bit count holds (size overflow)");
   return out;
 }
 

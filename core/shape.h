@@ -11,8 +11,13 @@ namespace tapegrad {
 /// Sizes per dimension, outermost first ({} is a scalar, {N, C} a batch of rows).
 using Shape = std::vector<std::int64_t>;
 
+/// True when the product of the NON-ZERO sizes of s overflows int64. Every tensor shape must
+/// pass this (numel_of refuses it): a view, flatten or split multiplies the sizes it keeps, so
+/// a zero size elsewhere must not hide an overflow. The one check every product of sizes
+/// taken from user values (a reshape, an unflatten, a broadcast, a file's shape) goes through.
+bool numel_overflows(const Shape& s);
 /// Product of the sizes (1 for a scalar, shape {}; 0 when any size is 0). Throws
-/// std::invalid_argument naming the shape when the product overflows int64.
+/// std::invalid_argument naming the shape when numel_overflows(s).
 std::int64_t numel_of(const Shape& s);
 /// numel_of(s) · element_size, in bytes. Throws std::invalid_argument naming the shape for
 /// a negative size or when the count overflows.

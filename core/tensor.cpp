@@ -308,6 +308,7 @@ void Tensor::backward(const Tensor& gradient, bool retain_graph) const {
 }
 
 Tensor alias_with_shape(const Tensor& t, const Shape& shape, std::size_t extra_offset_bytes) {
+  nbytes_of(shape, dtype_size(t.dtype()));  // throws on a negative size or an overflowing product
   auto impl = std::allocate_shared<TensorImpl>(PoolAllocator<TensorImpl>());
   impl->storage = t.impl()->storage;
   impl->offset = t.impl()->offset + extra_offset_bytes;

@@ -42,7 +42,7 @@ void check_batch_norm_options(const std::string& who, const BatchNormOptions& op
 /// Train mode: normalises with the batch mean and biased variance (divide by m), then
 /// updates the running statistics as functional::RunningStats documents (factor momentum,
 /// or 1/(num_batches_tracked + 1) when momentum is nullopt; running_var from the unbiased
-/// batch variance unless unbiased_running_var = false; num_batches_tracked += 1). A batch
+/// batch variance unless unbiased_running_var = false; num_batches_tracked += 1, saturating at INT64_MAX). A batch
 /// with one value per channel (m = 1) throws std::invalid_argument and leaves every buffer
 /// unchanged.
 /// Eval mode: normalises with running_mean / running_var, so a sample's output does not

@@ -25,9 +25,7 @@ Tensor Flatten::forward(const Tensor& x) {
                                 std::to_string(end_dim) + " for input of shape " + shape_str(x.shape()));
   Shape out;
   for (std::int64_t d = 0; d < s; ++d) out.push_back(x.size(d));
-  std::int64_t merged = 1;
-  for (std::int64_t d = s; d <= e; ++d) merged *= x.size(d);
-  out.push_back(merged);
+  out.push_back(numel_of(Shape(x.shape().begin() + s, x.shape().begin() + e + 1)));
   for (std::int64_t d = e + 1; d < r; ++d) out.push_back(x.size(d));
   return reshape(x, out);
 }
@@ -38,17 +36,15 @@ std::string Flatten::extra_repr() const {
 
 Tensor Unflatten::forward(const Tensor& x) {
   const std::int64_t d = dim < 0 ? dim + x.dim() : dim;
-  std::int64_t m = 1;
-  bool overflow = false;
-  for (std::int64_t s : unflattened_size) {
+  for (std::int64_t s : unflattened_size)
     if (s < 0)
       throw std::invalid_argument("Unflatten: expected sizes >= 0 in unflattened_size, got " +
                                   shape_str(unflattened_size));
-    overflow |= __builtin_mul_overflow(m, s, &m);
-  }
-  if (overflow)
+  // the product of the non-zero sizes, zeros or not: a later view multiplies them
+  if (numel_overflows(unflattened_size))
     throw std::invalid_argument("Unflatten: expected an unflattened_size whose product fits in 64 bits, got " +
                                 shape_str(unflattened_size));
+  const std::int64_t m = numel_of(unflattened_size);
   if (d < 0 || d >= x.dim() || x.size(d) != m)
     throw std::invalid_argument("Unflatten: expected dim " + std::to_string(dim) + " of size " + std::to_string(m) +
                                 " (unflattened_size " + shape_str(unflattened_size) + "), got input of shape " +
@@ -56,6 +52,10 @@ Tensor Unflatten::forward(const Tensor& x) {
   Shape s(x.shape().begin(), x.shape().begin() + d);
   s.insert(s.end(), unflattened_size.begin(), unflattened_size.end());
   s.insert(s.end(), x.shape().begin() + d + 1, x.shape().end());
+  if (numel_overflows(s))
+    throw std::invalid_argument("Unflatten: the output shape " + shape_str(s) + " (input " + shape_str(x.shape()) +
+                                ", unflattened_size " + shape_str(unflattened_size) +
+                                ") has more elements than a 64-bit count holds (size overflow)");
   return reshape(x, s);
 }
 

@@ -4,6 +4,7 @@
 #include <stdexcept>
 #include <string>
 
+#include <tapegrad/core/counter.h>
 #include <tapegrad/optim/kernels/update.h>
 
 namespace tapegrad::optim {
@@ -39,7 +40,7 @@ void Adam::step() {
       st["exp_avg_sq"] = Tensor::zeros(p.shape(), p.dtype());
     }
     if (o.amsgrad && !st.count("max_exp_avg_sq")) st["max_exp_avg_sq"] = Tensor::zeros(p.shape(), p.dtype());
-    const std::int64_t t = ++st["step"].data<std::int64_t>()[0];
+    const std::int64_t t = saturating_increment(st["step"].data<std::int64_t>()[0]);
     // Scalars in double, as PyTorch computes them in Python floats.
     const double b1 = o.betas.first, b2 = o.betas.second;
     const double step_size = o.lr / (1 - std::pow(b1, static_cast<double>(t)));

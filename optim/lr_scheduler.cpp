@@ -6,6 +6,8 @@
 #include <stdexcept>
 #include <string>
 
+#include <tapegrad/core/counter.h>
+
 namespace tapegrad::optim {
 
 namespace {
@@ -20,7 +22,7 @@ LRScheduler::LRScheduler(Optimizer& optimizer) : optimizer_(optimizer) {
 }
 
 void LRScheduler::step() {
-  ++last_epoch_;
+  saturating_increment(last_epoch_);
   std::vector<double> lrs;
   for (std::size_t g = 0; g < base_lrs_.size(); ++g) lrs.push_back(next_lr(g, optimizer_.lr(g)));
   for (std::size_t g = 0; g < lrs.size(); ++g) optimizer_.set_lr(g, lrs[g]);

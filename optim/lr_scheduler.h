@@ -31,7 +31,7 @@ class LRScheduler {
   const std::vector<double>& get_last_lr() const { return last_lr_; }
   /// Each group's lr when the scheduler was made (the base of the formulas).
   const std::vector<double>& base_lrs() const { return base_lrs_; }
-  /// Epochs stepped: 0 after construction, +1 per step().
+  /// Epochs stepped: 0 after construction, +1 per step() (saturating at INT64_MAX).
   std::int64_t last_epoch() const { return last_epoch_; }
   /// "StepLR", "CosineAnnealingLR", ... (PyTorch's class names).
   virtual std::string type_name() const = 0;

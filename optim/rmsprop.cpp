@@ -4,6 +4,7 @@
 #include <stdexcept>
 #include <string>
 
+#include <tapegrad/core/counter.h>
 #include <tapegrad/core/parallel.h>
 
 namespace tapegrad::optim {
@@ -33,7 +34,7 @@ void RMSprop::step() {
     }
     if (o.momentum > 0 && !st.count("momentum_buffer")) st["momentum_buffer"] = Tensor::zeros(p.shape(), p.dtype());
     if (o.centered && !st.count("grad_avg")) st["grad_avg"] = Tensor::zeros(p.shape(), p.dtype());
-    ++st["step"].data<std::int64_t>()[0];
+    saturating_increment(st["step"].data<std::int64_t>()[0]);
     TAPEGRAD_DISPATCH_FLOAT(p.dtype(), "RMSprop::step", [&] {
       using T = scalar_t;
       T* w = p.data<T>();

@@ -31,6 +31,9 @@ std::string meta(const SafetensorsContent& c, const std::string& key) {
 void save_training_checkpoint(const std::string& path, const layers::Module& model, const Optimizer& optimizer,
                               std::int64_t epoch, const LRScheduler* scheduler, const Generator* generator,
                               const CheckpointExtras* extras) {
+  if (epoch < 0)
+    throw std::invalid_argument("save_training_checkpoint('" + path + "'): expected 'epoch' >= 0, got " +
+                                std::to_string(epoch));
   std::vector<std::pair<std::string, Tensor>> tensors;
   for (const auto& [k, v] : model.state_dict()) tensors.emplace_back("model." + k, v);
   for (const auto& [k, v] : optimizer.state_dict()) tensors.emplace_back("optimizer." + k, v);
@@ -79,6 +82,8 @@ std::int64_t load_training_checkpoint(const std::string& path, layers::Module& m
   const Tensor* epoch = c.find("epoch");
   if (!epoch || epoch->dtype() != Dtype::Int64 || epoch->numel() != 1)
     throw std::invalid_argument(where + "'epoch' must be an int64 scalar");
+  if (const std::int64_t e = epoch->data<std::int64_t>()[0]; e < 0)
+    throw std::invalid_argument(where + "expected 'epoch' >= 0 (epochs done), got " + std::to_string(e));
   Generator rng;
   if (generator) rng.set_state(meta(c, "rng_state"));  // throws on malformed state, before any change
 

@@ -37,15 +37,17 @@ using CheckpointExtras = layers::CheckpointExtras;
 
 /// Saves everything needed to resume. scheduler, generator and extras are optional
 /// (nullptr). Throws std::runtime_error when the file cannot be written (the old file
-/// stays intact), std::invalid_argument for an extra that collides with a reserved name.
+/// stays intact), std::invalid_argument for epoch < 0 or an extra that collides with a
+/// reserved name (nothing written then).
 void save_training_checkpoint(const std::string& path, const layers::Module& model, const Optimizer& optimizer,
                               std::int64_t epoch, const LRScheduler* scheduler = nullptr,
                               const Generator* generator = nullptr, const CheckpointExtras* extras = nullptr);
 
 /// Restores a training checkpoint and returns its epoch. All or nothing: the model load is
 /// strict, and if anything fails (corrupt file: std::runtime_error; missing/mismatched
-/// keys, a different optimizer or scheduler type, a scheduler or generator passed here but
-/// absent from the file or the reverse: std::invalid_argument) nothing is changed.
+/// keys, an 'epoch' < 0, a different optimizer or scheduler type, a scheduler or generator
+/// passed here but absent from the file or the reverse: std::invalid_argument) nothing is
+/// changed.
 std::int64_t load_training_checkpoint(const std::string& path, layers::Module& model, Optimizer& optimizer,
                                       LRScheduler* scheduler = nullptr, Generator* generator = nullptr);
 

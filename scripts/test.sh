@@ -21,7 +21,8 @@
 #            (label consumer: the installed package, nothing ISA-dependent) are left to the
 #            release stage.
 #   release  build/: scripts/build.sh, the default portable build (x86-64-v2 libraries, the
-#            hot kernels once per level: baseline, avx2, avx512; docs/isa.md), and ctest.
+#            hot kernels once per level: baseline, avx2, avx512; docs/isa.md), configured with
+#            TAPEGRAD_WERROR=ON (any compiler warning fails the stage), and ctest.
 #            ctest includes label isa: scripts/check_isa_symbols.sh (no AVX2/AVX-512 code
 #            outside the kernel variants) and the dispatcher, [thresholds], norm, GEMM and
 #            golden tests with the kernels forced (TAPEGRAD_ISA, OPENBLAS_CORETYPE) to each
@@ -165,6 +166,6 @@ fi
 if [[ "$stages" == *" release "* ]]; then
   t0=$SECONDS
   echo "== release: build and ctest (all stages so far took $((SECONDS - started)) s)"
-  BUILD_DIR="$release_dir" scripts/build.sh
+  BUILD_DIR="$release_dir" scripts/build.sh -DTAPEGRAD_WERROR=ON  # warning-free: any warning fails the stage
   ctest --test-dir "$release_dir" --output-on-failure -j "$jobs"
 fi

@@ -10,19 +10,22 @@ namespace tapegrad {
 
 Tensor reshape(const Tensor& x, const Shape& shape_in) {
   Shape shape = shape_in;
-  std::int64_t known = 1, infer = -1;
+  std::int64_t infer = -1;
   for (std::size_t i = 0; i < shape.size(); ++i) {
     if (shape[i] == -1) {
       if (infer >= 0) throw std::invalid_argument("reshape: only one dimension can be -1, got " + shape_str(shape_in));
       infer = static_cast<std::int64_t>(i);
+      shape[i] = 1;  // the known sizes' product below; set after it
     } else if (shape[i] < 0) {
       throw std::invalid_argument("reshape: invalid shape " + shape_str(shape_in));
-    } else if (__builtin_mul_overflow(known, shape[i], &known)) {
-      throw std::invalid_argument("reshape: shape " + shape_str(shape_in) +
-                                  " has more elements than a 64-bit count holds (size overflow); input shape " +
-                                  shape_str(x.shape()));
     }
   }
+  // zeros or not: a [2, 0, 2^62, 4] view would give a later flatten an overflowing size
+  if (numel_overflows(shape))
+    throw std::invalid_argument("reshape: shape " + shape_str(shape_in) +
+                                " has more elements than a 64-bit count holds (size overflow); input shape " +
+                                shape_str(x.shape()));
+  const std::int64_t known = numel_of(shape);
   if (infer >= 0) {
     if (known == 0 || x.numel() % known != 0)
       throw std::invalid_argument("reshape: shape " + shape_str(shape_in) + " is invalid for input of shape " +

@@ -125,9 +125,7 @@ Tensor flatten(const Tensor& x, std::int64_t start_dim, std::int64_t end_dim) {
                                 std::to_string(end_dim) + " for shape " + shape_str(x.shape()));
   const Shape& s = x.shape();
   Shape os(s.begin(), s.begin() + a);
-  std::int64_t m = 1;
-  for (std::int64_t d = a; d <= b; ++d) m *= s[d];
-  os.push_back(m);
+  os.push_back(numel_of(Shape(s.begin() + a, s.begin() + b + 1)));
   os.insert(os.end(), s.begin() + b + 1, s.end());
   return view_as(x, os, "flatten");
 }

@@ -22,7 +22,10 @@ std::string g17(double v) {
 
 std::string join_dims(const std::vector<std::int64_t>& v) {
   std::string out;
-  for (std::size_t i = 0; i < v.size(); ++i) out += (i ? "," : "") + std::to_string(v[i]);
+  for (std::size_t i = 0; i < v.size(); ++i) {
+    if (i) out += ',';
+    out += std::to_string(v[i]);  // appended: g++ 12's -Wrestrict misreads "," + std::string
+  }
   return out;
 }
 

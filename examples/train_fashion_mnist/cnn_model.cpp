@@ -30,7 +30,10 @@ std::shared_ptr<tapegrad::layers::Sequential> build_cnn(const CNNConfig& c, cons
     model->push_back(std::make_shared<models::CNN>(o, init));
   } catch (const std::bad_alloc&) {  // a huge --channels / --head: name them, not "std::bad_alloc"
     std::string widths;
-    for (auto ch : c.channels) widths += (widths.empty() ? "" : ",") + std::to_string(ch);
+    for (auto ch : c.channels) {
+      if (!widths.empty()) widths += ',';
+      widths += std::to_string(ch);  // appended: g++ 12's -Wrestrict misreads "," + std::string
+    }
     throw std::runtime_error("--model cnn: out of memory allocating the parameters of --channels " + widths +
                              " --head " + std::to_string(c.head) + "; use smaller widths");
   }

@@ -177,7 +177,10 @@ void check_resume_architecture(const Config& cfg, const CheckpointInfo& info) {
   };
   auto list = [](const std::vector<std::int64_t>& v) {
     std::string out;
-    for (std::size_t i = 0; i < v.size(); ++i) out += (i ? "," : "") + std::to_string(v[i]);
+    for (std::size_t i = 0; i < v.size(); ++i) {
+      if (i) out += ',';
+      out += std::to_string(v[i]);  // appended: g++ 12's -Wrestrict misreads "," + std::string
+    }
     return out;
   };
   differs("--model", a.model, cfg.model);

@@ -130,6 +130,12 @@ ConvPlan plan(const Tensor& x, const Tensor& w, const Tensor& b, Size2 s, Size2 
   pl.Og = O / groups;
   pl.geom = {Cg, H, W, kh, kw, s.h, s.w, p.h, p.w, d.h, d.w, conv_output_size(H, kh, s.h, p.h, d.h),
              conv_output_size(W, kw, s.w, p.w, d.w)};
+  const Shape out{pl.N, O, pl.geom.OH, pl.geom.OW};
+  // K·L, the unfolded input, as three factors: L = OH·OW itself may overflow
+  if (numel_overflows(out) || numel_overflows({pl.K(), pl.geom.OH, pl.geom.OW}))
+    fail("the output " + shape_str(out) + " or its unfolded input (" + std::to_string(pl.K()) + " rows of " +
+         std::to_string(pl.geom.OH) + "·" + std::to_string(pl.geom.OW) +
+         " output positions) has more elements than a 64-bit count holds (size overflow)");
   pl.direct = kh == 1 && kw == 1 && s.h == 1 && s.w == 1 && p.h == 0 && p.w == 0;
   return pl;
 }
@@ -283,11 +289,60 @@ void dnnl_backward(const Tensor& gy_in, const Tensor& x, const Tensor& w, const 
   if (need_b) gs.add(2, db);
 }
 
+// A convolution with no terms or no outputs: a zero N, C_in, C_out, H or W. Every output
+// position is bias[o] (0 without a bias: a sum over no taps, or only padding), dx = 0,
+// dweight = 0, dbias = Σ dY over (N, H_out, W_out). No backend runs: oneDNN refuses such shapes.
+bool has_zero_size(const ConvPlan& pl) {
+  return pl.N == 0 || pl.Cin == 0 || pl.Cout == 0 || pl.geom.H == 0 || pl.geom.W == 0;
+}
+
+template <class T>
+Tensor empty_forward(const Tensor& b, const ConvPlan& pl, Dtype dtype) {
+  const std::int64_t L = pl.L();
+  Tensor y = Tensor::zeros({pl.N, pl.Cout, pl.geom.OH, pl.geom.OW}, dtype);
+  if (b.defined() && y.numel() > 0) {
+    const T* bp = b.data<T>();
+    T* yp = y.data<T>();
+    for (std::int64_t n = 0; n < pl.N; ++n)
+      for (std::int64_t o = 0; o < pl.Cout; ++o) std::fill_n(yp + (n * pl.Cout + o) * L, L, bp[o]);
+  }
+  return y;
+}
+
+template <class T>
+Tensor empty_bias_grad(const Tensor& gy_in, const ConvPlan& pl) {
+  const Tensor gy = gy_in.detach();
+  const std::int64_t L = pl.L();
+  Tensor db = Tensor::empty({pl.Cout}, gy.dtype());
+  T* d = db.data<T>();
+  const T* p = gy.numel() > 0 ? gy.data<T>() : nullptr;
+  for (std::int64_t o = 0; o < pl.Cout; ++o) {
+    double acc = 0;
+    for (std::int64_t n = 0; n < pl.N; ++n)
+      for (std::int64_t j = 0; j < L; ++j) acc += p[(n * pl.Cout + o) * L + j];
+    d[o] = static_cast<T>(acc);
+  }
+  return db;
+}
+
+Tensor empty_conv(const Tensor& x, const Tensor& w, const Tensor& b, const ConvPlan& pl) {
+  Tensor y = TAPEGRAD_DISPATCH_FLOAT(x.dtype(), "conv2d", [&] { return empty_forward<scalar_t>(b, pl, x.dtype()); });
+  if (autograd::needs_grad({&x, &w, &b}))
+    autograd::record("conv2d", y, {x, w, b}, [pl](const Tensor& gy, GradSink& gs) {
+      for (std::size_t i = 0; i < 2; ++i)
+        if (gs.needs(i)) gs.add(i, Tensor::zeros(gs.input_shape(i), gy.dtype()));
+      if (gs.needs(2))
+        gs.add(2, TAPEGRAD_DISPATCH_FLOAT(gy.dtype(), "conv2d_backward", [&] { return empty_bias_grad<scalar_t>(gy, pl); }));
+    });
+  return y;
+}
+
 }  // namespace
 
 Tensor conv2d(const Tensor& x, const Tensor& weight, const Tensor& bias, Size2 stride, Size2 padding, Size2 dilation,
               std::int64_t groups) {
   const ConvPlan pl = plan(x, weight, bias, stride, padding, dilation, groups);
+  if (has_zero_size(pl)) return empty_conv(x, weight, bias, pl);
   const kernels::DnnlConvShape sh = dnnl_shape(pl, bias.defined());
   if (use_dnnl(x, pl, sh)) {
     Tensor y = Tensor::empty({pl.N, pl.Cout, pl.geom.OH, pl.geom.OW}, Dtype::Float32);

@@ -56,7 +56,11 @@ std::size_t conv_primitive_cache_size();
 /// threads, deterministic at a given thread count. Throws std::invalid_argument naming expected and actual values for a rank
 /// other than 4, non-floating or mixed dtypes, stride/dilation/groups < 1, padding < 0,
 /// C_in != weight.size(1)·groups, C_out not divisible by groups, a bias not of shape
-/// (C_out), or a dilated kernel larger than the padded input.
+/// (C_out), a dilated kernel larger than the padded input, or an output or unfolded input
+/// (C_in/groups·kH·kW rows of H_out·W_out) whose non-zero sizes overflow int64.
+/// A zero N, C_in, C_out, H or W runs no backend (on every ConvBackend): each output is
+/// bias[o] (0 without bias: no taps, or only padding), dx = 0, dweight = 0, dbias = Σ dY.
+/// PyTorch refuses H or W = 0 with N, C_in > 0; tapegrad gives that sum over padding.
 Tensor conv2d(const Tensor& x, const Tensor& weight, const Tensor& bias = Tensor(), Size2 stride = 1,
               Size2 padding = 0, Size2 dilation = 1, std::int64_t groups = 1);
 

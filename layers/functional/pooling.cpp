@@ -32,6 +32,9 @@ PoolGeom pool_geom(const Tensor& x, const char* op, Size2 k, std::optional<Size2
     throw std::invalid_argument(o + ": expected a 4-D input (N, C, H, W), got shape " +
                                 (x.defined() ? shape_str(x.shape()) : std::string("undefined")));
   tapegrad::kernels::check_floating(x, op);
+  // as PyTorch: no window of an empty image holds a value (an average over one divides by 0)
+  if (x.size(2) < 1 || x.size(3) < 1)
+    throw std::invalid_argument(o + ": expected a non-empty spatial size, got input shape " + shape_str(x.shape()));
   const Size2 s = stride.value_or(k);
   const WindowGeometry win{k, s, p, d};
   check_window_args(o, win, PaddingLimit::HalfKernel);

@@ -12,7 +12,8 @@ namespace tapegrad::layers::functional {
 /// window wins (the output is NaN and its gradient goes to the last NaN, as PyTorch's CPU
 /// kernel). Ties keep the first maximum. Backward routes dy to the argmax.
 /// stride defaults to kernel_size. Output size: pool_output_size (window.h). Throws
-/// std::invalid_argument naming the values for a rank other than 4, kernel/stride/dilation
+/// std::invalid_argument naming the values for a rank other than 4, H or W = 0 (as PyTorch;
+/// N = 0 or C = 0 give an empty output), kernel/stride/dilation
 /// < 1, padding < 0 or > kernel/2, an output size < 1, or a window whose taps all lie in
 /// the padding (dilation >= the input size can leave a window with nothing to take the
 /// maximum of; PyTorch returns -inf there, tapegrad refuses: check_window_taps).
@@ -27,7 +28,7 @@ Tensor avg_pool2d(const Tensor& x, Size2 kernel_size, std::optional<Size2> strid
                   bool ceil_mode = false, bool count_include_pad = true);
 
 /// Mean over the window [floor(i·H/OH), ceil((i+1)·H/OH)) × [floor(j·W/OW), ceil((j+1)·W/OW)).
-/// (N, C, H, W) -> (N, C, OH, OW). Throws for a rank other than 4 or output sizes < 1.
+/// (N, C, H, W) -> (N, C, OH, OW). Throws for a rank other than 4, H or W = 0, or output sizes < 1.
 Tensor adaptive_avg_pool2d(const Tensor& x, Size2 output_size);
 
 }  // namespace tapegrad::layers::functional

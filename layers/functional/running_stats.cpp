@@ -4,6 +4,7 @@
 #include <stdexcept>
 
 #include <tapegrad/core/autograd.h>
+#include <tapegrad/core/counter.h>
 #include <tapegrad/core/mode_checks.h>
 
 namespace tapegrad::layers::functional {
@@ -11,7 +12,7 @@ namespace tapegrad::layers::functional {
 double RunningStats::factor() const {
   if (momentum) return *momentum;
   const std::int64_t tracked = num_batches_tracked.defined() ? num_batches_tracked.data<std::int64_t>()[0] : 0;
-  return 1.0 / static_cast<double>(tracked + 1);
+  return 1.0 / (static_cast<double>(tracked) + 1.0);  // tracked + 1 in int64 overflows at INT64_MAX
 }
 
 void check_momentum(const std::string& who, double momentum) {
@@ -38,6 +39,9 @@ void RunningStats::check(const std::string& who, const Tensor& x) const {
     throw std::invalid_argument(who + ": expected num_batches_tracked to be an int64 scalar, got " +
                                 dtype_name(num_batches_tracked.dtype()) + " of shape " +
                                 shape_str(num_batches_tracked.shape()));
+  if (num_batches_tracked.defined() && num_batches_tracked.data<std::int64_t>()[0] < 0)
+    throw std::invalid_argument(who + ": expected num_batches_tracked >= 0 (a batch count), got " +
+                                std::to_string(num_batches_tracked.data<std::int64_t>()[0]));
 }
 
 void RunningStats::update(const double* mean, const double* biased_var, std::int64_t count) const {
@@ -55,7 +59,7 @@ void RunningStats::update(const double* mean, const double* biased_var, std::int
       rv[c] = static_cast<scalar_t>((1.0 - f) * rv[c] + f * biased_var[c] * unbias);
     }
   });
-  if (num_batches_tracked.defined()) ++num_batches_tracked.data<std::int64_t>()[0];
+  if (num_batches_tracked.defined()) saturating_increment(num_batches_tracked.data<std::int64_t>()[0]);
 }
 
 namespace {

@@ -6,7 +6,15 @@
 
 namespace tapegrad::layers::functional {
 
-std::string Size2::str() const { return "(" + std::to_string(h) + ", " + std::to_string(w) + ")"; }
+std::string Size2::str() const {
+  // appended, not "(" + ...: g++ 12's -Wrestrict misreads the inlined insert at the front
+  std::string r = "(";
+  r += std::to_string(h);
+  r += ", ";
+  r += std::to_string(w);
+  r += ')';
+  return r;
+}
 
 std::int64_t conv_output_size(std::int64_t in, std::int64_t kernel, std::int64_t stride, std::int64_t pad,
                               std::int64_t dilation) {

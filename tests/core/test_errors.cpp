@@ -178,3 +178,19 @@ TEST_CASE("errors: backward of a graph recorded on another thread", "[errors]") 
   CHECK_THAT(msg, Contains("another thread"));
   CHECK_FALSE(x.grad().defined());
 }
+
+TEST_CASE("errors: Generator::set_state refuses the all-zero state and trailing text, changing nothing",
+          "[errors][reliability]") {
+  Generator g(7);
+  const std::string good = g.get_state();
+  std::string zeros;
+  for (int i = 0; i < 312; ++i) zeros += "0 ";
+  zeros += "312";
+  CHECK_THAT(tapegrad::test::thrown<std::invalid_argument>([&] { g.set_state(zeros); }),
+             Catch::Matchers::Contains("set_state") && Catch::Matchers::Contains("non-zero word"));
+  CHECK_THAT(tapegrad::test::thrown<std::invalid_argument>([&] { g.set_state(good + " 5"); }),
+             Catch::Matchers::Contains("set_state") && Catch::Matchers::Contains("text after"));
+  CHECK(g.get_state() == good);
+  g.set_state(good + "\n");  // trailing blanks are fine
+  CHECK(g.get_state() == good);
+}

@@ -134,3 +134,39 @@ TEST_CASE("a training checkpoint with an impossible buffer is refused and the mo
              Contains("1.running_var") && Contains("finite"));
   CHECK(fresh->state_dict().at("1.running_var").to_vector() == before);
 }
+
+TEST_CASE("num_batches_tracked loaded at INT64_MAX saturates in the train step, with and without momentum",
+          "[errors][reliability][checkpoint]") {
+  constexpr std::int64_t kMax = std::numeric_limits<std::int64_t>::max();
+  for (const bool cumulative : {false, true}) {
+    INFO((cumulative ? "momentum = nullopt (cumulative average)" : "momentum 0.1"));
+    layers::BatchNormOptions o{.dtype = Dtype::Float64};
+    if (cumulative) o.momentum = std::nullopt;
+    layers::BatchNorm1d bn(2, o);
+    bn.load_state_dict(with(bn, "num_batches_tracked", Tensor::from_int64({kMax}, {})));
+    bn.forward(Tensor::from_vector({1, 2, 3, 6}, {2, 2}, Dtype::Float64));
+    CHECK(bn.batches_tracked() == kMax);
+    // batch means (2, 4); cumulative: factor 1/(INT64_MAX + 1) ~ 1e-19 keeps the running mean at ~0
+    const auto rm = bn.running_mean.to_vector();
+    REQUIRE(rm.size() == 2);
+    CHECK(rm[0] == (cumulative ? Approx(0.0).margin(1e-15) : Approx(0.2)));
+    CHECK(rm[1] == (cumulative ? Approx(0.0).margin(1e-15) : Approx(0.4)));
+    CHECK(rm[0] >= 0.0);
+  }
+}
+
+TEST_CASE("a negative num_batches_tracked loaded without the value check is refused at the train step",
+          "[errors][reliability][checkpoint]") {
+  for (const bool cumulative : {false, true}) {
+    INFO((cumulative ? "momentum = nullopt" : "momentum 0.1"));
+    layers::BatchNormOptions o{.dtype = Dtype::Float64};
+    if (cumulative) o.momentum = std::nullopt;
+    layers::BatchNorm1d bn(2, o);
+    bn.load_state_dict(with(bn, "num_batches_tracked", Tensor::from_int64({-1}, {})), layers::LoadOptions{true, false});
+    const Tensor x = Tensor::from_vector({1, 2, 3, 6}, {2, 2}, Dtype::Float64);
+    CHECK_THAT(thrown<std::invalid_argument>([&] { bn.forward(x); }),
+               Contains("num_batches_tracked >= 0") && Contains("got -1"));
+    CHECK(bn.batches_tracked() == -1);
+    CHECK(bn.running_mean.to_vector() == std::vector<double>{0, 0});
+  }
+}

@@ -16,10 +16,12 @@
 #include <tapegrad/layers/functional/kernels/thresholds.h>
 #include <tapegrad/layers/functional/pooling.h>
 
+#include "test_errors_support.h"
 #include "thresholds_support.h"
 
 using namespace tapegrad;
 using namespace tapegrad::test::thresholds;
+using tapegrad::test::thrown;
 namespace F = tapegrad::layers::functional;
 namespace TH = tapegrad::layers::functional::kernels::thresholds;
 
@@ -85,9 +87,13 @@ void check_conv(std::int64_t N, std::int64_t Cin, std::int64_t O, std::int64_t H
         if (!dnnl) CHECK(F::kernels::dnnl_conv_primitives_created() == created);
       }
       out.backward(dy);
+      // a zero-size convolution never reaches a backend (oneDNN refuses such shapes)
+      if (x.numel() == 0 || w.numel() == 0 || dy.numel() == 0)
+        CHECK(F::kernels::dnnl_conv_primitives_created() == created);
       const auto check = [](const char* what, const Tensor& got, const std::vector<double>& want,
                             const std::vector<double>& mag, double t) {
         REQUIRE(got.numel() == static_cast<std::int64_t>(want.size()));
+        if (want.empty()) return;  // a zero-size result: its shape was all there was to check
         Mismatches mm(what);
         const T* gp2 = got.data<T>();
         for (std::size_t i = 0; i < want.size(); ++i)
@@ -182,6 +188,47 @@ TEMPLATE_TEST_CASE("thresholds: Conv2d, im2col / oneDNN crossover and the split 
   }
 }
 
+TEMPLATE_TEST_CASE("thresholds: Conv2d with a zero-size dimension on every backend and both sides of the crossover",
+                   "[thresholds][conv][errors]", float, double) {
+  using T = TestType;
+  const std::int64_t cin = TH::kConvDnnlMinInChannels;
+  for (std::int64_t c : {cin - 1, cin, cin + 1}) {
+    check_conv<T>(2, c, 0, 5, 5);  // no output channels
+    check_conv<T>(0, c, 8, 5, 5);  // no samples
+    check_conv<T>(0, c, 0, 5, 5);
+  }
+  for (std::int64_t N : {1, 2}) check_conv<T>(N, 0, 8, 5, 5);  // no input channels: y = bias, dbias = Σ dy
+}
+
+TEMPLATE_TEST_CASE("thresholds: Conv2d over an empty image with padding gives the bias on every backend",
+                   "[thresholds][conv][errors]", float, double) {
+  using T = TestType;
+  std::vector<F::ConvBackend> backends{F::ConvBackend::Auto, F::ConvBackend::Im2col};
+  if (F::conv_onednn_available() && std::is_same_v<T, float>) backends.push_back(F::ConvBackend::OneDNN);
+  BackendGuard bg;
+  for (std::int64_t c : {TH::kConvDnnlMinInChannels - 1, TH::kConvDnnlMinInChannels})
+    for (const Shape& xs : {Shape{2, c, 0, 4}, Shape{2, c, 3, 0}})
+      for (F::ConvBackend be : backends) {
+        F::set_conv_backend(be);
+        INFO(dtype_label<T>() << " x " << shape_str(xs) << ", backend " << static_cast<int>(be));
+        // 1x1 kernel, padding 1: every output position sees only padding
+        Tensor x = Tensor::zeros(xs, dtype_for<T>()).requires_grad_();
+        Tensor w = pattern<T>({3, c, 1, 1}, 51).requires_grad_();
+        Tensor b = Tensor::from_vector({0.5, -1.0, 2.0}, {3}, dtype_for<T>()).requires_grad_();
+        const std::int64_t created = F::kernels::dnnl_conv_primitives_created();
+        Tensor y = F::conv2d(x, w, b, 1, 1);
+        REQUIRE(y.shape() == Shape{2, 3, xs[2] + 2, xs[3] + 2});
+        const std::int64_t L = y.size(2) * y.size(3);
+        for (std::int64_t i = 0; i < y.numel(); ++i) REQUIRE(y.at(i) == b.at((i / L) % 3));
+        sum(y).backward();
+        CHECK(F::kernels::dnnl_conv_primitives_created() == created);
+        CHECK(x.grad().shape() == xs);
+        CHECK(w.grad().shape() == w.shape());
+        for (double v : w.grad().to_vector()) CHECK(v == 0.0);
+        CHECK(b.grad().to_vector() == std::vector<double>(3, static_cast<double>(2 * L)));
+      }
+}
+
 TEMPLATE_TEST_CASE("thresholds: pools, the split of the planes over the threads", "[thresholds][pooling]", float,
                    double) {
   using T = TestType;
@@ -192,5 +239,37 @@ TEMPLATE_TEST_CASE("thresholds: pools, the split of the planes over the threads"
     check_pool<T>(Pool::Max, 1, P, H, W, 3, 2, 1);  // the general window walk
     check_pool<T>(Pool::Avg, 1, P, H, W, 3, 2, 1);
     check_pool<T>(Pool::Adaptive, 1, P, H, W, 5, 0, 0);
+  }
+}
+
+TEMPLATE_TEST_CASE("thresholds: pools with no planes on the 2x2 path and the window walk; an empty image is refused",
+                   "[thresholds][pooling][errors]", float, double) {
+  using T = TestType;
+  for (const Shape& xs : {Shape{0, 3, 4, 4}, Shape{2, 0, 4, 4}}) {
+    INFO(dtype_label<T>() << " x " << shape_str(xs));
+    for (int kind = 0; kind < 4; ++kind) {
+      Tensor x = Tensor::zeros(xs, dtype_for<T>()).requires_grad_();
+      Tensor y = kind == 0   ? F::max_pool2d(x, 2, 2, 0)  // the 2×2 fast path
+                 : kind == 1 ? F::max_pool2d(x, 3, 2, 1)  // the general window walk
+                 : kind == 2 ? F::avg_pool2d(x, 3, 2, 1, false, false)
+                             : F::adaptive_avg_pool2d(x, 2);
+      CHECK(y.shape() == Shape{xs[0], xs[1], 2, 2});
+      sum(y).backward();
+      CHECK(x.grad().shape() == xs);
+    }
+  }
+  // PyTorch refuses a zero height or width (no window has a value; an average over one divides by 0)
+  for (const Shape& xs : {Shape{1, 2, 0, 4}, Shape{1, 2, 4, 0}}) {
+    INFO(shape_str(xs));
+    const Tensor x = Tensor::zeros(xs, dtype_for<T>());
+    for (int kind = 0; kind < 4; ++kind) {
+      const std::string what = thrown<std::invalid_argument>([&] {
+        if (kind == 0) F::max_pool2d(x, 2, 1, 1);
+        else if (kind == 1) F::avg_pool2d(x, 2, 1, 1, false, false);
+        else if (kind == 2) F::avg_pool2d(x, 2, 1, 1, false, true);
+        else F::adaptive_avg_pool2d(x, 2);
+      });
+      CHECK_THAT(what, Catch::Matchers::Contains("non-empty spatial size") && Catch::Matchers::Contains(shape_str(xs)));
+    }
   }
 }

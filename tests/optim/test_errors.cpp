@@ -2,17 +2,22 @@
 // (optim/finite_check.h): docs/errors.md, "Optimizers".
 #include <catch2/catch.hpp>
 
+#include <unistd.h>
+
 #include <cmath>
+#include <filesystem>
 #include <limits>
 #include <memory>
 
 #include <tapegrad/core/core.h>
+#include <tapegrad/core/safetensors.h>
 #include <tapegrad/layers/linear.h>
 #include <tapegrad/layers/sequential.h>
 #include <tapegrad/optim/adam.h>
 #include <tapegrad/optim/finite_check.h>
 #include <tapegrad/optim/rmsprop.h>
 #include <tapegrad/optim/sgd.h>
+#include <tapegrad/optim/training_checkpoint.h>
 #include "test_errors_support.h"
 
 using namespace tapegrad;
@@ -108,4 +113,49 @@ TEST_CASE("errors: with FiniteCheckGuard a step with a NaN gradient throws and c
   // Without the guard the step goes through and the NaN lands in the parameter.
   sgd.step();
   CHECK(std::isnan(net->named_parameters()[1].second.to_vector()[1]));
+}
+
+TEST_CASE("errors: loaded step counters at INT64_MAX saturate instead of overflowing", "[errors][reliability]") {
+  constexpr std::int64_t kMax = std::numeric_limits<std::int64_t>::max();
+  for (const bool rms : {false, true}) {
+    INFO((rms ? "RMSprop" : "Adam"));
+    Tensor w = param({1, 2});
+    std::unique_ptr<optim::Optimizer> opt;
+    if (rms) opt = std::make_unique<optim::RMSprop>(std::vector<Tensor>{w});
+    else opt = std::make_unique<optim::Adam>(std::vector<Tensor>{w});
+    w.set_grad(Tensor::from_vector({0.5, -0.5}, {2}, Dtype::Float32));
+    opt->step();
+    optim::OptimizerState s = opt->state_dict();
+    s.insert("state.0.step", Tensor::from_int64({kMax}, {}));
+    opt->load_state_dict(s);
+    opt->step();
+    const auto after = opt->state_dict();
+    CHECK(after.at("state.0.step").data<std::int64_t>()[0] == kMax);
+    for (double v : w.to_vector()) CHECK(std::isfinite(v));
+    s.insert("state.0.step", Tensor::from_int64({-1}, {}));
+    CHECK_THAT(thrown<std::invalid_argument>([&] { opt->load_state_dict(s); }),
+               Contains("state.0.step") && Contains(">= 0") && Contains("-1"));
+  }
+}
+
+TEST_CASE("errors: a training checkpoint with a negative epoch is refused at save and at load naming the key",
+          "[errors][reliability][checkpoint]") {
+  Generator g(1);
+  layers::Linear lin(2, 1, true, Dtype::Float32, g);
+  optim::SGD opt(lin.parameters());
+  const std::string path = "/tmp/tapegrad_negative_epoch_" + std::to_string(::getpid()) + ".safetensors";
+  CHECK_THAT(thrown<std::invalid_argument>([&] { optim::save_training_checkpoint(path, lin, opt, -1); }),
+             Contains("'epoch'") && Contains(">= 0") && Contains("-1"));
+  CHECK_FALSE(std::filesystem::exists(path));
+  // a file that holds one anyway (written as a plain safetensors file)
+  optim::save_training_checkpoint(path, lin, opt, 3);
+  SafetensorsContent c = load_safetensors(path);
+  std::vector<std::pair<std::string, Tensor>> tensors;
+  for (const auto& [k, t] : c.tensors) tensors.emplace_back(k, k == "epoch" ? Tensor::from_int64({-5}, {}) : t);
+  save_safetensors(path, tensors, c.metadata);
+  const auto w_before = lin.weight.to_vector();
+  CHECK_THAT(thrown<std::invalid_argument>([&] { optim::load_training_checkpoint(path, lin, opt); }),
+             Contains("'epoch'") && Contains(">= 0") && Contains("-5"));
+  CHECK(lin.weight.to_vector() == w_before);
+  std::filesystem::remove(path);
 }

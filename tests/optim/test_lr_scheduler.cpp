@@ -3,6 +3,7 @@
 #include <catch2/catch.hpp>
 
 #include <functional>
+#include <limits>
 #include <memory>
 
 #include <tapegrad/optim/lr_scheduler.h>
@@ -144,4 +145,22 @@ TEST_CASE("scheduler arguments are checked", "[optim][sched]") {
   REQUIRE_THROWS_WITH(optim::LinearWarmup(opt, 0.0), Catch::Contains("start_factor <= 1, got 0"));
   REQUIRE_THROWS_WITH(optim::LinearWarmup(opt, 0.5, 1.5), Catch::Contains("end_factor <= 1, got 1.5"));
   REQUIRE_THROWS_WITH(optim::MultiStepLR(opt, {3, -1}), Catch::Contains("milestones >= 0, got -1"));
+}
+
+TEST_CASE("scheduler last_epoch loaded at INT64_MAX saturates at step", "[optim][sched][errors]") {
+  constexpr std::int64_t kMax = std::numeric_limits<std::int64_t>::max();
+  optim::SGDOptions o;
+  o.lr = 0.1;
+  Tensor p = Tensor::zeros({1}, Dtype::Float64).requires_grad_();
+  optim::SGD opt({p}, o);
+  optim::ExponentialLR s(opt, 0.5);
+  optim::OptimizerState st = s.state_dict();
+  st.insert("last_epoch", Tensor::from_int64({kMax}, {}));
+  s.load_state_dict(st);
+  s.step();
+  CHECK(s.last_epoch() == kMax);
+  CHECK(s.state_dict().at("last_epoch").data<std::int64_t>()[0] == kMax);
+  st.insert("last_epoch", Tensor::from_int64({-2}, {}));
+  REQUIRE_THROWS_WITH(s.load_state_dict(st), Catch::Contains("'last_epoch'") && Catch::Contains(">= -1") &&
+                                                 Catch::Contains("-2"));
 }
