@@ -8,6 +8,7 @@
 
 #include <tapegrad/core/autograd.h>
 #include <tapegrad/core/file_io.h>
+#include <tapegrad/core/shape.h>
 #include <tapegrad/core/warnings.h>
 #include <tapegrad/io/onnx_proto.h>
 #include <tapegrad/layers/activation.h>
@@ -402,8 +403,9 @@ std::string export_graph(layers::Module& model, const Shape& sample_shape, const
   const Dtype dt = model_dtype(model);
   Shape in_shape{2};
   in_shape.insert(in_shape.end(), sample_shape.begin(), sample_shape.end());
-  std::int64_t sample_numel = 1;
-  for (auto d : sample_shape) sample_numel *= d;
+  for (auto d : sample_shape)
+    if (d < 0) throw std::invalid_argument("export_onnx: expected a sample shape of sizes >= 0, got " + shape_str(sample_shape));
+  const std::int64_t sample_numel = numel_of(sample_shape);  // throws naming the shape when the product overflows
 
   Exporter ex(dt);
   std::string cur = o.input_name;

@@ -151,3 +151,13 @@ TEST_CASE("export_onnx warns when a float64 graph has ops ONNX Runtime has no fl
   CHECK_THAT(seen[0].message, Catch::Contains("Conv (module '0')") && Catch::Contains("Erf (module '1')") &&
                                   Catch::Contains("no float64 kernel") && Catch::Contains("docs/onnx.md"));
 }
+
+TEST_CASE("export_onnx refuses a sample shape whose size product overflows or has a negative size", "[onnx][errors]") {
+  layers::ReLU relu;
+  relu.eval();
+  // INT64_MAX x 2 (and with a zero among them: a reshape of the input multiplies the rest)
+  for (const Shape& s : {Shape{INT64_MAX, 2}, Shape{0, INT64_MAX, 2}})
+    REQUIRE_THROWS_WITH(io::export_onnx(relu, s), Catch::Contains("has more elements than a 64-bit count holds"));
+  REQUIRE_THROWS_WITH(io::export_onnx(relu, Shape{3, -1}),
+                      Catch::Contains("export_onnx: expected a sample shape of sizes >= 0, got [3, -1]"));
+}
