@@ -226,7 +226,7 @@ Dataset Parser::run() {
     const auto it = std::find(names_.begin(), names_.end(), o_.label.name);
     if (it == names_.end()) {
       std::string list;
-      for (const auto& nm : names_) list += (list.empty() ? "" : ", ") + show(nm);
+      for (const auto& nm : names_) { if (!list.empty()) list += ", "; list += show(nm); }
       throw std::invalid_argument("read_csv: '" + src_ + "': no label column named '" + o_.label.name +
                                   "'; the header has " + list);
     }

@@ -369,7 +369,7 @@ std::string float64_ops_warning(const op::Model& mp, const std::vector<std::stri
   for (const char* op_type : kNoFloat64Kernel)
     for (std::size_t i = 0; i < mp.nodes.size(); ++i)
       if (mp.nodes[i].op_type == op_type) {
-        found += (found.empty() ? "" : ", ") + std::string(op_type) + " (" + (paths[i].empty() ? std::string("the model") : "module '" + paths[i] + "'") + ")";
+        { if (!found.empty()) found += ", "; found += std::string(op_type) + " (" + (paths[i].empty() ? std::string("the model") : "module '" + paths[i] + "'") + ")"; }
         break;
       }
   if (found.empty()) return {};

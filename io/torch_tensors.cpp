@@ -136,7 +136,7 @@ layers::StateDict torch_state_dict(const TorchPickle& p, const StorageReader& re
       char& w = walked[dict->items[i + 1]];
       if (w == 0) w = is_tensor_dict(p, p.value(dict->items[i + 1])) ? 1 : 2;
       if (k.kind == Kind::String && w == 1) {
-        candidates += (candidates.empty() ? "" : ", ") + quoted(k.s);
+        { if (!candidates.empty()) candidates += ", "; candidates += quoted(k.s); }
         ++named;
       }
     }

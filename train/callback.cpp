@@ -32,7 +32,7 @@ void EpochLogs::set(const std::string& key, double value) {
 
 std::string EpochLogs::keys() const {
   std::string out;
-  for (const auto& [k, v] : values) out += (out.empty() ? "" : ", ") + k;
+  for (const auto& [k, v] : values) { if (!out.empty()) out += ", "; out += k; }
   return out.empty() ? "nothing" : out;
 }
 

@@ -143,8 +143,8 @@ std::vector<std::map<std::string, std::string>> callback_states(const std::strin
     }
   if (!stored.empty()) {
     std::string lost, have;
-    for (const auto& [n, st] : stored) lost += (lost.empty() ? "" : ", ") + n;
-    for (const auto& n : names) have += (have.empty() ? "" : ", ") + n;
+    for (const auto& [n, st] : stored) { if (!lost.empty()) lost += ", "; lost += n; }
+    for (const auto& n : names) { if (!have.empty()) have += ", "; have += n; }
     throw std::invalid_argument("fit: resume '" + path + "': the checkpoint holds the state of " + lost +
                                 ", which this run does not pass (its callbacks: " + (have.empty() ? "none" : have) +
                                 "); pass the same callbacks to continue the run");

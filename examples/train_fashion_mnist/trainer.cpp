@@ -79,7 +79,7 @@ std::shared_ptr<layers::Sequential> build_model(const Config& c, std::int64_t in
     return std::make_shared<models::MLP>(sizes, mo, init);
   } catch (const std::bad_alloc&) {  // a huge --hidden: name it, not "std::bad_alloc"
     std::string widths;
-    for (auto h : c.hidden) widths += (widths.empty() ? "" : ",") + std::to_string(h);
+    for (auto h : c.hidden) { if (!widths.empty()) widths += ","; widths += std::to_string(h); }
     throw std::runtime_error("--model mlp: out of memory allocating the parameters of --hidden " + widths +
                              "; use smaller widths");
   }

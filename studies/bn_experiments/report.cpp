@@ -281,11 +281,20 @@ struct Plotter {
            << gnuplot_text(name + (sp == 0 ? " train" : " test") + (sp == 0 ? tag : ""));
       }
     }
-    gp << "\n";
+    gp << baseline_line(1, first) << "\n";
     return gp.str();
   }
 
   std::vector<std::string> queued;  // figure names whose scripts are written, not yet drawn
+  Baseline base{};  // the constant predictor, drawn as a dotted line in every figure
+
+  // ", <loss> with lines ... title 'constant predictor, <split> <loss>'", or "" without seeds
+  std::string baseline_line(int split, bool first) const {
+    const MeanStd& m = split == 0 ? base.train : base.test;
+    if (m.n == 0) return "";
+    return std::string(first ? "" : ", \\\n     ") + fmt9(m.mean) + " with lines dt 3 lw 1.5 lc rgb '#555555' title " +
+           gnuplot_text("constant predictor, " + std::string(split == 0 ? "train " : "test ") + fmt4(m.mean));
+  }
 
   void run_script(const std::string& base, const std::string& body) {
     write_file(plots / (base + ".gp"), "set datafile missing '?'\n" + body);
@@ -395,6 +404,7 @@ struct Plotter {
           ymax = std::max(ymax, v);
         }
       if (ymax <= 0 || ymin > ymax) ymin = 0.1, ymax = 1;
+      if (const MeanStd& b = split == 0 ? base.train : base.test; b.n > 0) ymax = std::max(ymax, b.mean);
       const double top = ymax * 8, floor = ymin / 2;
       for (const auto* g : gs) {
         const Job& j = s.jobs[g->jobs.front()];
@@ -447,7 +457,7 @@ struct Plotter {
              << " using 1:2:3 with labels noenhanced offset 0,1.2 tc rgb '" << c << "' notitle";
         }
       }
-      gp << "\n";
+      gp << baseline_line(split, first) << "\n";
     }
     gp << "unset multiplot\n";
     run_script(base, gp.str());
@@ -469,7 +479,7 @@ std::vector<std::string> write_outputs(const StudyResult& s, const std::string& 
     warned = true;
     return {};
   }
-  Plotter p{s, dir, dir / "plots", {}, {}};
+  Plotter p{s, dir, dir / "plots", {}, {}, constant_predictor(s.options)};
   fs::create_directories(p.plots, ec);
   if (ec) throw std::runtime_error("cannot create " + p.plots.string() + ": " + ec.message());
   const auto gs = groups_of(s);

@@ -64,7 +64,11 @@ Resolved resolve(const StudyOptions& o) {
   if (!(o.bn_momentum >= 0 && o.bn_momentum <= 1))
     throw std::invalid_argument("--bn-momentum: expected a number in [0, 1] (PyTorch convention), got " +
                                 fmt_g(o.bn_momentum));
-  if (std::isnan(o.target_loss)) throw std::invalid_argument("--target-loss: expected a number, got nan");
+  if (o.batch > 200)  // the chapter's 200 training samples (make_chapter_data)
+    throw std::invalid_argument("--batch: expected 2 to 200 (the chapter's 200 training samples), got " +
+                                std::to_string(o.batch));
+  // a loss target <= 0 is never reached (an MSE is > 0): every run would read "never"
+  studies::kit::check_rate("--target-loss", o.target_loss);
   return r;
 }
 

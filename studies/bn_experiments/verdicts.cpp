@@ -224,7 +224,7 @@ Verdict larger_learning_rates(const StudyResult& s, Norm normed, EvalPolicy pol)
   if (runs.empty()) return v;
   const int depth = runs.depths().front();
   std::string sweep;
-  for (double lr : runs.lrs()) sweep += (sweep.empty() ? "" : ", ") + fmt_g(lr);
+  for (double lr : runs.lrs()) { if (!sweep.empty()) sweep += ", "; sweep += fmt_g(lr); }
   v.setup = "learning-rate, lr " + sweep + ", " + policy_phrase(pol);
   const auto a = largest_stable_lr(runs, normed, depth), b = largest_stable_lr(runs, Norm::None, depth);
   auto lr_text = [](const std::optional<double>& x) { return x ? fmt_g(*x) : std::string("none"); };
@@ -254,7 +254,7 @@ Verdict deep_nets_trainable(const StudyResult& s, Norm normed, EvalPolicy pol, c
   if (runs.empty()) return v;
   const double lr = runs.lrs().front();
   std::string depths;
-  for (int d : runs.depths()) depths += (depths.empty() ? "" : ", ") + std::to_string(d);
+  for (int d : runs.depths()) { if (!depths.empty()) depths += ", "; depths += std::to_string(d); }
   v.setup = "depth, " + depths + " layers, lr " + fmt_g(lr) + ", " + policy_phrase(pol);
   bool forward = false, reverse = false;
   std::string per_depth;

@@ -180,7 +180,7 @@ namespace {
 
 std::string widths(const std::vector<std::int64_t>& v) {
   std::string out;
-  for (auto w : v) out += (out.empty() ? "" : ",") + std::to_string(w);
+  for (auto w : v) { if (!out.empty()) out += ","; out += std::to_string(w); }
   return out;
 }
 

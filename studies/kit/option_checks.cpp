@@ -26,6 +26,7 @@ void check_rate(std::string_view flag, double value) {
 }
 
 void check_batch(std::int64_t batch, std::int64_t train_size) {
+  if (train_size < 1) throw std::invalid_argument("--train-size: expected >= 1, got " + std::to_string(train_size));
   if (batch < 2)
     throw std::invalid_argument("--batch: expected >= 2 (BatchNorm refuses 1), got " + std::to_string(batch));
   if (batch > train_size)
@@ -41,7 +42,10 @@ void check_widths(std::string_view flag, const std::vector<std::int64_t>& widths
 
 std::string join_widths(const std::vector<std::int64_t>& widths) {
   std::string out;
-  for (auto w : widths) out += (out.empty() ? "" : ",") + std::to_string(w);
+  for (auto w : widths) {
+    if (!out.empty()) out += ',';
+    out += std::to_string(w);
+  }
   return out;
 }
 

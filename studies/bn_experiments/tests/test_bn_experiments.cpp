@@ -4,6 +4,7 @@
 #include <cmath>
 #include <filesystem>
 #include <fstream>
+#include <limits>
 #include <set>
 #include <sstream>
 
@@ -353,6 +354,16 @@ TEST_CASE("presets resolve to the chapter's and the clean settings", "[bn_experi
   for (const auto& j : make_jobs("depth", o)) CHECK(j.run.grad_clip == 2.0);
   o.preset = "textbook";
   CHECK_THROWS_WITH(resolve(o), Catch::Contains("expected chapter or clean"));
+  // the CLI's names, not the engine's: a batch beyond the 200 training samples, a loss target
+  // no MSE can reach
+  StudyOptions big = small_options();
+  big.batch = 99999999999;
+  CHECK_THROWS_WITH(resolve(big), Catch::Contains("--batch: expected 2 to 200 (the chapter's 200 training samples), got 99999999999"));
+  for (double t : {-1.0, 0.0, std::numeric_limits<double>::infinity()}) {
+    StudyOptions bad = small_options();
+    bad.target_loss = t;
+    CHECK_THROWS_WITH(resolve(bad), Catch::Contains("--target-loss: expected a finite number > 0"));
+  }
   CHECK_THROWS_WITH(make_jobs("width", small_options()), Catch::Contains("unknown experiment 'width'"));
 }
 
