@@ -404,7 +404,7 @@ struct Plotter {
           ymax = std::max(ymax, v);
         }
       if (ymax <= 0 || ymin > ymax) ymin = 0.1, ymax = 1;
-      if (const MeanStd& b = split == 0 ? base.train : base.test; b.n > 0) ymax = std::max(ymax, b.mean);
+      if (const MeanStd& b = split == 0 ? this->base.train : this->base.test; b.n > 0) ymax = std::max(ymax, b.mean);
       const double top = ymax * 8, floor = ymin / 2;
       for (const auto* g : gs) {
         const Job& j = s.jobs[g->jobs.front()];
