@@ -9,27 +9,13 @@
 
 #include <tapegrad/core/mode_checks.h>
 #include <tapegrad/core/warnings.h>
+#include "mode_checks_support.h"
 
 using namespace tapegrad;
 
 namespace {
 
-// Captures the routed warnings and sets the mode for one test; restores both after.
-struct Capture {
-  std::vector<Warning> got;
-  WarningRoute prev;
-  ModeChecks prev_mode;
-  explicit Capture(ModeChecks mode) : prev_mode(mode_checks()) {
-    prev = set_warning_route([this](const Warning& w) { got.push_back(w); });
-    set_mode_checks(mode);
-    reset_mode_issues();
-  }
-  ~Capture() {
-    set_warning_route(prev);
-    set_mode_checks(prev_mode);
-    reset_mode_issues();
-  }
-};
+using Capture = ModeChecksCapture;
 
 // Sets TAPEGRAD_MODE_CHECKS for one test (unset when `value` is null); restores it after.
 struct EnvVar {

@@ -19,28 +19,14 @@
 #include <tapegrad/layers/linear.h>
 #include <tapegrad/layers/sequential.h>
 #include "test_support.h"
+#include "mode_checks_support.h"
 
 using namespace tapegrad;
 using namespace tapegrad::layers;
 
 namespace {
 
-// Captures the routed warnings and sets the mode for one test; restores both after.
-struct Capture {
-  std::vector<Warning> got;
-  WarningRoute prev;
-  ModeChecks prev_mode;
-  explicit Capture(ModeChecks mode) : prev_mode(mode_checks()) {
-    prev = set_warning_route([this](const Warning& w) { got.push_back(w); });
-    set_mode_checks(mode);
-    reset_mode_issues();
-  }
-  ~Capture() {
-    set_warning_route(prev);
-    set_mode_checks(prev_mode);
-    reset_mode_issues();
-  }
-};
+using Capture = ModeChecksCapture;
 
 bool contains(const std::string& s, const std::string& part) { return s.find(part) != std::string::npos; }
 

@@ -14,6 +14,7 @@
 #include <tapegrad/layers/losses.h>
 #include <tapegrad/optim/adam.h>
 #include <tapegrad/train/fit.h>
+#include "mode_checks_support.h"
 #include "train/train_test_support.h"
 
 using namespace tapegrad;
@@ -21,21 +22,7 @@ using namespace tapegrad::train;
 
 namespace {
 
-struct Capture {
-  std::vector<Warning> got;
-  WarningRoute prev;
-  ModeChecks prev_mode;
-  explicit Capture(ModeChecks mode) : prev_mode(mode_checks()) {
-    prev = set_warning_route([this](const Warning& w) { got.push_back(w); });
-    set_mode_checks(mode);
-    reset_mode_issues();
-  }
-  ~Capture() {
-    set_warning_route(prev);
-    set_mode_checks(prev_mode);
-    reset_mode_issues();
-  }
-};
+using Capture = ModeChecksCapture;
 
 // The user's own validation at each epoch's end: under NoGradGuard, but eval() forgotten.
 struct TrainModeValidation : Callback {
