@@ -40,7 +40,7 @@ struct AdamWOptions : AdamOptions {
 ///   m = b1·m + (1 - b1)·g;  v = b2·v + (1 - b2)·g²;  v̂ = amsgrad ? max(v̂, v) : v
 ///   p = p - lr/(1 - b1^t) · m / (sqrt(v̂)/sqrt(1 - b2^t) + eps)
 /// AdamW (Loshchilov & Hutter 2019) replaces the L2 term by p = p·(1 - lr·weight_decay)
-/// before the update. State: "step" (int64 scalar, >= 0 at load, saturating at INT64_MAX), "exp_avg", "exp_avg_sq",
+/// before the update. State: "step" (int64 scalar, in [0, 2^53] at load, saturating at INT64_MAX when stepped), "exp_avg", "exp_avg_sq",
 /// "max_exp_avg_sq" (amsgrad). Throws std::invalid_argument (naming the value) for
 /// lr < 0, eps < 0, a beta outside [0, 1), weight_decay < 0.
 class Adam : public OptimizerWithOptions<AdamOptions> {

@@ -38,7 +38,7 @@ struct RMSpropOptions {
 ///   s = alpha·s + (1 - alpha)·g²
 ///   centered: a = alpha·a + (1 - alpha)·g;  avg = sqrt(s - a²) + eps;  else avg = sqrt(s) + eps
 ///   momentum > 0: buf = momentum·buf + g/avg;  p = p - lr·buf;  else p = p - lr·g/avg
-/// State: "step" (int64 scalar, >= 0 at load, saturating at INT64_MAX), "square_avg", "momentum_buffer" (momentum > 0),
+/// State: "step" (int64 scalar, in [0, 2^53] at load, saturating at INT64_MAX when stepped), "square_avg", "momentum_buffer" (momentum > 0),
 /// "grad_avg" (centered). Throws std::invalid_argument (naming the value) for lr < 0,
 /// eps < 0, momentum < 0, weight_decay < 0, alpha < 0.
 class RMSprop : public OptimizerWithOptions<RMSpropOptions> {

@@ -147,7 +147,9 @@ TEST_CASE("scheduler arguments are checked", "[optim][sched]") {
   REQUIRE_THROWS_WITH(optim::MultiStepLR(opt, {3, -1}), Catch::Contains("milestones >= 0, got -1"));
 }
 
-TEST_CASE("scheduler last_epoch loaded at INT64_MAX saturates at step", "[optim][sched][errors]") {
+TEST_CASE("scheduler last_epoch is bounded at load: INT64_MAX and -2 are refused", "[optim][sched][errors]") {
+  // last_epoch saturates at INT64_MAX when stepped (core/counter.h); a loaded one must be an
+  // epoch in [-1, 10^9], as a checkpoint's epoch.
   constexpr std::int64_t kMax = std::numeric_limits<std::int64_t>::max();
   optim::SGDOptions o;
   o.lr = 0.1;
@@ -155,12 +157,14 @@ TEST_CASE("scheduler last_epoch loaded at INT64_MAX saturates at step", "[optim]
   optim::SGD opt({p}, o);
   optim::ExponentialLR s(opt, 0.5);
   optim::OptimizerState st = s.state_dict();
-  st.insert("last_epoch", Tensor::from_int64({kMax}, {}));
+  st.insert("last_epoch", Tensor::from_int64({1000000000}, {}));
   s.load_state_dict(st);
   s.step();
-  CHECK(s.last_epoch() == kMax);
-  CHECK(s.state_dict().at("last_epoch").data<std::int64_t>()[0] == kMax);
-  st.insert("last_epoch", Tensor::from_int64({-2}, {}));
-  REQUIRE_THROWS_WITH(s.load_state_dict(st), Catch::Contains("'last_epoch'") && Catch::Contains(">= -1") &&
-                                                 Catch::Contains("-2"));
+  CHECK(s.last_epoch() == 1000000001);
+  for (std::int64_t bad : {kMax, std::int64_t{-2}}) {
+    st.insert("last_epoch", Tensor::from_int64({bad}, {}));
+    REQUIRE_THROWS_WITH(s.load_state_dict(st), Catch::Contains("'last_epoch'") && Catch::Contains(">= -1") &&
+                                                   Catch::Contains(std::to_string(bad)));
+  }
+  CHECK(s.last_epoch() == 1000000001);  // a refused load changes nothing
 }
