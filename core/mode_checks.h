@@ -42,7 +42,9 @@ ModeChecks effective_mode_checks();
 /// (nested scopes restore the outer one).
 class ModeChecksScope {
  public:
+  /// Uses `mode` on the calling thread until destruction.
   explicit ModeChecksScope(ModeChecks mode);
+  /// Restores the calling thread's previous setting.
   ~ModeChecksScope();
   ModeChecksScope(const ModeChecksScope&) = delete;
   ModeChecksScope& operator=(const ModeChecksScope&) = delete;
@@ -55,6 +57,7 @@ class ModeChecksScope {
 /// train-mode forward under no-grad that recalibrates statistics, a study's reproduction).
 class ModeChecksPause : public ModeChecksScope {
  public:
+  /// Turns the checks off on the calling thread until destruction.
   ModeChecksPause() : ModeChecksScope(ModeChecks::Off) {}
 };
 
@@ -63,6 +66,7 @@ class ModeChecksPause : public ModeChecksScope {
 /// setting, or Warn where that is Off).
 class ModeChecksOption {
  public:
+  /// Applies `on` (see the class) on the calling thread until destruction.
   explicit ModeChecksOption(std::optional<bool> on);
   ModeChecksOption(const ModeChecksOption&) = delete;
   ModeChecksOption& operator=(const ModeChecksOption&) = delete;

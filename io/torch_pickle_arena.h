@@ -46,8 +46,9 @@ class PickleArena {
 
   /// A new value of kind `k` with PickleValue::i = `i`; its id.
   std::size_t make(PickleValue::Kind k, std::int64_t i = 0);
-  /// The shared None, True / False and () values.
+  /// The shared None value.
   std::size_t none() { return shared(none_, PickleValue::Kind::None, 0); }
+  /// The shared True or False value.
   std::size_t boolean(bool b) { return b ? shared(true_, PickleValue::Kind::Bool, 1) : shared(false_, PickleValue::Kind::Bool, 0); }
   /// An int (0-255 shared).
   std::size_t integer(std::int64_t v);
