@@ -110,6 +110,14 @@ struct DistributedDataParallel::State {
     if (train_step) buffers.set_deferred(broadcast);
   }
   void on_grad_final(std::size_t i) {
+    // A gradient that carries a graph (backward with create_graph=true) would be averaged as
+    // a value and lose its graph on one rank's copy: refused. autograd::grad(create_graph)
+    // touches no .grad and runs no hook, so a gradient penalty built with it, then one plain
+    // backward() of the total loss, is averaged as any step.
+    if (params[i].grad().defined() && params[i].grad().requires_grad())
+      throw std::logic_error("DistributedDataParallel: backward(create_graph=true) is not supported (parameter " +
+                             std::to_string(i) + "'s gradient carries a graph); take the inner gradient with "
+                             "autograd::grad(..., {.create_graph = true}) and call backward() once on the total loss");
     if (no_sync) return;
     if (check.pending() || buffers.deferred()) {
       detail::PhaseTimer phase(prof, detail::Profile::Sync);
