@@ -177,6 +177,15 @@ int resume_from(const std::string& path, layers::Module& model, optim::Optimizer
       throw std::invalid_argument("fit: resume '" + path + "': " + e.what());
     }
   }
+  // The run's planned epoch count: written for the reader, not restored, but a file holding
+  // another value there is not one this library wrote.
+  if (auto it = file.metadata.find("train.epochs"); it != file.metadata.end()) {
+    try {
+      if (parse_count(it->second, "train.epochs") < 1) throw std::invalid_argument("train.epochs: expected >= 1, got '0'");
+    } catch (const std::invalid_argument& e) {
+      throw std::invalid_argument("fit: resume '" + path + "': " + e.what());
+    }
+  }
   std::int64_t file_epoch = -1;
   if (const Tensor* e = file.find("epoch"); e && e->dtype() == Dtype::Int64 && e->numel() == 1) {
     const std::int64_t v = e->data<std::int64_t>()[0];

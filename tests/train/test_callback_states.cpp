@@ -187,3 +187,21 @@ TEST_CASE("a resume file whose best epoch is past its epoch is refused, naming t
   CHECK_NOTHROW(d.fit(d.options(4, 0, dir.file("ok.safetensors")), {mc}));
   CHECK(mc->best_epoch() == 2);
 }
+
+TEST_CASE("a resume file whose train.epochs is not an epoch count is refused, naming the key and the text",
+          "[train][fit][resume][errors]") {
+  // (was: "-1" and "1x" were accepted, the key never read)
+  TempDir dir;
+  Net a;
+  a.fit(a.options(4, 1), {checkpoint(dir)});
+  SafetensorsContent c = load_safetensors(dir.file("ck.safetensors.last"));
+  REQUIRE(c.metadata.at("train.epochs") == "4");
+  for (const std::string v : {"-1", "1x", "0", ""}) {
+    INFO("'" << v << "'");
+    c.metadata["train.epochs"] = v;
+    save_safetensors(dir.file("bad.safetensors"), c.tensors, c.metadata);
+    Net b;
+    CHECK_THROWS_WITH(b.fit(b.options(4, std::nullopt, dir.file("bad.safetensors")), {checkpoint(dir)}),
+                      Catch::Contains("bad.safetensors': train.epochs: expected") && Catch::Contains("'" + v + "'"));
+  }
+}
