@@ -107,7 +107,7 @@ struct DistributedDataParallel::State {
       State* st = this;
       detail::add_pending_check(st, [st] { st->resolve_check(); });
     }
-    if (train_step) buffers.set_deferred(broadcast);
+    if (train_step) buffers.set_deferred(broadcast, total);
   }
   void on_grad_final(std::size_t i) {
     // A gradient that carries a graph (backward with create_graph=true) would be averaged as
@@ -230,7 +230,14 @@ void DistributedDataParallel::finish() {
   if (s.mpi && s.buffers.in_flight()) {
     detail::PhaseTimer phase(s.prof, detail::Profile::Wait);
     detail::ScopedTimer t(s.seconds.wait);
-    s.buffers.complete();  // every rank now holds rank 0's buffers
+    try {
+      s.buffers.complete();  // every rank now holds rank 0's buffers
+    } catch (...) {          // the ranks' buffers differ: every rank forgets the step and throws
+      s.reducer.drain();
+      s.reducer.reset();
+      s.dirty = false;
+      throw;
+    }
   }
   s.reducer.wait_and_average();
   s.dirty = false;
