@@ -98,7 +98,7 @@ Tensor sum(const Tensor& x, const std::vector<std::int64_t>& axes_in, bool keepd
   Tensor out = keepdim ? kept : alias_with_shape(kept, drop_axes(x.shape(), axes));
   if (autograd::needs_grad({&x})) {
     autograd::record("sum", out, {x}, [xs = x.shape(), ks = kept.shape()](const Tensor& g, GradSink& gs) {
-      gs.add(0, broadcast_to(alias_with_shape(g, ks), xs));
+      gs.add(0, broadcast_to(autograd::creating_graph() ? reshape(g, ks) : alias_with_shape(g, ks), xs));
     }, autograd::kSavesNothing);
   }
   return out;
