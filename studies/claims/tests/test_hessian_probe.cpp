@@ -10,6 +10,7 @@
 #include <Eigen/Dense>
 
 #include "hessian_probe.h"
+#include "hessian_study.h"
 #include <tapegrad/core/ops.h>
 #include <tapegrad/core/random.h>
 
@@ -127,4 +128,30 @@ TEST_CASE("probe_spectrum: λ_max, the gradient's share in the top-k eigenspace,
   CHECK_THROWS_WITH(claims::unflatten({1, 2}, net.params), "unflatten: expected 32 values, got 2");
   o.top_k = 0;
   CHECK_THROWS_WITH(claims::probe_spectrum(loss, net.params, o), "probe_spectrum: expected top_k >= 1, got 0");
+}
+
+TEST_CASE("run_hessian: the chapter MLP's probes are the same bits for 1 and 2 threads, and SGD lowers the loss", "[hessian_probe]") {
+  claims::HessianOptions o = claims::quick_hessian_options({});
+  o.nets = {"chapter"};
+  o.seeds = 2;
+  o.steps = {0, 20};
+  claims::check_hessian_options(o);
+  o.threads = 1;
+  const claims::HessianResult one = claims::run_hessian(o, {});
+  o.threads = 2;
+  const claims::HessianResult two = claims::run_hessian(o, {});
+  CHECK(claims::hessian_csv(one) == claims::hessian_csv(two));
+  REQUIRE(one.points.size() == 4);
+  for (int s = 0; s < 2; ++s) {
+    const auto& start = one.points[2 * s];
+    const auto& end = one.points[2 * s + 1];
+    CHECK(start.step == 0);
+    CHECK(end.step == 20);
+    CHECK(end.loss < 0.8 * start.loss);
+    CHECK(start.probe.lambda_max > start.probe.bulk_edge);
+    CHECK(start.probe.gradient_share > 0);
+    CHECK(start.probe.gradient_share <= 1 + 1e-9);
+  }
+  o.arms = {"bn-population"};
+  CHECK_THROWS_WITH(claims::check_hessian_options(o), Catch::Contains("bn-population needs BatchNorm1d's double backward"));
 }
