@@ -317,7 +317,7 @@ std::vector<std::string> write_hessian(const HessianResult& r, const std::string
     gp << "set terminal pngcairo size 900,520 font 'sans,10'\nset output 'hessian_density_" << net << ".png'\n"
        << "set title " << gnuplot_text(net + " MLP, " + o.arms.front() + ", seed " + std::to_string(o.seed) +
                                        ": SLQ density of the loss Hessian by training step")
-       << "\nset xlabel 'eigenvalue'\nset ylabel 'density'\nset logscale y\nset yrange [1e-8:*]\nset grid\nset key top right\nplot ";
+       << "\nset xlabel 'eigenvalue'\nset ylabel 'density'\nset logscale y\nset format y '10^{%L}'\nset yrange [1e-8:*]\nset grid\nset key top right\nplot ";
     bool first = true;
     for (const auto& c : curves) {
       if (c.net != net) continue;
