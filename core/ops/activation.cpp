@@ -42,7 +42,7 @@ Tensor sigmoid(const Tensor& x) {
                return kernels::map_binary_same<scalar_t>(
                    g, y, [](scalar_t gv, scalar_t yv) { return gv * yv * (scalar_t(1) - yv); });
              }));
-    }, autograd::kSavesOutput);
+    }, autograd::kSavesOutput | autograd::kSecondOrder);
   return out;
 }
 
@@ -59,7 +59,7 @@ Tensor tanh(const Tensor& x) {
                return kernels::map_binary_same<scalar_t>(
                    g, y, [](scalar_t gv, scalar_t yv) { return gv * (scalar_t(1) - yv * yv); });
              }));
-    }, autograd::kSavesOutput);
+    }, autograd::kSavesOutput | autograd::kSecondOrder);
   return out;
 }
 
@@ -82,7 +82,7 @@ Tensor leaky_relu(const Tensor& x, double negative_slope) {
         });
       };
       gs.add(0, autograd::creating_graph() ? mul(g, constant_derivative(g, backward)) : backward(g));
-    });
+    }, autograd::kSavesInputs | autograd::kSecondOrder);
   return out;
 }
 
@@ -133,7 +133,7 @@ Tensor gelu(const Tensor& x, bool tanh_approximation) {
                  return static_cast<scalar_t>(gv * (cdf + v * pdf));
                });
              }));
-    });
+    }, autograd::kSavesInputs | autograd::kSecondOrder);
   return out;
 }
 
@@ -161,7 +161,7 @@ Tensor relu_clamp(const Tensor& x, double lo, double hi) {
         });
       };
       gs.add(0, autograd::creating_graph() ? mul(g, constant_derivative(g, backward)) : backward(g));
-    });
+    }, autograd::kSavesInputs | autograd::kSecondOrder);
   return out;
 }
 

@@ -37,7 +37,7 @@ Tensor exp(const Tensor& x) {
     autograd::record("exp", out, {x}, [y = out.detach()](const Tensor& g, GradSink& gs) {
       if (autograd::creating_graph()) return gs.add(0, mul(g, gs.output(y)));
       gs.add(0, grad_map(g, y, "exp_backward", [](auto gv, auto yv) { return gv * yv; }));
-    }, autograd::kSavesOutput);
+    }, autograd::kSavesOutput | autograd::kSecondOrder);
   return out;
 }
 
@@ -51,7 +51,7 @@ Tensor log(const Tensor& x) {
     autograd::record("log", out, {x}, [x](const Tensor& g, GradSink& gs) {
       if (autograd::creating_graph()) return gs.add(0, div(g, x));
       gs.add(0, grad_map(g, x, "log_backward", [](auto gv, auto xv) { return gv / xv; }));
-    });
+    }, autograd::kSavesInputs | autograd::kSecondOrder);
   return out;
 }
 
@@ -65,7 +65,7 @@ Tensor sqrt(const Tensor& x) {
     autograd::record("sqrt", out, {x}, [y = out.detach()](const Tensor& g, GradSink& gs) {
       if (autograd::creating_graph()) return gs.add(0, div(g, mul(gs.output(y), 2.0)));
       gs.add(0, grad_map(g, y, "sqrt_backward", [](auto gv, auto yv) { return gv / (yv + yv); }));
-    }, autograd::kSavesOutput);
+    }, autograd::kSavesOutput | autograd::kSecondOrder);
   return out;
 }
 
@@ -82,7 +82,7 @@ Tensor rsqrt(const Tensor& x) {
                using T = decltype(yv);
                return T(-0.5) * gv * yv * yv * yv;
              }));
-    }, autograd::kSavesOutput);
+    }, autograd::kSavesOutput | autograd::kSecondOrder);
   return out;
 }
 
@@ -96,7 +96,7 @@ Tensor erf(const Tensor& x) {
     autograd::record("erf", out, {x}, [x](const Tensor& g, GradSink& gs) {
       constexpr double kTwoOverSqrtPi = 1.12837916709551257390;
       gs.add(0, mul(g, mul(exp(neg(square(x))), kTwoOverSqrtPi)));
-    });
+    }, autograd::kSavesInputs | autograd::kSecondOrder);
   return out;
 }
 
@@ -115,7 +115,7 @@ Tensor abs(const Tensor& x) {
         });
       };
       gs.add(0, autograd::creating_graph() ? mul(g, constant_derivative(g, backward)) : backward(g));
-    });
+    }, autograd::kSavesInputs | autograd::kSecondOrder);
   return out;
 }
 
@@ -143,7 +143,7 @@ Tensor clamp(const Tensor& x, std::optional<double> min, std::optional<double> m
         });
       };
       gs.add(0, autograd::creating_graph() ? mul(g, constant_derivative(g, backward)) : backward(g));
-    });
+    }, autograd::kSavesInputs | autograd::kSecondOrder);
   return out;
 }
 
