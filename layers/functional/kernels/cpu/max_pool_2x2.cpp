@@ -1,4 +1,4 @@
-// The 2×2, stride 2 max pool; see max_pool_2x2.h. Compiled once per ISA level.
+// The 2×2, stride 2 max pool; see max_pool_2x2.h. Compiled once per ISA level; registers max_pool_2x2.
 #include <tapegrad/layers/functional/kernels/max_pool_2x2.h>
 
 #include <tapegrad/layers/functional/kernels/simd.h>
@@ -55,9 +55,6 @@ void max_pool_2x2_planes(const T* x, T* y, std::int64_t* idx, std::int64_t b, st
   }
 }
 
-template void max_pool_2x2_planes<float>(const float*, float*, std::int64_t*, std::int64_t, std::int64_t, std::int64_t,
-                                         std::int64_t, std::int64_t, std::int64_t);
-template void max_pool_2x2_planes<double>(const double*, double*, std::int64_t*, std::int64_t, std::int64_t,
-                                          std::int64_t, std::int64_t, std::int64_t, std::int64_t);
+TAPEGRAD_REGISTER_KERNELS(MaxPool2x2Kernels, max_pool_2x2, .planes = &max_pool_2x2_planes<T>)
 
 }  // namespace tapegrad::layers::functional::kernels::TAPEGRAD_ISA_NS

@@ -7,7 +7,7 @@
 #include <tapegrad/layers/functional/kernels/simd.h>
 #include <tapegrad/layers/functional/kernels/thresholds.h>
 
-// Compiled once per ISA level (core/kernels/isa_dispatch.h); norm_dispatch.cpp picks one.
+// Compiled once per ISA level (core/kernels/isa_dispatch.h); registers ln_rows.
 namespace tapegrad::layers::functional::kernels::TAPEGRAD_ISA_NS {
 namespace {
 
@@ -369,13 +369,6 @@ void ln_rows_backward(const T* dy, const T* x, T* gx, std::int64_t R, std::int64
     }
 }
 
-template void ln_rows_forward<float>(const float*, float*, std::int64_t, std::int64_t, std::int64_t, const float*,
-                                     const float*, double, double*, double*, double*);
-template void ln_rows_forward<double>(const double*, double*, std::int64_t, std::int64_t, std::int64_t,
-                                      const double*, const double*, double, double*, double*, double*);
-template void ln_rows_backward<float>(const float*, const float*, float*, std::int64_t, std::int64_t, std::int64_t,
-                                      const float*, const double*, const double*, double*, double*);
-template void ln_rows_backward<double>(const double*, const double*, double*, std::int64_t, std::int64_t,
-                                       std::int64_t, const double*, const double*, const double*, double*, double*);
+TAPEGRAD_REGISTER_KERNELS(LnRowsKernels, ln_rows, .forward = &ln_rows_forward<T>, .backward = &ln_rows_backward<T>)
 
 }  // namespace tapegrad::layers::functional::kernels::TAPEGRAD_ISA_NS

@@ -1,4 +1,4 @@
-// The (N, C, S) passes of batch norm; see batch_norm_ncs.h. Compiled once per ISA level.
+// The (N, C, S) passes of batch norm; see batch_norm_ncs.h. Compiled once per ISA level; registers bn_ncs.
 //
 // Memory passes (the cost at large sizes): the statistics read x once (blocks of rows stay in
 // cache for the exact second pass around the block mean); the backward sums read x and dy
@@ -119,17 +119,7 @@ void bn_ncs_dx(const T* xp, const T* gp, T* out, std::int64_t C, std::int64_t S,
   if (stream) fence();
 }
 
-#define TAPEGRAD_BN_NCS_INSTANTIATE(T)                                                                            \
-  template void bn_ncs_moments<T>(const T*, std::int64_t, std::int64_t, std::int64_t, std::int64_t, std::int64_t, \
-                                  double*, double*);                                                              \
-  template void bn_ncs_sums<T>(const T*, const T*, std::int64_t, std::int64_t, std::int64_t, const double*,       \
-                               std::int64_t, std::int64_t, double*, double*);                                     \
-  template void bn_ncs_affine<T>(const T*, T*, std::int64_t, std::int64_t, std::int64_t, std::int64_t, const T*,  \
-                                 const T*, const T*, bool);                                                       \
-  template void bn_ncs_dx<T>(const T*, const T*, T*, std::int64_t, std::int64_t, std::int64_t, std::int64_t,      \
-                             const T*, const T*, const T*, const T*, bool);
-TAPEGRAD_BN_NCS_INSTANTIATE(float)
-TAPEGRAD_BN_NCS_INSTANTIATE(double)
-#undef TAPEGRAD_BN_NCS_INSTANTIATE
+TAPEGRAD_REGISTER_KERNELS(BnNcsKernels, bn_ncs, .moments = &bn_ncs_moments<T>, .sums = &bn_ncs_sums<T>,
+                          .affine = &bn_ncs_affine<T>, .dx = &bn_ncs_dx<T>)
 
 }  // namespace tapegrad::layers::functional::kernels::TAPEGRAD_ISA_NS
