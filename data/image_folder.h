@@ -8,7 +8,7 @@
 // samples; other files, hidden files and deeper folders are skipped.
 //
 // Decoding is lazy: get(i) reads and decodes one file (data/image.h), so a folder larger
-// than memory can be iterated; load() decodes every sample into an in-memory Dataset
+// than memory can be iterated (a SampleSource: DataLoader batches it on worker threads); load() decodes every sample into an in-memory Dataset
 // (for DataLoader and train::fit). The class names travel with a checkpoint as metadata:
 //   layers::save(model, "m.safetensors", {.metadata = data::class_names_metadata(folder.classes())});
 //   auto names = data::class_names_from_metadata(layers::load_checkpoint_extras("m.safetensors").metadata);
@@ -21,6 +21,7 @@
 #include <tapegrad/core/tensor.h>
 #include <tapegrad/data/dataset.h>
 #include <tapegrad/data/image.h>
+#include <tapegrad/data/sample_source.h>
 
 namespace tapegrad::data {
 
@@ -39,7 +40,7 @@ struct ImageFolderOptions {
 };
 
 /// A classification dataset read lazily from root/<class>/<file>, see the top of this header.
-class ImageFolder {
+class ImageFolder : public SampleSource {
  public:
   /// Lists the folder and decodes the first sample to fix sample_shape(). Throws
   /// std::runtime_error naming the folder when it is missing, is not a folder, or holds no
@@ -48,9 +49,9 @@ class ImageFolder {
   explicit ImageFolder(std::string root, ImageFolderOptions options = {});
 
   /// N, the number of image files.
-  std::int64_t size() const { return static_cast<std::int64_t>(files_.size()); }
+  std::int64_t size() const override { return static_cast<std::int64_t>(files_.size()); }
   /// The class names, sorted; class index i is classes()[i].
-  const std::vector<std::string>& classes() const { return classes_; }
+  const std::vector<std::string>& classes() const override { return classes_; }
   /// The folder given at construction.
   const std::string& root() const { return root_; }
   /// The options given at construction.
@@ -58,17 +59,17 @@ class ImageFolder {
   /// Path of sample i (0 <= i < size()). Throws std::out_of_range naming i and N.
   const std::string& path(std::int64_t i) const;
   /// Class index of sample i. Throws std::out_of_range naming i and N.
-  std::int64_t target(std::int64_t i) const;
+  std::int64_t target(std::int64_t i) const override;
   /// Every sample's class index, in sample order.
   const std::vector<std::int64_t>& targets() const { return targets_; }
   /// (C, H, W) of every sample: the first file's, after options (size, channels).
-  const Shape& sample_shape() const { return sample_shape_; }
+  const Shape& sample_shape() const override { return sample_shape_; }
 
   /// Sample i decoded: float32 (C, H, W) in [0, 1]. Throws std::out_of_range for a bad i,
   /// std::runtime_error naming the file when it cannot be read or decoded, or when its
   /// shape is not sample_shape() (naming both; after the resize and channel conversion
   /// that options ask for).
-  Tensor get(std::int64_t i) const;
+  Tensor get(std::int64_t i) const override;
   /// The samples at `indices` decoded, in that order: X (B, C, H, W) float32, y (B) int64,
   /// class_names = classes(). Throws as get().
   Dataset load(const std::vector<std::int64_t>& indices) const;
