@@ -41,9 +41,20 @@ std::vector<std::string> sorted_entries(const fs::path& dir, bool directories) {
   return names;
 }
 
-// PIL's convert("L") and convert("RGB") on 8-bit pixels.
+void check_options(const ImageFolderOptions& o) {
+  if (!o.size.empty() && (o.size.size() != 2 || o.size[0] < 1 || o.size[1] < 1))
+    throw std::invalid_argument("ImageFolder: size must be (H, W) with H, W >= 1, got " + shape_str(o.size));
+  if (o.channels != 0 && o.channels != 1 && o.channels != 3)
+    throw std::invalid_argument("ImageFolder: channels must be 0 (as in the files), 1 or 3, got " +
+                                std::to_string(o.channels));
+}
+
+}  // namespace
+
 Image8 convert_channels(const Image8& img, std::int64_t channels) {
   if (channels == 0 || channels == img.channels) return img;
+  if (channels != 1 && channels != 3)
+    throw std::invalid_argument("convert_channels: expected 0, 1 or 3 channels, got " + std::to_string(channels));
   Image8 out;
   out.height = img.height;
   out.width = img.width;
@@ -64,15 +75,17 @@ Image8 convert_channels(const Image8& img, std::int64_t channels) {
   return out;
 }
 
-}  // namespace
+Tensor read_image(const std::string& path, const ImageFolderOptions& options) {
+  check_options(options);
+  Tensor t = image_to_tensor(convert_channels(read_image8(path, options.max_pixels), options.channels));
+  if (!options.size.empty() && (t.size(1) != options.size[0] || t.size(2) != options.size[1]))
+    t = resize(t, options.size);
+  return t;
+}
 
 ImageFolder::ImageFolder(std::string root, ImageFolderOptions options)
     : root_(std::move(root)), options_(std::move(options)) {
-  if (!options_.size.empty() && (options_.size.size() != 2 || options_.size[0] < 1 || options_.size[1] < 1))
-    throw std::invalid_argument("ImageFolder: size must be (H, W) with H, W >= 1, got " + shape_str(options_.size));
-  if (options_.channels != 0 && options_.channels != 1 && options_.channels != 3)
-    throw std::invalid_argument("ImageFolder: channels must be 0 (as in the files), 1 or 3, got " +
-                                std::to_string(options_.channels));
+  check_options(options_);
   std::error_code ec;
   if (!fs::is_directory(root_, ec))
     throw std::runtime_error("ImageFolder: '" + root_ + "' is not a folder" + (ec ? ": " + ec.message() : ""));
@@ -108,9 +121,7 @@ std::int64_t ImageFolder::target(std::int64_t i) const {
 
 Tensor ImageFolder::get(std::int64_t i) const {
   const std::string& file = path(i);
-  Tensor t = image_to_tensor(convert_channels(read_image8(file, options_.max_pixels), options_.channels));
-  if (!options_.size.empty() && (t.size(1) != options_.size[0] || t.size(2) != options_.size[1]))
-    t = resize(t, options_.size);
+  Tensor t = read_image(file, options_);
   if (!sample_shape_.empty() && t.shape() != sample_shape_)
     throw std::runtime_error("ImageFolder: '" + file + "' is " + shape_str(t.shape()) + " (C, H, W), the first image '" +
                              files_[0] + "' is " + shape_str(sample_shape_) +

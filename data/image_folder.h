@@ -85,6 +85,17 @@ class ImageFolder : public SampleSource {
   Shape sample_shape_;
 };
 
+/// One file as an ImageFolder with `options` gives it: decoded (read_image8), converted to
+/// options.channels, resized to options.size; float32 (C, H, W) in [0, 1]. What a
+/// prediction program reads an image with. Throws as read_image8, std::invalid_argument for
+/// options ImageFolder refuses.
+Tensor read_image(const std::string& path, const ImageFolderOptions& options);
+
+/// PIL's convert("L") (channels 1: the luma of R, G, B, alpha dropped) or convert("RGB")
+/// (channels 3: grey copied, alpha dropped); 0 or the image's own count: unchanged.
+/// Throws std::invalid_argument for other channel counts.
+Image8 convert_channels(const Image8& image, std::int64_t channels);
+
 /// Bilinear resize of a float32 image (C, H, W) to (C, size[0], size[1]), as PyTorch's
 /// interpolate(mode="bilinear", align_corners=False, antialias=False): output pixel
 /// (y, x) samples the input at ((y + 0.5) · H / H' - 0.5, (x + 0.5) · W / W' - 0.5),

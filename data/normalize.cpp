@@ -58,6 +58,40 @@ Normalize Normalize::fit(const Tensor& X) {
   return Normalize(std::move(mean), std::move(sd));
 }
 
+Normalize Normalize::fit(const SampleSource& source) {
+  const Shape& s = source.sample_shape();
+  if (source.size() < 1 || s.size() != 3)
+    throw std::invalid_argument("Normalize::fit: expected a non-empty source of images (C, H, W), got " +
+                                std::to_string(source.size()) + " samples of " + shape_str(s));
+  const std::int64_t C = s[0], P = s[1] * s[2], N = source.size();
+  std::vector<double> mean(static_cast<std::size_t>(C), 0.0), sd(static_cast<std::size_t>(C), 0.0);
+  // one sample at a time; each channel's sum still runs over (n, i) in order, so the sums
+  // are those of fit(X) on the loaded X, bit for bit
+  for (int pass = 0; pass < 2; ++pass) {
+    std::vector<double> acc(static_cast<std::size_t>(C), 0.0);
+    for (std::int64_t n = 0; n < N; ++n) {
+      const Tensor x = source.get(n);
+      for (std::int64_t c = 0; c < C; ++c) {
+        const float* p = x.data<float>() + c * P;
+        for (std::int64_t i = 0; i < P; ++i) {
+          const double d = pass == 0 ? p[i] : p[i] - mean[static_cast<std::size_t>(c)];
+          acc[static_cast<std::size_t>(c)] += pass == 0 ? d : d * d;
+        }
+      }
+    }
+    for (std::int64_t c = 0; c < C; ++c) {
+      const double v = acc[static_cast<std::size_t>(c)] / static_cast<double>(N * P);
+      if (pass == 0) {
+        mean[static_cast<std::size_t>(c)] = v;
+      } else {
+        const double r = std::sqrt(v);
+        sd[static_cast<std::size_t>(c)] = r > 0 ? r : 1.0;
+      }
+    }
+  }
+  return Normalize(std::move(mean), std::move(sd));
+}
+
 Tensor Normalize::operator()(const Tensor& image, Generator&) const { return (*this)(image); }
 
 Tensor Normalize::operator()(const Tensor& image) const {

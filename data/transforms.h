@@ -16,6 +16,7 @@
 
 #include <tapegrad/core/random.h>
 #include <tapegrad/core/tensor.h>
+#include <tapegrad/data/sample_source.h>
 
 namespace tapegrad::data {
 
@@ -98,6 +99,10 @@ class Normalize {
   /// (N, C, H, W) float32, in float64 (two passes: mean, then squared deviations). A
   /// channel whose std is 0 keeps std = 1. Throws std::invalid_argument for another X.
   static Normalize fit(const Tensor& X);
+  /// The same statistics over every sample of a source (decoded twice: the mean, then the
+  /// squared deviations), without holding the source in memory: the training part of an
+  /// ImageFolder. Throws std::invalid_argument for an empty source or samples not (C, H, W).
+  static Normalize fit(const SampleSource& source);
 
   /// The normalised copy of image (C, H, W) (or a batch (N, C, H, W)). Throws
   /// std::invalid_argument naming both when C is not the fitted channel count.

@@ -3,12 +3,14 @@
 // names carried in checkpoint metadata.
 #include <catch2/catch.hpp>
 
+#include <cmath>
 #include <filesystem>
 #include <fstream>
 #include <string>
 #include <unistd.h>
 #include <vector>
 
+#include <tapegrad/data/fashion_mnist.h>
 #include <tapegrad/data/image_folder.h>
 #include "test_errors_support.h"
 
@@ -170,4 +172,26 @@ TEST_CASE("class_names_metadata: the class names round-trip through checkpoint m
              Contains("class 1") && Contains("newline"));
   CHECK_THAT(test::thrown<std::invalid_argument>([] { class_names_from_metadata({{"class_names", "a\n\nb"}}); }),
              Contains("class 1 has an empty name"));
+}
+
+TEST_CASE("fixtures/fmnist_png: the script's PNGs hold the Fashion-MNIST IDX bytes", "[data][image]") {
+  if (!fs::exists(std::string(kFashionMnistDir) + "/t10k-images-idx3-ubyte.gz")) {
+    WARN("Fashion-MNIST not installed (dataset-fashion-mnist); skipping");
+    return;
+  }
+  const ImageFolder f((fs::path(TAPEGRAD_TESTS_DIR) / "fixtures" / "fmnist_png" / "test").string());
+  REQUIRE(f.size() == 10);
+  REQUIRE(f.sample_shape() == Shape{1, 28, 28});
+  const Dataset test = load_fashion_mnist(kFashionMnistDir, false);
+  const std::vector<std::string> names{"T-shirt_top", "Trouser", "Pullover", "Dress", "Coat",
+                                       "Sandal",      "Shirt",   "Sneaker",  "Bag",   "Ankle_boot"};
+  for (std::int64_t i = 0; i < f.size(); ++i) {
+    const std::int64_t idx = std::stoll(fs::path(f.path(i)).stem().string());  // the file is named by its IDX row
+    const Tensor x = f.get(i);
+    CHECK(f.classes()[static_cast<std::size_t>(f.target(i))] == names[static_cast<std::size_t>(test.y.data<std::int64_t>()[idx])]);
+    int mismatches = 0;
+    for (std::int64_t p = 0; p < 784; ++p)
+      mismatches += std::lround(x.data<float>()[p] * 255.0f) != std::lround(test.X.data<float>()[idx * 784 + p] * 255.0f);
+    CHECK(mismatches == 0);
+  }
 }

@@ -3,9 +3,11 @@
 #include <catch2/catch.hpp>
 
 #include <cmath>
+#include <memory>
 #include <set>
 #include <vector>
 
+#include <tapegrad/data/image_folder.h>
 #include <tapegrad/data/transforms.h>
 #include "test_errors_support.h"
 
@@ -141,4 +143,16 @@ TEST_CASE("Normalize: refused statistics and inputs name the value", "[data][ima
                Normalize::from_state_dict({{"mean", Tensor::zeros({3}, Dtype::Float64)}});
              }),
              Contains("no \"std\" tensor"));
+}
+
+TEST_CASE("Normalize::fit: a lazily decoded training split gives the statistics of its loaded X", "[data][image]") {
+  // the checked-in Fashion-MNIST slice: 10 classes x 4 grey 28 x 28 PNGs
+  auto folder = std::make_shared<ImageFolder>(std::string(TAPEGRAD_TESTS_DIR) + "/fixtures/fmnist_png/train");
+  const Subset part(folder, {0, 5, 17, 39});
+  const Normalize lazy = Normalize::fit(part);
+  const Normalize loaded = Normalize::fit(folder->load(part.indices()).X);
+  CHECK(lazy.mean() == loaded.mean());
+  CHECK(lazy.stddev() == loaded.stddev());
+  CHECK(lazy.mean()[0] > 0.05);
+  CHECK(lazy.mean()[0] < 0.8);
 }
