@@ -11,9 +11,10 @@ namespace tapegrad::data {
 DataLoader::DataLoader(Dataset dataset, DataLoaderOptions options, Generator& gen)
     : dataset_(std::move(dataset)), options_(std::move(options)), gen_(&gen) {
   check_options();
-  if (!options_.transform.transforms.empty() && dataset_.X.dim() != 4)
-    throw std::invalid_argument("DataLoader: a transform needs images X (N, C, H, W), got X of rank " +
-                                std::to_string(dataset_.X.dim()));
+  if (!options_.transform.transforms.empty() && (!dataset_.X.defined() || dataset_.X.dim() != 4))
+    throw std::invalid_argument("DataLoader: a transform needs images X (N, C, H, W), got " +
+                                (dataset_.X.defined() ? "X of rank " + std::to_string(dataset_.X.dim())
+                                                      : std::string("an empty dataset")));
   order_.resize(static_cast<std::size_t>(size()));
   for (std::int64_t i = 0; i < size(); ++i) order_[static_cast<std::size_t>(i)] = i;
 }

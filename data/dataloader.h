@@ -30,6 +30,8 @@ struct DataLoaderOptions {
   /// the loader's generator at each reset() (after the order), as PyTorch's base_seed, so
   /// the epoch enters through it and a run resumed from a restored generator augments as
   /// the uninterrupted one. Empty (the default): samples as stored, nothing drawn for them.
+  /// With num_workers > 0 the transforms run on the worker threads, several at once: they
+  /// must be safe to call concurrently (the transforms of data/transforms.h are).
   Compose transform;
   /// Threads preparing batches ahead of the caller (PyTorch's num_workers); 0 (the
   /// default): each batch is built by the call that asks for it. The batches are the same,

@@ -39,7 +39,7 @@ struct ImageFolderOptions {
   std::int64_t max_pixels = kMaxImagePixels;
 };
 
-/// A classification dataset read lazily from root/<class>/<file>, see the top of this header.
+/// A classification dataset read lazily from `root/CLASS/FILE`, see the top of this header.
 class ImageFolder : public SampleSource {
  public:
   /// Lists the folder and decodes the first sample to fix sample_shape(). Throws

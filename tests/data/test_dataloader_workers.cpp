@@ -195,6 +195,7 @@ TEST_CASE("DataLoader: bad worker options and sources are refused naming the val
   DataLoaderOptions o;
   o.transform = Compose{{RandomHorizontalFlip()}};
   CHECK_THAT(thrown<std::invalid_argument>([&] { DataLoader(ds, o); }), Contains("(N, C, H, W), got X of rank 2"));
+  CHECK_THAT(thrown<std::invalid_argument>([&] { DataLoader(Dataset{}, o); }), Contains("got an empty dataset"));
   CHECK_THAT(thrown<std::invalid_argument>([&] { DataLoader(std::shared_ptr<const SampleSource>(), {}); }),
              Contains("source is null"));
 }
