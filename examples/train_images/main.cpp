@@ -45,7 +45,12 @@ void check_config(const Config& c) {
 }
 
 models::CNNOptions cnn_for(const Shape& image, std::int64_t classes) {
-  return {.in_channels = image[0], .height = image[1], .width = image[2], .num_classes = classes};
+  models::CNNOptions o;  // the reference net, sized to the images and the classes
+  o.in_channels = image[0];
+  o.height = image[1];
+  o.width = image[2];
+  o.num_classes = classes;
+  return o;
 }
 
 int train_folder(const Config& c) {
@@ -119,7 +124,10 @@ int predict_file(const Config& c) {
   layers::load(model, c.checkpoint);
   model.eval();
   NoGradGuard no_grad;
-  const Tensor x = data::read_image(c.predict, {.size = {shape[1], shape[2]}, .channels = shape[0]});
+  data::ImageFolderOptions io;  // read as the training folder was, resized if needed
+  io.size = {shape[1], shape[2]};
+  io.channels = shape[0];
+  const Tensor x = data::read_image(c.predict, io);
   const Tensor logits = model(unsqueeze(norm(x), 0));
   const std::int64_t k = argmax(logits, 1).data<std::int64_t>()[0];
   std::printf("%s: %s\n", c.predict.c_str(), names[static_cast<std::size_t>(k)].c_str());
