@@ -32,7 +32,7 @@ struct DataLoaderOptions {
   /// the uninterrupted one. Empty (the default): samples as stored, nothing drawn for them.
   /// With num_workers > 0 the transforms run on the worker threads, several at once: they
   /// must be safe to call concurrently (the transforms of data/transforms.h are).
-  Compose transform;
+  Compose transform{};
   /// Threads preparing batches ahead of the caller (PyTorch's num_workers); 0 (the
   /// default): each batch is built by the call that asks for it. The batches are the same,
   /// bit for bit, for any number of workers.

@@ -30,7 +30,7 @@ struct ImageFolderOptions {
   /// Resize every image to (H, W) with resize() (bilinear) after decoding; empty (the
   /// default): no resize, and an image whose (C, H, W) differs from the first sample's is
   /// refused naming the file.
-  Shape size;
+  Shape size{};
   /// Channels C of every sample: 0 (the default) keeps the files' channels (they must then
   /// agree); 1 converts to grey (ITU-R 601-2 luma, L = (299 R + 587 G + 114 B) / 1000, as
   /// PIL's convert("L")), 3 to RGB (grey copied, alpha dropped, as PIL's convert("RGB")).
