@@ -1,88 +1,76 @@
 #include <tapegrad/core/autograd.h>
+#include <tapegrad/core/autograd_tape.h>
+#include <tapegrad/core/ops/elementwise.h>
 
 #include <algorithm>
 #include <atomic>
 #include <cmath>
 #include <stdexcept>
-#include <unordered_set>
 
 namespace tapegrad {
+namespace autograd::detail {
 namespace {
-
-struct TapeEntry {
-  std::uint64_t seq;
-  std::weak_ptr<Node> node;
-};
-
-// The calling thread's tape, in recording order. Entries are weak: a node lives as
-// long as the tensor it produced (or a later node that consumes it), so a graph that is
-// dropped without a backward frees itself; dead entries are compacted away.
 std::uint64_t new_tape_id() {
   static std::atomic<std::uint64_t> next{1};
   return next.fetch_add(1, std::memory_order_relaxed);
 }
+}  // namespace
 
-struct Tape {
-  std::uint64_t id = new_tape_id();  ///< unique over the process's life (addresses are reused)
-  std::vector<TapeEntry> entries;
-  std::uint64_t next_seq = 1;
-  std::size_t compact_at = 4096;
-  /// Backwards running on this thread (more than one when a hook or a backward closure
-  /// runs a backward of its own). A running backward walks `entries` by index, so while
-  /// one runs, compaction is deferred to the end of the outermost one: entries are only
-  /// appended, and every index stays valid.
-  int running = 0;
-  bool compact_deferred = false;
+Tape::Tape() : id(new_tape_id()) {}
 
-  void compact() {
-    if (running > 0) {
-      compact_deferred = true;
-      return;
-    }
-    compact_deferred = false;
-    entries.erase(std::remove_if(entries.begin(), entries.end(),
-                                 [](const TapeEntry& e) {
-                                   auto n = e.node.lock();
-                                   return !n || n->freed;
-                                 }),
-                  entries.end());
-    compact_at = std::max<std::size_t>(4096, 2 * entries.size());
+void Tape::compact() {
+  if (running > 0) {
+    compact_deferred = true;
+    return;
   }
-};
-
-thread_local Tape g_tape;
-thread_local bool g_grad_mode = true;
-thread_local bool g_anomaly = false;
-thread_local std::string g_site;
-std::atomic<std::int64_t> g_hooked_leaves{0};  // leaves with a post-accumulate-grad hook
-
-// The hooked leaves a node feeds (for set_post_accumulate_grad_hook).
-template <class F>
-void for_hooked_leaves(Node& node, F&& f) {
-  for (std::size_t k = 0; k < node.num_inputs(); ++k) {
-    AutogradMeta* m = node.input(k).meta.get();
-    if (m && !m->grad_fn && m->post_accumulate_grad_hook) f(*m);
-  }
+  compact_deferred = false;
+  entries.erase(std::remove_if(entries.begin(), entries.end(),
+                               [](const TapeEntry& e) {
+                                 auto n = e.node.lock();
+                                 return !n || n->freed;
+                               }),
+                entries.end());
+  compact_at = std::max<std::size_t>(4096, 2 * entries.size());
 }
 
-// Iterative teardown: nodes whose last handle went away while another node was being
-// destroyed wait here (an intrusive list, no allocation) instead of being destroyed
-// inside it. Both are trivially destructible, so they stay usable during thread exit.
-thread_local Node* g_dead_head = nullptr;
-thread_local bool g_tearing_down = false;
-// Leaves that received a gradient in the backward in progress (committed at its end).
-thread_local std::vector<std::shared_ptr<AutogradMeta>>* g_pending_leaves = nullptr;
+Tape& tape() {
+  thread_local Tape t;
+  return t;
+}
 
+Pass*& current_pass() {
+  thread_local Pass* p = nullptr;
+  return p;
+}
+
+std::atomic<std::int64_t>& hooked_leaves() {
+  static std::atomic<std::int64_t> n{0};
+  return n;
+}
+
+namespace {
 bool unique_owner(const Tensor& t) {
   return t.impl().use_count() == 1 && t.impl()->storage.use_count() == 1;
 }
+}  // namespace
 
-// slot += g, never writing into memory someone else can still see.
-void accumulate(Tensor& slot, Tensor g, bool leaf) {
+void accumulate(Tensor& slot, Tensor g, bool leaf, bool create_graph) {
+  if (create_graph) {  // recorded, out of place: the sum carries both graphs
+    const EnableGradGuard eg;
+    if (!slot.defined())
+      slot = (leaf && !g.requires_grad() && !unique_owner(g)) ? g.clone() : std::move(g);
+    else
+      slot = add(slot, g);
+    return;
+  }
   NoGradGuard ng;
   if (!slot.defined()) {
     slot = (leaf && !unique_owner(g)) ? g.clone() : std::move(g);
     if (slot.requires_grad()) slot = slot.detach();
+    return;
+  }
+  if (slot.requires_grad()) {  // a gradient with a graph (an earlier create_graph pass): out of place, plain
+    slot = add(slot, g);
     return;
   }
   if (!unique_owner(slot)) slot = slot.clone();
@@ -101,6 +89,20 @@ bool all_finite(const Tensor& t) {
   }
   return true;
 }
+}  // namespace autograd::detail
+
+namespace {
+using autograd::detail::tape;
+
+thread_local bool g_grad_mode = true;
+thread_local bool g_anomaly = false;
+thread_local std::string g_site;
+
+// Iterative teardown: nodes whose last handle went away while another node was being
+// destroyed wait here (an intrusive list, no allocation) instead of being destroyed
+// inside it. Both are trivially destructible, so they stay usable during thread exit.
+thread_local Node* g_dead_head = nullptr;
+thread_local bool g_tearing_down = false;
 
 }  // namespace
 
@@ -188,9 +190,11 @@ namespace {
                          (node.where.empty() ? std::string() : "; the op was recorded at: " + node.where));
 }
 
+}  // namespace
+
 // Like PyTorch's saved-tensor version check: an input or output whose storage is still
 // alive (the backward closure holds it) must be at the version it had when recorded.
-void check_versions(Node& node) {
+void autograd::detail::check_versions(Node& node) {
   for (std::size_t i = 0; i < node.num_inputs(); ++i) {
     Edge& e = node.input(i);
     if (auto st = e.storage.lock(); st && st->version() != e.version)
@@ -200,10 +204,17 @@ void check_versions(Node& node) {
     throw_modified(node, "output 0", node.grad.defined() ? node.grad.shape() : Shape{},
                    node.grad.defined() ? node.grad.dtype() : Dtype::Float32, node.out_version, st->version());
 }
-}  // namespace
 
 bool GradSink::needs(std::size_t i) const {
-  return i < node_->num_inputs() && node_->input(i).meta != nullptr;
+  if (i >= node_->num_inputs() || !node_->input(i).meta) return false;
+  return !pass_ || !pass_->wanted || pass_->wanted->count(node_->input(i).meta.get()) != 0;
+}
+
+Tensor GradSink::output(const Tensor& saved) const {
+  if (!pass_ || !pass_->create_graph || !owner_) return saved;
+  auto impl = std::make_shared<TensorImpl>(*saved.impl());
+  impl->autograd = std::shared_ptr<AutogradMeta>(*owner_, &node_->out_meta);  // holding it holds the node
+  return Tensor(std::move(impl));
 }
 
 Shape GradSink::input_shape(std::size_t i) const { return node_->input(i).shape(); }
@@ -215,7 +226,7 @@ void GradSink::add(std::size_t i, Tensor g) {
     throw std::logic_error(std::string("backward of '") + node_->name + "' produced a gradient of shape " +
                            shape_str(g.shape()) + " " + dtype_name(g.dtype()) + " for input " + std::to_string(i) +
                            " of shape " + shape_str(edge.shape()) + " " + dtype_name(edge.dtype));
-  if (g_anomaly && !all_finite(g))
+  if (g_anomaly && !autograd::detail::all_finite(g))
     throw std::runtime_error(std::string("anomaly: the backward of '") + node_->name +
                              "' produced a non-finite (NaN or Inf) gradient for input " + std::to_string(i) + " (" +
                              shape_str(g.shape()) + " " + dtype_name(g.dtype()) + "); the op was recorded at: " +
@@ -230,13 +241,19 @@ void GradSink::add(std::size_t i, Tensor g) {
     throw std::logic_error(std::string("backward: trying to backward through the graph a second time (node '") +
                            meta.grad_fn->name + "', input " + std::to_string(i) + " of '" + node_->name +
                            "', was freed by an earlier backward); pass retain_graph=true to the first");
+  using autograd::detail::accumulate;
+  const autograd::detail::Pass* pass = pass_;
+  const bool create = pass && pass->create_graph;
   if (meta.grad_fn) {
-    accumulate(meta.grad_fn->grad, std::move(g), false);
-  } else if (g_pending_leaves) {  // committed to meta.grad once the backward succeeds
-    if (!meta.pending_grad.defined()) g_pending_leaves->push_back(edge.meta);
-    accumulate(meta.pending_grad, std::move(g), false);
+    accumulate(meta.grad_fn->grad, std::move(g), false, create);
+  } else if (pass && pass->targets) {  // autograd::grad: the leaf's share goes to the caller, not to .grad
+    auto it = pass->targets->find(&meta);
+    if (it != pass->targets->end()) accumulate((*pass->captured)[it->second], std::move(g), false, create);
+  } else if (pass && pass->pending_leaves) {  // committed to meta.grad once the backward succeeds
+    if (!meta.pending_grad.defined()) pass->pending_leaves->push_back(edge.meta);
+    accumulate(meta.pending_grad, std::move(g), false, create);
   } else {
-    accumulate(meta.grad, std::move(g), true);
+    accumulate(meta.grad, std::move(g), true, create);
   }
 }
 
@@ -260,7 +277,9 @@ namespace detail {
 void attach(const char* name, Tensor& out, const Tensor* inputs, std::size_t n, std::shared_ptr<Node> node,
             unsigned saves) {
   node->name = name;
+  node->second_order = (saves & kSecondOrder) != 0;
   node->set_inputs(inputs, n, (saves & kSavesInputs) != 0);
+  auto& g_tape = tape();
   node->seq = g_tape.next_seq++;
   node->tape_id = g_tape.id;
   if (saves & kSavesOutput) {
@@ -283,7 +302,7 @@ void set_post_accumulate_grad_hook(const Tensor& leaf, std::function<void()> hoo
   AutogradMeta& m = *leaf.impl()->autograd;
   const bool had = static_cast<bool>(m.post_accumulate_grad_hook);
   m.post_accumulate_grad_hook = std::move(hook);
-  g_hooked_leaves += (m.post_accumulate_grad_hook ? 1 : 0) - (had ? 1 : 0);
+  autograd::detail::hooked_leaves() += (m.post_accumulate_grad_hook ? 1 : 0) - (had ? 1 : 0);
 }
 
 void on_graph_released(const Tensor& output, std::function<void(bool reached)> callback) {
@@ -304,206 +323,11 @@ void on_graph_released(const Tensor& output, std::function<void(bool reached)> c
 
 std::size_t tape_size() {
   std::size_t n = 0;
-  for (auto& e : g_tape.entries) {
+  for (auto& e : tape().entries) {
     auto p = e.node.lock();
     if (p && !p->freed) ++n;
   }
   return n;
-}
-
-namespace {
-// Marks a backward running on this thread's tape for its lifetime (see Tape::running);
-// the outermost one compacts what was deferred when it ends, however it ends.
-class RunningBackward {
- public:
-  RunningBackward() : nested_(g_tape.running > 0) { ++g_tape.running; }
-  ~RunningBackward() {
-    if (--g_tape.running == 0 && g_tape.compact_deferred) g_tape.compact();
-  }
-  RunningBackward(const RunningBackward&) = delete;
-  RunningBackward& operator=(const RunningBackward&) = delete;
-  /// True for a backward started while another one runs on this thread (from a hook).
-  bool nested() const { return nested_; }
-
- private:
-  bool nested_;
-};
-
-// Counts a node's backward closure as running, so that a nested backward which frees the
-// node (retain_graph=false) leaves the closure to be released once it has returned.
-class ApplyingNode {
- public:
-  explicit ApplyingNode(Node& node) : node_(node) { ++node_.applying; }
-  ~ApplyingNode() { --node_.applying; }
-  ApplyingNode(const ApplyingNode&) = delete;
-  ApplyingNode& operator=(const ApplyingNode&) = delete;
-
- private:
-  Node& node_;
-};
-
-void free_node(Node& node) {
-  node.freed = true;
-  if (node.applying == 0) node.release();  // drops the saved tensors
-}
-}  // namespace
-
-void run_backward(const Tensor& root, const Tensor& gradient, bool retain_graph) {
-  if (!root.defined()) throw std::logic_error("backward: the tensor is undefined");
-  if (!root.requires_grad())
-    throw std::logic_error("backward: the tensor does not require grad and has no grad_fn "
-                           "(did you compute it under NoGradGuard, or forget requires_grad_()?)");
-  Tensor seed = gradient;
-  if (!seed.defined()) {
-    if (root.numel() != 1)
-      throw std::invalid_argument("backward: a gradient can be implied only for a one-element output; got shape " +
-                                  shape_str(root.shape()) + ", pass a gradient of that shape");
-    seed = Tensor::ones(root.shape(), root.dtype());
-  } else if (seed.shape() != root.shape() || seed.dtype() != root.dtype()) {
-    throw std::invalid_argument("backward: gradient has shape " + shape_str(seed.shape()) + " " +
-                                dtype_name(seed.dtype()) + " but the output has shape " + shape_str(root.shape()) +
-                                " " + dtype_name(root.dtype()));
-  }
-  AutogradMeta& rmeta = *root.impl()->autograd;
-  if (!rmeta.grad_fn) {  // a leaf: its gradient is the seed
-    accumulate(rmeta.grad, seed, true);
-    return;
-  }
-  std::shared_ptr<Node> rnode(root.impl()->autograd, rmeta.grad_fn);
-  if (rnode->freed)
-    throw std::logic_error(std::string("backward: trying to backward through the graph a second time (node '") +
-                           rnode->name + "' was freed by an earlier backward); pass retain_graph=true to the first");
-  auto& entries = g_tape.entries;
-  auto it = std::lower_bound(entries.begin(), entries.end(), rnode->seq,
-                             [](const TapeEntry& e, std::uint64_t s) { return e.seq < s; });
-  // Sequence numbers are per thread: also compare the node, so another thread's graph is
-  // never mistaken for an entry of this tape.
-  if (it == entries.end() || it->seq != rnode->seq || it->node.lock() != rnode)
-    throw std::logic_error("backward: the graph was recorded on another thread's tape");
-  // From here on the tape is only appended to until the outermost backward ends, so the
-  // indices below stay valid whatever a hook or a backward closure does.
-  const RunningBackward running;
-  const bool nested = running.nested();
-  const std::ptrdiff_t start = it - entries.begin();
-
-  NoGradGuard no_grad;  // backward closures compute plain values
-  // The nodes reachable from the root: needed by the post-accumulate-grad hooks (below),
-  // and by a nested backward, which runs only its own graph (the tape interleaves it with
-  // the outer backward's, whose nodes may hold gradients waiting to be propagated).
-  const bool hooks = g_hooked_leaves.load(std::memory_order_relaxed) > 0;
-  std::unordered_set<const Node*> reach;
-  std::vector<std::pair<AutogradMeta*, std::int64_t>> outer_hook_counts;  // nested: restored at the end
-  if (hooks || nested) {
-    reach.insert(rnode.get());
-    for (std::ptrdiff_t i = start; i >= 0; --i) {
-      std::shared_ptr<Node> node = entries[static_cast<std::size_t>(i)].node.lock();
-      if (!node || node->freed || !reach.count(node.get())) continue;
-      for (std::size_t k = 0; k < node->num_inputs(); ++k) {
-        AutogradMeta* m = node->input(k).meta.get();
-        if (m && m->grad_fn) reach.insert(m->grad_fn);
-      }
-      if (hooks)
-        for_hooked_leaves(*node, [&](AutogradMeta& m) {
-          if (nested) outer_hook_counts.emplace_back(&m, m.hook_pending);
-          m.hook_pending = 0;
-        });
-    }
-  }
-  // Post-accumulate-grad hooks: count, per hooked leaf, the nodes reachable from the root
-  // that feed it; each one that has run (or was skipped) counts down, and the leaf's hook
-  // fires at zero. Only done while some hook is set.
-  if (hooks)
-    for (const Node* n : reach) for_hooked_leaves(*const_cast<Node*>(n), [](AutogradMeta& m) { ++m.hook_pending; });
-  auto count_down = [&](Node& node) {
-    if (!hooks || !reach.count(&node)) return;
-    for_hooked_leaves(node, [](AutogradMeta& m) {
-      if (--m.hook_pending != 0) return;
-      // Final for this backward: committed now, not at the backward's end, so that the hook
-      // (data-parallel reduction) sees it while the rest of the backward runs. Only hooked
-      // leaves are committed early; a backward that throws later keeps their gradient.
-      if (m.pending_grad.defined()) {
-        accumulate(m.grad, std::move(m.pending_grad), true);
-        m.pending_grad = Tensor();
-      }
-      m.post_accumulate_grad_hook();
-    });
-  };
-
-  // Leaf gradients wait in pending_grad until every node has run: a backward that throws
-  // (anomaly, in-place modification, another thread's graph) leaves no gradient behind,
-  // on the leaves or on the live graph, for a later backward to pick up.
-  thread_local std::vector<std::shared_ptr<AutogradMeta>> pending;
-  auto* outer = g_pending_leaves;
-  const std::size_t pending_base = pending.size();  // a backward run from inside a backward
-  // A nested backward sets aside what the outer one has accumulated so far on the nodes
-  // and leaves they share, and puts it back when it ends: each backward propagates its own
-  // gradients (as PyTorch's separate graph tasks do), and the leaves receive both.
-  std::vector<std::pair<Node*, Tensor>> outer_node_grads;
-  std::vector<Tensor> outer_leaf_grads;
-  if (nested) {
-    for (const Node* n : reach) {
-      Node* node = const_cast<Node*>(n);  // alive: rnode's edges hold every reachable node
-      if (node->grad.defined()) outer_node_grads.emplace_back(node, std::move(node->grad));
-      node->grad = Tensor();
-    }
-    outer_leaf_grads.reserve(pending_base);
-    for (std::size_t k = 0; k < pending_base; ++k) {
-      outer_leaf_grads.push_back(std::move(pending[k]->pending_grad));
-      pending[k]->pending_grad = Tensor();
-    }
-  }
-  auto restore_outer = [&] {
-    g_pending_leaves = outer;
-    if (!nested) return;
-    for (auto& [node, g] : outer_node_grads) node->grad = std::move(g);
-    for (std::size_t k = 0; k < pending_base; ++k) pending[k]->pending_grad = std::move(outer_leaf_grads[k]);
-    for (auto& [m, count] : outer_hook_counts) m->hook_pending = count;
-  };
-  g_pending_leaves = &pending;
-  try {
-    accumulate(rnode->grad, seed, false);
-    for (std::ptrdiff_t i = start; i >= 0; --i) {
-      std::shared_ptr<Node> node = entries[static_cast<std::size_t>(i)].node.lock();
-      if (!node) continue;
-      if (nested && !reach.count(node.get())) continue;  // the outer backward's
-      if (!node->grad.defined()) {
-        count_down(*node);
-        continue;
-      }
-      if (node->freed)
-        throw std::logic_error(std::string("backward: trying to backward through the graph a second time (node '") +
-                               node->name + "' was freed by an earlier backward); pass retain_graph=true to the first");
-      check_versions(*node);
-      Tensor g = std::move(node->grad);
-      node->grad = Tensor();
-      GradSink sink(node.get(), g_tape.id);
-      {
-        const ApplyingNode applying(*node);
-        node->apply(g, sink);
-        node->reached = true;
-      }
-      if (node->freed && node->applying == 0 && retain_graph) node->release();  // a nested backward freed it
-      count_down(*node);
-      if (!retain_graph) free_node(*node);
-    }
-  } catch (...) {
-    for (std::size_t k = pending_base; k < pending.size(); ++k) pending[k]->pending_grad = Tensor();
-    pending.resize(pending_base);
-    for (std::ptrdiff_t i = start; i >= 0; --i)
-      if (auto node = entries[static_cast<std::size_t>(i)].node.lock(); node && (!nested || reach.count(node.get())))
-        node->grad = Tensor();
-    restore_outer();
-    throw;
-  }
-  for (std::size_t k = pending_base; k < pending.size(); ++k) {
-    AutogradMeta& m = *pending[k];
-    if (!m.pending_grad.defined()) continue;  // a hooked leaf, committed when it was final
-    accumulate(m.grad, std::move(m.pending_grad), true);
-    m.pending_grad = Tensor();
-  }
-  pending.resize(pending_base);
-  restore_outer();
-  if (!retain_graph) g_tape.compact();  // deferred to the outermost backward's end when nested
 }
 
 }  // namespace autograd

@@ -22,6 +22,9 @@
 namespace tapegrad {
 
 class Node;
+namespace autograd::detail {
+struct Pass;
+}
 
 /// Per-tensor autograd state (only for tensors that require grad). A leaf owns its own;
 /// an op's output uses the one inside its producing Node, so keeping the state keeps the
@@ -44,18 +47,30 @@ struct AutogradMeta {
 /// Collects the gradients a node's backward produces for its inputs.
 class GradSink {
  public:
-  /// Whether input i needs a gradient (skip the work otherwise).
+  /// Whether input i needs a gradient (skip the work otherwise). In autograd::grad only the
+  /// inputs through which a requested gradient flows are needed.
   bool needs(std::size_t i) const;
   /// Accumulates g into input i's gradient. g must have the input's shape and dtype.
   void add(std::size_t i, Tensor g);
   /// Shape of input i as recorded (what add(i, g) expects of g).
   Shape input_shape(std::size_t i) const;
-  /// `tape_id`: the tape of the thread running the backward (see Node::tape_id).
-  GradSink(Node* node, std::uint64_t tape_id) : node_(node), tape_id_(tape_id) {}
+  /// The op's own output, as the backward of a create_graph pass must read it: `saved` (the
+  /// output the closure kept, detached to avoid a cycle) joined again to this node's graph, so
+  /// a gradient computed from it differentiates through the op. Outside a create_graph pass,
+  /// `saved` itself.
+  Tensor output(const Tensor& saved) const;
+  /// `tape_id`: the tape of the thread running the backward (see Node::tape_id); `owner`:
+  /// the handle that keeps `node` alive (needed by output()); `pass`: the backward pass in
+  /// progress (null outside the engine).
+  GradSink(Node* node, std::uint64_t tape_id, const std::shared_ptr<Node>* owner = nullptr,
+           const autograd::detail::Pass* pass = nullptr)
+      : node_(node), tape_id_(tape_id), owner_(owner), pass_(pass) {}
 
  private:
   Node* node_;
   std::uint64_t tape_id_;
+  const std::shared_ptr<Node>* owner_;
+  const autograd::detail::Pass* pass_;
 };
 
 /// One input of a recorded op: where its gradient goes, and the shape and dtype that
@@ -129,6 +144,8 @@ class Node {
   /// Next node in the iterative teardown queue (see ~Node).
   Node* teardown_next = nullptr;
   bool reached = false;  ///< a backward ran this node's closure
+  /// The backward supports a create_graph pass (recorded with autograd::kSecondOrder).
+  bool second_order = false;
   /// See autograd::on_graph_released (null unless a diagnostic watches this node).
   std::unique_ptr<std::function<void(bool reached)>> on_release;
 
@@ -200,7 +217,11 @@ namespace autograd {
 /// backward that finds a read tensor modified in place since the forward throws, naming
 /// the op. Ops whose backward reads neither (add, sum, views) pass kSavesNothing, so
 /// in-place writes to their inputs are allowed, as in PyTorch.
-enum Saves : unsigned { kSavesNothing = 0, kSavesInputs = 1, kSavesOutput = 2 };
+/// kSecondOrder (a flag added to the others) declares that the backward supports a
+/// create_graph pass: it computes its gradients with differentiable ops when
+/// creating_graph() is true. A create_graph pass reaching a node without it throws
+/// std::logic_error naming the op, rather than returning a gradient that silently has no graph.
+enum Saves : unsigned { kSavesNothing = 0, kSavesInputs = 1, kSavesOutput = 2, kSecondOrder = 4 };
 
 /// True when an op on these inputs must record a node.
 bool needs_grad(std::initializer_list<const Tensor*> inputs);
@@ -269,7 +290,67 @@ std::size_t tape_size();
 /// backward (a post-accumulate-grad hook, a backward closure): the nested backward runs
 /// only the nodes reachable from its own root, the outer backward's pending gradients are
 /// set aside meanwhile, and the tape is compacted once the outermost backward ends.
-void run_backward(const Tensor& root, const Tensor& gradient, bool retain_graph);
+/// `create_graph`: the backward is itself recorded (see GradOptions::create_graph).
+void run_backward(const Tensor& root, const Tensor& gradient, bool retain_graph, bool create_graph = false);
+
+/// Options of grad() (torch.autograd.grad's keyword arguments).
+struct GradOptions {
+  /// Keep the graph for another backward; unset: the value of create_graph.
+  std::optional<bool> retain_graph;
+  /// Record the backward itself, so that its results can be differentiated again (second
+  /// and higher derivatives: gradient penalties, Hessian-vector products).
+  bool create_graph = false;
+  /// An input the outputs do not depend on gets an undefined Tensor instead of an error.
+  bool allow_unused = false;
+};
+
+/// The gradients of Σ_i sum(outputs[i] · grad_outputs[i]) with respect to each of `inputs`
+/// (torch.autograd.grad). No `.grad` is read or written, and no post-accumulate-grad hook
+/// runs. `grad_outputs` is empty or one tensor per output (its shape and dtype); an empty
+/// entry or list is allowed for a one-element output (the gradient 1). With create_graph,
+/// the results carry a graph and can be differentiated again. Only the part of the graph
+/// through which a requested gradient flows is run.
+/// Throws std::invalid_argument for an undefined tensor, an output or input that does not
+/// require grad, a missing or mis-shaped grad_output (naming its index and both shapes), or
+/// an input that no output reaches (naming its index) unless allow_unused; std::logic_error
+/// for a graph freed by an earlier backward (as Tensor::backward).
+std::vector<Tensor> grad(const std::vector<Tensor>& outputs, const std::vector<Tensor>& inputs,
+                         const std::vector<Tensor>& grad_outputs = {}, const GradOptions& options = {});
+
+/// True while a backward closure runs inside a create_graph pass. Grad mode is on then, so
+/// the public ops a closure calls record; a closure whose fast path runs a raw kernel
+/// computes its gradient from differentiable ops instead when this is true.
+bool creating_graph();
+
+/// Products of the Hessian of a scalar `loss` with vectors, many on one graph (Lanczos,
+/// conjugate gradients): H·v = d(Σ_k g_k·v_k)/dθ with g = dloss/dθ (Pearlmutter 1994, "Fast
+/// exact multiplication by the Hessian"), the gradient computed once with create_graph.
+/// Keeps the loss's graph alive while it lives. Costs one backward through the gradient's
+/// graph per product (about twice a gradient).
+class HessianOperator {
+ public:
+  /// Throws std::invalid_argument unless `loss` has one element and requires grad, and every
+  /// parameter is a tensor that requires grad (a parameter the loss does not reach is fine:
+  /// its rows of H are zero).
+  HessianOperator(const Tensor& loss, std::vector<Tensor> params);
+  /// H·v for one v (one tensor per parameter, its shape and dtype; throws
+  /// std::invalid_argument naming the index otherwise). The results carry no graph.
+  std::vector<Tensor> operator()(const std::vector<Tensor>& v) const;
+  /// dloss/dθ, one tensor per parameter (detached; zeros where the loss does not reach).
+  const std::vector<Tensor>& gradient() const { return gradient_; }
+  /// The parameters θ.
+  const std::vector<Tensor>& params() const { return params_; }
+
+ private:
+  std::vector<Tensor> params_;
+  std::vector<Tensor> graph_grads_;   ///< dloss/dθ_k with their graph (only those that have one)
+  std::vector<std::size_t> graph_index_;  ///< the parameter of each entry of graph_grads_
+  std::vector<Tensor> gradient_;
+};
+
+/// H·v for one v: HessianOperator(loss, params)(v). Shapes as HessianOperator's.
+std::vector<Tensor> hessian_vector_product(const Tensor& loss, const std::vector<Tensor>& params,
+                                           const std::vector<Tensor>& v);
 
 }  // namespace autograd
 }  // namespace tapegrad

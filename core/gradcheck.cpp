@@ -5,6 +5,8 @@
 #include <stdexcept>
 
 #include <tapegrad/core/autograd.h>
+#include <tapegrad/core/ops/index_ops.h>
+#include <tapegrad/core/ops/shape_ops.h>
 #include <tapegrad/core/random.h>
 
 namespace tapegrad {
@@ -86,6 +88,51 @@ GradcheckResult gradcheck(const std::function<Tensor(const std::vector<Tensor>&)
   for (const Tensor& t : inputs)
     if (t.requires_grad()) t.zero_grad();
   return res;
+}
+
+GradcheckResult gradgradcheck(const std::function<Tensor(const std::vector<Tensor>&)>& fn,
+                              const std::vector<Tensor>& inputs, const GradcheckOptions& opts) {
+  std::vector<std::size_t> diff;  // the inputs that require grad
+  for (std::size_t i = 0; i < inputs.size(); ++i) {
+    if (!inputs[i].requires_grad()) continue;
+    if (inputs[i].dtype() != Dtype::Float64)
+      throw std::invalid_argument(std::string("gradgradcheck: inputs that require grad must be float64, got ") +
+                                  dtype_name(inputs[i].dtype()));
+    diff.push_back(i);
+  }
+  if (diff.empty()) throw std::invalid_argument("gradgradcheck: no input requires grad");
+  Tensor out0;
+  {
+    NoGradGuard ng;
+    out0 = fn(inputs);
+  }
+  Generator gen(12345);
+  std::vector<double> u(static_cast<std::size_t>(out0.numel()));
+  for (auto& e : u) e = gen.normal();
+  Tensor grad_output = Tensor::from_vector(u, out0.shape(), Dtype::Float64);
+  grad_output.requires_grad_();
+  std::vector<Tensor> all = inputs;
+  all.push_back(grad_output);
+  // (x, u) ↦ the first-order gradients, flattened and concatenated (zeros where unused).
+  auto vjp = [&](const std::vector<Tensor>& xs) {
+    const EnableGradGuard eg;  // gradcheck evaluates under NoGradGuard: the first order still needs its graph
+    const std::vector<Tensor> x(xs.begin(), xs.end() - 1);
+    Tensor y = fn(x);
+    if (!y.requires_grad()) throw std::invalid_argument("gradgradcheck: the output does not require grad");
+    std::vector<Tensor> wrt;
+    for (std::size_t i : diff) wrt.push_back(x[i]);
+    autograd::GradOptions o;
+    o.create_graph = true;
+    o.allow_unused = true;
+    auto gs = autograd::grad({y}, wrt, {xs.back()}, o);
+    std::vector<Tensor> flat;
+    for (std::size_t k = 0; k < gs.size(); ++k)
+      flat.push_back(reshape(gs[k].defined() ? gs[k] : Tensor::zeros(wrt[k].shape(), Dtype::Float64), {-1}));
+    return cat(flat, 0);
+  };
+  GradcheckResult r = gradcheck(vjp, all, opts);
+  if (!r.ok) r.message = "gradgradcheck: " + r.message;
+  return r;
 }
 
 }  // namespace tapegrad

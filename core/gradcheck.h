@@ -29,4 +29,13 @@ struct GradcheckResult {
 GradcheckResult gradcheck(const std::function<Tensor(const std::vector<Tensor>&)>& fn,
                           const std::vector<Tensor>& inputs, const GradcheckOptions& opts = {});
 
+/// Second-order check (torch.autograd.gradgradcheck): gradcheck of the first-order
+/// vector-Jacobian product (x, u) ↦ d(Σ fn(x)·u)/dx, computed with create_graph, against
+/// central differences, where u is a fixed random grad_output (float64, normal(0, 1),
+/// seed 12345) that itself requires grad. Checks every float64 input that requires grad,
+/// and u. Inputs must be float64 leaves; throws std::invalid_argument otherwise (as
+/// gradcheck). An op whose backward is not differentiable fails here (or throws naming it).
+GradcheckResult gradgradcheck(const std::function<Tensor(const std::vector<Tensor>&)>& fn,
+                              const std::vector<Tensor>& inputs, const GradcheckOptions& opts = {});
+
 }  // namespace tapegrad

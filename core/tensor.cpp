@@ -179,7 +179,9 @@ Tensor Tensor::to(Dtype d) const {
   if (is_floating(d) && autograd::needs_grad({this})) {
     const Dtype from = dtype();
     autograd::record("to", out, {*this},
-                     [from](const Tensor& g, GradSink& gs) { gs.add(0, convert(g, from)); }, autograd::kSavesNothing);
+                     [from](const Tensor& g, GradSink& gs) {
+                       gs.add(0, autograd::creating_graph() ? g.to(from) : convert(g, from));
+                     }, autograd::kSavesNothing | autograd::kSecondOrder);
   }
   return out;
 }
@@ -292,6 +294,8 @@ void Tensor::zero_grad(bool set_to_none) const {
   Tensor& g = impl_->autograd->grad;
   if (set_to_none || !g.defined()) {
     g = Tensor();
+  } else if (g.requires_grad()) {  // a gradient with a graph (create_graph): dropped with it, as PyTorch
+    g = Tensor::zeros(g.shape(), g.dtype());
   } else {
     NoGradGuard ng;
     g.zero_();
@@ -303,8 +307,8 @@ std::string Tensor::grad_fn_name() const {
   return impl_->autograd->grad_fn->name;
 }
 
-void Tensor::backward(const Tensor& gradient, bool retain_graph) const {
-  autograd::run_backward(*this, gradient, retain_graph);
+void Tensor::backward(const Tensor& gradient, bool retain_graph, bool create_graph) const {
+  autograd::run_backward(*this, gradient, retain_graph || create_graph, create_graph);
 }
 
 Tensor alias_with_shape(const Tensor& t, const Shape& shape, std::size_t extra_offset_bytes) {

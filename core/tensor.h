@@ -171,8 +171,11 @@ class Tensor {
   std::string grad_fn_name() const;
   /// Reverse-mode backward from this tensor. `gradient` defaults to 1 for a one-element
   /// tensor; a non-scalar without `gradient` throws. The graph is freed afterwards
-  /// unless retain_graph; a second backward through a freed graph throws.
-  void backward(const Tensor& gradient = Tensor(), bool retain_graph = false) const;
+  /// unless retain_graph; a second backward through a freed graph throws. With create_graph
+  /// the backward is recorded (the graph is then kept, as PyTorch's default retain_graph =
+  /// create_graph): each leaf's accumulated `.grad` carries a graph and can be
+  /// differentiated again. That `.grad` holds its graph until it is reset (zero_grad()).
+  void backward(const Tensor& gradient = Tensor(), bool retain_graph = false, bool create_graph = false) const;
 
   /// The shared state behind the handle (null when undefined); for ops and views.
   const std::shared_ptr<TensorImpl>& impl() const { return impl_; }

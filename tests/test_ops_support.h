@@ -33,6 +33,14 @@ inline void require_gradcheck(const std::function<Tensor(const std::vector<Tenso
   REQUIRE(r.ok);
 }
 
+/// gradgradcheck (the second derivative through create_graph) must pass.
+inline void require_gradgradcheck(const std::function<Tensor(const std::vector<Tensor>&)>& f,
+                                  const std::vector<Tensor>& in) {
+  auto r = gradgradcheck(f, in);
+  INFO(r.message);
+  REQUIRE(r.ok);
+}
+
 /// |got - want| <= atol + rtol·|want| element-wise, with equal element counts.
 inline void require_close(const Tensor& got, const std::vector<double>& want, double rtol = 1e-12,
                           double atol = 1e-14) {

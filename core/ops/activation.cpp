@@ -7,9 +7,19 @@
 
 #include <tapegrad/core/autograd.h>
 #include <tapegrad/core/kernels/pointwise.h>
+#include <tapegrad/core/ops/elementwise.h>
 #include <tapegrad/core/ops/kernels.h>
+#include <tapegrad/core/ops/unary.h>
 
 namespace tapegrad {
+namespace {
+// A piecewise-linear op's local derivative as a constant: its backward applied to ones
+// (a create_graph backward multiplies g by it, recorded).
+template <class Backward>
+Tensor constant_derivative(const Tensor& g, Backward backward) {
+  return backward(Tensor::ones(g.shape(), g.dtype()));
+}
+}  // namespace
 
 Tensor sigmoid(const Tensor& x) {
   kernels::check_floating(x, "sigmoid");
@@ -24,11 +34,15 @@ Tensor sigmoid(const Tensor& x) {
   if (autograd::needs_grad({&x}))
     autograd::record("sigmoid", out, {x}, [y = out.detach()](const Tensor& g, GradSink& gs) {
       // dσ/dx = σ·(1 - σ)
+      if (autograd::creating_graph()) {
+        const Tensor s = gs.output(y);
+        return gs.add(0, mul(g, mul(s, add(neg(s), 1.0))));
+      }
       gs.add(0, TAPEGRAD_DISPATCH_FLOAT(g.dtype(), "sigmoid_backward", [&] {
                return kernels::map_binary_same<scalar_t>(
                    g, y, [](scalar_t gv, scalar_t yv) { return gv * yv * (scalar_t(1) - yv); });
              }));
-    }, autograd::kSavesOutput);
+    }, autograd::kSavesOutput | autograd::kSecondOrder);
   return out;
 }
 
@@ -40,11 +54,12 @@ Tensor tanh(const Tensor& x) {
   if (autograd::needs_grad({&x}))
     autograd::record("tanh", out, {x}, [y = out.detach()](const Tensor& g, GradSink& gs) {
       // d tanh/dx = 1 - tanh²
+      if (autograd::creating_graph()) return gs.add(0, mul(g, add(neg(square(gs.output(y))), 1.0)));
       gs.add(0, TAPEGRAD_DISPATCH_FLOAT(g.dtype(), "tanh_backward", [&] {
                return kernels::map_binary_same<scalar_t>(
                    g, y, [](scalar_t gv, scalar_t yv) { return gv * (scalar_t(1) - yv * yv); });
              }));
-    }, autograd::kSavesOutput);
+    }, autograd::kSavesOutput | autograd::kSecondOrder);
   return out;
 }
 
@@ -58,13 +73,16 @@ Tensor leaky_relu(const Tensor& x, double negative_slope) {
   });
   if (autograd::needs_grad({&x}))
     // The input decides the branch (the output cannot when the slope is <= 0).
-    autograd::record("leaky_relu", out, {x}, [x = x.detach(), negative_slope](const Tensor& g, GradSink& gs) {
-      gs.add(0, TAPEGRAD_DISPATCH_FLOAT(g.dtype(), "leaky_relu_backward", [&] {
-               const scalar_t a = static_cast<scalar_t>(negative_slope);
-               return kernels::map_binary_same<scalar_t>(
-                   g, x, [a](scalar_t gv, scalar_t xv) { return xv > scalar_t(0) ? gv : gv * a; });
-             }));
-    });
+    autograd::record("leaky_relu", out, {x}, [x, negative_slope](const Tensor& g, GradSink& gs) {
+      auto backward = [&](const Tensor& gv) {
+        return TAPEGRAD_DISPATCH_FLOAT(gv.dtype(), "leaky_relu_backward", [&] {
+          const scalar_t a = static_cast<scalar_t>(negative_slope);
+          return kernels::map_binary_same<scalar_t>(
+              gv, x, [a](scalar_t gw, scalar_t xv) { return xv > scalar_t(0) ? gw : gw * a; });
+        });
+      };
+      gs.add(0, autograd::creating_graph() ? mul(g, constant_derivative(g, backward)) : backward(g));
+    }, autograd::kSavesInputs | autograd::kSecondOrder);
   return out;
 }
 
@@ -85,7 +103,19 @@ Tensor gelu(const Tensor& x, bool tanh_approximation) {
     });
   });
   if (autograd::needs_grad({&x}))
-    autograd::record("gelu", out, {x}, [x = x.detach(), tanh_approximation](const Tensor& g, GradSink& gs) {
+    autograd::record("gelu", out, {x}, [x, tanh_approximation](const Tensor& g, GradSink& gs) {
+      if (autograd::creating_graph()) {  // the same derivative from differentiable ops
+        if (tanh_approximation) {
+          const Tensor x2 = square(x);
+          const Tensor t = tanh(mul(add(x, mul(mul(x2, x), kCubic)), kSqrt2OverPi));
+          const Tensor du = mul(add(mul(x2, 3.0 * kCubic), 1.0), kSqrt2OverPi);
+          const Tensor d = add(mul(add(t, 1.0), 0.5), mul(mul(mul(x, add(neg(square(t)), 1.0)), du), 0.5));
+          return gs.add(0, mul(g, d));
+        }
+        const Tensor cdf = mul(add(erf(mul(x, kInvSqrt2)), 1.0), 0.5);
+        const Tensor pdf = mul(exp(mul(square(x), -0.5)), kInvSqrt2Pi);
+        return gs.add(0, mul(g, add(cdf, mul(x, pdf))));
+      }
       gs.add(0, TAPEGRAD_DISPATCH_FLOAT(g.dtype(), "gelu_backward", [&] {
                if (tanh_approximation)
                  // ½(1 + t) + ½·x·(1 - t²)·du/dx with t = tanh(u), u = √(2/π)(x + 0.044715x³)
@@ -103,7 +133,7 @@ Tensor gelu(const Tensor& x, bool tanh_approximation) {
                  return static_cast<scalar_t>(gv * (cdf + v * pdf));
                });
              }));
-    });
+    }, autograd::kSavesInputs | autograd::kSecondOrder);
   return out;
 }
 
@@ -121,14 +151,17 @@ Tensor relu_clamp(const Tensor& x, double lo, double hi) {
   });
   if (autograd::needs_grad({&x}))
     // clamp's mask (lo <= r <= hi, r = relu(x)) times relu's (x > 0): 0 < x <= hi; NaN fails both.
-    autograd::record("relu_clamp", out, {x}, [x = x.detach(), hi](const Tensor& g, GradSink& gs) {
-      gs.add(0, TAPEGRAD_DISPATCH_FLOAT(g.dtype(), "relu_clamp_backward", [&] {
-               Tensor d = Tensor::empty(g.shape(), g.dtype());
-               kernels::relu_clamp_backward<scalar_t>(g.data<scalar_t>(), x.data<scalar_t>(), d.data<scalar_t>(),
-                                                      g.numel(), static_cast<scalar_t>(hi));
-               return d;
-             }));
-    });
+    autograd::record("relu_clamp", out, {x}, [x, hi](const Tensor& g, GradSink& gs) {
+      auto backward = [&](const Tensor& gv) {
+        return TAPEGRAD_DISPATCH_FLOAT(gv.dtype(), "relu_clamp_backward", [&] {
+          Tensor d = Tensor::empty(gv.shape(), gv.dtype());
+          kernels::relu_clamp_backward<scalar_t>(gv.data<scalar_t>(), x.data<scalar_t>(), d.data<scalar_t>(),
+                                                 gv.numel(), static_cast<scalar_t>(hi));
+          return d;
+        });
+      };
+      gs.add(0, autograd::creating_graph() ? mul(g, constant_derivative(g, backward)) : backward(g));
+    }, autograd::kSavesInputs | autograd::kSecondOrder);
   return out;
 }
 

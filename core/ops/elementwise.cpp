@@ -49,7 +49,7 @@ Tensor add(const Tensor& a, const Tensor& b) {
     autograd::record("add", out, {a, b}, [sa = a.shape(), sb = b.shape()](const Tensor& g, GradSink& gs) {
       if (gs.needs(0)) gs.add(0, sum_to(g, sa));
       if (gs.needs(1)) gs.add(1, sum_to(g, sb));
-    }, autograd::kSavesNothing);
+    }, autograd::kSavesNothing | autograd::kSecondOrder);
   }
   return out;
 }
@@ -63,7 +63,7 @@ Tensor sub(const Tensor& a, const Tensor& b) {
     autograd::record("sub", out, {a, b}, [sa = a.shape(), sb = b.shape()](const Tensor& g, GradSink& gs) {
       if (gs.needs(0)) gs.add(0, sum_to(g, sa));
       if (gs.needs(1)) gs.add(1, sum_to(neg(g), sb));
-    }, autograd::kSavesNothing);
+    }, autograd::kSavesNothing | autograd::kSecondOrder);
   }
   return out;
 }
@@ -75,10 +75,10 @@ Tensor mul(const Tensor& a, const Tensor& b) {
   });
   if (autograd::needs_grad({&a, &b})) {
     // d(ab)/da = b, d(ab)/db = a
-    autograd::record("mul", out, {a, b}, [a = a.detach(), b = b.detach()](const Tensor& g, GradSink& gs) {
+    autograd::record("mul", out, {a, b}, [a, b](const Tensor& g, GradSink& gs) {
       if (gs.needs(0)) gs.add(0, sum_to(mul(g, b), a.shape()));
       if (gs.needs(1)) gs.add(1, sum_to(mul(g, a), b.shape()));
-    });
+    }, autograd::kSavesInputs | autograd::kSecondOrder);
   }
   return out;
 }
@@ -90,10 +90,10 @@ Tensor div(const Tensor& a, const Tensor& b) {
   });
   if (autograd::needs_grad({&a, &b})) {
     // d(a/b)/da = 1/b, d(a/b)/db = -a/b²
-    autograd::record("div", out, {a, b}, [a = a.detach(), b = b.detach()](const Tensor& g, GradSink& gs) {
+    autograd::record("div", out, {a, b}, [a, b](const Tensor& g, GradSink& gs) {
       if (gs.needs(0)) gs.add(0, sum_to(div(g, b), a.shape()));
       if (gs.needs(1)) gs.add(1, sum_to(neg(div(mul(g, a), square(b))), b.shape()));
-    });
+    }, autograd::kSavesInputs | autograd::kSecondOrder);
   }
   return out;
 }
@@ -104,7 +104,7 @@ Tensor add(const Tensor& a, double s) {
     return binary<scalar_t>(a, static_cast<scalar_t>(s), kernels::BinaryOp::Add);
   });
   if (autograd::needs_grad({&a}))
-    autograd::record("add_scalar", out, {a}, [](const Tensor& g, GradSink& gs) { gs.add(0, g); }, autograd::kSavesNothing);
+    autograd::record("add_scalar", out, {a}, [](const Tensor& g, GradSink& gs) { gs.add(0, g); }, autograd::kSavesNothing | autograd::kSecondOrder);
   return out;
 }
 
@@ -114,7 +114,7 @@ Tensor mul(const Tensor& a, double s) {
     return binary<scalar_t>(a, static_cast<scalar_t>(s), kernels::BinaryOp::Mul);
   });
   if (autograd::needs_grad({&a}))
-    autograd::record("mul_scalar", out, {a}, [s](const Tensor& g, GradSink& gs) { gs.add(0, mul(g, s)); }, autograd::kSavesNothing);
+    autograd::record("mul_scalar", out, {a}, [s](const Tensor& g, GradSink& gs) { gs.add(0, mul(g, s)); }, autograd::kSavesNothing | autograd::kSecondOrder);
   return out;
 }
 
@@ -126,9 +126,9 @@ Tensor square(const Tensor& a) {
     return kernels::map_unary<scalar_t>(a, [](scalar_t x) { return x * x; });
   });
   if (autograd::needs_grad({&a}))
-    autograd::record("square", out, {a}, [a = a.detach()](const Tensor& g, GradSink& gs) {
+    autograd::record("square", out, {a}, [a](const Tensor& g, GradSink& gs) {
       gs.add(0, mul(mul(g, a), 2.0));
-    });
+    }, autograd::kSavesInputs | autograd::kSecondOrder);
   return out;
 }
 
@@ -139,14 +139,14 @@ Tensor pow(const Tensor& a, double p) {
     return kernels::map_unary<scalar_t>(a, [e](scalar_t x) { return std::pow(x, e); });
   });
   if (autograd::needs_grad({&a}))
-    autograd::record("pow", out, {a}, [a = a.detach(), p](const Tensor& g, GradSink& gs) {
+    autograd::record("pow", out, {a}, [a, p](const Tensor& g, GradSink& gs) {
       // d(a^p)/da = p·a^(p-1); p = 0 gives 0 everywhere (also at a = 0)
       if (p == 0.0) {
         gs.add(0, Tensor::zeros(a.shape(), a.dtype()));
         return;
       }
       gs.add(0, mul(mul(g, pow(a, p - 1.0)), p));
-    });
+    }, autograd::kSavesInputs | autograd::kSecondOrder);
   return out;
 }
 
@@ -161,13 +161,16 @@ Tensor relu(const Tensor& a) {
   if (autograd::needs_grad({&a}))
     // The mask is a > 0; holding the input (not the output) makes no cycle and no copy.
     autograd::record("relu", out, {a}, [a](const Tensor& g, GradSink& gs) {
-      Tensor gi = TAPEGRAD_DISPATCH_FLOAT(g.dtype(), "relu_backward", [&] {
-        Tensor d = Tensor::empty(g.shape(), g.dtype());  // PyTorch's threshold_backward
-        kernels::relu_backward<scalar_t>(g.data<scalar_t>(), a.data<scalar_t>(), d.data<scalar_t>(), g.numel());
-        return d;
-      });
-      gs.add(0, std::move(gi));
-    });
+      auto masked = [&a](const Tensor& gv) {  // PyTorch's threshold_backward
+        return TAPEGRAD_DISPATCH_FLOAT(gv.dtype(), "relu_backward", [&] {
+          Tensor d = Tensor::empty(gv.shape(), gv.dtype());
+          kernels::relu_backward<scalar_t>(gv.data<scalar_t>(), a.data<scalar_t>(), d.data<scalar_t>(), gv.numel());
+          return d;
+        });
+      };
+      // create_graph: g times the constant mask 1[a > 0], recorded (differentiable in g; zero in a)
+      gs.add(0, autograd::creating_graph() ? mul(g, masked(Tensor::ones(g.shape(), g.dtype()))) : masked(g));
+    }, autograd::kSavesInputs | autograd::kSecondOrder);
   return out;
 }
 

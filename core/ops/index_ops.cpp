@@ -7,6 +7,7 @@
 #include <string>
 
 #include <tapegrad/core/autograd.h>
+#include <tapegrad/core/ops/elementwise.h>
 #include <tapegrad/core/ops/kernels.h>
 #include <tapegrad/core/ops/reduce.h>
 #include <tapegrad/core/ops/view_ops.h>
@@ -66,16 +67,23 @@ std::shared_ptr<std::vector<std::uint8_t>> expand_mask(const Tensor& m, const Sh
   return out;
 }
 
-// out[k] = mask[k] == keep_when ? g[k] : 0, summed down to `shape`.
+// out[k] = mask[k] == keep_when ? g[k] : 0, summed down to `shape`. In a create_graph
+// backward: g times that constant 0/1 mask, recorded.
+Tensor masked_values(const Tensor& g, const std::vector<std::uint8_t>& mask, bool keep_when);
 Tensor masked_grad(const Tensor& g, const std::vector<std::uint8_t>& mask, bool keep_when, const Shape& shape) {
-  Tensor r = TAPEGRAD_DISPATCH_FLOAT(g.dtype(), "where_backward", [&] {
+  if (autograd::creating_graph())
+    return sum_to(mul(g, masked_values(Tensor::ones(g.shape(), g.dtype()), mask, keep_when)), shape);
+  return sum_to(masked_values(g, mask, keep_when), shape);
+}
+
+Tensor masked_values(const Tensor& g, const std::vector<std::uint8_t>& mask, bool keep_when) {
+  return TAPEGRAD_DISPATCH_FLOAT(g.dtype(), "where_backward", [&] {
     Tensor o = Tensor::empty(g.shape(), g.dtype());
     const scalar_t* pg = g.data<scalar_t>();
     scalar_t* po = o.data<scalar_t>();
     for (std::int64_t k = 0, n = g.numel(); k < n; ++k) po[k] = (mask[k] != 0) == keep_when ? pg[k] : scalar_t(0);
     return o;
   });
-  return sum_to(r, shape);
 }
 
 }  // namespace
@@ -130,7 +138,7 @@ Tensor cat(const std::vector<Tensor>& ts, std::int64_t dim) {
         if (gs.needs(i)) gs.add(i, narrow(g, d, off, R[i]));
         off += R[i];
       }
-    }, autograd::kSavesNothing);
+    }, autograd::kSavesNothing | autograd::kSecondOrder);
   return out;
 }
 
@@ -182,7 +190,7 @@ Tensor where(const Tensor& cond, const Tensor& a, const Tensor& b) {
     autograd::record("where", out, {a, b}, [mask, sa = a.shape(), sb = b.shape()](const Tensor& g, GradSink& gs) {
       if (gs.needs(0)) gs.add(0, masked_grad(g, *mask, true, sa));
       if (gs.needs(1)) gs.add(1, masked_grad(g, *mask, false, sb));
-    }, autograd::kSavesNothing);
+    }, autograd::kSavesNothing | autograd::kSecondOrder);
   return out;
 }
 
@@ -205,7 +213,7 @@ Tensor masked_fill(const Tensor& x, const Tensor& mask, double value) {
     // d/dx = g where the mask is false
     autograd::record("masked_fill", out, {x}, [m, xs = x.shape()](const Tensor& g, GradSink& gs) {
       gs.add(0, masked_grad(g, *m, false, xs));
-    }, autograd::kSavesNothing);
+    }, autograd::kSavesNothing | autograd::kSecondOrder);
   return out;
 }
 

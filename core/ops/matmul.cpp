@@ -146,10 +146,15 @@ Tensor matmul(const Tensor& a, const Tensor& b) {
   Tensor out = gemm_new(false, false, a, b);
   if (autograd::needs_grad({&a, &b})) {
     // dA = dC·Bᵀ, dB = Aᵀ·dC
-    autograd::record("matmul", out, {a, b}, [a = a.detach(), b = b.detach()](const Tensor& g, GradSink& gs) {
+    autograd::record("matmul", out, {a, b}, [a, b](const Tensor& g, GradSink& gs) {
+      if (autograd::creating_graph()) {  // the same products, recorded
+        if (gs.needs(0)) gs.add(0, matmul(g, transpose(b, 0, 1)));
+        if (gs.needs(1)) gs.add(1, matmul(transpose(a, 0, 1), g));
+        return;
+      }
       if (gs.needs(0)) gs.add(0, gemm_new(false, true, g, b));
       if (gs.needs(1)) gs.add(1, gemm_new(true, false, a, g));
-    });
+    }, autograd::kSavesInputs | autograd::kSecondOrder);
   }
   return out;
 }
@@ -190,7 +195,15 @@ Tensor linear(const Tensor& x, const Tensor& weight, const Tensor& bias) {
   if (autograd::needs_grad({&x, &weight, &bias})) {
     // x2 and weight are (views of) this node's inputs: holding them makes no cycle
     autograd::record("linear", out, {x, weight, bias},
-                     [x2, w = weight, rows, out_f, flat](const Tensor& g, GradSink& gs) {
+                     [x, x2, w = weight, rows, out_f, flat](const Tensor& g, GradSink& gs) {
+                       if (autograd::creating_graph()) {  // the same products, recorded
+                         const Tensor g2 = flat ? g : reshape(g, {rows, out_f});
+                         if (gs.needs(0)) gs.add(0, reshape(matmul(g2, w), gs.input_shape(0)));
+                         if (gs.needs(1))
+                           gs.add(1, matmul(transpose(g2, 0, 1), flat ? x : reshape(x, {rows, w.shape()[1]})));
+                         if (gs.needs(2)) gs.add(2, sum(g2, {0}));
+                         return;
+                       }
                        const Tensor g2 = flat ? g : alias_with_shape(g, {rows, out_f});
                        if (gs.needs(0)) {  // dy·W
                          Tensor gx = gemm_new(false, false, g2, w);
@@ -198,7 +211,7 @@ Tensor linear(const Tensor& x, const Tensor& weight, const Tensor& bias) {
                        }
                        if (gs.needs(1)) gs.add(1, gemm_new(true, false, g2, x2));  // dyᵀ·x
                        if (gs.needs(2)) gs.add(2, detail::sum_rows_values(g2));    // Σ dy
-                     });
+                     }, autograd::kSavesInputs | autograd::kSecondOrder);
   }
   return out;
 }

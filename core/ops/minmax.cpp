@@ -6,8 +6,10 @@
 #include <string>
 
 #include <tapegrad/core/autograd.h>
+#include <tapegrad/core/ops/elementwise.h>
 #include <tapegrad/core/ops/kernels.h>
 #include <tapegrad/core/ops/reduce.h>
+#include <tapegrad/core/ops/shape_ops.h>
 
 namespace tapegrad {
 namespace {
@@ -56,9 +58,15 @@ Tensor binary_extreme(const Tensor& a, const Tensor& b) {
     autograd::record(op, out, {a, b}, [a = a.detach(), b = b.detach()](const Tensor& g, GradSink& gs) {
       // expand both inputs to the output's shape, pick, then sum back over broadcast dims
       const Tensor ae = broadcast_to(a, g.shape()), be = broadcast_to(b, g.shape());
+      if (autograd::creating_graph()) {  // g times the constant routing masks, recorded
+        const Tensor ones = Tensor::ones(g.shape(), g.dtype());
+        if (gs.needs(0)) gs.add(0, sum_to(mul(g, pick_grad<IsMax>(ones, ae, be, 0)), a.shape()));
+        if (gs.needs(1)) gs.add(1, sum_to(mul(g, pick_grad<IsMax>(ones, ae, be, 1)), b.shape()));
+        return;
+      }
       if (gs.needs(0)) gs.add(0, sum_to(pick_grad<IsMax>(g, ae, be, 0), a.shape()));
       if (gs.needs(1)) gs.add(1, sum_to(pick_grad<IsMax>(g, ae, be, 1), b.shape()));
-    });
+    }, autograd::kSavesInputs | autograd::kSecondOrder);
   }
   return out;
 }
@@ -164,16 +172,23 @@ Tensor value_op(const Tensor& x, std::int64_t dim, bool keepdim) {
   if (autograd::needs_grad({&x}))
     // d out[o, i] / d x[o, r, i] = 1 at r = idx[o, i] only: scatter g there.
     autograd::record(op, out, {x}, [idx, v, xs = x.shape()](const Tensor& g, GradSink& gs) {
-      Tensor gi = Tensor::zeros(xs, g.dtype());
-      TAPEGRAD_DISPATCH_FLOAT(g.dtype(), "max_backward", [&] {
-        const scalar_t* pg = g.data<scalar_t>();
-        const std::int64_t* pi = idx.data<std::int64_t>();
-        scalar_t* po = gi.data<scalar_t>();
-        for (std::int64_t k = 0, n = v.outer * v.inner; k < n; ++k)
-          po[(k / v.inner) * v.R * v.inner + pi[k] * v.inner + k % v.inner] += pg[k];
-      });
-      gs.add(0, std::move(gi));
-    }, autograd::kSavesNothing);
+      auto scatter = [&](const Tensor& gv) {
+        Tensor gi = Tensor::zeros(xs, gv.dtype());
+        TAPEGRAD_DISPATCH_FLOAT(gv.dtype(), "max_backward", [&] {
+          const scalar_t* pg = gv.data<scalar_t>();
+          const std::int64_t* pi = idx.data<std::int64_t>();
+          scalar_t* po = gi.data<scalar_t>();
+          for (std::int64_t k = 0, n = v.outer * v.inner; k < n; ++k)
+            po[(k / v.inner) * v.R * v.inner + pi[k] * v.inner + k % v.inner] += pg[k];
+        });
+        return gi;
+      };
+      if (autograd::creating_graph()) {  // g spread over the axis times the constant one-hot of the winners
+        const Tensor one_hot = scatter(Tensor::ones(g.shape(), g.dtype()));
+        return gs.add(0, mul(broadcast_to(reshape(g, v.kept), xs), one_hot));
+      }
+      gs.add(0, scatter(g));
+    }, autograd::kSavesNothing | autograd::kSecondOrder);
   return out;
 }
 

@@ -38,7 +38,9 @@ Tensor reshape(const Tensor& x, const Shape& shape_in) {
   Tensor out = alias_with_shape(x, shape);
   if (autograd::needs_grad({&x}))
     autograd::record("reshape", out, {x},
-                     [xs = x.shape()](const Tensor& g, GradSink& gs) { gs.add(0, alias_with_shape(g, xs)); }, autograd::kSavesNothing);
+                     [xs = x.shape()](const Tensor& g, GradSink& gs) {
+                       gs.add(0, autograd::creating_graph() ? reshape(g, xs) : alias_with_shape(g, xs));
+                     }, autograd::kSavesNothing | autograd::kSecondOrder);
   return out;
 }
 
@@ -89,7 +91,9 @@ Tensor permute(const Tensor& x, const std::vector<std::int64_t>& dims_in) {
   if (autograd::needs_grad({&x})) {
     std::vector<std::int64_t> inv(dims.size());
     for (std::size_t i = 0; i < dims.size(); ++i) inv[dims[i]] = static_cast<std::int64_t>(i);
-    autograd::record("permute", out, {x}, [inv](const Tensor& g, GradSink& gs) { gs.add(0, permute_values(g, inv)); }, autograd::kSavesNothing);
+    autograd::record("permute", out, {x}, [inv](const Tensor& g, GradSink& gs) {
+      gs.add(0, autograd::creating_graph() ? permute(g, inv) : permute_values(g, inv));
+    }, autograd::kSavesNothing | autograd::kSecondOrder);
   }
   return out;
 }

@@ -9,7 +9,11 @@
 #include <string>
 
 #include <tapegrad/core/autograd.h>
+#include <tapegrad/core/ops/elementwise.h>
 #include <tapegrad/core/ops/kernels.h>
+#include <tapegrad/core/ops/reduce.h>
+#include <tapegrad/core/ops/shape_ops.h>
+#include <tapegrad/core/ops/unary.h>
 
 namespace tapegrad {
 namespace {
@@ -106,6 +110,11 @@ Tensor softmax(const Tensor& x, std::int64_t dim) {
   if (autograd::needs_grad({&x}))
     autograd::record("softmax", out, {x}, [y = out.detach(), r](const Tensor& g, GradSink& gs) {
       // dx_c = y_c·(g_c - Σⱼ gⱼyⱼ)
+      if (autograd::creating_graph()) {
+        const Tensor s = gs.output(y);
+        const std::vector<std::int64_t> axis = s.dim() == 0 ? std::vector<std::int64_t>{} : std::vector{r.dim};
+        return gs.add(0, mul(s, sub(g, sum(mul(g, s), axis, true))));
+      }
       Tensor gi = TAPEGRAD_DISPATCH_FLOAT(g.dtype(), "softmax_backward", [&] {
         Tensor o = Tensor::empty(g.shape(), g.dtype());
         const scalar_t *pg = g.data<scalar_t>(), *py = y.data<scalar_t>();
@@ -122,7 +131,7 @@ Tensor softmax(const Tensor& x, std::int64_t dim) {
         return o;
       });
       gs.add(0, std::move(gi));
-    }, autograd::kSavesOutput);
+    }, autograd::kSavesOutput | autograd::kSecondOrder);
   return out;
 }
 
@@ -132,6 +141,11 @@ Tensor log_softmax(const Tensor& x, std::int64_t dim) {
   if (autograd::needs_grad({&x}))
     autograd::record("log_softmax", out, {x}, [y = out.detach(), r](const Tensor& g, GradSink& gs) {
       // dx_c = g_c - softmax_c·Σⱼ gⱼ, softmax = exp(y)
+      if (autograd::creating_graph()) {
+        const Tensor s = exp(gs.output(y));
+        const std::vector<std::int64_t> axis = s.dim() == 0 ? std::vector<std::int64_t>{} : std::vector{r.dim};
+        return gs.add(0, sub(g, mul(s, sum(g, axis, true))));
+      }
       Tensor gi = TAPEGRAD_DISPATCH_FLOAT(g.dtype(), "log_softmax_backward", [&] {
         Tensor o = Tensor::empty(g.shape(), g.dtype());
         const scalar_t *pg = g.data<scalar_t>(), *py = y.data<scalar_t>();
@@ -148,7 +162,7 @@ Tensor log_softmax(const Tensor& x, std::int64_t dim) {
         return o;
       });
       gs.add(0, std::move(gi));
-    }, autograd::kSavesOutput);
+    }, autograd::kSavesOutput | autograd::kSecondOrder);
   return out;
 }
 
@@ -170,8 +184,13 @@ Tensor logsumexp(const Tensor& x, std::int64_t dim, bool keepdim) {
     return o;
   });
   if (autograd::needs_grad({&x}))
-    autograd::record("logsumexp", out, {x}, [x = x.detach(), y = out.detach(), r](const Tensor& g, GradSink& gs) {
+    autograd::record("logsumexp", out, {x}, [x, y = out.detach(), r](const Tensor& g, GradSink& gs) {
       // dx_c = g·exp(x_c - lse)
+      if (autograd::creating_graph()) {
+        Shape kept = x.shape();
+        if (!kept.empty()) kept[static_cast<std::size_t>(r.dim)] = 1;
+        return gs.add(0, mul(reshape(g, kept), exp(sub(x, reshape(gs.output(y), kept)))));
+      }
       Tensor gi = TAPEGRAD_DISPATCH_FLOAT(g.dtype(), "logsumexp_backward", [&] {
         Tensor o = Tensor::empty(x.shape(), x.dtype());
         const scalar_t *pg = g.data<scalar_t>(), *px = x.data<scalar_t>(), *py = y.data<scalar_t>();
@@ -183,7 +202,7 @@ Tensor logsumexp(const Tensor& x, std::int64_t dim, bool keepdim) {
         return o;
       });
       gs.add(0, std::move(gi));
-    }, autograd::kSavesInputs | autograd::kSavesOutput);
+    }, autograd::kSavesInputs | autograd::kSavesOutput | autograd::kSecondOrder);
   return out;
 }
 

@@ -6,6 +6,7 @@
 
 #include <tapegrad/core/autograd.h>
 #include <tapegrad/core/kernels/pointwise.h>
+#include <tapegrad/core/ops/elementwise.h>
 #include <tapegrad/core/ops/kernels.h>
 
 namespace tapegrad {
@@ -15,6 +16,13 @@ namespace {
 template <class F>
 Tensor grad_map(const Tensor& g, const Tensor& s, const char* name, F f) {
   return TAPEGRAD_DISPATCH_FLOAT(g.dtype(), name, [&] { return kernels::map_binary_same<scalar_t>(g, s, f); });
+}
+
+// The local derivative of a piecewise-linear op as a constant tensor: its first-order
+// backward applied to ones. A create_graph backward multiplies g by it (recorded).
+template <class Backward>
+Tensor constant_derivative(const Tensor& g, Backward backward) {
+  return backward(Tensor::ones(g.shape(), g.dtype()));
 }
 
 }  // namespace
@@ -27,8 +35,9 @@ Tensor exp(const Tensor& x) {
   if (autograd::needs_grad({&x}))
     // d(eˣ)/dx = eˣ = y
     autograd::record("exp", out, {x}, [y = out.detach()](const Tensor& g, GradSink& gs) {
+      if (autograd::creating_graph()) return gs.add(0, mul(g, gs.output(y)));
       gs.add(0, grad_map(g, y, "exp_backward", [](auto gv, auto yv) { return gv * yv; }));
-    }, autograd::kSavesOutput);
+    }, autograd::kSavesOutput | autograd::kSecondOrder);
   return out;
 }
 
@@ -39,9 +48,10 @@ Tensor log(const Tensor& x) {
   });
   if (autograd::needs_grad({&x}))
     // d(log x)/dx = 1/x
-    autograd::record("log", out, {x}, [x = x.detach()](const Tensor& g, GradSink& gs) {
+    autograd::record("log", out, {x}, [x](const Tensor& g, GradSink& gs) {
+      if (autograd::creating_graph()) return gs.add(0, div(g, x));
       gs.add(0, grad_map(g, x, "log_backward", [](auto gv, auto xv) { return gv / xv; }));
-    });
+    }, autograd::kSavesInputs | autograd::kSecondOrder);
   return out;
 }
 
@@ -53,8 +63,9 @@ Tensor sqrt(const Tensor& x) {
   if (autograd::needs_grad({&x}))
     // d(√x)/dx = 1/(2√x) = 1/(2y)
     autograd::record("sqrt", out, {x}, [y = out.detach()](const Tensor& g, GradSink& gs) {
+      if (autograd::creating_graph()) return gs.add(0, div(g, mul(gs.output(y), 2.0)));
       gs.add(0, grad_map(g, y, "sqrt_backward", [](auto gv, auto yv) { return gv / (yv + yv); }));
-    }, autograd::kSavesOutput);
+    }, autograd::kSavesOutput | autograd::kSecondOrder);
   return out;
 }
 
@@ -66,11 +77,26 @@ Tensor rsqrt(const Tensor& x) {
   if (autograd::needs_grad({&x}))
     // d(x^-½)/dx = -½·x^(-3/2) = -½·y³
     autograd::record("rsqrt", out, {x}, [y = out.detach()](const Tensor& g, GradSink& gs) {
+      if (autograd::creating_graph()) return gs.add(0, mul(mul(g, pow(gs.output(y), 3.0)), -0.5));
       gs.add(0, grad_map(g, y, "rsqrt_backward", [](auto gv, auto yv) {
                using T = decltype(yv);
                return T(-0.5) * gv * yv * yv * yv;
              }));
-    }, autograd::kSavesOutput);
+    }, autograd::kSavesOutput | autograd::kSecondOrder);
+  return out;
+}
+
+Tensor erf(const Tensor& x) {
+  kernels::check_floating(x, "erf");
+  Tensor out = TAPEGRAD_DISPATCH_FLOAT(x.dtype(), "erf", [&] {
+    return kernels::map_unary<scalar_t>(x, [](scalar_t v) { return std::erf(v); });
+  });
+  if (autograd::needs_grad({&x}))
+    // d erf(x)/dx = (2/√π)·e^(-x²), from differentiable ops (any order)
+    autograd::record("erf", out, {x}, [x](const Tensor& g, GradSink& gs) {
+      constexpr double kTwoOverSqrtPi = 1.12837916709551257390;
+      gs.add(0, mul(g, mul(exp(neg(square(x))), kTwoOverSqrtPi)));
+    }, autograd::kSavesInputs | autograd::kSecondOrder);
   return out;
 }
 
@@ -81,12 +107,15 @@ Tensor abs(const Tensor& x) {
   });
   if (autograd::needs_grad({&x}))
     // d|x|/dx = sign(x), sign(0) = 0
-    autograd::record("abs", out, {x}, [x = x.detach()](const Tensor& g, GradSink& gs) {
-      gs.add(0, grad_map(g, x, "abs_backward", [](auto gv, auto xv) {
-               using T = decltype(xv);
-               return xv > T(0) ? gv : xv < T(0) ? -gv : T(0);
-             }));
-    });
+    autograd::record("abs", out, {x}, [x](const Tensor& g, GradSink& gs) {
+      auto backward = [&x](const Tensor& gv) {
+        return grad_map(gv, x, "abs_backward", [](auto a, auto xv) {
+          using T = decltype(xv);
+          return xv > T(0) ? a : xv < T(0) ? -a : T(0);
+        });
+      };
+      gs.add(0, autograd::creating_graph() ? mul(g, constant_derivative(g, backward)) : backward(g));
+    }, autograd::kSavesInputs | autograd::kSecondOrder);
   return out;
 }
 
@@ -104,14 +133,17 @@ Tensor clamp(const Tensor& x, std::optional<double> min, std::optional<double> m
   });
   if (autograd::needs_grad({&x}))
     // d/dx = 1 inside [min, max] (inclusive), 0 outside
-    autograd::record("clamp", out, {x}, [x = x.detach(), lo, hi](const Tensor& g, GradSink& gs) {
-      gs.add(0, TAPEGRAD_DISPATCH_FLOAT(g.dtype(), "clamp_backward", [&] {
-               Tensor d = Tensor::empty(g.shape(), g.dtype());
-               kernels::clamp_backward<scalar_t>(g.data<scalar_t>(), x.data<scalar_t>(), d.data<scalar_t>(), g.numel(),
-                                                 static_cast<scalar_t>(lo), static_cast<scalar_t>(hi));
-               return d;
-             }));
-    });
+    autograd::record("clamp", out, {x}, [x, lo, hi](const Tensor& g, GradSink& gs) {
+      auto backward = [&](const Tensor& gv) {
+        return TAPEGRAD_DISPATCH_FLOAT(gv.dtype(), "clamp_backward", [&] {
+          Tensor d = Tensor::empty(gv.shape(), gv.dtype());
+          kernels::clamp_backward<scalar_t>(gv.data<scalar_t>(), x.data<scalar_t>(), d.data<scalar_t>(), gv.numel(),
+                                            static_cast<scalar_t>(lo), static_cast<scalar_t>(hi));
+          return d;
+        });
+      };
+      gs.add(0, autograd::creating_graph() ? mul(g, constant_derivative(g, backward)) : backward(g));
+    }, autograd::kSavesInputs | autograd::kSecondOrder);
   return out;
 }
 

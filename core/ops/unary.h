@@ -16,6 +16,8 @@ Tensor log(const Tensor& x);
 Tensor sqrt(const Tensor& x);
 /// 1/√x; d/dx = -½·x^(-3/2).
 Tensor rsqrt(const Tensor& x);
+/// The error function erf(x) = (2/√π)∫₀ˣ e^(-t²) dt; d/dx = (2/√π)·e^(-x²).
+Tensor erf(const Tensor& x);
 /// |x|; d/dx = sign(x), with sign(0) = 0 (PyTorch's subgradient).
 Tensor abs(const Tensor& x);
 /// min(max(x, min), max) with either bound optional (at least one must be given, else

@@ -29,7 +29,9 @@ Tensor view_as(const Tensor& x, const Shape& shape, const char* op) {
   Tensor out = alias_with_shape(x, shape);
   if (autograd::needs_grad({&x}))
     autograd::record(op, out, {x},
-                     [xs = x.shape()](const Tensor& g, GradSink& gs) { gs.add(0, alias_with_shape(g, xs)); }, autograd::kSavesNothing);
+                     [xs = x.shape(), op](const Tensor& g, GradSink& gs) {
+                       gs.add(0, autograd::creating_graph() ? view_as(g, xs, op) : alias_with_shape(g, xs));
+                     }, autograd::kSavesNothing | autograd::kSecondOrder);
   return out;
 }
 
@@ -66,6 +68,29 @@ Tensor scatter_slice(const Tensor& g, const SliceSpec& sp, const Shape& xs) {
   return out;
 }
 
+Tensor scatter_op(const Tensor& g, const SliceSpec& sp, const Shape& xs, const Shape& os);
+
+// The slice as a recorded op of its own (the backward of scatter_op; differentiable again).
+Tensor gather_op(const Tensor& x, const SliceSpec& sp, const Shape& os) {
+  Tensor out = gather_slice(x, sp, os);
+  if (autograd::needs_grad({&x}))
+    autograd::record("slice_backward_backward", out, {x}, [sp, xs = x.shape(), os](const Tensor& g, GradSink& gs) {
+      gs.add(0, scatter_op(g, sp, xs, os));
+    }, autograd::kSavesNothing | autograd::kSecondOrder);
+  return out;
+}
+
+// A slice's backward as a recorded op (a create_graph pass): g written into zeros; its own
+// backward takes the slice again.
+Tensor scatter_op(const Tensor& g, const SliceSpec& sp, const Shape& xs, const Shape& os) {
+  Tensor out = scatter_slice(g, sp, xs);
+  if (autograd::needs_grad({&g}))
+    autograd::record("slice_backward", out, {g}, [sp, os](const Tensor& gg, GradSink& gs) {
+      gs.add(0, gather_op(gg, sp, os));
+    }, autograd::kSavesNothing | autograd::kSecondOrder);
+  return out;
+}
+
 Tensor slice_impl(const Tensor& x, std::int64_t dim, std::int64_t start, std::int64_t n, std::int64_t step,
                   const char* op) {
   const Shape& s = x.shape();
@@ -85,7 +110,9 @@ Tensor slice_impl(const Tensor& x, std::int64_t dim, std::int64_t start, std::in
     out = gather_slice(x, sp, os);
   if (autograd::needs_grad({&x}))
     autograd::record(op, out, {x},
-                     [sp, xs = s](const Tensor& g, GradSink& gs) { gs.add(0, scatter_slice(g, sp, xs)); }, autograd::kSavesNothing);
+                     [sp, xs = s, os](const Tensor& g, GradSink& gs) {
+                       gs.add(0, autograd::creating_graph() ? scatter_op(g, sp, xs, os) : scatter_slice(g, sp, xs));
+                     }, autograd::kSavesNothing | autograd::kSecondOrder);
   return out;
 }
 
