@@ -87,7 +87,7 @@ void check_options(const FitOptions& o, const data::DataLoader& loader, int worl
   if (o.clip_grad_value && !(*o.clip_grad_value >= 0))
     throw std::invalid_argument("fit: expected clip_grad_value >= 0, got " + std::to_string(*o.clip_grad_value));
   if (loader.num_batches() == 0)
-    throw std::invalid_argument("fit: the loader has no batches (" + std::to_string(loader.dataset().size()) +
+    throw std::invalid_argument("fit: the loader has no batches (" + std::to_string(loader.size()) +
                                 " rows, batch_size " + std::to_string(loader.options().batch_size) +
                                 (loader.options().drop_last ? ", drop_last" : "") + ")");
   if (loader.options().batch_size % world != 0)

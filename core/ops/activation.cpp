@@ -12,14 +12,6 @@
 #include <tapegrad/core/ops/unary.h>
 
 namespace tapegrad {
-namespace {
-// A piecewise-linear op's local derivative as a constant: its backward applied to ones
-// (a create_graph backward multiplies g by it, recorded).
-template <class Backward>
-Tensor constant_derivative(const Tensor& g, Backward backward) {
-  return backward(Tensor::ones(g.shape(), g.dtype()));
-}
-}  // namespace
 
 Tensor sigmoid(const Tensor& x) {
   kernels::check_floating(x, "sigmoid");
@@ -81,7 +73,7 @@ Tensor leaky_relu(const Tensor& x, double negative_slope) {
               gv, x, [a](scalar_t gw, scalar_t xv) { return xv > scalar_t(0) ? gw : gw * a; });
         });
       };
-      gs.add(0, autograd::creating_graph() ? mul(g, constant_derivative(g, backward)) : backward(g));
+      gs.add(0, kernels::piecewise_linear_grad(g, backward));
     }, autograd::kSavesInputs | autograd::kSecondOrder);
   return out;
 }
@@ -160,7 +152,7 @@ Tensor relu_clamp(const Tensor& x, double lo, double hi) {
           return d;
         });
       };
-      gs.add(0, autograd::creating_graph() ? mul(g, constant_derivative(g, backward)) : backward(g));
+      gs.add(0, kernels::piecewise_linear_grad(g, backward));
     }, autograd::kSavesInputs | autograd::kSecondOrder);
   return out;
 }

@@ -18,13 +18,6 @@ Tensor grad_map(const Tensor& g, const Tensor& s, const char* name, F f) {
   return TAPEGRAD_DISPATCH_FLOAT(g.dtype(), name, [&] { return kernels::map_binary_same<scalar_t>(g, s, f); });
 }
 
-// The local derivative of a piecewise-linear op as a constant tensor: its first-order
-// backward applied to ones. A create_graph backward multiplies g by it (recorded).
-template <class Backward>
-Tensor constant_derivative(const Tensor& g, Backward backward) {
-  return backward(Tensor::ones(g.shape(), g.dtype()));
-}
-
 }  // namespace
 
 Tensor exp(const Tensor& x) {
@@ -114,7 +107,7 @@ Tensor abs(const Tensor& x) {
           return xv > T(0) ? a : xv < T(0) ? -a : T(0);
         });
       };
-      gs.add(0, autograd::creating_graph() ? mul(g, constant_derivative(g, backward)) : backward(g));
+      gs.add(0, kernels::piecewise_linear_grad(g, backward));
     }, autograd::kSavesInputs | autograd::kSecondOrder);
   return out;
 }
@@ -142,7 +135,7 @@ Tensor clamp(const Tensor& x, std::optional<double> min, std::optional<double> m
           return d;
         });
       };
-      gs.add(0, autograd::creating_graph() ? mul(g, constant_derivative(g, backward)) : backward(g));
+      gs.add(0, kernels::piecewise_linear_grad(g, backward));
     }, autograd::kSavesInputs | autograd::kSecondOrder);
   return out;
 }

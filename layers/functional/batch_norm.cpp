@@ -5,8 +5,8 @@
 // are merged with Chan et al.'s parallel-variance update) and once more to write y; the
 // backward reads x and dy once for its two reductions and once more to write dx. Outputs
 // too large for the cache are written with streaming stores, so they cost no extra read.
-// The (N, C) case (S = 1) runs the kernels of kernels/batch_norm_nc.cpp, the S > 1 case those
-// of kernels/batch_norm_ncs.cpp (both compiled per ISA level); this file keeps the argument
+// The (N, C) case (S = 1) runs the kernels of kernels/batch_norm_nc.h, the S > 1 case those
+// of kernels/batch_norm_ncs.h (both compiled per ISA level, kernels/cpu/); this file keeps the argument
 // checks, the split among threads and the tape node; the running statistics are updated by
 // RunningStats (running_stats.cpp).
 #include <tapegrad/layers/functional/batch_norm.h>
@@ -66,7 +66,7 @@ template <class T>
 void moments(const T* x, Dims d, double* mean, double* var) {
   const std::size_t C = static_cast<std::size_t>(d.C);
   if (d.S == 1) {
-    kernels::bn_rows_moments<T>(x, d.N, d.C, mean, var);
+    kernels::bn_rows_forward<T>().moments(x, d.N, d.C, mean, var);
     return;
   }
   // channel shares: each channel lives in exactly one thread's result
@@ -80,7 +80,7 @@ void moments(const T* x, Dims d, double* mean, double* var) {
   }
   run_threads(nt, [&](int t, int n_t) {
     const auto& p = parts[static_cast<std::size_t>(t)];
-    kernels::bn_ncs_moments<T>(x, d.N, d.C, d.S, d.C * t / n_t, d.C * (t + 1) / n_t, p.mean, p.m2);
+    kernels::bn_ncs<T>().moments(x, d.N, d.C, d.S, d.C * t / n_t, d.C * (t + 1) / n_t, p.mean, p.m2);
   });
   const double m = static_cast<double>(d.N * d.S);
   for (int t = 0; t < nt; ++t)
@@ -99,7 +99,7 @@ void backward_sums(const T* x, const T* g, Dims d, const double* mu, double* s1,
   std::fill(part, part + 2 * C * nt, 0.0);
   run_threads(nt, [&](int t, int n_t) {
     double* p1 = part + 2 * C * t;
-    kernels::bn_ncs_sums<T>(x, g, d.N, C, d.S, mu, C * t / n_t, C * (t + 1) / n_t, p1, p1 + C);
+    kernels::bn_ncs<T>().sums(x, g, d.N, C, d.S, mu, C * t / n_t, C * (t + 1) / n_t, p1, p1 + C);
   });
   for (std::int64_t c = 0; c < C; ++c) s1[c] = s2[c] = 0.0;
   for (int t = 0; t < nt; ++t)
@@ -143,13 +143,14 @@ Tensor forward_impl(const Tensor& x, Dims d, const double* mean, const double* r
   const T *a = scale, *b = shift, *u = mu;
   if (d.S == 1 && act != kernels::kBnActNone) {
     *pre = Tensor::empty(x.shape(), x.dtype());
-    kernels::bn_rows_affine_act<T>(xp, out.data<T>(), pre->data<T>(), d.N, d.C, u, a, b, act, static_cast<T>(hi));
+    kernels::bn_rows_forward<T>().affine_act(xp, out.data<T>(), pre->data<T>(), d.N, d.C, u, a, b, act,
+                                             static_cast<T>(hi));
   } else if (d.S == 1) {
-    kernels::bn_rows_affine<T>(xp, out.data<T>(), d.N, d.C, u, a, b);
+    kernels::bn_rows_forward<T>().affine(xp, out.data<T>(), d.N, d.C, u, a, b);
   } else {
     T* yp = out.data<T>();
     channel_pass<T>(d, [&](std::int64_t r0, std::int64_t r1, bool stream) {
-      kernels::bn_ncs_affine<T>(xp, yp, d.C, d.S, r0, r1, u, a, b, stream);
+      kernels::bn_ncs<T>().affine(xp, yp, d.C, d.S, r0, r1, u, a, b, stream);
     });
   }
   return out;
@@ -166,7 +167,7 @@ Tensor forward_impl(const Tensor& x, Dims d, const double* mean, const double* r
 // batch_norm_with_stats), and reduce (when set) turns this input's sums into the whole
 // batch's before dx; dγ and dβ take this input's own sums.
 // `mask` (S = 1 only): g is the gradient of the activation kernels::kBnAct* `act` fused after
-// the normalisation, masked here by its backward from `mask` (see bn_rows_sums_masked).
+// the normalisation, masked here by its backward from `mask` (see BnRowsBackwardKernels::sums_masked).
 template <class T>
 void backward_impl(const Tensor& g, const T* xp, Dims d, const double* mean, const double* rstd, const T* w,
                    bool train, double m, const std::function<void(double*, std::int64_t)>* reduce, GradSink& gs,
@@ -184,9 +185,9 @@ void backward_impl(const Tensor& g, const T* xp, Dims d, const double* mean, con
   const bool rows = d.N * d.S > 0;
   if (need_sums && rows) {
     if (d.S == 1 && mask)
-      kernels::bn_rows_sums_masked<T>(xp, gp, mask, d.N, d.C, mu, sum_dy, sum_dy_xc, act, hi);
+      kernels::bn_rows_backward<T>().sums_masked(xp, gp, mask, d.N, d.C, mu, sum_dy, sum_dy_xc, act, hi);
     else if (d.S == 1)
-      kernels::bn_rows_sums<T>(xp, gp, d.N, d.C, mu, sum_dy, sum_dy_xc);
+      kernels::bn_rows_backward<T>().sums(xp, gp, d.N, d.C, mu, sum_dy, sum_dy_xc);
     else
       backward_sums<T>(xp, gp, d, mean, sum_dy, sum_dy_xc);
   }
@@ -214,13 +215,13 @@ void backward_impl(const Tensor& g, const T* xp, Dims d, const double* mean, con
   const T *a = k1, *b = k2, *k = k3, *u = mu;
   if (!rows) {
   } else if (d.S == 1 && mask) {
-    kernels::bn_rows_dx_masked<T>(xp, gp, mask, gx.data<T>(), d.N, d.C, u, a, b, k, act, hi);
+    kernels::bn_rows_backward<T>().dx_masked(xp, gp, mask, gx.data<T>(), d.N, d.C, u, a, b, k, act, hi);
   } else if (d.S == 1) {
-    kernels::bn_rows_dx<T>(xp, gp, gx.data<T>(), d.N, d.C, u, a, b, k);
+    kernels::bn_rows_backward<T>().dx(xp, gp, gx.data<T>(), d.N, d.C, u, a, b, k);
   } else {
     T* dxp = gx.data<T>();
     channel_pass<T>(d, [&](std::int64_t r0, std::int64_t r1, bool stream) {
-      kernels::bn_ncs_dx<T>(xp, gp, dxp, d.C, d.S, r0, r1, u, a, b, k, stream);
+      kernels::bn_ncs<T>().dx(xp, gp, dxp, d.C, d.S, r0, r1, u, a, b, k, stream);
     });
   }
   gs.add(0, std::move(gx));
