@@ -279,7 +279,8 @@ void record_backward(Tensor& out, const Tensor& x, const Tensor& weight, const T
                        backward_impl<scalar_t>(g, xs.data<scalar_t>(), d, stats.data(), stats.data() + d.C,
                                                ws.data<scalar_t>(), training, m, &reduce, gs);
                      });
-                   });
+                   },
+                   autograd::kSavesInputs | autograd::kSecondOrder);
 }
 
 }  // namespace
@@ -424,7 +425,8 @@ Tensor batch_norm_relu(const Tensor& x, const Tensor& weight, const Tensor& bias
                                     training, m, &no_reduce, gs, ms.data<scalar_t>(), act,
                                     static_cast<scalar_t>(hi));
           });
-        });
+        },
+        autograd::kSavesInputs | autograd::kSecondOrder);
     return a;
   }
   Tensor y = activation(a, clip);
@@ -457,7 +459,8 @@ Tensor batch_norm_relu(const Tensor& x, const Tensor& weight, const Tensor& bias
                        backward_impl<scalar_t>(ga, xs.data<scalar_t>(), d, stats.data(), stats.data() + d.C,
                                                ws.data<scalar_t>(), training, m, &no_reduce, gs);
                      });
-                   });
+                   },
+                   autograd::kSavesInputs | autograd::kSecondOrder);
   return y;
 }
 

@@ -93,8 +93,6 @@ Tensor local_response_norm(const Tensor& x, std::int64_t size, double alpha, dou
   });
   if (autograd::needs_grad({&x}))
     autograd::record("local_response_norm", out, {x}, [x = x.detach(), d, D](const Tensor& g, GradSink& gs) {
-      if (autograd::creating_graph())  // the kernel's gradient has no graph
-        throw std::logic_error("local_response_norm: no double backward (create_graph) yet");
       Tensor gx = Tensor::empty(x.shape(), x.dtype());
       TAPEGRAD_DISPATCH_FLOAT(x.dtype(), "local_response_norm_backward", [&] {
         lrn_backward<scalar_t>(g.data<scalar_t>(), x.data<scalar_t>(), D->data(), d, gx.data<scalar_t>());

@@ -222,8 +222,9 @@ TEST_CASE("the row-kernel norms refuse a create_graph backward, naming the op", 
   Tensor x = uniform({2, 4, 3}, -2, 2, Dtype::Float64, g).requires_grad_();
   auto refuses = [&](const Tensor& y, const char* op) {
     INFO(op);
-    REQUIRE_THROWS_MATCHES(autograd::grad({sum(square(y))}, {x}, {}, create_graph()), std::logic_error,
-                           Catch::Matchers::Message(std::string(op) + ": no double backward (create_graph) yet"));
+    REQUIRE_THROWS_AS(autograd::grad({sum(square(y))}, {x}, {}, create_graph()), std::logic_error);
+    REQUIRE_THROWS_WITH(autograd::grad({sum(square(y))}, {x}, {}, create_graph()),
+                           Catch::Contains(std::string("'") + op + "' cannot be differentiated twice"));
   };
   refuses(functional::layer_norm(x, Shape{3}), "layer_norm");
   refuses(functional::group_norm(x, 2), "group_norm");
