@@ -27,6 +27,7 @@
 #include <tapegrad/core/ops/elementwise.h>
 #include <tapegrad/core/kernels/pointwise.h>
 #include <tapegrad/core/parallel.h>
+#include <tapegrad/layers/functional/batch_norm_double_backward.h>
 #include <tapegrad/layers/functional/empty_input.h>
 #include <tapegrad/layers/functional/kernels/batch_norm_nc.h>
 #include <tapegrad/layers/functional/kernels/batch_norm_ncs.h>
@@ -256,19 +257,31 @@ Dims check_common(const std::string& who, const Tensor& x, const Tensor& weight,
 }
 
 // Records the backward of a train- or eval-mode normalisation of x with the statistics
-// stats = [mean (C), rstd (C)] taken over m values per channel.
+// stats = [mean (C), rstd (C)] taken over m values per channel. `given`: the statistics came
+// from elsewhere (batch_norm_with_stats), so a create_graph backward cannot recompute them
+// from x and refuses (std::logic_error naming `who`).
 void record_backward(Tensor& out, const Tensor& x, const Tensor& weight, const Tensor& bias, Dims d,
                      std::vector<double> stats, bool training, double m,
-                     std::function<void(double*, std::int64_t)> reduce) {
+                     std::function<void(double*, std::int64_t)> reduce, double eps, bool given = false,
+                     std::string who = "batch_norm") {
   if (!autograd::needs_grad({&x, &weight, &bias})) return;
   autograd::record("batch_norm", out, {x, weight, bias},
-                   [xs = SavedData(x), ws = SavedData(weight), d, stats = std::move(stats), training, m,
-                    reduce = std::move(reduce)](const Tensor& g, GradSink& gs) {
+                   [xs = SavedData(x), ws = SavedData(weight), x, weight, d, stats = std::move(stats), training, m,
+                    reduce = std::move(reduce), eps, given, who = std::move(who)](const Tensor& g, GradSink& gs) {
+                     if (autograd::creating_graph()) {
+                       if (given)
+                         throw std::logic_error(who + ": no double backward with batch statistics given from "
+                                                      "outside the input (batch_norm_with_stats, SyncBatchNorm)");
+                       detail::batch_norm_backward_differentiable(g, x, weight, stats.data(), stats.data() + d.C,
+                                                                  training, eps, gs);
+                       return;
+                     }
                      TAPEGRAD_DISPATCH_FLOAT(g.dtype(), "batch_norm_backward", [&] {
                        backward_impl<scalar_t>(g, xs.data<scalar_t>(), d, stats.data(), stats.data() + d.C,
                                                ws.data<scalar_t>(), training, m, &reduce, gs);
                      });
-                   });
+                   },
+                   autograd::kSavesInputs | autograd::kSecondOrder);
 }
 
 }  // namespace
@@ -346,6 +359,22 @@ Tensor activation(const Tensor& a, const std::optional<std::pair<double, double>
   NoGradGuard no_grad;
   return clip ? relu_clamp(a, clip->first, clip->second) : relu(a);
 }
+
+// The derivative of relu (or relu_clamp up to hi) at `a`, the activation's input: 1 where it
+// passes the gradient, 0 elsewhere (the kernels the first-order backward runs, applied to ones).
+Tensor activation_mask(const Tensor& a, bool clipped, double hi) {
+  Tensor ones = Tensor::ones(a.shape(), a.dtype());
+  Tensor mask = Tensor::empty(a.shape(), a.dtype());
+  TAPEGRAD_DISPATCH_FLOAT(a.dtype(), "batch_norm_relu_backward", [&] {
+    if (clipped)
+      tapegrad::kernels::relu_clamp_backward<scalar_t>(ones.data<scalar_t>(), a.data<scalar_t>(),
+                                                       mask.data<scalar_t>(), a.numel(), static_cast<scalar_t>(hi));
+    else
+      tapegrad::kernels::relu_backward<scalar_t>(ones.data<scalar_t>(), a.data<scalar_t>(), mask.data<scalar_t>(),
+                                                 a.numel());
+  });
+  return mask;
+}
 }  // namespace
 
 Tensor batch_norm(const Tensor& x, const Tensor& weight, const Tensor& bias, const RunningStats& running,
@@ -355,7 +384,8 @@ Tensor batch_norm(const Tensor& x, const Tensor& weight, const Tensor& bias, con
   bool empty = false;
   Tensor out = normalise(x, weight, bias, running, use_batch_stats, eps, who, d, stats, empty);
   if (empty) return out;
-  record_backward(out, x, weight, bias, d, std::move(stats), use_batch_stats, static_cast<double>(d.N * d.S), {});
+  record_backward(out, x, weight, bias, d, std::move(stats), use_batch_stats, static_cast<double>(d.N * d.S), {},
+                  eps);
   return out;
 }
 
@@ -381,15 +411,23 @@ Tensor batch_norm_relu(const Tensor& x, const Tensor& weight, const Tensor& bias
     const double m = static_cast<double>(d.N);
     autograd::record(
         "batch_norm_relu", a, {x, weight, bias},
-        [xs = SavedData(x), ws = SavedData(weight), ms = SavedData(pre), d, stats = std::move(stats),
-         training = use_batch_stats, m, hi, act](const Tensor& g, GradSink& gs) {
+        [xs = SavedData(x), ws = SavedData(weight), ms = SavedData(pre), x, weight, pre, d, stats = std::move(stats),
+         training = use_batch_stats, m, hi, act, eps](const Tensor& g, GradSink& gs) {
+          if (autograd::creating_graph()) {
+            // the activation's derivative is piecewise constant: g times its mask, then batch_norm's
+            const Tensor mask = activation_mask(pre, act == kernels::kBnActReluClamp, hi);
+            detail::batch_norm_backward_differentiable(mul(g, mask), x, weight, stats.data(), stats.data() + d.C,
+                                                       training, eps, gs, "batch_norm_relu");
+            return;
+          }
           TAPEGRAD_DISPATCH_FLOAT(g.dtype(), "batch_norm_relu_backward", [&] {
             const std::function<void(double*, std::int64_t)> no_reduce;
             backward_impl<scalar_t>(g, xs.data<scalar_t>(), d, stats.data(), stats.data() + d.C, ws.data<scalar_t>(),
                                     training, m, &no_reduce, gs, ms.data<scalar_t>(), act,
                                     static_cast<scalar_t>(hi));
           });
-        });
+        },
+        autograd::kSavesInputs | autograd::kSecondOrder);
     return a;
   }
   Tensor y = activation(a, clip);
@@ -397,8 +435,16 @@ Tensor batch_norm_relu(const Tensor& x, const Tensor& weight, const Tensor& bias
   const double m = static_cast<double>(d.N * d.S);
   const bool clipped = static_cast<bool>(clip);
   autograd::record("batch_norm_relu", y, {x, weight, bias},
-                   [xs = SavedData(x), ws = SavedData(weight), a = std::move(a), d, stats = std::move(stats),
-                    training = use_batch_stats, m, hi, clipped](const Tensor& g, GradSink& gs) {
+                   [xs = SavedData(x), ws = SavedData(weight), x, weight, a = std::move(a), d,
+                    stats = std::move(stats), training = use_batch_stats, m, hi, clipped,
+                    eps](const Tensor& g, GradSink& gs) {
+                     if (autograd::creating_graph()) {
+                       const Tensor mask = activation_mask(a, clipped, hi);
+                       detail::batch_norm_backward_differentiable(mul(g, mask), x, weight, stats.data(),
+                                                                  stats.data() + d.C, training, eps, gs,
+                                                                  "batch_norm_relu");
+                       return;
+                     }
                      TAPEGRAD_DISPATCH_FLOAT(g.dtype(), "batch_norm_relu_backward", [&] {
                        // the activation's backward (relu's, or relu_clamp's mask), then batch_norm's
                        // (core/kernels/pointwise.h: the loops relu and relu_clamp run)
@@ -414,7 +460,8 @@ Tensor batch_norm_relu(const Tensor& x, const Tensor& weight, const Tensor& bias
                        backward_impl<scalar_t>(ga, xs.data<scalar_t>(), d, stats.data(), stats.data() + d.C,
                                                ws.data<scalar_t>(), training, m, &no_reduce, gs);
                      });
-                   });
+                   },
+                   autograd::kSavesInputs | autograd::kSecondOrder);
   return y;
 }
 
@@ -445,7 +492,7 @@ Tensor batch_norm_with_stats(const Tensor& x, const BatchStats& given, const Ten
                                   return forward_impl<scalar_t>(x, d, mean, rstd, weight, bias);
                                 });
   record_backward(out, x, weight, bias, d, std::move(stats), true, static_cast<double>(given.count),
-                  given.reduce_grad_sums);
+                  given.reduce_grad_sums, eps, true, who);
   return out;
 }
 
