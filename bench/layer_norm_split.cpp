@@ -43,9 +43,9 @@ int main(int argc, char** argv) {
   std::vector<double> tf, tb, tt;
   for (int r = 0; r < reps; ++r) {
     const double t0 = cpu_seconds();
-    kn::ln_rows_forward<float>(xp, yp, R, K, 1, w.data(), b.data(), 1e-5, mean.data(), rstd.data(), nullptr);
+    kn::ln_rows<float>().forward(xp, yp, R, K, 1, w.data(), b.data(), 1e-5, mean.data(), rstd.data(), nullptr);
     const double t1 = cpu_seconds();
-    kn::ln_rows_backward<float>(gp, xp, gxp, R, K, 1, w.data(), mean.data(), rstd.data(), dw.data(), db.data());
+    kn::ln_rows<float>().backward(gp, xp, gxp, R, K, 1, w.data(), mean.data(), rstd.data(), dw.data(), db.data());
     const double t2 = cpu_seconds();
     for (std::int64_t i = 0; i < n; ++i) ap[i] = yp[i] + 0.5f * gxp[i];
     const double t3 = cpu_seconds();

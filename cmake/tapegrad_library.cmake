@@ -91,6 +91,19 @@ function(tapegrad_add_isa_variants folder)
   endforeach()
 endfunction()
 
+# tapegrad_add_isa_variant_folder(<folder> <subdir>): the folder rule for kernel variants: every
+# <folder>/<subdir>/*.cpp (globbed, so a new variant file is picked up on the next build) goes
+# through tapegrad_add_isa_variants. Such a file defines its kernels in ...::TAPEGRAD_ISA_NS and
+# registers its family's table (TAPEGRAD_REGISTER_KERNELS, core/kernels/isa_dispatch.h).
+function(tapegrad_add_isa_variant_folder folder subdir)
+  file(GLOB variants RELATIVE ${PROJECT_SOURCE_DIR}/${folder} CONFIGURE_DEPENDS
+       ${PROJECT_SOURCE_DIR}/${folder}/${subdir}/*.cpp)
+  if(NOT variants)
+    message(FATAL_ERROR "tapegrad_add_isa_variant_folder: no .cpp in ${folder}/${subdir}")
+  endif()
+  tapegrad_add_isa_variants(${folder} ${variants})
+endfunction()
+
 # Runs every test added so far in the calling directory with TAPEGRAD_MODE_CHECKS=throw
 # (core/mode_checks.h), so a mode check firing on a deliberate use fails the test. Called at
 # the end of the examples' and studies' CMakeLists.txt (after their set_tests_properties).

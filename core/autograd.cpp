@@ -207,15 +207,13 @@ void autograd::detail::check_versions(Node& node) {
 
 bool GradSink::needs(std::size_t i) const {
   if (i >= node_->num_inputs() || !node_->input(i).meta) return false;
-  const autograd::detail::Pass* pass = autograd::detail::current_pass();
-  return !pass || !pass->wanted || pass->wanted->count(node_->input(i).meta.get()) != 0;
+  return !pass_ || !pass_->wanted || pass_->wanted->count(node_->input(i).meta.get()) != 0;
 }
 
 Tensor GradSink::output(const Tensor& saved) const {
-  const autograd::detail::Pass* pass = autograd::detail::current_pass();
-  if (!pass || !pass->create_graph || !owner_) return saved;
+  if (!pass_ || !pass_->create_graph || !owner_) return saved;
   auto impl = std::make_shared<TensorImpl>(*saved.impl());
-  impl->autograd = std::shared_ptr<AutogradMeta>(owner_, &node_->out_meta);  // holding it holds the node
+  impl->autograd = std::shared_ptr<AutogradMeta>(*owner_, &node_->out_meta);  // holding it holds the node
   return Tensor(std::move(impl));
 }
 
@@ -244,7 +242,7 @@ void GradSink::add(std::size_t i, Tensor g) {
                            meta.grad_fn->name + "', input " + std::to_string(i) + " of '" + node_->name +
                            "', was freed by an earlier backward); pass retain_graph=true to the first");
   using autograd::detail::accumulate;
-  autograd::detail::Pass* pass = autograd::detail::current_pass();
+  const autograd::detail::Pass* pass = pass_;
   const bool create = pass && pass->create_graph;
   if (meta.grad_fn) {
     accumulate(meta.grad_fn->grad, std::move(g), false, create);
@@ -279,6 +277,7 @@ namespace detail {
 void attach(const char* name, Tensor& out, const Tensor* inputs, std::size_t n, std::shared_ptr<Node> node,
             unsigned saves) {
   node->name = name;
+  node->second_order = (saves & kSecondOrder) != 0;
   node->set_inputs(inputs, n, (saves & kSavesInputs) != 0);
   auto& g_tape = tape();
   node->seq = g_tape.next_seq++;

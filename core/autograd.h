@@ -22,6 +22,9 @@
 namespace tapegrad {
 
 class Node;
+namespace autograd::detail {
+struct Pass;
+}
 
 /// Per-tensor autograd state (only for tensors that require grad). A leaf owns its own;
 /// an op's output uses the one inside its producing Node, so keeping the state keeps the
@@ -57,14 +60,17 @@ class GradSink {
   /// `saved` itself.
   Tensor output(const Tensor& saved) const;
   /// `tape_id`: the tape of the thread running the backward (see Node::tape_id); `owner`:
-  /// the handle that keeps `node` alive (needed by output()).
-  GradSink(Node* node, std::uint64_t tape_id, std::shared_ptr<Node> owner = nullptr)
-      : node_(node), tape_id_(tape_id), owner_(std::move(owner)) {}
+  /// the handle that keeps `node` alive (needed by output()); `pass`: the backward pass in
+  /// progress (null outside the engine).
+  GradSink(Node* node, std::uint64_t tape_id, const std::shared_ptr<Node>* owner = nullptr,
+           const autograd::detail::Pass* pass = nullptr)
+      : node_(node), tape_id_(tape_id), owner_(owner), pass_(pass) {}
 
  private:
   Node* node_;
   std::uint64_t tape_id_;
-  std::shared_ptr<Node> owner_;
+  const std::shared_ptr<Node>* owner_;
+  const autograd::detail::Pass* pass_;
 };
 
 /// One input of a recorded op: where its gradient goes, and the shape and dtype that
@@ -138,6 +144,8 @@ class Node {
   /// Next node in the iterative teardown queue (see ~Node).
   Node* teardown_next = nullptr;
   bool reached = false;  ///< a backward ran this node's closure
+  /// The backward supports a create_graph pass (recorded with autograd::kSecondOrder).
+  bool second_order = false;
   /// See autograd::on_graph_released (null unless a diagnostic watches this node).
   std::unique_ptr<std::function<void(bool reached)>> on_release;
 
@@ -209,7 +217,11 @@ namespace autograd {
 /// backward that finds a read tensor modified in place since the forward throws, naming
 /// the op. Ops whose backward reads neither (add, sum, views) pass kSavesNothing, so
 /// in-place writes to their inputs are allowed, as in PyTorch.
-enum Saves : unsigned { kSavesNothing = 0, kSavesInputs = 1, kSavesOutput = 2 };
+/// kSecondOrder (a flag added to the others) declares that the backward supports a
+/// create_graph pass: it computes its gradients with differentiable ops when
+/// creating_graph() is true. A create_graph pass reaching a node without it throws
+/// std::logic_error naming the op, rather than returning a gradient that silently has no graph.
+enum Saves : unsigned { kSavesNothing = 0, kSavesInputs = 1, kSavesOutput = 2, kSecondOrder = 4 };
 
 /// True when an op on these inputs must record a node.
 bool needs_grad(std::initializer_list<const Tensor*> inputs);

@@ -75,14 +75,18 @@ void for_hooked_leaves(Node& node, F&& f) {
 }
 }  // namespace
 
-void execute(const std::vector<Tensor>& roots, const std::vector<Tensor>& seeds, bool retain_graph,
-             bool create_graph, Request* request) {
+void execute(const Tensor* roots, const Tensor* seeds, std::size_t n_roots, bool retain_graph, bool create_graph,
+             Request* request) {
   Tape& t = tape();
   auto& entries = t.entries;
-  // The root nodes and the latest of their tape positions (leaf roots have no node).
-  std::vector<std::shared_ptr<Node>> rnodes(roots.size());
+  // The root nodes and the latest of their tape positions (leaf roots have no node); one
+  // root (backward()) allocates nothing for them.
+  std::shared_ptr<Node> one_rnode;
+  std::vector<std::shared_ptr<Node>> more_rnodes;
+  if (n_roots > 1) more_rnodes.resize(n_roots);
+  std::shared_ptr<Node>* rnodes = n_roots > 1 ? more_rnodes.data() : &one_rnode;
   std::ptrdiff_t start = -1;
-  for (std::size_t k = 0; k < roots.size(); ++k) {
+  for (std::size_t k = 0; k < n_roots; ++k) {
     AutogradMeta& rmeta = *roots[k].impl()->autograd;
     if (!rmeta.grad_fn) continue;
     std::shared_ptr<Node> rnode(roots[k].impl()->autograd, rmeta.grad_fn);
@@ -118,7 +122,7 @@ void execute(const std::vector<Tensor>& roots, const std::vector<Tensor>& seeds,
   std::unordered_set<const AutogradMeta*> reached_metas;  // request: every state an edge or root reaches
   std::vector<std::pair<AutogradMeta*, std::int64_t>> outer_hook_counts;  // nested: restored at the end
   if (hooks || restrict) {
-    for (std::size_t k = 0; k < roots.size(); ++k) {
+    for (std::size_t k = 0; k < n_roots; ++k) {
       if (rnodes[k]) reach.insert(rnodes[k].get());
       if (request) reached_metas.insert(roots[k].impl()->autograd.get());
     }
@@ -220,7 +224,7 @@ void execute(const std::vector<Tensor>& roots, const std::vector<Tensor>& seeds,
   };
   if (!request) pass.pending_leaves = &pending;
   try {
-    for (std::size_t k = 0; k < roots.size(); ++k) {
+    for (std::size_t k = 0; k < n_roots; ++k) {
       if (rnodes[k]) {
         accumulate(rnodes[k]->grad, seeds[k], false, create_graph);
         continue;
@@ -251,10 +255,16 @@ void execute(const std::vector<Tensor>& roots, const std::vector<Tensor>& seeds,
         }
       }
       if (node->freed) throw_freed(*node);
+      if (create_graph && !node->second_order)
+        throw std::logic_error(std::string("backward with create_graph=true: '") + node->name +
+                               "' cannot be differentiated twice (its backward is not written with differentiable "
+                               "ops); second derivatives need every op between the outputs and the inputs to support "
+                               "them (docs/layers_and_ops.md, Second derivatives)" +
+                               (node->where.empty() ? std::string() : "; the op was recorded at: " + node->where));
       check_versions(*node);
       Tensor g = std::move(node->grad);
       node->grad = Tensor();
-      GradSink sink(node.get(), t.id, node);
+      GradSink sink(node.get(), t.id, &node, &pass);
       {
         const ApplyingNode applying(*node);
         node->apply(g, sink);
@@ -302,7 +312,7 @@ void run_backward(const Tensor& root, const Tensor& gradient, bool retain_graph,
                                 dtype_name(seed.dtype()) + " but the output has shape " + shape_str(root.shape()) +
                                 " " + dtype_name(root.dtype()));
   }
-  detail::execute({root}, {seed}, retain_graph, create_graph, nullptr);
+  detail::execute(&root, &seed, 1, retain_graph, create_graph, nullptr);
 }
 
 }  // namespace tapegrad::autograd

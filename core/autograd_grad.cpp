@@ -50,7 +50,7 @@ std::vector<Tensor> grad(const std::vector<Tensor>& outputs, const std::vector<T
       throw std::invalid_argument("grad: input " + std::to_string(i) + " does not require grad");
     request.inputs.push_back(inputs[i].impl()->autograd.get());
   }
-  detail::execute(outputs, seeds, options.retain_graph.value_or(options.create_graph), options.create_graph,
+  detail::execute(outputs.data(), seeds.data(), outputs.size(), options.retain_graph.value_or(options.create_graph), options.create_graph,
                   &request);
   // The same input asked twice gets the same gradient (collected once, under its first index).
   for (std::size_t i = 0; i < inputs.size(); ++i)

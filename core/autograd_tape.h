@@ -63,9 +63,9 @@ struct Request {
   std::vector<Tensor> captured;  // filled by execute(), one per input (undefined if unreached)
 };
 
-// One backward pass from `roots` seeded with `seeds` (same count, shapes checked by the
-// caller): into the leaves' .grad, or into request->captured when a request is given.
-void execute(const std::vector<Tensor>& roots, const std::vector<Tensor>& seeds, bool retain_graph,
-             bool create_graph, Request* request);
+// One backward pass from the n `roots` seeded with `seeds` (shapes checked by the caller):
+// into the leaves' .grad, or into request->captured when a request is given.
+void execute(const Tensor* roots, const Tensor* seeds, std::size_t n, bool retain_graph, bool create_graph,
+             Request* request);
 
 }  // namespace tapegrad::autograd::detail

@@ -181,7 +181,7 @@ Tensor Tensor::to(Dtype d) const {
     autograd::record("to", out, {*this},
                      [from](const Tensor& g, GradSink& gs) {
                        gs.add(0, autograd::creating_graph() ? g.to(from) : convert(g, from));
-                     }, autograd::kSavesNothing);
+                     }, autograd::kSavesNothing | autograd::kSecondOrder);
   }
   return out;
 }

@@ -1,3 +1,5 @@
+// DataLoader: the epoch order, and batches gathered from a Dataset or built from a
+// SampleSource with per-sample transforms. The worker threads are in prefetch.cpp.
 #include <tapegrad/data/dataloader.h>
 
 #include <algorithm>
@@ -7,60 +9,156 @@
 namespace tapegrad::data {
 
 DataLoader::DataLoader(Dataset dataset, DataLoaderOptions options, Generator& gen)
-    : dataset_(std::move(dataset)), options_(options), gen_(&gen) {
-  if (options_.batch_size < 1)
-    throw std::invalid_argument("DataLoader: expected batch_size >= 1, got " + std::to_string(options_.batch_size));
-  order_.resize(static_cast<std::size_t>(dataset_.size()));
-  for (std::int64_t i = 0; i < dataset_.size(); ++i) order_[static_cast<std::size_t>(i)] = i;
+    : dataset_(std::move(dataset)), options_(std::move(options)), gen_(&gen) {
+  check_options();
+  if (!options_.transform.transforms.empty() && (!dataset_.X.defined() || dataset_.X.dim() != 4))
+    throw std::invalid_argument("DataLoader: a transform needs images X (N, C, H, W), got " +
+                                (dataset_.X.defined() ? "X of rank " + std::to_string(dataset_.X.dim())
+                                                      : std::string("an empty dataset")));
+  order_.resize(static_cast<std::size_t>(size()));
+  for (std::int64_t i = 0; i < size(); ++i) order_[static_cast<std::size_t>(i)] = i;
 }
 
+DataLoader::DataLoader(std::shared_ptr<const SampleSource> source, DataLoaderOptions options, Generator& gen)
+    : source_(std::move(source)), options_(std::move(options)), gen_(&gen) {
+  if (!source_) throw std::invalid_argument("DataLoader: the sample source is null");
+  check_options();
+  order_.resize(static_cast<std::size_t>(size()));
+  for (std::int64_t i = 0; i < size(); ++i) order_[static_cast<std::size_t>(i)] = i;
+}
+
+DataLoader::DataLoader(const DataLoader& o)
+    : dataset_(o.dataset_), source_(o.source_), options_(o.options_), gen_(o.gen_), order_(o.order_),
+      epoch_seed_(o.epoch_seed_) {}
+
+DataLoader& DataLoader::operator=(const DataLoader& o) {
+  if (this == &o) return *this;
+  stop_workers();
+  dataset_ = o.dataset_;
+  source_ = o.source_;
+  options_ = o.options_;
+  gen_ = o.gen_;
+  order_ = o.order_;
+  epoch_seed_ = o.epoch_seed_;
+  return *this;
+}
+
+void DataLoader::check_options() const {
+  if (options_.batch_size < 1)
+    throw std::invalid_argument("DataLoader: expected batch_size >= 1, got " + std::to_string(options_.batch_size));
+  if (options_.num_workers < 0)
+    throw std::invalid_argument("DataLoader: expected num_workers >= 0, got " + std::to_string(options_.num_workers));
+  if (options_.prefetch_factor < 1)
+    throw std::invalid_argument("DataLoader: expected prefetch_factor >= 1, got " +
+                                std::to_string(options_.prefetch_factor));
+}
+
+std::int64_t DataLoader::size() const { return source_ ? source_->size() : dataset_.size(); }
+
 std::int64_t DataLoader::num_batches() const {
-  const std::int64_t n = dataset_.size(), b = options_.batch_size;
+  const std::int64_t n = size(), b = options_.batch_size;
   return options_.drop_last ? n / b : (n + b - 1) / b;
 }
 
 void DataLoader::reset() {
+  stop_workers();
   if (options_.shuffle) {
-    order_ = randperm(dataset_.size(), *gen_);
+    order_ = randperm(size(), *gen_);
   } else {
-    for (std::int64_t i = 0; i < dataset_.size(); ++i) order_[static_cast<std::size_t>(i)] = i;
+    for (std::int64_t i = 0; i < size(); ++i) order_[static_cast<std::size_t>(i)] = i;
   }
+  if (!options_.transform.transforms.empty()) epoch_seed_ = gen_->next_u64();
+  if (options_.num_workers > 0 && num_batches() > 0) start_workers();
+}
+
+std::int64_t DataLoader::batch_rows(std::int64_t i) const {
+  const std::int64_t b = options_.batch_size;
+  return std::min(i * b + b, size()) - i * b;
 }
 
 Batch DataLoader::batch(std::int64_t i) const {
   if (i < 0 || i >= num_batches())
     throw std::out_of_range("DataLoader::batch: index " + std::to_string(i) + " out of range for " +
                             std::to_string(num_batches()) + " batches");
-  const std::int64_t begin = i * options_.batch_size;
-  return batch(i, 0, std::min(begin + options_.batch_size, dataset_.size()) - begin);
+  if (std::optional<Batch> b = take_prefetched(i)) return std::move(*b);
+  return build(i, 0, batch_rows(i));
 }
 
 Batch DataLoader::batch(std::int64_t i, std::int64_t row_begin, std::int64_t rows) const {
   if (i < 0 || i >= num_batches())
     throw std::out_of_range("DataLoader::batch: index " + std::to_string(i) + " out of range for " +
                             std::to_string(num_batches()) + " batches");
-  const std::int64_t b = options_.batch_size;
-  const std::int64_t size = std::min(i * b + b, dataset_.size()) - i * b;
+  const std::int64_t size = batch_rows(i);
   if (row_begin < 0 || rows < 0 || row_begin + rows > size)
     throw std::out_of_range("DataLoader::batch: rows [" + std::to_string(row_begin) + ", " +
                             std::to_string(row_begin + rows) + ") outside batch " + std::to_string(i) + " of " +
                             std::to_string(size) + " rows");
-  const std::int64_t begin = i * b + row_begin;
-  auto gather = [&](const Tensor& t) {
-    Shape s = t.shape();
-    s[0] = rows;
-    Tensor out = Tensor::empty(s, t.dtype());
-    std::size_t rb = dtype_size(t.dtype());
-    for (std::int64_t d = 1; d < t.dim(); ++d) rb *= static_cast<std::size_t>(t.size(d));
-    const auto* src = static_cast<const std::uint8_t*>(t.raw_data());
-    auto* dst = static_cast<std::uint8_t*>(out.raw_data());
-    for (std::int64_t r = 0; r < rows; ++r) {
-      const auto from = static_cast<std::size_t>(order_[static_cast<std::size_t>(begin + r)]);
-      if (rb) std::memcpy(dst + static_cast<std::size_t>(r) * rb, src + from * rb, rb);
+  return build(i, row_begin, rows);
+}
+
+Batch DataLoader::build(std::int64_t i, std::int64_t row_begin, std::int64_t rows) const {
+  const std::int64_t begin = i * options_.batch_size + row_begin;
+  auto index = [&](std::int64_t r) { return order_[static_cast<std::size_t>(begin + r)]; };
+  const bool transformed = !options_.transform.transforms.empty();
+  if (!source_ && !transformed) {  // in-memory rows, gathered as stored
+    auto gather = [&](const Tensor& t) {
+      Shape s = t.shape();
+      s[0] = rows;
+      Tensor out = Tensor::empty(s, t.dtype());
+      std::size_t rb = dtype_size(t.dtype());
+      for (std::int64_t d = 1; d < t.dim(); ++d) rb *= static_cast<std::size_t>(t.size(d));
+      const auto* src = static_cast<const std::uint8_t*>(t.raw_data());
+      auto* dst = static_cast<std::uint8_t*>(out.raw_data());
+      for (std::int64_t r = 0; r < rows; ++r) {
+        const auto from = static_cast<std::size_t>(index(r));
+        if (rb) std::memcpy(dst + static_cast<std::size_t>(r) * rb, src + from * rb, rb);
+      }
+      return out;
+    };
+    return Batch{gather(dataset_.X), gather(dataset_.y)};
+  }
+  // one sample at a time: from the source or a row of X, through the transform
+  std::vector<Tensor> xs;
+  xs.reserve(static_cast<std::size_t>(rows));
+  Tensor y = source_ ? Tensor::empty({rows}, Dtype::Int64) : Tensor();
+  for (std::int64_t r = 0; r < rows; ++r) {
+    const std::int64_t k = index(r);
+    Tensor x;
+    if (source_) {
+      x = source_->get(k);
+    } else {
+      x = Tensor::empty(dataset_.sample_shape(), Dtype::Float32);
+      const std::int64_t per = x.numel();
+      std::memcpy(x.data<float>(), dataset_.X.data<float>() + k * per, static_cast<std::size_t>(per) * sizeof(float));
     }
-    return out;
-  };
-  return Batch{gather(dataset_.X), gather(dataset_.y)};
+    if (transformed) {
+      Generator g = sample_generator(epoch_seed_, 0, k);
+      x = options_.transform(x, g);
+    }
+    if (source_) y.data<std::int64_t>()[r] = source_->target(k);
+    if (!xs.empty() && x.shape() != xs.front().shape())
+      throw std::runtime_error("DataLoader: sample " + std::to_string(k) + " has another shape than sample " +
+                               std::to_string(index(0)) + " of the same batch after the transform");
+    xs.push_back(std::move(x));
+  }
+  Shape s{rows};
+  if (!xs.empty()) s.insert(s.end(), xs.front().shape().begin(), xs.front().shape().end());
+  Tensor X = Tensor::empty(s, Dtype::Float32);
+  const std::int64_t per = xs.empty() ? 0 : xs.front().numel();
+  for (std::int64_t r = 0; r < rows; ++r)
+    std::memcpy(X.data<float>() + r * per, xs[static_cast<std::size_t>(r)].data<float>(),
+                static_cast<std::size_t>(per) * sizeof(float));
+  if (!source_) {  // the targets of in-memory rows, gathered
+    Shape ys = dataset_.y.shape();
+    ys[0] = rows;
+    y = Tensor::empty(ys, dataset_.y.dtype());
+    std::size_t rb = dtype_size(dataset_.y.dtype());
+    for (std::int64_t d = 1; d < dataset_.y.dim(); ++d) rb *= static_cast<std::size_t>(dataset_.y.size(d));
+    for (std::int64_t r = 0; r < rows; ++r)
+      std::memcpy(static_cast<std::uint8_t*>(y.raw_data()) + static_cast<std::size_t>(r) * rb,
+                  static_cast<const std::uint8_t*>(dataset_.y.raw_data()) + static_cast<std::size_t>(index(r)) * rb, rb);
+  }
+  return Batch{X, y};
 }
 
 DataLoader::iterator DataLoader::begin() {

@@ -1,11 +1,18 @@
 #pragma once
 // DataLoader: mini-batches over a Dataset, PyTorch's torch.utils.data.DataLoader for
-// in-memory tensors (batch_size, shuffle with a seeded generator, drop_last).
+// in-memory tensors (batch_size, shuffle with a seeded generator, drop_last), or over a
+// SampleSource whose samples are produced on demand (an ImageFolder decoding files), with
+// per-sample transforms (augmentation) and worker threads that prepare the next batches
+// while the caller trains on the current one.
 #include <cstdint>
+#include <memory>
+#include <optional>
 #include <vector>
 
 #include <tapegrad/core/random.h>
 #include <tapegrad/data/dataset.h>
+#include <tapegrad/data/sample_source.h>
+#include <tapegrad/data/transforms.h>
 
 namespace tapegrad::data {
 
@@ -18,6 +25,21 @@ struct DataLoaderOptions {
   /// Drop the last batch when it is smaller than batch_size (a batch of one sample
   /// breaks BatchNorm's training mode).
   bool drop_last = false;
+  /// Applied to every sample (C, H, W) as a batch is built, with the sample's own generator
+  /// sample_generator(epoch seed, 0, dataset index); the epoch seed is one next_u64() of
+  /// the loader's generator at each reset() (after the order), as PyTorch's base_seed, so
+  /// the epoch enters through it and a run resumed from a restored generator augments as
+  /// the uninterrupted one. Empty (the default): samples as stored, nothing drawn for them.
+  /// With num_workers > 0 the transforms run on the worker threads, several at once: they
+  /// must be safe to call concurrently (the transforms of data/transforms.h are).
+  Compose transform{};
+  /// Threads preparing batches ahead of the caller (PyTorch's num_workers); 0 (the
+  /// default): each batch is built by the call that asks for it. The batches are the same,
+  /// bit for bit, for any number of workers.
+  std::int64_t num_workers = 0;
+  /// Batches prepared ahead per worker, the bound of the queue (PyTorch's prefetch_factor;
+  /// default 2, >= 1).
+  std::int64_t prefetch_factor = 2;
 };
 
 /// One mini-batch in the dataset's shapes (copies): X (B, *) float32 ((B, D) rows,
@@ -34,25 +56,49 @@ struct Batch {
 /// Iterates a dataset in mini-batches. Each epoch (each call of begin(), i.e. each
 /// range-for over the loader) draws a fresh order from the generator when shuffle is on,
 /// exactly as PyTorch draws one randperm per epoch: restoring the generator's state
-/// therefore restores the next epoch's order. The loader keeps a reference to the
-/// generator and a copy of the dataset handles.
-/// Throws std::invalid_argument for batch_size < 1.
+/// therefore restores the next epoch's order (and, with a transform, its augmentation).
+/// The loader keeps a reference to the generator and a copy of the dataset handles.
+///
+/// With num_workers > 0, reset() starts the workers on the epoch's batches in order; they
+/// keep at most num_workers · prefetch_factor finished batches ahead of the caller.
+/// batch(i) for the next batch in order takes it from them (waiting if needed) and
+/// rethrows, on the caller's thread, an exception a worker met building it; other calls
+/// (a batch asked twice, out of order, or a row range) build it on the calling thread.
+/// The next reset() and the destructor stop and join the workers, mid-epoch too.
+/// Copies share the dataset and options, not the workers.
 class DataLoader {
  public:
   /// Batches `dataset` with `options`, shuffling with `gen` (kept by reference: it must
-  /// outlive the loader). Throws std::invalid_argument for batch_size < 1.
+  /// outlive the loader). Throws std::invalid_argument for batch_size < 1, num_workers < 0,
+  /// prefetch_factor < 1, or a transform with a dataset that is not images (N, C, H, W).
   DataLoader(Dataset dataset, DataLoaderOptions options, Generator& gen = default_generator());
+  /// Batches the samples of `source` (kept alive by the loader) as (B, C, H, W) float32 and
+  /// (B) int64 targets. Throws as above, and std::invalid_argument for a null source.
+  DataLoader(std::shared_ptr<const SampleSource> source, DataLoaderOptions options,
+             Generator& gen = default_generator());
+  /// Stops and joins the workers.
+  ~DataLoader();
+  /// A loader over the same data, options and generator, its workers not started.
+  DataLoader(const DataLoader& other);
+  /// As the copy constructor (this loader's workers are stopped first).
+  DataLoader& operator=(const DataLoader& other);
 
   /// Batches per epoch: ceil(N / B), or floor(N / B) with drop_last.
   std::int64_t num_batches() const;
-  /// The dataset being batched.
+  /// N, the number of samples.
+  std::int64_t size() const;
+  /// The dataset being batched (an empty one for a SampleSource loader).
   const Dataset& dataset() const { return dataset_; }
+  /// The sample source being batched, or nullptr for an in-memory Dataset.
+  const SampleSource* source() const { return source_.get(); }
   /// The options given at construction.
   const DataLoaderOptions& options() const { return options_; }
 
-  /// Starts an epoch: draws the order (shuffle) or resets it to 0..N-1.
+  /// Starts an epoch: stops the workers, draws the order (shuffle) or resets it to 0..N-1,
+  /// draws the epoch seed (with a transform), starts the workers (num_workers > 0).
   void reset();
-  /// Batch i of the current epoch (0 <= i < num_batches()); throws std::out_of_range.
+  /// Batch i of the current epoch (0 <= i < num_batches()); throws std::out_of_range, and
+  /// what building the batch threw (a file that cannot be decoded, a transform's error).
   Batch batch(std::int64_t i) const;
   /// Rows [row_begin, row_begin + rows) of batch i only, gathering nothing else: a rank's
   /// share of a global batch in data-parallel training (every rank draws the same order).
@@ -88,10 +134,23 @@ class DataLoader {
   iterator end() const { return iterator(this, num_batches()); }
 
  private:
+  struct Workers;  // the prefetching threads (prefetch.cpp)
+  void check_options() const;
+  std::int64_t batch_rows(std::int64_t i) const;  ///< rows of batch i
+  // Rows [row_begin, row_begin + rows) of batch i, built on the calling thread.
+  Batch build(std::int64_t i, std::int64_t row_begin, std::int64_t rows) const;
+  void start_workers();
+  void stop_workers() const;
+  // Batch i from the workers when it is the next in order (nullopt otherwise).
+  std::optional<Batch> take_prefetched(std::int64_t i) const;
+
   Dataset dataset_;
+  std::shared_ptr<const SampleSource> source_;
   DataLoaderOptions options_;
   Generator* gen_;
   std::vector<std::int64_t> order_;
+  std::uint64_t epoch_seed_ = 0;
+  mutable std::shared_ptr<Workers> workers_;  // never shared: shared_ptr for its type-erased deleter
 };
 
 }  // namespace tapegrad::data

@@ -107,9 +107,17 @@ struct DistributedDataParallel::State {
       State* st = this;
       detail::add_pending_check(st, [st] { st->resolve_check(); });
     }
-    if (train_step) buffers.set_deferred(broadcast);
+    if (train_step) buffers.set_deferred(broadcast, total);
   }
   void on_grad_final(std::size_t i) {
+    // A gradient that carries a graph (backward with create_graph=true) would be averaged as
+    // a value and lose its graph on one rank's copy: refused. autograd::grad(create_graph)
+    // touches no .grad and runs no hook, so a gradient penalty built with it, then one plain
+    // backward() of the total loss, is averaged as any step.
+    if (params[i].grad().defined() && params[i].grad().requires_grad())
+      throw std::logic_error("DistributedDataParallel: backward(create_graph=true) is not supported (parameter " +
+                             std::to_string(i) + "'s gradient carries a graph); take the inner gradient with "
+                             "autograd::grad(..., {.create_graph = true}) and call backward() once on the total loss");
     if (no_sync) return;
     if (check.pending() || buffers.deferred()) {
       detail::PhaseTimer phase(prof, detail::Profile::Sync);
@@ -222,7 +230,14 @@ void DistributedDataParallel::finish() {
   if (s.mpi && s.buffers.in_flight()) {
     detail::PhaseTimer phase(s.prof, detail::Profile::Wait);
     detail::ScopedTimer t(s.seconds.wait);
-    s.buffers.complete();  // every rank now holds rank 0's buffers
+    try {
+      s.buffers.complete();  // every rank now holds rank 0's buffers
+    } catch (...) {          // the ranks' buffers differ: every rank forgets the step and throws
+      s.reducer.drain();
+      s.reducer.reset();
+      s.dirty = false;
+      throw;
+    }
   }
   s.reducer.wait_and_average();
   s.dirty = false;

@@ -51,7 +51,7 @@ struct OnnxExportOptions {
 /// mapping (naming its path and type), for a BatchNorm without running statistics, for a
 /// Flatten/Unflatten that touches the batch dim, for an AdaptiveAvgPool2d whose windows
 /// differ, and when the model does not accept (2, sample_shape...) (the forward's error).
-/// Warns (debug/warnings.h, kind "no_float64_kernel") when a float64 graph has an op ONNX
+/// Warns (core/warnings.h, kind "no_float64_kernel") when a float64 graph has an op ONNX
 /// Runtime's CPU provider has no float64 kernel for (Conv, Erf, InstanceNormalization,
 /// AveragePool, GlobalAveragePool; the table: docs/onnx.md).
 std::string export_onnx(layers::Module& model, const Shape& sample_shape, const OnnxExportOptions& options = {});

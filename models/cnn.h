@@ -40,7 +40,7 @@ struct CNNOptions {
   Dtype dtype = Dtype::Float32;               ///< dtype of every parameter and buffer
   /// When set, makes every norm layer instead of `norm` (groups, bn_momentum and eps are
   /// then the factory's business): e.g. per-replica or renormalised BatchNorm variants.
-  NormFactory norm_factory;
+  NormFactory norm_factory{};
 };
 
 /// For each c in channels: Conv2d(prev, c, 3, padding 1) -> norm -> ReLU -> MaxPool2d(2).

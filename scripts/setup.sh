@@ -7,7 +7,7 @@ set -euo pipefail
 main_job_packages=(
   cmake g++ make pkg-config
   libeigen3-dev libopenblas-openmp-dev libxsmm-dev libspdlog-dev nlohmann-json3-dev zlib1g-dev libcli11-dev
-  libzip-dev gnuplot-nox
+  libzip-dev libpng-dev libjpeg62-turbo-dev gnuplot-nox
 )
 if [ "${1:-}" = "--main-job" ]; then
   shift
@@ -20,6 +20,7 @@ packages=(
   libeigen3-dev libopenblas-openmp-dev libxsmm-dev libspdlog-dev catch2 nlohmann-json3-dev zlib1g-dev libcli11-dev
   libbenchmark-dev gnuplot-nox dataset-fashion-mnist bc
   libzip-dev  # io/: the zip container of PyTorch torch.save files
+  libpng-dev libjpeg62-turbo-dev  # data/: PNG and JPEG image files
   libdnnl-dev  # oneDNN: float32 Conv2d primitives (optional in CMake; im2col + GEMM without it)
   libcsv-dev  # bench/csv_parsers: read_csv's tokenizer measured against libcsv (optional in CMake)
   libopenmpi-dev openmpi-bin  # distributed/: data-parallel training over MPI

@@ -44,6 +44,15 @@ int parse_count(const std::string& text, const std::string& what) {
   return v;
 }
 
+void check_best_state(double best, int best_epoch) {
+  if (best_epoch == 0 && !std::isnan(best))
+    throw std::invalid_argument("best: expected nan with best_epoch 0 (no epoch improved yet), got best " +
+                                format_double(best));
+  if (best_epoch > 0 && !std::isfinite(best))
+    throw std::invalid_argument("best: expected a finite number with best_epoch " + std::to_string(best_epoch) +
+                                ", got " + format_double(best));
+}
+
 namespace {
 int parse_int(const std::map<std::string, std::string>& s, const std::string& key) {
   auto it = s.find(key);
@@ -116,6 +125,7 @@ void EarlyStopping::load_state_dict(const std::map<std::string, std::string>& s)
   const auto b = s.find("best");
   const double best = b == s.end() ? std::nan("") : parse_double(b->second, "best");
   const int best_epoch = parse_int(s, "best_epoch"), wait = parse_int(s, "wait"), stopped = parse_int(s, "stopped_epoch");
+  check_best_state(best, best_epoch);
   best_ = best;
   best_epoch_ = best_epoch;
   wait_ = wait;

@@ -77,5 +77,9 @@ double parse_double(const std::string& text, const std::string& what);
 /// [0, 1e9] (no sign, spaces, fraction or exponent: "16.9", "1e3", " 5" are refused). Throws
 /// std::invalid_argument naming `what` and the text.
 int parse_count(const std::string& text, const std::string& what);
+/// Checks a loaded (best, best_epoch) pair of a callback's state: best_epoch 0 with best NaN
+/// (no epoch improved yet), or best_epoch >= 1 with a finite best (improves() takes finite
+/// values only). Throws std::invalid_argument naming both keys and their values.
+void check_best_state(double best, int best_epoch);
 
 }  // namespace tapegrad::train

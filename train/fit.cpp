@@ -10,6 +10,7 @@
 #include <tapegrad/core/safetensors.h>
 #include <tapegrad/optim/clip_grad.h>
 #include <tapegrad/train/early_stopping.h>
+#include <tapegrad/train/model_checkpoint.h>
 
 namespace tapegrad::train {
 
@@ -86,7 +87,7 @@ void check_options(const FitOptions& o, const data::DataLoader& loader, int worl
   if (o.clip_grad_value && !(*o.clip_grad_value >= 0))
     throw std::invalid_argument("fit: expected clip_grad_value >= 0, got " + std::to_string(*o.clip_grad_value));
   if (loader.num_batches() == 0)
-    throw std::invalid_argument("fit: the loader has no batches (" + std::to_string(loader.dataset().size()) +
+    throw std::invalid_argument("fit: the loader has no batches (" + std::to_string(loader.size()) +
                                 " rows, batch_size " + std::to_string(loader.options().batch_size) +
                                 (loader.options().drop_last ? ", drop_last" : "") + ")");
   if (loader.options().batch_size % world != 0)
@@ -152,6 +153,17 @@ std::vector<std::map<std::string, std::string>> callback_states(const std::strin
   return states;
 }
 
+// A best epoch the checkpoint's training had not reached yet (its "epoch" tensor; -1: not
+// read here, load_training_checkpoint refuses the file).
+void check_best_epoch(const Callback& cb, std::int64_t epoch) {
+  int best_epoch = 0;
+  if (const auto* mc = dynamic_cast<const ModelCheckpoint*>(&cb)) best_epoch = mc->best_epoch();
+  if (const auto* es = dynamic_cast<const EarlyStopping*>(&cb)) best_epoch = es->best_epoch();
+  if (epoch >= 0 && best_epoch > epoch)
+    throw std::invalid_argument("best_epoch: expected at most the checkpoint's epoch " + std::to_string(epoch) +
+                                ", got " + std::to_string(best_epoch));
+}
+
 // The epoch count, history and callback states of a training checkpoint (the model,
 // optimizer, scheduler and generator are restored by load_training_checkpoint).
 int resume_from(const std::string& path, layers::Module& model, optim::Optimizer& opt, optim::LRScheduler* sched,
@@ -165,8 +177,19 @@ int resume_from(const std::string& path, layers::Module& model, optim::Optimizer
       throw std::invalid_argument("fit: resume '" + path + "': " + e.what());
     }
   }
+  // The run's planned epoch count: written for the reader, not restored, but a file holding
+  // another value there is not one this library wrote.
+  if (auto it = file.metadata.find("train.epochs"); it != file.metadata.end()) {
+    try {
+      if (parse_count(it->second, "train.epochs") < 1) throw std::invalid_argument("train.epochs: expected >= 1, got '0'");
+    } catch (const std::invalid_argument& e) {
+      throw std::invalid_argument("fit: resume '" + path + "': " + e.what());
+    }
+  }
+  std::int64_t file_epoch = -1;
   if (const Tensor* e = file.find("epoch"); e && e->dtype() == Dtype::Int64 && e->numel() == 1) {
     const std::int64_t v = e->data<std::int64_t>()[0];
+    file_epoch = v;
     if (v < 0 || v > 1000000000)
       throw std::invalid_argument("fit: resume '" + path + "': expected an epoch in [0, 1000000000], got " +
                                   std::to_string(v));
@@ -177,6 +200,7 @@ int resume_from(const std::string& path, layers::Module& model, optim::Optimizer
   for (std::size_t i = 0; i < callbacks.size(); ++i) {
     try {
       callbacks[i]->load_state_dict(states[i]);
+      check_best_epoch(*callbacks[i], file_epoch);
     } catch (const std::invalid_argument& e) {
       throw std::invalid_argument("fit: resume '" + path + "': " + callback_state_names(callbacks)[i] + ": " + e.what());
     }

@@ -45,7 +45,7 @@ std::string shown_plain(std::size_t, std::int64_t v) { return std::to_string(v);
 void check_same_data(DataParallel& par, const data::DataLoader& loader, const data::Dataset* validation,
                      std::int64_t eval_batch_size) {
   const int world = par.world_size();
-  const std::int64_t rows = loader.dataset().size(), batch = loader.options().batch_size;
+  const std::int64_t rows = loader.size(), batch = loader.options().batch_size;
   const bool drop_last = loader.options().drop_last;
   // what fixes the collectives of an epoch: the batch count and the validation batches
   check_same_values(par, "fit", {"training rows", "batch_size", "drop_last", "validation rows", "eval_batch_size"},
@@ -70,7 +70,7 @@ std::int64_t rows_per_rank(const data::DataLoader& loader, std::int64_t i, int w
     throw std::out_of_range("rows_per_rank: batch " + std::to_string(i) + " outside [0, " +
                             std::to_string(loader.num_batches()) + ")");
   const std::int64_t b = loader.options().batch_size;
-  const std::int64_t size = std::min(i * b + b, loader.dataset().size()) - i * b;
+  const std::int64_t size = std::min(i * b + b, loader.size()) - i * b;
   return size / world;
 }
 

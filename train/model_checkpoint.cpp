@@ -59,6 +59,7 @@ void ModelCheckpoint::load_state_dict(const std::map<std::string, std::string>& 
   int best_epoch = 0;
   if (auto it = s.find("best"); it != s.end()) best = parse_double(it->second, "best");
   if (auto it = s.find("best_epoch"); it != s.end()) best_epoch = parse_count(it->second, "best_epoch");
+  check_best_state(best, best_epoch);
   best_ = best;
   best_epoch_ = best_epoch;
 }

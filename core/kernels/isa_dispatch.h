@@ -12,9 +12,17 @@
 // A baseline TU declares the variants (TAPEGRAD_ISA_FOR_EACH_VARIANT) and picks one with
 // TAPEGRAD_ISA_SELECT, once.
 //
+// Kernel families (ATen's DispatchStub form): a family's header declares its table, a struct of
+// function pointers templated on the element type, and TAPEGRAD_DECLARE_KERNELS(Table, name);
+// each level's variant file defines the kernels and TAPEGRAD_REGISTER_KERNELS(Table, name, ...)
+// with the table's initializer; one baseline TU of the folder has TAPEGRAD_DEFINE_KERNELS(Table,
+// name). Callers run `name<T>().member(...)`; tests walk TAPEGRAD_KERNEL_LEVELS(ns, name, T).
+//
 // Other builds (cmake -DTAPEGRAD_ISA=native|avx2|avx512) compile everything for one level:
 // the kernel source is compiled once, TAPEGRAD_ISA_NS is the build's level, and
 // TAPEGRAD_ISA_SELECT names that variant directly.
+#include <vector>
+
 #include <tapegrad/core/isa.h>
 
 #define TAPEGRAD_ISA_CAT_(a, b) a##b
@@ -59,7 +67,77 @@
 #define TAPEGRAD_ISA_SELECT(...) ::tapegrad::detail::isa_single(TAPEGRAD_ISA_NS::__VA_ARGS__)
 #endif
 
+#if TAPEGRAD_ISA_PORTABLE
+#define TAPEGRAD_KERNELS_FOR_EACH_LEVEL_(M, Table, name) \
+  M(baseline, Table, name) M(avx2, Table, name) M(avx512, Table, name)
+#else
+#define TAPEGRAD_KERNELS_FOR_EACH_LEVEL_(M, Table, name) M(TAPEGRAD_ISA_NS, Table, name)
+#endif
+#define TAPEGRAD_KERNELS_LEVEL_DECL_(ns, Table, name) \
+  namespace ns {                                      \
+  template <class T>                                  \
+  const Table<T>& name();                             \
+  }
+
+/// Declares a kernel family once, in its header's namespace: `name<T>()`, the table `Table<T>`
+/// (a struct of function pointers) of the level isa() chose, looked up on the first call; and
+/// in each level's namespace `<level>::name<T>()`, that level's table (TAPEGRAD_REGISTER_KERNELS).
+#define TAPEGRAD_DECLARE_KERNELS(Table, name) \
+  template <class T>                          \
+  const Table<T>& name();                     \
+  TAPEGRAD_KERNELS_FOR_EACH_LEVEL_(TAPEGRAD_KERNELS_LEVEL_DECL_, Table, name)
+
+/// In a variant file, inside namespace ...::TAPEGRAD_ISA_NS after the kernels: this level's
+/// table, `Table<T>{__VA_ARGS__}` (designated initializers naming the kernels, e.g.
+/// `.dx = &bn_rows_dx<T>`), for float and double.
+#define TAPEGRAD_REGISTER_KERNELS(Table, name, ...)   \
+  template <class T>                                  \
+  const Table<T>& name() {                            \
+    static constexpr Table<T> table{__VA_ARGS__};     \
+    return table;                                     \
+  }                                                   \
+  template const Table<float>& name<float>();         \
+  template const Table<double>& name<double>();
+
+/// In one baseline translation unit of the family's folder, in the header's namespace: defines
+/// `name<T>()`, the table of the level isa() chooses, looked up once (set_isa afterwards throws).
+#define TAPEGRAD_DEFINE_KERNELS(Table, name)                                          \
+  template <class T>                                                                  \
+  const Table<T>& name() {                                                            \
+    static const Table<T>* const chosen = &TAPEGRAD_ISA_SELECT(name<T>)();            \
+    return *chosen;                                                                   \
+  }                                                                                   \
+  template const Table<float>& name<float>();                                         \
+  template const Table<double>& name<double>();
+
+#if TAPEGRAD_ISA_PORTABLE
+/// Every level's table of family `ns::name` for element type T this build carries, as a
+/// std::vector<tapegrad::detail::KernelLevel<Table<T>>> (for the tests; the CPU may not run all).
+#define TAPEGRAD_KERNEL_LEVELS(ns, name, T)                                                           \
+  ::tapegrad::detail::kernel_levels(&ns::baseline::name<T>(), &ns::avx2::name<T>(), &ns::avx512::name<T>())
+#else
+#define TAPEGRAD_KERNEL_LEVELS(ns, name, T) \
+  ::tapegrad::detail::kernel_levels(&ns::TAPEGRAD_ISA_NS::name<T>())
+#endif
+
 namespace tapegrad::detail {
+/// One level's table of a kernel family (TAPEGRAD_KERNEL_LEVELS).
+template <class Table>
+struct KernelLevel {
+  Isa level;           ///< the level the table's kernels were compiled for
+  const Table* table;  ///< its kernels
+};
+/// The three levels' tables of the portable build, baseline first.
+template <class Table>
+std::vector<KernelLevel<Table>> kernel_levels(const Table* baseline, const Table* avx2, const Table* avx512) {
+  return {{Isa::Baseline, baseline}, {Isa::Avx2, avx2}, {Isa::Avx512, avx512}};
+}
+/// The one level's table of a single-level build (the build's level).
+template <class Table>
+std::vector<KernelLevel<Table>> kernel_levels(const Table* only) {
+  return {{static_cast<Isa>(TAPEGRAD_ISA_TU_LEVEL), only}};
+}
+
 /// Clears the upper halves of the vector registers (vzeroupper) at the avx2 and avx512 levels
 /// of the portable build; a no-op at the baseline and in single-level builds. Call it after
 /// external code that returns with them in use (libxsmm's generated kernels do): until then,

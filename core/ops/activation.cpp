@@ -12,14 +12,6 @@
 #include <tapegrad/core/ops/unary.h>
 
 namespace tapegrad {
-namespace {
-// A piecewise-linear op's local derivative as a constant: its backward applied to ones
-// (a create_graph backward multiplies g by it, recorded).
-template <class Backward>
-Tensor constant_derivative(const Tensor& g, Backward backward) {
-  return backward(Tensor::ones(g.shape(), g.dtype()));
-}
-}  // namespace
 
 Tensor sigmoid(const Tensor& x) {
   kernels::check_floating(x, "sigmoid");
@@ -42,7 +34,7 @@ Tensor sigmoid(const Tensor& x) {
                return kernels::map_binary_same<scalar_t>(
                    g, y, [](scalar_t gv, scalar_t yv) { return gv * yv * (scalar_t(1) - yv); });
              }));
-    }, autograd::kSavesOutput);
+    }, autograd::kSavesOutput | autograd::kSecondOrder);
   return out;
 }
 
@@ -59,7 +51,7 @@ Tensor tanh(const Tensor& x) {
                return kernels::map_binary_same<scalar_t>(
                    g, y, [](scalar_t gv, scalar_t yv) { return gv * (scalar_t(1) - yv * yv); });
              }));
-    }, autograd::kSavesOutput);
+    }, autograd::kSavesOutput | autograd::kSecondOrder);
   return out;
 }
 
@@ -81,8 +73,8 @@ Tensor leaky_relu(const Tensor& x, double negative_slope) {
               gv, x, [a](scalar_t gw, scalar_t xv) { return xv > scalar_t(0) ? gw : gw * a; });
         });
       };
-      gs.add(0, autograd::creating_graph() ? mul(g, constant_derivative(g, backward)) : backward(g));
-    });
+      gs.add(0, kernels::piecewise_linear_grad(g, backward));
+    }, autograd::kSavesInputs | autograd::kSecondOrder);
   return out;
 }
 
@@ -133,7 +125,7 @@ Tensor gelu(const Tensor& x, bool tanh_approximation) {
                  return static_cast<scalar_t>(gv * (cdf + v * pdf));
                });
              }));
-    });
+    }, autograd::kSavesInputs | autograd::kSecondOrder);
   return out;
 }
 
@@ -160,8 +152,8 @@ Tensor relu_clamp(const Tensor& x, double lo, double hi) {
           return d;
         });
       };
-      gs.add(0, autograd::creating_graph() ? mul(g, constant_derivative(g, backward)) : backward(g));
-    });
+      gs.add(0, kernels::piecewise_linear_grad(g, backward));
+    }, autograd::kSavesInputs | autograd::kSecondOrder);
   return out;
 }
 

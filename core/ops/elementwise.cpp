@@ -49,7 +49,7 @@ Tensor add(const Tensor& a, const Tensor& b) {
     autograd::record("add", out, {a, b}, [sa = a.shape(), sb = b.shape()](const Tensor& g, GradSink& gs) {
       if (gs.needs(0)) gs.add(0, sum_to(g, sa));
       if (gs.needs(1)) gs.add(1, sum_to(g, sb));
-    }, autograd::kSavesNothing);
+    }, autograd::kSavesNothing | autograd::kSecondOrder);
   }
   return out;
 }
@@ -63,7 +63,7 @@ Tensor sub(const Tensor& a, const Tensor& b) {
     autograd::record("sub", out, {a, b}, [sa = a.shape(), sb = b.shape()](const Tensor& g, GradSink& gs) {
       if (gs.needs(0)) gs.add(0, sum_to(g, sa));
       if (gs.needs(1)) gs.add(1, sum_to(neg(g), sb));
-    }, autograd::kSavesNothing);
+    }, autograd::kSavesNothing | autograd::kSecondOrder);
   }
   return out;
 }
@@ -78,7 +78,7 @@ Tensor mul(const Tensor& a, const Tensor& b) {
     autograd::record("mul", out, {a, b}, [a, b](const Tensor& g, GradSink& gs) {
       if (gs.needs(0)) gs.add(0, sum_to(mul(g, b), a.shape()));
       if (gs.needs(1)) gs.add(1, sum_to(mul(g, a), b.shape()));
-    });
+    }, autograd::kSavesInputs | autograd::kSecondOrder);
   }
   return out;
 }
@@ -93,7 +93,7 @@ Tensor div(const Tensor& a, const Tensor& b) {
     autograd::record("div", out, {a, b}, [a, b](const Tensor& g, GradSink& gs) {
       if (gs.needs(0)) gs.add(0, sum_to(div(g, b), a.shape()));
       if (gs.needs(1)) gs.add(1, sum_to(neg(div(mul(g, a), square(b))), b.shape()));
-    });
+    }, autograd::kSavesInputs | autograd::kSecondOrder);
   }
   return out;
 }
@@ -104,7 +104,7 @@ Tensor add(const Tensor& a, double s) {
     return binary<scalar_t>(a, static_cast<scalar_t>(s), kernels::BinaryOp::Add);
   });
   if (autograd::needs_grad({&a}))
-    autograd::record("add_scalar", out, {a}, [](const Tensor& g, GradSink& gs) { gs.add(0, g); }, autograd::kSavesNothing);
+    autograd::record("add_scalar", out, {a}, [](const Tensor& g, GradSink& gs) { gs.add(0, g); }, autograd::kSavesNothing | autograd::kSecondOrder);
   return out;
 }
 
@@ -114,7 +114,7 @@ Tensor mul(const Tensor& a, double s) {
     return binary<scalar_t>(a, static_cast<scalar_t>(s), kernels::BinaryOp::Mul);
   });
   if (autograd::needs_grad({&a}))
-    autograd::record("mul_scalar", out, {a}, [s](const Tensor& g, GradSink& gs) { gs.add(0, mul(g, s)); }, autograd::kSavesNothing);
+    autograd::record("mul_scalar", out, {a}, [s](const Tensor& g, GradSink& gs) { gs.add(0, mul(g, s)); }, autograd::kSavesNothing | autograd::kSecondOrder);
   return out;
 }
 
@@ -128,7 +128,7 @@ Tensor square(const Tensor& a) {
   if (autograd::needs_grad({&a}))
     autograd::record("square", out, {a}, [a](const Tensor& g, GradSink& gs) {
       gs.add(0, mul(mul(g, a), 2.0));
-    });
+    }, autograd::kSavesInputs | autograd::kSecondOrder);
   return out;
 }
 
@@ -146,7 +146,7 @@ Tensor pow(const Tensor& a, double p) {
         return;
       }
       gs.add(0, mul(mul(g, pow(a, p - 1.0)), p));
-    });
+    }, autograd::kSavesInputs | autograd::kSecondOrder);
   return out;
 }
 
@@ -170,7 +170,7 @@ Tensor relu(const Tensor& a) {
       };
       // create_graph: g times the constant mask 1[a > 0], recorded (differentiable in g; zero in a)
       gs.add(0, autograd::creating_graph() ? mul(g, masked(Tensor::ones(g.shape(), g.dtype()))) : masked(g));
-    });
+    }, autograd::kSavesInputs | autograd::kSecondOrder);
   return out;
 }
 

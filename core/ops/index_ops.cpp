@@ -138,7 +138,7 @@ Tensor cat(const std::vector<Tensor>& ts, std::int64_t dim) {
         if (gs.needs(i)) gs.add(i, narrow(g, d, off, R[i]));
         off += R[i];
       }
-    }, autograd::kSavesNothing);
+    }, autograd::kSavesNothing | autograd::kSecondOrder);
   return out;
 }
 
@@ -190,7 +190,7 @@ Tensor where(const Tensor& cond, const Tensor& a, const Tensor& b) {
     autograd::record("where", out, {a, b}, [mask, sa = a.shape(), sb = b.shape()](const Tensor& g, GradSink& gs) {
       if (gs.needs(0)) gs.add(0, masked_grad(g, *mask, true, sa));
       if (gs.needs(1)) gs.add(1, masked_grad(g, *mask, false, sb));
-    }, autograd::kSavesNothing);
+    }, autograd::kSavesNothing | autograd::kSecondOrder);
   return out;
 }
 
@@ -213,7 +213,7 @@ Tensor masked_fill(const Tensor& x, const Tensor& mask, double value) {
     // d/dx = g where the mask is false
     autograd::record("masked_fill", out, {x}, [m, xs = x.shape()](const Tensor& g, GradSink& gs) {
       gs.add(0, masked_grad(g, *m, false, xs));
-    }, autograd::kSavesNothing);
+    }, autograd::kSavesNothing | autograd::kSecondOrder);
   return out;
 }
 

@@ -8,6 +8,8 @@
 #include <stdexcept>
 #include <string>
 
+#include <tapegrad/core/autograd.h>
+#include <tapegrad/core/ops/elementwise.h>
 #include <tapegrad/core/parallel.h>
 #include <tapegrad/core/tensor.h>
 
@@ -111,6 +113,16 @@ Tensor broadcast_binary(const Tensor& a, const Tensor& b, const char* op, F f) {
     }
   }
   return out;
+}
+
+/// The input gradient of a piecewise-linear op (relu, clamp, abs, leaky_relu, ...) from its
+/// first-order backward `backward(g)`: that, or, in a create_graph pass, g times the op's
+/// constant local derivative backward(ones), recorded, so that it differentiates in g (and
+/// is zero in the input, as the true second derivative away from the kinks).
+template <class Backward>
+Tensor piecewise_linear_grad(const Tensor& g, Backward backward) {
+  if (!autograd::creating_graph()) return backward(g);
+  return mul(g, backward(Tensor::ones(g.shape(), g.dtype())));
 }
 
 }  // namespace tapegrad::kernels

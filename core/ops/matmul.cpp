@@ -154,7 +154,7 @@ Tensor matmul(const Tensor& a, const Tensor& b) {
       }
       if (gs.needs(0)) gs.add(0, gemm_new(false, true, g, b));
       if (gs.needs(1)) gs.add(1, gemm_new(true, false, a, g));
-    });
+    }, autograd::kSavesInputs | autograd::kSecondOrder);
   }
   return out;
 }
@@ -211,7 +211,7 @@ Tensor linear(const Tensor& x, const Tensor& weight, const Tensor& bias) {
                        }
                        if (gs.needs(1)) gs.add(1, gemm_new(true, false, g2, x2));  // dyᵀ·x
                        if (gs.needs(2)) gs.add(2, detail::sum_rows_values(g2));    // Σ dy
-                     });
+                     }, autograd::kSavesInputs | autograd::kSecondOrder);
   }
   return out;
 }

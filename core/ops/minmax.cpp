@@ -66,7 +66,7 @@ Tensor binary_extreme(const Tensor& a, const Tensor& b) {
       }
       if (gs.needs(0)) gs.add(0, sum_to(pick_grad<IsMax>(g, ae, be, 0), a.shape()));
       if (gs.needs(1)) gs.add(1, sum_to(pick_grad<IsMax>(g, ae, be, 1), b.shape()));
-    });
+    }, autograd::kSavesInputs | autograd::kSecondOrder);
   }
   return out;
 }
@@ -188,7 +188,7 @@ Tensor value_op(const Tensor& x, std::int64_t dim, bool keepdim) {
         return gs.add(0, mul(broadcast_to(reshape(g, v.kept), xs), one_hot));
       }
       gs.add(0, scatter(g));
-    }, autograd::kSavesNothing);
+    }, autograd::kSavesNothing | autograd::kSecondOrder);
   return out;
 }
 

@@ -99,7 +99,7 @@ Tensor sum(const Tensor& x, const std::vector<std::int64_t>& axes_in, bool keepd
   if (autograd::needs_grad({&x})) {
     autograd::record("sum", out, {x}, [xs = x.shape(), ks = kept.shape()](const Tensor& g, GradSink& gs) {
       gs.add(0, broadcast_to(autograd::creating_graph() ? reshape(g, ks) : alias_with_shape(g, ks), xs));
-    }, autograd::kSavesNothing);
+    }, autograd::kSavesNothing | autograd::kSecondOrder);
   }
   return out;
 }
@@ -149,7 +149,7 @@ Tensor broadcast_to(const Tensor& x, const Shape& shape) {
   });
   if (autograd::needs_grad({&x}))
     autograd::record("broadcast_to", out, {x},
-                     [xs = x.shape()](const Tensor& g, GradSink& gs) { gs.add(0, sum_to(g, xs)); }, autograd::kSavesNothing);
+                     [xs = x.shape()](const Tensor& g, GradSink& gs) { gs.add(0, sum_to(g, xs)); }, autograd::kSavesNothing | autograd::kSecondOrder);
   return out;
 }
 

@@ -40,7 +40,7 @@ Tensor reshape(const Tensor& x, const Shape& shape_in) {
     autograd::record("reshape", out, {x},
                      [xs = x.shape()](const Tensor& g, GradSink& gs) {
                        gs.add(0, autograd::creating_graph() ? reshape(g, xs) : alias_with_shape(g, xs));
-                     }, autograd::kSavesNothing);
+                     }, autograd::kSavesNothing | autograd::kSecondOrder);
   return out;
 }
 
@@ -93,7 +93,7 @@ Tensor permute(const Tensor& x, const std::vector<std::int64_t>& dims_in) {
     for (std::size_t i = 0; i < dims.size(); ++i) inv[dims[i]] = static_cast<std::int64_t>(i);
     autograd::record("permute", out, {x}, [inv](const Tensor& g, GradSink& gs) {
       gs.add(0, autograd::creating_graph() ? permute(g, inv) : permute_values(g, inv));
-    }, autograd::kSavesNothing);
+    }, autograd::kSavesNothing | autograd::kSecondOrder);
   }
   return out;
 }

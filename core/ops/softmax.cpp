@@ -131,7 +131,7 @@ Tensor softmax(const Tensor& x, std::int64_t dim) {
         return o;
       });
       gs.add(0, std::move(gi));
-    }, autograd::kSavesOutput);
+    }, autograd::kSavesOutput | autograd::kSecondOrder);
   return out;
 }
 
@@ -162,7 +162,7 @@ Tensor log_softmax(const Tensor& x, std::int64_t dim) {
         return o;
       });
       gs.add(0, std::move(gi));
-    }, autograd::kSavesOutput);
+    }, autograd::kSavesOutput | autograd::kSecondOrder);
   return out;
 }
 
@@ -202,7 +202,7 @@ Tensor logsumexp(const Tensor& x, std::int64_t dim, bool keepdim) {
         return o;
       });
       gs.add(0, std::move(gi));
-    }, autograd::kSavesInputs | autograd::kSavesOutput);
+    }, autograd::kSavesInputs | autograd::kSavesOutput | autograd::kSecondOrder);
   return out;
 }
 

@@ -18,13 +18,6 @@ Tensor grad_map(const Tensor& g, const Tensor& s, const char* name, F f) {
   return TAPEGRAD_DISPATCH_FLOAT(g.dtype(), name, [&] { return kernels::map_binary_same<scalar_t>(g, s, f); });
 }
 
-// The local derivative of a piecewise-linear op as a constant tensor: its first-order
-// backward applied to ones. A create_graph backward multiplies g by it (recorded).
-template <class Backward>
-Tensor constant_derivative(const Tensor& g, Backward backward) {
-  return backward(Tensor::ones(g.shape(), g.dtype()));
-}
-
 }  // namespace
 
 Tensor exp(const Tensor& x) {
@@ -37,7 +30,7 @@ Tensor exp(const Tensor& x) {
     autograd::record("exp", out, {x}, [y = out.detach()](const Tensor& g, GradSink& gs) {
       if (autograd::creating_graph()) return gs.add(0, mul(g, gs.output(y)));
       gs.add(0, grad_map(g, y, "exp_backward", [](auto gv, auto yv) { return gv * yv; }));
-    }, autograd::kSavesOutput);
+    }, autograd::kSavesOutput | autograd::kSecondOrder);
   return out;
 }
 
@@ -51,7 +44,7 @@ Tensor log(const Tensor& x) {
     autograd::record("log", out, {x}, [x](const Tensor& g, GradSink& gs) {
       if (autograd::creating_graph()) return gs.add(0, div(g, x));
       gs.add(0, grad_map(g, x, "log_backward", [](auto gv, auto xv) { return gv / xv; }));
-    });
+    }, autograd::kSavesInputs | autograd::kSecondOrder);
   return out;
 }
 
@@ -65,7 +58,7 @@ Tensor sqrt(const Tensor& x) {
     autograd::record("sqrt", out, {x}, [y = out.detach()](const Tensor& g, GradSink& gs) {
       if (autograd::creating_graph()) return gs.add(0, div(g, mul(gs.output(y), 2.0)));
       gs.add(0, grad_map(g, y, "sqrt_backward", [](auto gv, auto yv) { return gv / (yv + yv); }));
-    }, autograd::kSavesOutput);
+    }, autograd::kSavesOutput | autograd::kSecondOrder);
   return out;
 }
 
@@ -82,7 +75,7 @@ Tensor rsqrt(const Tensor& x) {
                using T = decltype(yv);
                return T(-0.5) * gv * yv * yv * yv;
              }));
-    }, autograd::kSavesOutput);
+    }, autograd::kSavesOutput | autograd::kSecondOrder);
   return out;
 }
 
@@ -96,7 +89,7 @@ Tensor erf(const Tensor& x) {
     autograd::record("erf", out, {x}, [x](const Tensor& g, GradSink& gs) {
       constexpr double kTwoOverSqrtPi = 1.12837916709551257390;
       gs.add(0, mul(g, mul(exp(neg(square(x))), kTwoOverSqrtPi)));
-    });
+    }, autograd::kSavesInputs | autograd::kSecondOrder);
   return out;
 }
 
@@ -114,8 +107,8 @@ Tensor abs(const Tensor& x) {
           return xv > T(0) ? a : xv < T(0) ? -a : T(0);
         });
       };
-      gs.add(0, autograd::creating_graph() ? mul(g, constant_derivative(g, backward)) : backward(g));
-    });
+      gs.add(0, kernels::piecewise_linear_grad(g, backward));
+    }, autograd::kSavesInputs | autograd::kSecondOrder);
   return out;
 }
 
@@ -142,8 +135,8 @@ Tensor clamp(const Tensor& x, std::optional<double> min, std::optional<double> m
           return d;
         });
       };
-      gs.add(0, autograd::creating_graph() ? mul(g, constant_derivative(g, backward)) : backward(g));
-    });
+      gs.add(0, kernels::piecewise_linear_grad(g, backward));
+    }, autograd::kSavesInputs | autograd::kSecondOrder);
   return out;
 }
 

@@ -31,7 +31,7 @@ Tensor view_as(const Tensor& x, const Shape& shape, const char* op) {
     autograd::record(op, out, {x},
                      [xs = x.shape(), op](const Tensor& g, GradSink& gs) {
                        gs.add(0, autograd::creating_graph() ? view_as(g, xs, op) : alias_with_shape(g, xs));
-                     }, autograd::kSavesNothing);
+                     }, autograd::kSavesNothing | autograd::kSecondOrder);
   return out;
 }
 
@@ -76,7 +76,7 @@ Tensor gather_op(const Tensor& x, const SliceSpec& sp, const Shape& os) {
   if (autograd::needs_grad({&x}))
     autograd::record("slice_backward_backward", out, {x}, [sp, xs = x.shape(), os](const Tensor& g, GradSink& gs) {
       gs.add(0, scatter_op(g, sp, xs, os));
-    }, autograd::kSavesNothing);
+    }, autograd::kSavesNothing | autograd::kSecondOrder);
   return out;
 }
 
@@ -87,7 +87,7 @@ Tensor scatter_op(const Tensor& g, const SliceSpec& sp, const Shape& xs, const S
   if (autograd::needs_grad({&g}))
     autograd::record("slice_backward", out, {g}, [sp, os](const Tensor& gg, GradSink& gs) {
       gs.add(0, gather_op(gg, sp, os));
-    }, autograd::kSavesNothing);
+    }, autograd::kSavesNothing | autograd::kSecondOrder);
   return out;
 }
 
@@ -112,7 +112,7 @@ Tensor slice_impl(const Tensor& x, std::int64_t dim, std::int64_t start, std::in
     autograd::record(op, out, {x},
                      [sp, xs = s, os](const Tensor& g, GradSink& gs) {
                        gs.add(0, autograd::creating_graph() ? scatter_op(g, sp, xs, os) : scatter_slice(g, sp, xs));
-                     }, autograd::kSavesNothing);
+                     }, autograd::kSavesNothing | autograd::kSecondOrder);
   return out;
 }
 

@@ -79,11 +79,19 @@ int main(int argc, char** argv) {
   app.add_flag("--sync-bn", sync_bn, "under mpirun: SyncBatchNorm, statistics over every rank's rows");
   app.add_flag("--zero-redundancy", zero,
                "under mpirun: shard the optimizer across ranks (ZeRO-1: each rank updates its part of the "
-               "parameters); not with --checkpoint (no optimizer state_dict)");
+               "parameters); not with --checkpoint or --resume, also outside mpirun (no optimizer state_dict)");
   app.add_flag("--distributed", distributed, "initialise MPI even when no MPI launcher is detected");
   bool no_progress = false;
   app.add_flag("--no-progress", no_progress, "no progress bar, even on a terminal");
   CLI11_PARSE(app, argc, argv);
+  // Refused in a single process too (where the flag has no effect), so a command that works
+  // alone does not fail once launched under mpirun.
+  if (zero && (!cfg.checkpoint.empty() || !cfg.resume.empty())) {
+    spdlog::error("--zero-redundancy: not with --checkpoint or --resume (each rank holds only its shard of the "
+                  "optimizer state, which checkpoints do not gather); got --zero-redundancy with {}",
+                  cfg.checkpoint.empty() ? "--resume " + cfg.resume : "--checkpoint " + cfg.checkpoint);
+    return 1;
+  }
   if (*lr_opt) cfg.lr = lr;
   cfg.progress = !no_progress;
   int rank = 0, world = 1;
@@ -100,11 +108,6 @@ int main(int argc, char** argv) {
   rank = env->rank();
   world = env->world_size();
   if (world > 1) {
-    if (zero && (!cfg.checkpoint.empty() || !cfg.resume.empty())) {
-      spdlog::error("--zero-redundancy: not with --checkpoint or --resume (each rank holds only its shard of the "
-                    "optimizer state, which checkpoints do not gather)");
-      return 1;
-    }
     cfg.parallel = tapegrad::train::make_mpi_data_parallel(sync_bn, zero);
     if (rank != 0) {
       spdlog::set_level(spdlog::level::warn);

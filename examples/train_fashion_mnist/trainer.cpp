@@ -294,6 +294,9 @@ class EpochLog : public train::Callback {
                                     it->second + "'");
     }
     if (auto it = s.find("best_epoch"); it != s.end()) best_epoch = train::parse_count(it->second, "best_epoch");
+    if ((best == -1.0) != (best_epoch == 0))  // -1 exactly when no epoch was recorded
+      throw std::invalid_argument("best: expected -1 with best_epoch 0 and an accuracy in [0, 1] with best_epoch >= 1, got best " +
+                                  train::format_double(best) + " with best_epoch " + std::to_string(best_epoch));
     best_ = best;
     best_epoch_ = best_epoch;
   }
@@ -339,6 +342,13 @@ Result train(const Config& cfg) {
     throw std::invalid_argument("the validation split would be empty (" + std::to_string(full.size()) +
                                 " training images in " + cfg.data_dir +
                                 ", a tenth held out); the best epoch could not be chosen");
+  if (val_size >= full.size())  // e.g. --data naming a folder of 3,000 images, with the default split of 5,000
+    throw std::invalid_argument(
+        "--data " + cfg.data_dir + ": " + std::to_string(full.size()) + " training images leave none to train on after the " +
+        std::to_string(val_size) + " held out for validation" +
+        (cfg.val_size >= 0 ? std::string(" (val_size)")
+                           : std::string(" (the default; pass --limit N to hold out a tenth of N instead)")) +
+        ": expected more than " + std::to_string(val_size) + " training images");
   // One generator draws the split, each epoch's shuffle and the dropout masks, in that
   // order; its state goes into every checkpoint, so a resumed run draws what the
   // uninterrupted run would have. The weights come from a second one, used once.

@@ -5,8 +5,8 @@
 // are merged with Chan et al.'s parallel-variance update) and once more to write y; the
 // backward reads x and dy once for its two reductions and once more to write dx. Outputs
 // too large for the cache are written with streaming stores, so they cost no extra read.
-// The (N, C) case (S = 1) runs the kernels of kernels/batch_norm_nc.cpp, the S > 1 case those
-// of kernels/batch_norm_ncs.cpp (both compiled per ISA level); this file keeps the argument
+// The (N, C) case (S = 1) runs the kernels of kernels/batch_norm_nc.h, the S > 1 case those
+// of kernels/batch_norm_ncs.h (both compiled per ISA level, kernels/cpu/); this file keeps the argument
 // checks, the split among threads and the tape node; the running statistics are updated by
 // RunningStats (running_stats.cpp).
 #include <tapegrad/layers/functional/batch_norm.h>
@@ -27,6 +27,7 @@
 #include <tapegrad/core/ops/elementwise.h>
 #include <tapegrad/core/kernels/pointwise.h>
 #include <tapegrad/core/parallel.h>
+#include <tapegrad/layers/functional/batch_norm_double_backward.h>
 #include <tapegrad/layers/functional/empty_input.h>
 #include <tapegrad/layers/functional/kernels/batch_norm_nc.h>
 #include <tapegrad/layers/functional/kernels/batch_norm_ncs.h>
@@ -66,7 +67,7 @@ template <class T>
 void moments(const T* x, Dims d, double* mean, double* var) {
   const std::size_t C = static_cast<std::size_t>(d.C);
   if (d.S == 1) {
-    kernels::bn_rows_moments<T>(x, d.N, d.C, mean, var);
+    kernels::bn_rows_forward<T>().moments(x, d.N, d.C, mean, var);
     return;
   }
   // channel shares: each channel lives in exactly one thread's result
@@ -80,7 +81,7 @@ void moments(const T* x, Dims d, double* mean, double* var) {
   }
   run_threads(nt, [&](int t, int n_t) {
     const auto& p = parts[static_cast<std::size_t>(t)];
-    kernels::bn_ncs_moments<T>(x, d.N, d.C, d.S, d.C * t / n_t, d.C * (t + 1) / n_t, p.mean, p.m2);
+    kernels::bn_ncs<T>().moments(x, d.N, d.C, d.S, d.C * t / n_t, d.C * (t + 1) / n_t, p.mean, p.m2);
   });
   const double m = static_cast<double>(d.N * d.S);
   for (int t = 0; t < nt; ++t)
@@ -99,7 +100,7 @@ void backward_sums(const T* x, const T* g, Dims d, const double* mu, double* s1,
   std::fill(part, part + 2 * C * nt, 0.0);
   run_threads(nt, [&](int t, int n_t) {
     double* p1 = part + 2 * C * t;
-    kernels::bn_ncs_sums<T>(x, g, d.N, C, d.S, mu, C * t / n_t, C * (t + 1) / n_t, p1, p1 + C);
+    kernels::bn_ncs<T>().sums(x, g, d.N, C, d.S, mu, C * t / n_t, C * (t + 1) / n_t, p1, p1 + C);
   });
   for (std::int64_t c = 0; c < C; ++c) s1[c] = s2[c] = 0.0;
   for (int t = 0; t < nt; ++t)
@@ -143,13 +144,14 @@ Tensor forward_impl(const Tensor& x, Dims d, const double* mean, const double* r
   const T *a = scale, *b = shift, *u = mu;
   if (d.S == 1 && act != kernels::kBnActNone) {
     *pre = Tensor::empty(x.shape(), x.dtype());
-    kernels::bn_rows_affine_act<T>(xp, out.data<T>(), pre->data<T>(), d.N, d.C, u, a, b, act, static_cast<T>(hi));
+    kernels::bn_rows_forward<T>().affine_act(xp, out.data<T>(), pre->data<T>(), d.N, d.C, u, a, b, act,
+                                             static_cast<T>(hi));
   } else if (d.S == 1) {
-    kernels::bn_rows_affine<T>(xp, out.data<T>(), d.N, d.C, u, a, b);
+    kernels::bn_rows_forward<T>().affine(xp, out.data<T>(), d.N, d.C, u, a, b);
   } else {
     T* yp = out.data<T>();
     channel_pass<T>(d, [&](std::int64_t r0, std::int64_t r1, bool stream) {
-      kernels::bn_ncs_affine<T>(xp, yp, d.C, d.S, r0, r1, u, a, b, stream);
+      kernels::bn_ncs<T>().affine(xp, yp, d.C, d.S, r0, r1, u, a, b, stream);
     });
   }
   return out;
@@ -166,7 +168,7 @@ Tensor forward_impl(const Tensor& x, Dims d, const double* mean, const double* r
 // batch_norm_with_stats), and reduce (when set) turns this input's sums into the whole
 // batch's before dx; dγ and dβ take this input's own sums.
 // `mask` (S = 1 only): g is the gradient of the activation kernels::kBnAct* `act` fused after
-// the normalisation, masked here by its backward from `mask` (see bn_rows_sums_masked).
+// the normalisation, masked here by its backward from `mask` (see BnRowsBackwardKernels::sums_masked).
 template <class T>
 void backward_impl(const Tensor& g, const T* xp, Dims d, const double* mean, const double* rstd, const T* w,
                    bool train, double m, const std::function<void(double*, std::int64_t)>* reduce, GradSink& gs,
@@ -184,9 +186,9 @@ void backward_impl(const Tensor& g, const T* xp, Dims d, const double* mean, con
   const bool rows = d.N * d.S > 0;
   if (need_sums && rows) {
     if (d.S == 1 && mask)
-      kernels::bn_rows_sums_masked<T>(xp, gp, mask, d.N, d.C, mu, sum_dy, sum_dy_xc, act, hi);
+      kernels::bn_rows_backward<T>().sums_masked(xp, gp, mask, d.N, d.C, mu, sum_dy, sum_dy_xc, act, hi);
     else if (d.S == 1)
-      kernels::bn_rows_sums<T>(xp, gp, d.N, d.C, mu, sum_dy, sum_dy_xc);
+      kernels::bn_rows_backward<T>().sums(xp, gp, d.N, d.C, mu, sum_dy, sum_dy_xc);
     else
       backward_sums<T>(xp, gp, d, mean, sum_dy, sum_dy_xc);
   }
@@ -214,13 +216,13 @@ void backward_impl(const Tensor& g, const T* xp, Dims d, const double* mean, con
   const T *a = k1, *b = k2, *k = k3, *u = mu;
   if (!rows) {
   } else if (d.S == 1 && mask) {
-    kernels::bn_rows_dx_masked<T>(xp, gp, mask, gx.data<T>(), d.N, d.C, u, a, b, k, act, hi);
+    kernels::bn_rows_backward<T>().dx_masked(xp, gp, mask, gx.data<T>(), d.N, d.C, u, a, b, k, act, hi);
   } else if (d.S == 1) {
-    kernels::bn_rows_dx<T>(xp, gp, gx.data<T>(), d.N, d.C, u, a, b, k);
+    kernels::bn_rows_backward<T>().dx(xp, gp, gx.data<T>(), d.N, d.C, u, a, b, k);
   } else {
     T* dxp = gx.data<T>();
     channel_pass<T>(d, [&](std::int64_t r0, std::int64_t r1, bool stream) {
-      kernels::bn_ncs_dx<T>(xp, gp, dxp, d.C, d.S, r0, r1, u, a, b, k, stream);
+      kernels::bn_ncs<T>().dx(xp, gp, dxp, d.C, d.S, r0, r1, u, a, b, k, stream);
     });
   }
   gs.add(0, std::move(gx));
@@ -255,19 +257,31 @@ Dims check_common(const std::string& who, const Tensor& x, const Tensor& weight,
 }
 
 // Records the backward of a train- or eval-mode normalisation of x with the statistics
-// stats = [mean (C), rstd (C)] taken over m values per channel.
+// stats = [mean (C), rstd (C)] taken over m values per channel. `given`: the statistics came
+// from elsewhere (batch_norm_with_stats), so a create_graph backward cannot recompute them
+// from x and refuses (std::logic_error naming `who`).
 void record_backward(Tensor& out, const Tensor& x, const Tensor& weight, const Tensor& bias, Dims d,
                      std::vector<double> stats, bool training, double m,
-                     std::function<void(double*, std::int64_t)> reduce) {
+                     std::function<void(double*, std::int64_t)> reduce, double eps, bool given = false,
+                     std::string who = "batch_norm") {
   if (!autograd::needs_grad({&x, &weight, &bias})) return;
   autograd::record("batch_norm", out, {x, weight, bias},
-                   [xs = SavedData(x), ws = SavedData(weight), d, stats = std::move(stats), training, m,
-                    reduce = std::move(reduce)](const Tensor& g, GradSink& gs) {
+                   [xs = SavedData(x), ws = SavedData(weight), x, weight, d, stats = std::move(stats), training, m,
+                    reduce = std::move(reduce), eps, given, who = std::move(who)](const Tensor& g, GradSink& gs) {
+                     if (autograd::creating_graph()) {
+                       if (given)
+                         throw std::logic_error(who + ": no double backward with batch statistics given from "
+                                                      "outside the input (batch_norm_with_stats, SyncBatchNorm)");
+                       detail::batch_norm_backward_differentiable(g, x, weight, stats.data(), stats.data() + d.C,
+                                                                  training, eps, gs);
+                       return;
+                     }
                      TAPEGRAD_DISPATCH_FLOAT(g.dtype(), "batch_norm_backward", [&] {
                        backward_impl<scalar_t>(g, xs.data<scalar_t>(), d, stats.data(), stats.data() + d.C,
                                                ws.data<scalar_t>(), training, m, &reduce, gs);
                      });
-                   });
+                   },
+                   autograd::kSavesInputs | autograd::kSecondOrder);
 }
 
 }  // namespace
@@ -345,6 +359,22 @@ Tensor activation(const Tensor& a, const std::optional<std::pair<double, double>
   NoGradGuard no_grad;
   return clip ? relu_clamp(a, clip->first, clip->second) : relu(a);
 }
+
+// The derivative of relu (or relu_clamp up to hi) at `a`, the activation's input: 1 where it
+// passes the gradient, 0 elsewhere (the kernels the first-order backward runs, applied to ones).
+Tensor activation_mask(const Tensor& a, bool clipped, double hi) {
+  Tensor ones = Tensor::ones(a.shape(), a.dtype());
+  Tensor mask = Tensor::empty(a.shape(), a.dtype());
+  TAPEGRAD_DISPATCH_FLOAT(a.dtype(), "batch_norm_relu_backward", [&] {
+    if (clipped)
+      tapegrad::kernels::relu_clamp_backward<scalar_t>(ones.data<scalar_t>(), a.data<scalar_t>(),
+                                                       mask.data<scalar_t>(), a.numel(), static_cast<scalar_t>(hi));
+    else
+      tapegrad::kernels::relu_backward<scalar_t>(ones.data<scalar_t>(), a.data<scalar_t>(), mask.data<scalar_t>(),
+                                                 a.numel());
+  });
+  return mask;
+}
 }  // namespace
 
 Tensor batch_norm(const Tensor& x, const Tensor& weight, const Tensor& bias, const RunningStats& running,
@@ -354,7 +384,8 @@ Tensor batch_norm(const Tensor& x, const Tensor& weight, const Tensor& bias, con
   bool empty = false;
   Tensor out = normalise(x, weight, bias, running, use_batch_stats, eps, who, d, stats, empty);
   if (empty) return out;
-  record_backward(out, x, weight, bias, d, std::move(stats), use_batch_stats, static_cast<double>(d.N * d.S), {});
+  record_backward(out, x, weight, bias, d, std::move(stats), use_batch_stats, static_cast<double>(d.N * d.S), {},
+                  eps);
   return out;
 }
 
@@ -380,15 +411,23 @@ Tensor batch_norm_relu(const Tensor& x, const Tensor& weight, const Tensor& bias
     const double m = static_cast<double>(d.N);
     autograd::record(
         "batch_norm_relu", a, {x, weight, bias},
-        [xs = SavedData(x), ws = SavedData(weight), ms = SavedData(pre), d, stats = std::move(stats),
-         training = use_batch_stats, m, hi, act](const Tensor& g, GradSink& gs) {
+        [xs = SavedData(x), ws = SavedData(weight), ms = SavedData(pre), x, weight, pre, d, stats = std::move(stats),
+         training = use_batch_stats, m, hi, act, eps](const Tensor& g, GradSink& gs) {
+          if (autograd::creating_graph()) {
+            // the activation's derivative is piecewise constant: g times its mask, then batch_norm's
+            const Tensor mask = activation_mask(pre, act == kernels::kBnActReluClamp, hi);
+            detail::batch_norm_backward_differentiable(mul(g, mask), x, weight, stats.data(), stats.data() + d.C,
+                                                       training, eps, gs, "batch_norm_relu");
+            return;
+          }
           TAPEGRAD_DISPATCH_FLOAT(g.dtype(), "batch_norm_relu_backward", [&] {
             const std::function<void(double*, std::int64_t)> no_reduce;
             backward_impl<scalar_t>(g, xs.data<scalar_t>(), d, stats.data(), stats.data() + d.C, ws.data<scalar_t>(),
                                     training, m, &no_reduce, gs, ms.data<scalar_t>(), act,
                                     static_cast<scalar_t>(hi));
           });
-        });
+        },
+        autograd::kSavesInputs | autograd::kSecondOrder);
     return a;
   }
   Tensor y = activation(a, clip);
@@ -396,8 +435,16 @@ Tensor batch_norm_relu(const Tensor& x, const Tensor& weight, const Tensor& bias
   const double m = static_cast<double>(d.N * d.S);
   const bool clipped = static_cast<bool>(clip);
   autograd::record("batch_norm_relu", y, {x, weight, bias},
-                   [xs = SavedData(x), ws = SavedData(weight), a = std::move(a), d, stats = std::move(stats),
-                    training = use_batch_stats, m, hi, clipped](const Tensor& g, GradSink& gs) {
+                   [xs = SavedData(x), ws = SavedData(weight), x, weight, a = std::move(a), d,
+                    stats = std::move(stats), training = use_batch_stats, m, hi, clipped,
+                    eps](const Tensor& g, GradSink& gs) {
+                     if (autograd::creating_graph()) {
+                       const Tensor mask = activation_mask(a, clipped, hi);
+                       detail::batch_norm_backward_differentiable(mul(g, mask), x, weight, stats.data(),
+                                                                  stats.data() + d.C, training, eps, gs,
+                                                                  "batch_norm_relu");
+                       return;
+                     }
                      TAPEGRAD_DISPATCH_FLOAT(g.dtype(), "batch_norm_relu_backward", [&] {
                        // the activation's backward (relu's, or relu_clamp's mask), then batch_norm's
                        // (core/kernels/pointwise.h: the loops relu and relu_clamp run)
@@ -413,7 +460,8 @@ Tensor batch_norm_relu(const Tensor& x, const Tensor& weight, const Tensor& bias
                        backward_impl<scalar_t>(ga, xs.data<scalar_t>(), d, stats.data(), stats.data() + d.C,
                                                ws.data<scalar_t>(), training, m, &no_reduce, gs);
                      });
-                   });
+                   },
+                   autograd::kSavesInputs | autograd::kSecondOrder);
   return y;
 }
 
@@ -444,7 +492,7 @@ Tensor batch_norm_with_stats(const Tensor& x, const BatchStats& given, const Ten
                                   return forward_impl<scalar_t>(x, d, mean, rstd, weight, bias);
                                 });
   record_backward(out, x, weight, bias, d, std::move(stats), true, static_cast<double>(given.count),
-                  given.reduce_grad_sums);
+                  given.reduce_grad_sums, eps, true, who);
   return out;
 }
 

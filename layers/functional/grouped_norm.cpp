@@ -1,6 +1,6 @@
 // The fused per-group normalisation tape node (forward, then backward) that LayerNorm,
 // GroupNorm and InstanceNorm share; rows of one group with S = 1, G = 1 (LayerNorm) run the
-// vectorised kernels of kernels/layer_norm_rows.cpp.
+// vectorised kernels of kernels/cpu/layer_norm_rows.cpp.
 #include <tapegrad/layers/functional/grouped_norm.h>
 
 #include <algorithm>
@@ -170,7 +170,7 @@ void backward_impl(const Tensor& g, const T* xp, const T* wp, const TensorImpl* 
   thread_local std::vector<double> sums;
   sums.assign(static_cast<std::size_t>(2 * d.C), 0.0);
   if (d.S == 1) {  // LayerNorm (and GroupNorm on (N, C)): the per-row kernel
-    kernels::ln_rows_backward<T>(gp, xp, gxp, d.R, d.K, d.G, wp, mean, rstd, sums.data(), sums.data() + d.C);
+    kernels::ln_rows<T>().backward(gp, xp, gxp, d.R, d.K, d.G, wp, mean, rstd, sums.data(), sums.data() + d.C);
   } else {
     // Fixed row chunks per thread and an ordered merge: the result does not depend on timing.
     const int nt =
@@ -246,8 +246,8 @@ Tensor grouped_norm(const Tensor& x, std::int64_t C, std::int64_t S, std::int64_
     const scalar_t* wp = weight.defined() ? weight.data<scalar_t>() : nullptr;
     const scalar_t* bp = bias.defined() ? bias.data<scalar_t>() : nullptr;
     if (d.S == 1)  // LayerNorm (and GroupNorm on (N, C)): the per-row kernel
-      kernels::ln_rows_forward<scalar_t>(x.data<scalar_t>(), out.data<scalar_t>(), d.R, d.K, d.G, wp, bp, eps, mean, rstd,
-                                group_var ? var.data() : nullptr);
+      kernels::ln_rows<scalar_t>().forward(x.data<scalar_t>(), out.data<scalar_t>(), d.R, d.K, d.G, wp, bp, eps, mean,
+                                           rstd, group_var ? var.data() : nullptr);
     else
       forward_rows<scalar_t>(x.data<scalar_t>(), out.data<scalar_t>(), wp, bp, d, eps, mean, rstd, var.data());
   });

@@ -110,7 +110,7 @@ template <class T>
 void max_forward_2x2(const T* x, T* y, std::int64_t* idx, const PoolGeom& g) {
   const std::int64_t H = g.H, W = g.W, OH = g.OH, OW = g.OW;
   over_planes(g.planes(), H * W, [=](std::int64_t b, std::int64_t e) {
-    kernels::max_pool_2x2_planes<T>(x, y, idx, b, e, H, W, OH, OW);
+    kernels::max_pool_2x2<T>().planes(x, y, idx, b, e, H, W, OH, OW);
   });
 }
 

@@ -96,6 +96,7 @@ InitResult run_init_sweep(const InitOptions& o, const studies::kit::StudyData& d
   r.seconds = studies::kit::run_grid(r.runs, o.threads, [&](auto& x) {
     MlpSpec spec;
     spec.hidden.assign(static_cast<std::size_t>(x.depth), o.width);
+    spec.hidden_option = "--width " + std::to_string(o.width) + " (--depths " + std::to_string(x.depth) + ")";
     spec.bn = x.bn;
     spec.weight_scale = x.scale;
     Generator init(x.seed);

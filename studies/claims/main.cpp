@@ -10,6 +10,7 @@
 //   claims reg-gap --out results/reg_gap                 # train - test gap across batch sizes, |gamma|
 //   claims lr-sweep-linear --out results/lr_sweep_linear # the lr range on the deep linear network
 //   claims init-sweep-linear --out results/init_sweep_linear  # the same on the deep linear network
+//   claims hessian --out results/hessian                 # Ghorbani et al. 2019, Hessian spectrum over training
 //   claims <subcommand> --quick                          # CI smoke test (< 60 s)
 #include <algorithm>
 #include <chrono>
@@ -20,6 +21,7 @@
 #include <spdlog/spdlog.h>
 
 #include "deep_linear.h"
+#include "hessian_study.h"
 #include "init_linear.h"
 #include "init_sweep.h"
 #include "linear_lr_sweep.h"
@@ -190,7 +192,24 @@ int main(int argc, char** argv) {
   isl->add_option("--seed", il.linear.seed, "First seed")->capture_default_str()->check(non_negative);
   isl->add_option("--threads", il.linear.threads, "Worker threads (each run single-threaded)")->capture_default_str();
 
-  for (auto* sc : {vs, ics, land, sw, nb, icsm, landm, is, rg, swl, isl}) {
+  HessianOptions ho;
+  if (quick) ho = quick_hessian_options(ho);
+  auto* hs = app.add_subcommand("hessian", "Hessian spectrum over training: lambda_max, outliers, the gradient's top-k share (Ghorbani et al. 2019)");
+  hs->add_option("--steps", ho.steps, "Probe after these SGD step counts (increasing; the last is the end)")->capture_default_str();
+  hs->add_option("--nets", ho.nets, "chapter and/or fashion")->capture_default_str();
+  hs->add_option("--arms", ho.arms, "plain (the BatchNorm arms bn, bn-population need BatchNorm1d's double backward)")->capture_default_str();
+  hs->add_option("--seeds", ho.seeds, "Seeds")->capture_default_str();
+  hs->add_option("--seed", ho.seed, "First seed")->capture_default_str()->check(non_negative);
+  hs->add_option("--train-size", ho.train_size, "Fashion-MNIST training images")->capture_default_str();
+  hs->add_option("--hessian-batch", ho.fashion.hessian_batch, "Fashion-MNIST: training images the Hessian is taken on")->capture_default_str();
+  hs->add_option("--top-k", ho.spectrum.top_k, "Top eigenvalues by Lanczos (and the gradient-share eigenspace)")->capture_default_str();
+  hs->add_option("--lanczos-steps", ho.spectrum.lanczos_steps, "Lanczos steps for the top-k (0: max(3k, 40))")->capture_default_str();
+  hs->add_option("--slq-probes", ho.spectrum.slq.probes, "SLQ Rademacher probes")->capture_default_str();
+  hs->add_option("--slq-steps", ho.spectrum.slq.steps, "SLQ Lanczos steps per probe")->capture_default_str();
+  hs->add_option("--threads", ho.threads, "Worker threads (each run single-threaded)")->capture_default_str();
+  hs->add_option("--data", data_dir, "Fashion-MNIST directory (Debian: dataset-fashion-mnist)")->capture_default_str();
+
+  for (auto* sc : {vs, ics, land, sw, nb, icsm, landm, is, rg, swl, isl, hs}) {
     sc->add_option("--out", out, "Output directory (CSV, summary.md, PNG)");
     sc->add_flag("--quick", quick, "Small settings for a smoke test (< 60 s); options given explicitly are kept");
     sc->add_flag("-q,--quiet", quiet, "Only warnings");
@@ -206,7 +225,16 @@ int main(int argc, char** argv) {
   try {
     const auto t0 = std::chrono::steady_clock::now();
     std::vector<std::string> pngs;
-    if (vs->parsed()) {
+    if (hs->parsed()) {
+      check_hessian_options(ho);
+      use_out("claims_hessian");
+      const bool fashion = std::find(ho.nets.begin(), ho.nets.end(), "fashion") != ho.nets.end();
+      const studies::kit::StudyData d =
+          fashion ? studies::kit::load_data(data_dir, ho.train_size, 1) : studies::kit::StudyData{};
+      const HessianResult r = run_hessian(ho, d);
+      pngs = write_hessian(r, out);
+      std::cout << hessian_summary(r);
+    } else if (vs->parsed()) {
       check_shift_options(so);
       use_out("claims_variance_shift");
       const studies::kit::StudyData d = studies::kit::load_data(data_dir, so.train_size, so.test_size);

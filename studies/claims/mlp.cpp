@@ -57,8 +57,9 @@ Mlp build_unchecked(const MlpSpec& s, std::int64_t in_features, std::int64_t cla
 }  // namespace
 
 Mlp build_mlp(const MlpSpec& s, std::int64_t in_features, std::int64_t classes, Generator& init) {
-  studies::kit::check_widths("--hidden", s.hidden);
-  return studies::kit::name_out_of_memory("--hidden " + studies::kit::join_widths(s.hidden),
+  const std::string option = s.hidden_option.empty() ? "--hidden " + studies::kit::join_widths(s.hidden) : s.hidden_option;
+  studies::kit::check_widths(option, s.hidden);
+  return studies::kit::name_out_of_memory(option,
                                      [&] { return build_unchecked(s, in_features, classes, init); });
 }
 

@@ -5,6 +5,7 @@
 #include <cstdint>
 #include <memory>
 #include <optional>
+#include <string>
 #include <vector>
 
 #include "distribution_noise.h"
@@ -23,6 +24,9 @@ struct MlpSpec {
   /// 0: PyTorch's default Linear init (Kaiming uniform a = √5, bias U(±1/√fan_in)). > 0: weights
   /// N(0, (scale·√(2/fan_in))²) — scale × the Kaiming (He) std for ReLU — and bias 0.
   double weight_scale = 0;
+  /// The command-line options that set `hidden`, as build_mlp's errors name them (e.g.
+  /// "--width 512 (--depths 4)"); empty: "--hidden <the widths>".
+  std::string hidden_option;
 };
 
 struct Mlp {

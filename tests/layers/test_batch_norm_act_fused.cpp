@@ -1,6 +1,6 @@
 // functional::batch_norm_relu on (N, C) runs relu [then clamp] inside batch norm's
 // normalisation pass and applies the activation's mask inside batch norm's backward sums
-// and dx (kernels::bn_rows_affine_act, bn_rows_sums_masked, bn_rows_dx_masked). It must give
+// and dx (kernels::bn_rows_forward<T>().affine_act, bn_rows_backward<T>().sums_masked, .dx_masked). It must give
 // the bits of batch_norm followed by relu / relu_clamp as separate recorded ops: the output,
 // the gradients of x, weight and bias, and the running statistics, on every kernel path
 // (channels in registers for cached sizes, row by row for larger ones, streaming stores past

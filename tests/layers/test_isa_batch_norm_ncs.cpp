@@ -1,5 +1,5 @@
 // BatchNorm's (N, C, S) kernels compiled per ISA level (layers/functional/kernels/
-// batch_norm_ncs.h): every variant this build carries and the CPU runs, called directly,
+// batch_norm_ncs.h): every registered table this build carries and the CPU runs, called directly,
 // against float64 references computed here: the statistics (one block of rows and several:
 // thresholds::bn_spatial_block_rows), the backward sums, and the element-wise passes with
 // and without streaming stores (rows shorter and longer than the stream buffer); then the
@@ -24,32 +24,18 @@ namespace fk = tapegrad::layers::functional::kernels;
 namespace {
 
 template <class T>
-struct NcsVariant {
-  Isa level;
-  void (*moments)(const T*, std::int64_t, std::int64_t, std::int64_t, std::int64_t, std::int64_t, double*, double*);
-  void (*sums)(const T*, const T*, std::int64_t, std::int64_t, std::int64_t, const double*, std::int64_t, std::int64_t,
-               double*, double*);
-  void (*affine)(const T*, T*, std::int64_t, std::int64_t, std::int64_t, std::int64_t, const T*, const T*, const T*,
-                 bool);
-  void (*dx)(const T*, const T*, T*, std::int64_t, std::int64_t, std::int64_t, std::int64_t, const T*, const T*,
-             const T*, const T*, bool);
-};
+using NcsLevel = tapegrad::detail::KernelLevel<fk::BnNcsKernels<T>>;
 
-// The level's name; ns is expanded first (a single-level build passes TAPEGRAD_ISA_NS).
-#define TEST_BN_NCS_VARIANT(ns)                                                                                \
-  v.push_back(NcsVariant<T>{parse_isa(TEST_ISA_NAME(ns)), &fk::ns::bn_ncs_moments<T>, &fk::ns::bn_ncs_sums<T>, \
-                            &fk::ns::bn_ncs_affine<T>, &fk::ns::bn_ncs_dx<T>});
-
+// The registered table of each level this build carries (TAPEGRAD_KERNEL_LEVELS) that the CPU runs.
 template <class T>
-std::vector<NcsVariant<T>> runnable_variants() {
-  std::vector<NcsVariant<T>> v;
-  TAPEGRAD_ISA_FOR_EACH_VARIANT(TEST_BN_NCS_VARIANT)
-  return tapegrad::test::runnable_on_this_cpu(v);
+std::vector<NcsLevel<T>> runnable_variants() {
+  return tapegrad::test::runnable_on_this_cpu(TAPEGRAD_KERNEL_LEVELS(fk, bn_ncs, T));
 }
 
 template <class T>
-void check_level(const NcsVariant<T>& k, std::int64_t N, std::int64_t C, std::int64_t S) {
-  INFO(isa_name(k.level) << ", " << (sizeof(T) == 4 ? "float32" : "float64") << ", N " << N << ", C " << C << ", S "
+void check_level(const NcsLevel<T>& lv, std::int64_t N, std::int64_t C, std::int64_t S) {
+  const fk::BnNcsKernels<T>& k = *lv.table;
+  INFO(isa_name(lv.level) << ", " << (sizeof(T) == 4 ? "float32" : "float64") << ", N " << N << ", C " << C << ", S "
                          << S);
   const std::size_t M = static_cast<std::size_t>(N * C * S);
   std::vector<T> x(M), g(M);

@@ -1,5 +1,5 @@
 // The norm kernels dispatched per ISA level (core/isa.h, layers/functional/kernels/
-// norm_dispatch.cpp) against float64 references computed here: BatchNorm1d over (N, C) (the
+// dispatch.cpp) against float64 references computed here: BatchNorm1d over (N, C) (the
 // bn_rows kernels) and LayerNorm rows (ln_rows), in float32 and float64, at sizes that take
 // whole vectors and a tail on every level. The ctest entries isa_forced_<level> run these
 // (tag [isa]) with TAPEGRAD_ISA set, so each variant the machine runs is checked.

@@ -1,6 +1,6 @@
 // LayerNorm, GroupNorm and InstanceNorm on both sides of every size threshold of their
 // kernels (kernels/thresholds.h, core/parallel.h). LayerNorm and GroupNorm on (N, C) run the
-// per-row kernel (kernels/layer_norm_rows.cpp: thread grain, row block, gradient block,
+// per-row kernel (kernels/cpu/layer_norm_rows.cpp: thread grain, row block, gradient block,
 // paired rows, work chunks, streaming stores of dx); GroupNorm and InstanceNorm on
 // (N, C, H, W) the row loops of grouped_norm.cpp (thread grain of the forward rows and of
 // the backward). Output, input gradient, dγ, dβ, and InstanceNorm's running statistics and

@@ -164,3 +164,44 @@ TEST_CASE("a resume file whose epoch is out of range is refused before anything 
                     Catch::Contains("bad.safetensors': expected an epoch in [0, 1000000000], got -3"));
   CHECK(b.model->state_dict().begin()->second.to_vector() == before);
 }
+
+TEST_CASE("a resume file whose best epoch is past its epoch is refused, naming the key and both values",
+          "[train][fit][resume][errors]") {
+  // (was: best_epoch 7 of a checkpoint written after epoch 2 was loaded as it stood)
+  TempDir dir;
+  Net a;
+  a.fit(a.options(4, 2), {checkpoint(dir)});
+  SafetensorsContent c = load_safetensors(dir.file("ck.safetensors.last"));
+  REQUIRE(c.metadata.count("callback.ModelCheckpoint.best_epoch"));
+  c.metadata["callback.ModelCheckpoint.best_epoch"] = "7";
+  save_safetensors(dir.file("bad.safetensors"), c.tensors, c.metadata);
+  Net b;
+  const auto before = b.model->state_dict().begin()->second.to_vector();
+  CHECK_THROWS_WITH(b.fit(b.options(4, std::nullopt, dir.file("bad.safetensors")), {checkpoint(dir)}),
+                    Catch::Contains("bad.safetensors': ModelCheckpoint: best_epoch: expected at most the checkpoint's epoch 2, got 7"));
+  CHECK(b.model->state_dict().begin()->second.to_vector() == before);
+  c.metadata["callback.ModelCheckpoint.best_epoch"] = "2";  // the epoch itself: accepted
+  save_safetensors(dir.file("ok.safetensors"), c.tensors, c.metadata);
+  Net d;
+  auto mc = checkpoint(dir);
+  CHECK_NOTHROW(d.fit(d.options(4, 0, dir.file("ok.safetensors")), {mc}));
+  CHECK(mc->best_epoch() == 2);
+}
+
+TEST_CASE("a resume file whose train.epochs is not an epoch count is refused, naming the key and the text",
+          "[train][fit][resume][errors]") {
+  // (was: "-1" and "1x" were accepted, the key never read)
+  TempDir dir;
+  Net a;
+  a.fit(a.options(4, 1), {checkpoint(dir)});
+  SafetensorsContent c = load_safetensors(dir.file("ck.safetensors.last"));
+  REQUIRE(c.metadata.at("train.epochs") == "4");
+  for (const std::string v : {"-1", "1x", "0", ""}) {
+    INFO("'" << v << "'");
+    c.metadata["train.epochs"] = v;
+    save_safetensors(dir.file("bad.safetensors"), c.tensors, c.metadata);
+    Net b;
+    CHECK_THROWS_WITH(b.fit(b.options(4, std::nullopt, dir.file("bad.safetensors")), {checkpoint(dir)}),
+                      Catch::Contains("bad.safetensors': train.epochs: expected") && Catch::Contains("'" + v + "'"));
+  }
+}

@@ -304,6 +304,32 @@ TEST_CASE("Callback states and the history read counts and epochs as whole integ
     CHECK_THROWS_WITH(mc.load_state_dict({{"monitor", "val_loss"}, {"best_epoch", v}}),
                       Catch::Contains("best_epoch: expected a count") && Catch::Contains("got '" + v + "'"));
   }
+  // best and best_epoch agree: nan exactly when no epoch improved (was: best 'nan' with
+  // best_epoch 3 loaded, and the next epoch's value became the best of epoch 3)
+  for (const auto& [best, epoch] : std::vector<std::pair<std::string, std::string>>{
+           {"nan", "3"}, {"inf", "2"}, {"-inf", "1"}, {"0.5", "0"}}) {
+    INFO(best << " at " << epoch);
+    EarlyStopping es({"val_loss", Mode::Min, 0.0, 3});
+    CHECK_THROWS_WITH(es.load_state_dict({{"monitor", "val_loss"}, {"best", best}, {"best_epoch", epoch}}),
+                      Catch::Contains("best: expected") && Catch::Contains("best_epoch " + epoch) && Catch::Contains(best));
+    CHECK(es.best_epoch() == 0);
+    ModelCheckpointOptions mo;
+    mo.path = "unused.safetensors";
+    ModelCheckpoint mc(mo);
+    CHECK_THROWS_WITH(mc.load_state_dict({{"monitor", "val_loss"}, {"best", best}, {"best_epoch", epoch}}),
+                      Catch::Contains("best: expected") && Catch::Contains("best_epoch " + epoch) && Catch::Contains(best));
+    CHECK(mc.best_epoch() == 0);
+  }
+  {
+    ModelCheckpointOptions mo;
+    mo.path = "unused.safetensors";
+    ModelCheckpoint mc(mo);
+    mc.load_state_dict({{"monitor", "val_loss"}, {"best", "nan"}, {"best_epoch", "0"}});  // none yet: accepted
+    CHECK(mc.best_epoch() == 0);
+    mc.load_state_dict({{"monitor", "val_loss"}, {"best", "0.25"}, {"best_epoch", "2"}});
+    CHECK(mc.best() == 0.25);
+    CHECK(mc.best_epoch() == 2);
+  }
   CHECK_THROWS_WITH(history_from_json("[{\"epoch\": 4294967297, \"loss\": 1}]"),
                     Catch::Contains("expected an integer \"epoch\" in [0, 1e9], got 4294967297"));
   CHECK_THROWS_WITH(history_from_json("[{\"epoch\": -1, \"loss\": 1}]"), Catch::Contains("got -1"));

@@ -9,6 +9,7 @@
 #include <tapegrad/layers/batch_norm.h>
 #include "checkpoint_io.h"
 #include <tapegrad/core/safetensors.h>
+#include <tapegrad/data/idx.h>
 #include "trainer.h"
 #include "fmnist_test_support.h"
 
@@ -162,6 +163,36 @@ TEST_CASE("missing data names the Debian package", "[fmnist]") {
   c = small_config();
   c.dropout = 1.0;
   REQUIRE_THROWS_WITH(fmnist::train(c), Catch::Contains("--dropout"));
+}
+
+TEST_CASE("a --data folder with fewer images than the validation split names --data and the counts", "[fmnist]") {
+  // 30 training and 10 test images of 28 x 28: the default split holds out 5,000.
+  TempDir dir;
+  auto write = [&](const std::string& name, std::int64_t n) {
+    data::IdxArray images;
+    images.dims = {n, 28, 28};
+    images.payload.assign(static_cast<std::size_t>(n * 28 * 28), 7);
+    data::write_idx(dir.file(name + "-images-idx3-ubyte"), images, false);
+    data::IdxArray labels;
+    labels.dims = {n};
+    for (std::int64_t i = 0; i < n; ++i) labels.payload.push_back(static_cast<std::uint8_t>(i % 10));
+    data::write_idx(dir.file(name + "-labels-idx1-ubyte"), labels, false);
+  };
+  write("train", 30);
+  write("t10k", 10);
+  fmnist::Config c = small_config();
+  c.limit = 0;
+  c.data_dir = dir.path.string();
+  REQUIRE_THROWS_WITH(fmnist::train(c), Catch::Contains("--data " + dir.path.string()) && Catch::Contains("30 training images") &&
+                                            Catch::Contains("5000 held out") && Catch::Contains("--limit") &&
+                                            !Catch::Contains("train_val_split"));
+  c.val_size = 30;  // all of them: nothing left to train on
+  REQUIRE_THROWS_WITH(fmnist::train(c), Catch::Contains("30 training images") && Catch::Contains("30 held out") &&
+                                            Catch::Contains("(val_size)"));
+  c.val_size = 3;  // 27 to train on: the run goes past the split
+  c.epochs = 1;
+  c.batch_size = 9;
+  REQUIRE_NOTHROW(fmnist::train(c));
 }
 
 TEST_CASE("output and resume paths are checked before any work", "[fmnist][paths]") {
@@ -320,6 +351,17 @@ TEST_CASE("a resume trusts no out-of-range counter: EpochLog's best epoch and th
   save_safetensors(dir.file("bad_acc.last"), f.tensors, f.metadata);
   c.resume = dir.file("bad_acc.last");
   CHECK_THROWS_WITH(fmnist::train(c), Catch::Contains("best: expected a validation accuracy in [0, 1] (or -1: none), got '7'"));
+  // best and best_epoch agree: -1 exactly when no epoch was recorded
+  f.metadata["callback.EpochLog.best"] = "-1";
+  save_safetensors(dir.file("bad_pair.last"), f.tensors, f.metadata);
+  c.resume = dir.file("bad_pair.last");
+  CHECK_THROWS_WITH(fmnist::train(c), Catch::Contains("EpochLog: best: expected -1 with best_epoch 0") &&
+                                          Catch::Contains("got best -1 with best_epoch 1"));
+  f.metadata["callback.EpochLog.best"] = "0.5";
+  f.metadata["callback.EpochLog.best_epoch"] = "0";
+  save_safetensors(dir.file("bad_pair0.last"), f.tensors, f.metadata);
+  c.resume = dir.file("bad_pair0.last");
+  CHECK_THROWS_WITH(fmnist::train(c), Catch::Contains("got best 0.5 with best_epoch 0"));
   // A checkpoint written before the training room (no train.history): the best file's epoch
   // is read to seed the best-so-far, and must be an epoch.
   f = load_safetensors(c.checkpoint + ".last");

@@ -22,7 +22,7 @@ inline namespace TAPEGRAD_ISA_INLINE_NS {  // core/kernels/isa_dispatch.h
 
 /// Outputs of at least 24 MiB are written with streaming (non-temporal) stores: they would
 /// not stay in the cache. Batch norm's y and dx (both layouts), LayerNorm's dx
-/// (kernels/batch_norm_nc.cpp, kernels/layer_norm_rows.cpp, batch_norm.cpp). The (N, C)
+/// (kernels/cpu/batch_norm_nc_*.cpp, kernels/cpu/layer_norm_rows.cpp, batch_norm.cpp). The (N, C)
 /// and per-row kernels stream only when the rows are whole vectors (kernels::streamable).
 constexpr std::size_t kStreamBytes = std::size_t(24) << 20;
 
@@ -36,7 +36,7 @@ inline std::int64_t chunk_rows(std::int64_t row_bytes, std::int64_t unit) {
   return std::max(unit, r / unit * unit);
 }
 
-// ---- batch norm on (N, C) (S = 1): kernels/batch_norm_nc.cpp ------------------------------
+// ---- batch norm on (N, C) (S = 1): kernels/cpu/batch_norm_nc_*.cpp -------------------------
 
 /// Values per statistics block: a block (8192 values, 32 KB of float32) stays in L1 for the
 /// statistics' second pass; the T-precision sums run over one block's rows at a time.
@@ -67,7 +67,7 @@ inline std::int64_t bn_spatial_block_rows(std::int64_t S) {
 /// values and copied out with streaming stores, buffer by buffer.
 constexpr std::int64_t kBnStreamBufferElems = 1024;
 
-// ---- the per-row LayerNorm kernel (and GroupNorm on (N, C)): kernels/layer_norm_rows.cpp ----
+// ---- the per-row LayerNorm kernel (and GroupNorm on (N, C)): kernels/cpu/layer_norm_rows.cpp
 
 /// Statistics are taken for a block of up to 16 rows before they are written: max(1,
 /// min(16, 8192 / K)) rows of K values.

@@ -1,0 +1,130 @@
+// decode_png: libpng's progressive-free "classic" reader over a memory buffer. libpng reports
+// errors by longjmp; the jump lands in read_png_into, which holds no object whose destructor
+// would be skipped (the output buffers belong to the caller), and turns it into an exception.
+#include <tapegrad/data/image.h>
+
+#include <csetjmp>
+#include <cstdio>
+#include <cstring>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+#include <png.h>
+
+namespace tapegrad::data {
+namespace {
+
+struct PngSource {
+  const std::uint8_t* bytes = nullptr;
+  std::size_t size = 0;
+  std::size_t pos = 0;
+  bool truncated = false;
+  char message[256] = {};
+};
+
+void png_error_fn(png_structp png, png_const_charp msg) {
+  auto* src = static_cast<PngSource*>(png_get_error_ptr(png));
+  std::snprintf(src->message, sizeof src->message, "%s", msg ? msg : "unknown error");
+  png_longjmp(png, 1);
+}
+
+void png_warning_fn(png_structp, png_const_charp) {}  // ancillary problems: libpng goes on
+
+void png_read_fn(png_structp png, png_bytep out, png_size_t length) {
+  auto* src = static_cast<PngSource*>(png_get_io_ptr(png));
+  if (length > src->size - src->pos) {
+    src->truncated = true;
+    png_error(png, "truncated");
+  }
+  std::memcpy(out, src->bytes + src->pos, length);
+  src->pos += length;
+}
+
+struct Header {
+  png_uint_32 width = 0, height = 0;
+  int channels = 0;
+};
+
+// The setjmp frame: returns false with src.message set when libpng failed. `pixels` and
+// `rows` are the caller's, so the longjmp skips no destructor.
+bool read_png_into(png_structp png, png_infop info, PngSource& src, std::int64_t max_pixels, Header& h,
+                   std::vector<std::uint8_t>& pixels, std::vector<png_bytep>& rows, std::string& refused) {
+  if (setjmp(png_jmpbuf(png))) return false;
+  png_set_read_fn(png, &src, png_read_fn);
+  // libpng's own bounds: the image size, and one ancillary chunk at 8 MiB.
+  png_set_user_limits(png, 0x7fffffffU, 0x7fffffffU);
+  png_set_chunk_malloc_max(png, 8u << 20);
+  png_read_info(png, info);
+  h.width = png_get_image_width(png, info);
+  h.height = png_get_image_height(png, info);
+  if (h.width == 0 || h.height == 0 ||
+      static_cast<std::int64_t>(h.width) * static_cast<std::int64_t>(h.height) > max_pixels) {
+    refused = "size " + std::to_string(h.width) + " x " + std::to_string(h.height) + " (W x H) is outside 1 .. " +
+              std::to_string(max_pixels) + " pixels";
+    return true;
+  }
+  const int color = png_get_color_type(png, info);
+  const int depth = png_get_bit_depth(png, info);
+  if (color == PNG_COLOR_TYPE_PALETTE) {
+    png_set_palette_to_rgb(png);
+    if (png_get_valid(png, info, PNG_INFO_tRNS)) png_set_tRNS_to_alpha(png);
+  }
+  if (color == PNG_COLOR_TYPE_GRAY && depth < 8) png_set_expand_gray_1_2_4_to_8(png);
+  if (color == PNG_COLOR_TYPE_GRAY_ALPHA) png_set_gray_to_rgb(png);
+  if (depth == 16) png_set_strip_16(png);
+  png_set_interlace_handling(png);
+  png_read_update_info(png, info);
+  h.channels = png_get_channels(png, info);
+  const png_size_t rowbytes = png_get_rowbytes(png, info);
+  if ((h.channels != 1 && h.channels != 3 && h.channels != 4) ||
+      rowbytes != static_cast<png_size_t>(h.width) * static_cast<png_size_t>(h.channels)) {
+    refused = "unsupported pixel layout (" + std::to_string(h.channels) + " channels, " + std::to_string(rowbytes) +
+              " bytes per row)";
+    return true;
+  }
+  pixels.resize(static_cast<std::size_t>(rowbytes) * h.height);
+  rows.resize(h.height);
+  for (png_uint_32 y = 0; y < h.height; ++y) rows[y] = pixels.data() + static_cast<std::size_t>(y) * rowbytes;
+  png_read_image(png, rows.data());
+  png_read_end(png, nullptr);  // the chunks after the pixels, through IEND (CRCs checked)
+  return true;
+}
+
+}  // namespace
+
+Image8 decode_png(const std::uint8_t* bytes, std::size_t size, const std::string& source, std::int64_t max_pixels) {
+  const std::string at = "decode_png: '" + source + "': ";
+  if (size < 8 || png_sig_cmp(bytes, 0, 8) != 0) throw std::runtime_error(at + "not a PNG file (bad signature)");
+  PngSource src;
+  src.bytes = bytes;
+  src.size = size;
+  png_structp png = png_create_read_struct(PNG_LIBPNG_VER_STRING, &src, png_error_fn, png_warning_fn);
+  if (!png) throw std::runtime_error(at + "libpng could not start (out of memory)");
+  png_infop info = png_create_info_struct(png);
+  if (!info) {
+    png_destroy_read_struct(&png, nullptr, nullptr);
+    throw std::runtime_error(at + "libpng could not start (out of memory)");
+  }
+  Header h;
+  std::vector<std::uint8_t> pixels;
+  std::vector<png_bytep> rows;
+  std::string refused;
+  const bool ok = read_png_into(png, info, src, max_pixels, h, pixels, rows, refused);
+  png_destroy_read_struct(&png, &info, nullptr);
+  if (!ok) {
+    if (src.truncated)
+      throw std::runtime_error(at + "truncated PNG file (the data ends at byte " + std::to_string(size) +
+                               " before the IEND chunk)");
+    throw std::runtime_error(at + "corrupt PNG file (" + std::string(src.message) + ")");
+  }
+  if (!refused.empty()) throw std::runtime_error(at + refused);
+  Image8 img;
+  img.height = h.height;
+  img.width = h.width;
+  img.channels = h.channels;
+  img.pixels = std::move(pixels);
+  return img;
+}
+
+}  // namespace tapegrad::data

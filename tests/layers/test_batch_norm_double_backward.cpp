@@ -1,0 +1,235 @@
+// BatchNorm differentiated twice (and three times in train mode): gradgradcheck in float64
+// for (N, C), (N, C, L), (N, C, H, W), train and eval, affine or not, tracked or not, the fused
+// BatchNorm -> ReLU [-> Clamp] op, the running statistics left alone by a double backward, the
+// create_graph gradient equal to the fast kernels' gradient, and the refusals.
+#include <catch2/catch.hpp>
+
+#include <stdexcept>
+
+#include <tapegrad/core/core.h>
+#include <tapegrad/core/gradcheck.h>
+#include <tapegrad/core/mode_checks.h>
+#include <tapegrad/layers/batch_norm.h>
+#include <tapegrad/layers/functional/batch_norm.h>
+#include <tapegrad/layers/functional/batch_renorm.h>
+#include <tapegrad/layers/functional/group_norm.h>
+#include <tapegrad/layers/functional/instance_norm.h>
+#include <tapegrad/layers/functional/layer_norm.h>
+#include <tapegrad/layers/functional/local_response_norm.h>
+#include "test_support.h"
+
+using namespace tapegrad;
+using namespace tapegrad::layers;
+using namespace tapegrad::test;
+
+namespace {
+autograd::GradOptions create_graph() {
+  autograd::GradOptions o;
+  o.create_graph = true;
+  return o;
+}
+const Shape kShapes[] = {Shape{5, 3}, Shape{4, 3, 2}, Shape{2, 3, 2, 2}};
+}  // namespace
+
+TEST_CASE("gradgradcheck: batch_norm train/eval, affine or not, tracked or not, 2-D/3-D/4-D",
+          "[batchnorm][double_backward]") {
+  tapegrad::ModeChecksPause pause;
+  Generator g(11);
+  for (const Shape& s : kShapes)
+    for (bool train : {true, false})
+      for (bool affine : {true, false})
+        for (bool tracked : {true, false}) {
+          Tensor x = uniform(s, -2, 2, Dtype::Float64, g).requires_grad_();
+          Tensor w = uniform({3}, 0.5, 1.5, Dtype::Float64, g).requires_grad_();
+          Tensor b = uniform({3}, -1, 1, Dtype::Float64, g).requires_grad_();
+          Tensor rm = uniform({3}, -1, 1, Dtype::Float64, g), rv = uniform({3}, 0.5, 2, Dtype::Float64, g);
+          // untracked: no running statistics, so batch statistics in either mode (PyTorch)
+          const bool batch_stats = train || !tracked;
+          auto fn = [&](const std::vector<Tensor>& v) {
+            functional::RunningStats rs;
+            if (tracked) rs = functional::RunningStats{rm.clone(), rv.clone(), Tensor(), 0.1, true};
+            return functional::batch_norm(v[0], affine ? v[1] : Tensor(), affine ? v[2] : Tensor(), rs, batch_stats,
+                                          1e-3);
+          };
+          auto r = gradgradcheck(fn, affine ? std::vector<Tensor>{x, w, b} : std::vector<Tensor>{x});
+          INFO("shape " << shape_str(s) << " train " << train << " affine " << affine << " tracked " << tracked
+                        << ": " << r.message);
+          REQUIRE(r.ok);
+        }
+}
+
+TEST_CASE("gradgradcheck: batch_norm_relu fused, with and without clip, 2-D and 4-D", "[batchnorm][double_backward]") {
+  tapegrad::ModeChecksPause pause;
+  Generator g(12);
+  for (const Shape& s : {Shape{6, 3}, Shape{2, 3, 2, 2}})
+    for (bool train : {true, false})
+      for (bool clipped : {false, true}) {
+        Tensor x = uniform(s, -2, 2, Dtype::Float64, g).requires_grad_();
+        Tensor w = uniform({3}, 0.5, 1.5, Dtype::Float64, g).requires_grad_();
+        Tensor b = uniform({3}, -0.3, 0.3, Dtype::Float64, g).requires_grad_();
+        Tensor rm = uniform({3}, -0.5, 0.5, Dtype::Float64, g), rv = uniform({3}, 0.5, 2, Dtype::Float64, g);
+        std::optional<std::pair<double, double>> clip;
+        if (clipped) clip = std::pair{0.0, 0.8};
+        auto fn = [&](const std::vector<Tensor>& v) {
+          functional::RunningStats rs{rm.clone(), rv.clone(), Tensor(), 0.1, true};
+          // times the input, so the second derivative is not zero on the linear pieces
+          return mul(functional::batch_norm_relu(v[0], v[1], v[2], rs, train, 1e-3, "batch_norm_relu", clip), v[0]);
+        };
+        auto r = gradgradcheck(fn, {x, w, b});
+        INFO("shape " << shape_str(s) << " train " << train << " clip " << clipped << ": " << r.message);
+        REQUIRE(r.ok);
+      }
+}
+
+TEST_CASE("third order: batch_norm train mode, d/dx of the second-order product against central differences",
+          "[batchnorm][double_backward]") {
+  tapegrad::ModeChecksPause pause;
+  Generator g(13);
+  for (const Shape& s : {Shape{4, 2}, Shape{3, 2, 2}}) {
+    const Tensor x0 = uniform(s, -2, 2, Dtype::Float64, g);
+    const Tensor w = uniform({2}, 0.5, 1.5, Dtype::Float64, g);
+    const Tensor u = uniform(s, -1, 1, Dtype::Float64, g), v = uniform(s, -1, 1, Dtype::Float64, g);
+    // h(x) = Σ v·d(Σ y·u)/dx, a second-order quantity; its gradient is a third derivative
+    auto h = [&](const Tensor& x, bool create) {
+      Tensor y = functional::batch_norm(x, w, Tensor(), functional::RunningStats{}, true, 1e-3);
+      Tensor g1 = autograd::grad({sum(mul(y, u))}, {x}, {}, create_graph())[0];
+      autograd::GradOptions o;
+      o.create_graph = create;
+      return std::pair{sum(mul(g1, v)), o};
+    };
+    Tensor x = x0.clone().requires_grad_();
+    auto [hx, o] = h(x, true);
+    Tensor g2 = autograd::grad({hx}, {x}, {}, o)[0];  // d h / dx, with a graph
+    Tensor g3 = autograd::grad({sum(mul(g2, u))}, {x})[0];  // Σ u·d²h/dx²: third order
+    // central differences of Σ u·dh/dx along each coordinate
+    const double step = 1e-5;
+    std::vector<double> numeric(static_cast<std::size_t>(x0.numel()));
+    for (std::int64_t k = 0; k < x0.numel(); ++k) {
+      double f[2];
+      for (int side = 0; side < 2; ++side) {
+        Tensor xp = x0.clone();
+        xp.data<double>()[k] += side ? step : -step;
+        xp.requires_grad_();
+        auto [hp, op] = h(xp, false);
+        f[side] = sum(mul(autograd::grad({hp}, {xp}, {}, op)[0], u)).to_vector()[0];
+      }
+      numeric[static_cast<std::size_t>(k)] = (f[1] - f[0]) / (2 * step);
+    }
+    INFO("shape " << shape_str(s));
+    require_close(g3, numeric, 1e-6);
+  }
+}
+
+TEST_CASE("create_graph gradient of batch_norm equals the fused kernels' gradient", "[batchnorm][double_backward]") {
+  tapegrad::ModeChecksPause pause;
+  Generator g(14);
+  for (Dtype dt : {Dtype::Float64, Dtype::Float32})
+    for (const Shape& s : kShapes)
+      for (bool train : {true, false}) {
+        Tensor x = uniform(s, -2, 2, dt, g).requires_grad_();
+        Tensor w = uniform({3}, 0.5, 1.5, dt, g).requires_grad_();
+        Tensor b = uniform({3}, -1, 1, dt, g).requires_grad_();
+        const Tensor u = uniform(s, -1, 1, dt, g);
+        Tensor rm = uniform({3}, -1, 1, dt, g), rv = uniform({3}, 0.5, 2, dt, g);
+        auto loss = [&] {
+          return sum(mul(functional::batch_norm(x, rm.clone(), rv.clone(), w, b, train, 0.1, 1e-5), u));
+        };
+        const auto fast = autograd::grad({loss()}, {x, w, b});
+        const auto slow = autograd::grad({loss()}, {x, w, b}, {}, create_graph());
+        const double tol = dt == Dtype::Float64 ? 1e-12 : 2e-5;
+        for (int i = 0; i < 3; ++i) {
+          INFO("shape " << shape_str(s) << " train " << train << " input " << i);
+          if (i == 0) REQUIRE(slow[i].requires_grad());  // dβ = Σ u is a constant here
+          require_close(slow[i], fast[i], tol);
+        }
+      }
+}
+
+TEST_CASE("a double backward through BatchNorm changes no running statistic", "[batchnorm][double_backward]") {
+  tapegrad::ModeChecksPause pause;
+  Generator g(15);
+  BatchNormOptions o;
+  o.dtype = Dtype::Float64;
+  BatchNorm2d bn(3, o);
+  Tensor x = uniform({2, 3, 2, 2}, -2, 2, Dtype::Float64, g).requires_grad_();
+  Tensor y = bn.forward(x);  // one forward: the statistics move once
+  const auto rm = bn.running_mean.to_vector(), rv = bn.running_var.to_vector();
+  const auto nbt = bn.num_batches_tracked.to_vector();
+  Tensor gx = autograd::grad({sum(square(y))}, {x}, {}, create_graph())[0];
+  Tensor penalty = sum(square(gx));
+  penalty.backward();
+  REQUIRE(x.grad().defined());
+  REQUIRE(bn.weight.grad().defined());
+  REQUIRE(bn.running_mean.to_vector() == rm);
+  REQUIRE(bn.running_var.to_vector() == rv);
+  REQUIRE(bn.num_batches_tracked.to_vector() == nbt);
+}
+
+TEST_CASE("batch_norm's double backward refuses what it cannot differentiate, naming the op",
+          "[batchnorm][double_backward]") {
+  tapegrad::ModeChecksPause pause;
+  SECTION("a constant channel with eps = 0") {
+    Tensor x = Tensor::from_vector({1, 0.5, 2, 0.5, 3, 0.5}, {3, 2}, Dtype::Float64).requires_grad_();
+    Tensor y = functional::batch_norm(x, Tensor(), Tensor(), functional::RunningStats{}, true, 0.0);
+    REQUIRE_THROWS_WITH(autograd::grad({sum(square(y))}, {x}, {}, create_graph()),
+                        Catch::Contains("batch_norm") && Catch::Contains("channel 1"));
+  }
+  SECTION("statistics given from outside the input (batch_norm_with_stats)") {
+    Tensor x = Tensor::from_vector({1, 2, 3, 5}, {2, 2}, Dtype::Float64).requires_grad_();
+    functional::BatchStats st;
+    st.mean = Tensor::from_vector({2, 3.5}, {2}, Dtype::Float64);
+    st.var = Tensor::from_vector({1, 2.25}, {2}, Dtype::Float64);
+    st.count = 2;
+    Tensor y = functional::batch_norm_with_stats(x, st, Tensor(), Tensor(), functional::RunningStats{}, 1e-5);
+    REQUIRE_THROWS_AS(autograd::grad({sum(square(y))}, {x}, {}, create_graph()), std::logic_error);
+  }
+}
+
+TEST_CASE("gradgradcheck: BatchRenorm train mode and InstanceNorm with running statistics (batch_norm's paths)",
+          "[batchnorm][double_backward]") {
+  tapegrad::ModeChecksPause pause;
+  Generator g(16);
+  for (const Shape& s : {Shape{5, 3}, Shape{2, 3, 2, 2}}) {
+    Tensor x = uniform(s, -2, 2, Dtype::Float64, g).requires_grad_();
+    Tensor w = uniform({3}, 0.5, 1.5, Dtype::Float64, g).requires_grad_();
+    Tensor b = uniform({3}, -1, 1, Dtype::Float64, g).requires_grad_();
+    // running statistics far from the batch's (mean 200, std 20): r and d on their clipping
+    // bounds, where the paper's stop-gradient backward is the forward's true derivative
+    Tensor rm = Tensor::full({3}, 200.0, Dtype::Float64), rv = Tensor::full({3}, 400.0, Dtype::Float64);
+    auto renorm = [&](const std::vector<Tensor>& v) {
+      Tensor r, d;
+      functional::RunningStats rs{rm.clone(), rv.clone(), Tensor(), 0.1, true};
+      return functional::batch_renorm(v[0], v[1], v[2], rs, 1e-3, 3.0, 5.0, r, d);
+    };
+    auto r1 = gradgradcheck(renorm, {x, w, b});
+    INFO("batch_renorm " << shape_str(s) << ": " << r1.message);
+    REQUIRE(r1.ok);
+  }
+  Tensor x = uniform({2, 3, 4}, -2, 2, Dtype::Float64, g).requires_grad_();
+  Tensor w = uniform({3}, 0.5, 1.5, Dtype::Float64, g).requires_grad_();
+  Tensor b = uniform({3}, -1, 1, Dtype::Float64, g).requires_grad_();
+  Tensor rm = uniform({3}, -1, 1, Dtype::Float64, g), rv = uniform({3}, 0.5, 2, Dtype::Float64, g);
+  auto inst = [&](const std::vector<Tensor>& v) {
+    return functional::instance_norm(v[0], rm.clone(), rv.clone(), v[1], v[2], false, 0.1, 1e-3);
+  };
+  auto r2 = gradgradcheck(inst, {x, w, b});
+  INFO("instance_norm eval: " << r2.message);
+  REQUIRE(r2.ok);
+}
+
+TEST_CASE("the row-kernel norms refuse a create_graph backward, naming the op", "[norms][double_backward]") {
+  Generator g(17);
+  Tensor x = uniform({2, 4, 3}, -2, 2, Dtype::Float64, g).requires_grad_();
+  auto refuses = [&](const Tensor& y, const char* op) {
+    INFO(op);
+    REQUIRE_THROWS_AS(autograd::grad({sum(square(y))}, {x}, {}, create_graph()), std::logic_error);
+    REQUIRE_THROWS_WITH(autograd::grad({sum(square(y))}, {x}, {}, create_graph()),
+                           Catch::Contains(std::string("'") + op + "' cannot be differentiated twice"));
+  };
+  refuses(functional::layer_norm(x, Shape{3}), "layer_norm");
+  refuses(functional::group_norm(x, 2), "group_norm");
+  refuses(functional::instance_norm(x, Tensor(), Tensor(), Tensor(), Tensor(), true), "instance_norm");
+  refuses(functional::local_response_norm(x, 3), "local_response_norm");
+  // the first-order backward is unchanged
+  REQUIRE(autograd::grad({sum(square(functional::layer_norm(x, Shape{3})))}, {x})[0].defined());
+}
