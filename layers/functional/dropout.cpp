@@ -42,7 +42,7 @@ Tensor dropout(const Tensor& x, double p, bool training, Generator& gen) {
       gs.add(0, TAPEGRAD_DISPATCH_FLOAT(g.dtype(), "dropout_backward", [&] {
                return kernels::map_binary_same<scalar_t>(g, mask, [](scalar_t gv, scalar_t k) { return gv * k; });
              }));
-    });
+    }, autograd::kSavesInputs | autograd::kSecondOrder);
   return out;
 }
 

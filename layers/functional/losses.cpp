@@ -162,7 +162,7 @@ Tensor mse_loss(const Tensor& input, const Tensor& target, Reduction reduction) 
         if (gs.needs(1)) gs.add(1, mul(gx, -1.0));
         gs.add(0, std::move(gx));
       });
-    });
+    }, autograd::kSavesInputs | autograd::kSecondOrder);
   return out;
 }
 
@@ -226,7 +226,7 @@ Tensor cross_entropy(const Tensor& logits, const Tensor& target, Reduction reduc
                          });
                        });
                        gs.add(0, std::move(gi));
-                     });
+                     }, autograd::kSavesInputs | autograd::kSecondOrder);
   return out;
 }
 
@@ -262,7 +262,7 @@ Tensor nll_loss(const Tensor& log_probs, const Tensor& target, Reduction reducti
                              po[i * C + t[i]] = static_cast<scalar_t>(-row_scale(pg, reduction, i, count));
                        });
                        gs.add(0, std::move(gi));
-                     });
+                     }, autograd::kSavesInputs | autograd::kSecondOrder);
   return out;
 }
 
@@ -324,7 +324,7 @@ Tensor binary_cross_entropy_with_logits(const Tensor& logits, const Tensor& targ
                            gs.add(1, std::move(gt));
                          }
                        });
-                     });
+                     }, autograd::kSavesInputs | autograd::kSecondOrder);
   return out;
 }
 
