@@ -5,6 +5,7 @@
 #include <string>
 
 #include <tapegrad/core/autograd.h>
+#include <tapegrad/core/ops.h>
 #include <tapegrad/core/ops/kernels.h>
 
 namespace tapegrad::layers::functional {
@@ -32,11 +33,16 @@ Tensor dropout(const Tensor& x, double p, bool training, Generator& gen) {
   });
   if (autograd::needs_grad({&x}))
     autograd::record("dropout", out, {x}, [mask](const Tensor& g, GradSink& gs) {
-      // dx = dy·mask: the forward's mask, 0 where dropped and 1/(1-p) where kept
+      // dx = dy·mask: the forward's mask, 0 where dropped and 1/(1-p) where kept; the mask is a
+      // constant, so a create_graph pass records the product (linear in dy, no path to x)
+      if (autograd::creating_graph()) {
+        gs.add(0, mul(g, mask));
+        return;
+      }
       gs.add(0, TAPEGRAD_DISPATCH_FLOAT(g.dtype(), "dropout_backward", [&] {
                return kernels::map_binary_same<scalar_t>(g, mask, [](scalar_t gv, scalar_t k) { return gv * k; });
              }));
-    });
+    }, autograd::kSavesInputs | autograd::kSecondOrder);
   return out;
 }
 

@@ -89,6 +89,29 @@ double row_scale(const T* g, Reduction r, std::int64_t i, std::int64_t count) {
   return r == Reduction::Mean ? static_cast<double>(g[0]) / static_cast<double>(count) : static_cast<double>(g[0]);
 }
 
+// create_graph helpers: the (N, C) one-hot of the targets (rows at ignore_index all zero) and the
+// (N, 1) per-row scale of the incoming gradient as a recorded op of g (g_i, g/count or g; 0 on
+// ignored rows), so that the class losses' gradients are differentiable in g.
+Tensor class_onehot(const Tensor& tg, std::int64_t C, std::int64_t ignore_index, Dtype dtype) {
+  const std::int64_t N = tg.numel();
+  std::vector<double> v(static_cast<std::size_t>(N * C), 0.0);
+  const std::int64_t* t = tg.data<std::int64_t>();
+  for (std::int64_t i = 0; i < N; ++i)
+    if (t[i] != ignore_index) v[static_cast<std::size_t>(i * C + t[i])] = 1.0;
+  return Tensor::from_vector(v, {N, C}, dtype);
+}
+
+Tensor row_scales(const Tensor& g, Reduction r, std::int64_t N, std::int64_t count, const Tensor& tg,
+                  std::int64_t ignore_index) {
+  std::vector<double> keep(static_cast<std::size_t>(N));
+  const std::int64_t* t = tg.data<std::int64_t>();
+  for (std::int64_t i = 0; i < N; ++i) keep[static_cast<std::size_t>(i)] = t[i] == ignore_index ? 0.0 : 1.0;
+  const Tensor mask = Tensor::from_vector(keep, {N, 1}, g.dtype());
+  if (r == Reduction::None) return mul(reshape(g, {N, 1}), mask);
+  const Tensor s = r == Reduction::Mean ? mul(g, 1.0 / static_cast<double>(count)) : g;
+  return mul(s, mask);
+}
+
 }  // namespace
 
 Reduction parse_reduction(const std::string& name) {
@@ -123,6 +146,12 @@ Tensor mse_loss(const Tensor& input, const Tensor& target, Reduction reduction) 
   Tensor out = Tensor::scalar(s * k, input.dtype());
   if (autograd::needs_grad({&input, &target}))
     autograd::record("mse_loss", out, {input, target}, [input, target, k, n](const Tensor& g, GradSink& gs) {
+      if (autograd::creating_graph()) {  // the same formula from recorded ops
+        Tensor gx = mul(sub(input, target), mul(g, 2.0 * k));
+        if (gs.needs(1)) gs.add(1, neg(gx));
+        gs.add(0, std::move(gx));
+        return;
+      }
       TAPEGRAD_DISPATCH_FLOAT(g.dtype(), "mse_loss_backward", [&] {
         const scalar_t c = static_cast<scalar_t>(2.0 * k * static_cast<double>(g.data<scalar_t>()[0]));
         const scalar_t* x = input.data<scalar_t>();
@@ -133,7 +162,7 @@ Tensor mse_loss(const Tensor& input, const Tensor& target, Reduction reduction) 
         if (gs.needs(1)) gs.add(1, mul(gx, -1.0));
         gs.add(0, std::move(gx));
       });
-    });
+    }, autograd::kSavesInputs | autograd::kSecondOrder);
   return out;
 }
 
@@ -163,9 +192,17 @@ Tensor cross_entropy(const Tensor& logits, const Tensor& target, Reduction reduc
   Tensor out = reduce_rows(loss, reduction, b.count, logits.dtype(), b.unbatched, "cross_entropy");
   if (autograd::needs_grad({&logits}))
     autograd::record("cross_entropy", out, {logits},
-                     [x = b.x.detach(), tg = b.target, lse, reduction, count = b.count, ignore_index,
+                     [logits, x = b.x.detach(), tg = b.target, lse, reduction, count = b.count, ignore_index,
                       xs = logits.shape()](const Tensor& g, GradSink& gs) {
                        // dx_ic = (softmax_ic - [c == t_i])·scale_i, softmax_ic = exp(x_ic - lse_i)
+                       if (autograd::creating_graph()) {
+                         const std::int64_t N = x.shape()[0], C = x.shape()[1];
+                         const Tensor x2 = reshape(logits, {N, C});
+                         gs.add(0, reshape(mul(sub(softmax(x2, 1), class_onehot(tg, C, ignore_index, x.dtype())),
+                                               row_scales(g, reduction, N, count, tg, ignore_index)),
+                                           xs));
+                         return;
+                       }
                        Tensor gi = Tensor::empty(xs, x.dtype());
                        TAPEGRAD_DISPATCH_FLOAT(x.dtype(), "cross_entropy_backward", [&] {
                          const std::int64_t N = x.shape()[0], C = x.shape()[1];
@@ -189,7 +226,7 @@ Tensor cross_entropy(const Tensor& logits, const Tensor& target, Reduction reduc
                          });
                        });
                        gs.add(0, std::move(gi));
-                     });
+                     }, autograd::kSavesInputs | autograd::kSecondOrder);
   return out;
 }
 
@@ -208,6 +245,13 @@ Tensor nll_loss(const Tensor& log_probs, const Tensor& target, Reduction reducti
                      [tg = b.target, C = b.C, reduction, count = b.count, ignore_index,
                       xs = log_probs.shape()](const Tensor& g, GradSink& gs) {
                        // dx_i[t_i] = -scale_i, everything else 0
+                       if (autograd::creating_graph()) {  // linear in g, constant in the input
+                         const std::int64_t N = tg.numel();
+                         gs.add(0, reshape(mul(neg(class_onehot(tg, C, ignore_index, g.dtype())),
+                                               row_scales(g, reduction, N, count, tg, ignore_index)),
+                                           xs));
+                         return;
+                       }
                        Tensor gi = Tensor::zeros(xs, g.dtype());
                        TAPEGRAD_DISPATCH_FLOAT(g.dtype(), "nll_loss_backward", [&] {
                          const scalar_t* pg = g.data<scalar_t>();
@@ -218,7 +262,7 @@ Tensor nll_loss(const Tensor& log_probs, const Tensor& target, Reduction reducti
                              po[i * C + t[i]] = static_cast<scalar_t>(-row_scale(pg, reduction, i, count));
                        });
                        gs.add(0, std::move(gi));
-                     });
+                     }, autograd::kSavesInputs | autograd::kSecondOrder);
   return out;
 }
 
@@ -249,8 +293,16 @@ Tensor binary_cross_entropy_with_logits(const Tensor& logits, const Tensor& targ
   }
   if (autograd::needs_grad({&logits, &target}))
     autograd::record("binary_cross_entropy_with_logits", out, {logits, target},
-                     [x = logits.detach(), t = target.detach(), reduction, n](const Tensor& g, GradSink& gs) {
+                     [logits, target, x = logits.detach(), t = target.detach(), reduction,
+                      n](const Tensor& g, GradSink& gs) {
                        // dx = (sigmoid(x) - t)·scale, dt = -x·scale
+                       if (autograd::creating_graph()) {
+                         // scale = g elementwise (none), g/n (mean), g (sum), broadcast from a scalar
+                         const Tensor sc = reduction == Reduction::Mean ? mul(g, 1.0 / static_cast<double>(n)) : g;
+                         if (gs.needs(1)) gs.add(1, mul(neg(logits), sc));
+                         if (gs.needs(0)) gs.add(0, mul(sub(sigmoid(logits), target), sc));
+                         return;
+                       }
                        TAPEGRAD_DISPATCH_FLOAT(x.dtype(), "binary_cross_entropy_with_logits_backward", [&] {
                          const scalar_t *px = x.data<scalar_t>(), *pt = t.data<scalar_t>(), *pg = g.data<scalar_t>();
                          if (gs.needs(0)) {
@@ -272,7 +324,7 @@ Tensor binary_cross_entropy_with_logits(const Tensor& logits, const Tensor& targ
                            gs.add(1, std::move(gt));
                          }
                        });
-                     });
+                     }, autograd::kSavesInputs | autograd::kSecondOrder);
   return out;
 }
 
