@@ -1,6 +1,5 @@
 #include <tapegrad/core/autograd.h>
 #include <tapegrad/core/autograd_tape.h>
-#include <tapegrad/core/ops/elementwise.h>
 
 #include <algorithm>
 #include <atomic>
@@ -54,13 +53,31 @@ bool unique_owner(const Tensor& t) {
 }
 }  // namespace
 
+namespace {
+// a + b for two gradients of one shape and dtype, out of place; recorded when either has a
+// graph (its backward hands g to both). The engine's own op: no dependency on core/ops.
+Tensor sum_of(const Tensor& a, const Tensor& b) {
+  Tensor out = a.clone();
+  {
+    NoGradGuard ng;
+    out.add_(b);
+  }
+  if (autograd::needs_grad({&a, &b}))
+    autograd::record("accumulate_grad", out, {a, b}, [](const Tensor& g, GradSink& gs) {
+      gs.add(0, g);
+      gs.add(1, g);
+    }, autograd::kSavesNothing | autograd::kSecondOrder);
+  return out;
+}
+}  // namespace
+
 void accumulate(Tensor& slot, Tensor g, bool leaf, bool create_graph) {
   if (create_graph) {  // recorded, out of place: the sum carries both graphs
     const EnableGradGuard eg;
     if (!slot.defined())
       slot = (leaf && !g.requires_grad() && !unique_owner(g)) ? g.clone() : std::move(g);
     else
-      slot = add(slot, g);
+      slot = sum_of(slot, g);
     return;
   }
   NoGradGuard ng;
@@ -70,7 +87,7 @@ void accumulate(Tensor& slot, Tensor g, bool leaf, bool create_graph) {
     return;
   }
   if (slot.requires_grad()) {  // a gradient with a graph (an earlier create_graph pass): out of place, plain
-    slot = add(slot, g);
+    slot = sum_of(slot, g);
     return;
   }
   if (!unique_owner(slot)) slot = slot.clone();

@@ -4,8 +4,6 @@
 
 #include <tapegrad/core/autograd.h>
 #include <tapegrad/core/autograd_tape.h>
-#include <tapegrad/core/ops/elementwise.h>
-#include <tapegrad/core/ops/reduce.h>
 
 namespace tapegrad::autograd {
 
