@@ -386,6 +386,7 @@ Tensor batch_norm(const Tensor& x, const Tensor& weight, const Tensor& bias, con
   if (empty) return out;
   record_backward(out, x, weight, bias, d, std::move(stats), use_batch_stats, static_cast<double>(d.N * d.S), {},
                   eps);
+  if (use_batch_stats) running.watch_backward(who, out);
   return out;
 }
 
@@ -428,6 +429,7 @@ Tensor batch_norm_relu(const Tensor& x, const Tensor& weight, const Tensor& bias
           });
         },
         autograd::kSavesInputs | autograd::kSecondOrder);
+    if (use_batch_stats) running.watch_backward(who, a);
     return a;
   }
   Tensor y = activation(a, clip);
@@ -462,6 +464,7 @@ Tensor batch_norm_relu(const Tensor& x, const Tensor& weight, const Tensor& bias
                      });
                    },
                    autograd::kSavesInputs | autograd::kSecondOrder);
+  if (use_batch_stats) running.watch_backward(who, y);
   return y;
 }
 
@@ -493,6 +496,7 @@ Tensor batch_norm_with_stats(const Tensor& x, const BatchStats& given, const Ten
                                 });
   record_backward(out, x, weight, bias, d, std::move(stats), true, static_cast<double>(given.count),
                   given.reduce_grad_sums, eps, true, who);
+  running.watch_backward(who, out);
   return out;
 }
 
