@@ -1,6 +1,9 @@
 #pragma once
 // Functional 2-D pooling with PyTorch's semantics (F.max_pool2d, F.avg_pool2d,
 // F.adaptive_avg_pool2d). Inputs are (N, C, H, W); every (n, c) plane is pooled alone.
+// Each differentiates to any order: under create_graph its backward is a recorded op
+// (pool_grad_ops.h: the scatter at the argmax, or the spread over the windows) whose own
+// backward is the gather or the pool itself. The first-order backward is unchanged.
 #include <optional>
 
 #include <tapegrad/core/tensor.h>
