@@ -13,12 +13,19 @@
 #include <tapegrad/core/core.h>
 #include <tapegrad/core/gradcheck.h>
 #include <tapegrad/core/mode_checks.h>
+#include <tapegrad/layers/activation.h>
+#include <tapegrad/layers/batch_norm.h>
+#include <tapegrad/layers/conv.h>
+#include <tapegrad/layers/flatten.h>
 #include <tapegrad/layers/functional/batch_norm.h>
 #include <tapegrad/layers/functional/conv.h>
 #include <tapegrad/layers/functional/conv_grad_ops.h>
 #include <tapegrad/layers/functional/kernels/conv_dnnl.h>
 #include <tapegrad/layers/functional/pool_grad_ops.h>
 #include <tapegrad/layers/functional/pooling.h>
+#include <tapegrad/layers/linear.h>
+#include <tapegrad/layers/pooling.h>
+#include <tapegrad/layers/sequential.h>
 #include "test_support.h"
 
 using namespace tapegrad;
@@ -314,6 +321,48 @@ TEST_CASE("a small CNN's gradient penalty: gradgradcheck and gradcheck of the pe
   auto r2 = gradcheck(penalty, {wc, bc, gamma, beta, wl});
   INFO("gradcheck of the penalty: " << r2.message);
   REQUIRE(r2.ok);
+}
+
+TEST_CASE("a Sequential CNN's Hessian-vector product against central differences of its gradient",
+          "[conv][pooling][double_backward]") {
+  tapegrad::ModeChecksPause pause;
+  Generator gen(13);
+  using namespace tapegrad::layers;
+  // Conv2d(2→3, 3x3, stride 2, padding 1) → BatchNorm2d → ReLU → AvgPool2d(2, ceil_mode) →
+  // Conv2d(3→2, 1x1) → AdaptiveAvgPool2d(1) → Flatten → Linear(2 → 1), in float64
+  Sequential net({std::make_shared<Conv2d>(Conv2dOptions(2, 3, 3).stride(2).padding(1), gen),
+                  std::make_shared<BatchNorm2d>(3), std::make_shared<ReLU>(),
+                  std::make_shared<AvgPool2d>(AvgPool2dOptions(2).ceil_mode(true)),
+                  std::make_shared<Conv2d>(Conv2dOptions(3, 2, 1), gen), std::make_shared<AdaptiveAvgPool2d>(1),
+                  std::make_shared<Flatten>(), std::make_shared<Linear>(LinearOptions(2, 1), gen)});
+  net.to(Dtype::Float64);
+  const Tensor x = uniform({4, 2, 7, 7}, -1, 1, Dtype::Float64, gen);
+  const std::vector<Tensor> params = net.parameters();
+  auto loss_of = [&] { return sum(square(net.forward(x))); };
+  std::vector<Tensor> v;
+  for (const Tensor& p : params) v.push_back(uniform(p.shape(), -1, 1, Dtype::Float64, gen));
+  const std::vector<Tensor> hv = autograd::hessian_vector_product(loss_of(), params, v);
+  // (∇L(θ + εv) − ∇L(θ − εv)) / 2ε
+  auto grad_at = [&](double step) {
+    {
+      NoGradGuard ng;
+      for (std::size_t i = 0; i < params.size(); ++i) const_cast<Tensor&>(params[i]).add_(v[i], step);
+    }
+    std::vector<Tensor> g = autograd::grad({loss_of()}, params);
+    NoGradGuard ng;
+    for (std::size_t i = 0; i < params.size(); ++i) const_cast<Tensor&>(params[i]).add_(v[i], -step);
+    return g;
+  };
+  const double eps = 1e-5;
+  const std::vector<Tensor> gp = grad_at(eps), gm = grad_at(-eps);
+  double hv_norm = 0;
+  for (const Tensor& h : hv) hv_norm += sum(square(h)).item();
+  REQUIRE(hv_norm > 1e-2);  // a real product, not zeros on both sides
+  for (std::size_t i = 0; i < params.size(); ++i) {
+    Tensor numeric = mul(sub(gp[i], gm[i]), 1 / (2 * eps));
+    INFO("parameter " << i << " " << shape_str(params[i].shape()));
+    test::require_close(hv[i], numeric, 1e-6);
+  }
 }
 
 TEST_CASE("the conv and pool gradient ops refuse bad shapes, naming expected and actual", "[conv][pooling][double_backward]") {
