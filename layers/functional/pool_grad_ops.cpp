@@ -103,17 +103,19 @@ Tensor max_pool2d_gather(const Tensor& t_in, const Tensor& indices) {
 }
 
 Tensor avg_pool2d_backward(const Tensor& g_in, const Shape& input_shape, Size2 kernel_size, std::optional<Size2> stride,
-                           Size2 padding, bool ceil_mode, bool count_include_pad) {
+                           Size2 padding, bool ceil_mode, bool count_include_pad,
+                           std::optional<std::int64_t> divisor_override) {
   const char* who = "avg_pool2d_backward";
   check_floating_4d(who, "gradient", g_in);
   const detail::PoolGeom geo = detail::pool_geom(input_shape, who, kernel_size, stride, padding, 1, ceil_mode, false);
+  detail::check_divisor(who, divisor_override);
   const Shape out{geo.N, geo.C, geo.OH, geo.OW};
   if (g_in.shape() != out)
     fail(who, "expected g of avg_pool2d's output shape " + shape_str(out) + ", got " + shape_str(g_in.shape()));
   const Tensor g = g_in.detach();
   Tensor dx = Tensor::zeros(input_shape, g.dtype());
-  auto window = [geo, count_include_pad](std::int64_t i, std::int64_t j) {
-    return detail::avg_window(geo, i, j, count_include_pad);
+  auto window = [geo, count_include_pad, divisor_override](std::int64_t i, std::int64_t j) {
+    return detail::avg_window(geo, i, j, count_include_pad, divisor_override);
   };
   TAPEGRAD_DISPATCH_FLOAT(g.dtype(), who, [&] {
     detail::spread_windows(g.data<scalar_t>(), dx.data<scalar_t>(), geo.planes(), geo.H, geo.W, geo.OH, geo.OW, window);
@@ -121,8 +123,8 @@ Tensor avg_pool2d_backward(const Tensor& g_in, const Shape& input_shape, Size2 k
   if (autograd::needs_grad({&g_in}))
     autograd::record(
         who, dx, {g_in},
-        [kernel_size, stride, padding, ceil_mode, count_include_pad](const Tensor& ddx, GradSink& gs) {
-          gs.add(0, avg_pool2d(ddx, kernel_size, stride, padding, ceil_mode, count_include_pad));
+        [kernel_size, stride, padding, ceil_mode, count_include_pad, divisor_override](const Tensor& ddx, GradSink& gs) {
+          gs.add(0, avg_pool2d(ddx, kernel_size, stride, padding, ceil_mode, count_include_pad, divisor_override));
         },
         autograd::kSavesNothing | autograd::kSecondOrder);
   return dx;

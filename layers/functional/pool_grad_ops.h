@@ -26,10 +26,11 @@ Tensor max_pool2d_gather(const Tensor& t, const Tensor& indices);
 /// avg_pool2d's backward: dx (input_shape) with dx[window] += g[o] / divisor over each output
 /// o's window (the windows and divisors of avg_pool2d with these arguments). g must have
 /// avg_pool2d's output shape. Backward: avg_pool2d(ddx, ...) with the same arguments. Throws
-/// std::invalid_argument as avg_pool2d does for the geometry, and naming g's expected shape.
+/// std::invalid_argument as avg_pool2d does for the geometry and divisor, and naming g's
+/// expected shape.
 Tensor avg_pool2d_backward(const Tensor& g, const Shape& input_shape, Size2 kernel_size,
                            std::optional<Size2> stride = std::nullopt, Size2 padding = 0, bool ceil_mode = false,
-                           bool count_include_pad = true);
+                           bool count_include_pad = true, std::optional<std::int64_t> divisor_override = std::nullopt);
 
 /// adaptive_avg_pool2d's backward: dx (input_shape (N, C, H, W)) with dx[window] +=
 /// g[o] / window size, g (N, C, OH, OW) (OH, OW: the output size). Backward:

@@ -42,6 +42,11 @@ PoolGeom pool_geom(const Shape& x, const char* op, Size2 k, std::optional<Size2>
   return g;
 }
 
+void check_divisor(const char* op, std::optional<std::int64_t> divisor_override) {
+  if (divisor_override && *divisor_override == 0)
+    throw std::invalid_argument(std::string(op) + ": expected divisor_override != 0, got 0");
+}
+
 void check_adaptive(const Shape& x, const char* op, Size2 out) {
   const std::string o = op;
   if (x.size() != 4) throw std::invalid_argument(o + ": expected a 4-D input (N, C, H, W), got shape " + shape_str(x));
@@ -141,19 +146,21 @@ Tensor max_pool2d(const Tensor& x, Size2 kernel_size, std::optional<Size2> strid
 }
 
 Tensor avg_pool2d(const Tensor& x, Size2 kernel_size, std::optional<Size2> stride, Size2 padding, bool ceil_mode,
-                  bool count_include_pad) {
+                  bool count_include_pad, std::optional<std::int64_t> divisor_override) {
   const PoolGeom g = pool_geom(x, "avg_pool2d", kernel_size, stride, padding, 1, ceil_mode, false);
-  auto window = [g, count_include_pad](std::int64_t i, std::int64_t j) {
-    return detail::avg_window(g, i, j, count_include_pad);
+  detail::check_divisor("avg_pool2d", divisor_override);
+  auto window = [g, count_include_pad, divisor_override](std::int64_t i, std::int64_t j) {
+    return detail::avg_window(g, i, j, count_include_pad, divisor_override);
   };
   Tensor y = Tensor::empty({g.N, g.C, g.OH, g.OW}, x.dtype());
   TAPEGRAD_DISPATCH_FLOAT(x.dtype(), "avg_pool2d", [&] {
     detail::average_windows(x.data<scalar_t>(), y.data<scalar_t>(), g.planes(), g.H, g.W, g.OH, g.OW, window);
   });
   if (autograd::needs_grad({&x}))
-    autograd::record("avg_pool2d", y, {x}, [g, window, stride, ceil_mode, count_include_pad](const Tensor& gy, GradSink& gs) {
+    autograd::record("avg_pool2d", y, {x}, [g, window, stride, ceil_mode, count_include_pad, divisor_override](const Tensor& gy, GradSink& gs) {
       if (autograd::creating_graph()) {  // the adjoint as a recorded op (its backward: avg_pool2d)
-        gs.add(0, avg_pool2d_backward(gy, {g.N, g.C, g.H, g.W}, g.k, stride, g.p, ceil_mode, count_include_pad));
+        gs.add(0, avg_pool2d_backward(gy, {g.N, g.C, g.H, g.W}, g.k, stride, g.p, ceil_mode, count_include_pad,
+                                      divisor_override));
         return;
       }
       // dx[window] += dy / divisor

@@ -1,9 +1,10 @@
-// Conv2d and the pools differentiated twice (conv2d three times): gradgradcheck in float64
-// over conv2d's stride/padding/dilation/groups/bias grid, the 1x1 and depthwise shapes, the
-// oneDNN backend in float32 against float64, MaxPool2d (the 2x2 kernel, padding, dilation,
-// ceil_mode), AvgPool2d (count_include_pad, ceil_mode), AdaptiveAvgPool2d (non-divisible
-// sizes), a small CNN's gradient penalty, the create_graph gradient equal bit for bit to the
-// first-order one, and the gradient ops' errors.
+// Conv2d and the pools differentiated twice (and three times): gradgradcheck in float64 over
+// conv2d's stride/padding/dilation/groups/bias grid, the 1x1 and depthwise shapes, the oneDNN
+// backend in float32 against float64, MaxPool2d (the 2x2 kernel, padding, dilation,
+// ceil_mode), AvgPool2d (count_include_pad, ceil_mode, divisor_override against PyTorch),
+// AdaptiveAvgPool2d (non-divisible sizes), a small CNN's gradient penalty and a Sequential
+// CNN's Hessian-vector product, the create_graph gradient equal bit for bit to the first-order
+// one, and the gradient ops' errors.
 #include <catch2/catch.hpp>
 
 #include <cstring>
@@ -243,6 +244,32 @@ TEST_CASE("gradgradcheck: avg_pool2d (count_include_pad, ceil_mode, padding, str
         REQUIRE(bit_equal(autograd::grad({y}, {x}, {u}, create_graph(false))[0],
                           autograd::grad({y}, {x}, {u}, create_graph(true))[0].detach()));
       }
+}
+
+TEST_CASE("avg_pool2d's divisor_override: PyTorch's values and gradient, gradgradcheck, zero refused",
+          "[pooling][double_backward]") {
+  // PyTorch 1.13: x = arange(20).reshape(1, 1, 4, 5) / 7,
+  // F.avg_pool2d(x, 3, 2, 1, ceil_mode=True, count_include_pad=False, divisor_override=5), u = 1..9
+  Tensor x = mul(Tensor::from_vector(std::vector<double>{0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16, 17, 18, 19},
+                                     {1, 1, 4, 5}, Dtype::Float64),
+                 1.0 / 7).requires_grad_();
+  Tensor y = avg_pool2d(x, 3, 2, 1, true, false, 5);
+  test::require_close(y, {0.34285714285714286, 0.7714285714285715, 0.6857142857142857, 1.8, 3.0857142857142854,
+                          2.3142857142857145, 0.8857142857142858, 1.4571428571428569, 1.0571428571428574});
+  Tensor u = Tensor::from_vector(std::vector<double>{1, 2, 3, 4, 5, 6, 7, 8, 9}, y.shape(), Dtype::Float64);
+  test::require_close(autograd::grad({y}, {x}, {u})[0],
+                      {0.2, 0.6, 0.4, 1.0, 0.6, 1.0, 2.4, 1.4, 3.2, 1.8, 0.8, 1.8, 1.0, 2.2, 1.2, 2.2, 4.8, 2.6, 5.6, 3.0});
+  // a negative divisor, as PyTorch allows: F.avg_pool2d(x, 2, divisor_override=-3)
+  test::require_close(avg_pool2d(x, 2, std::nullopt, 0, false, true, -3),
+                      {-0.5714285714285715, -0.9523809523809522, -2.476190476190476, -2.857142857142857});
+  for (std::int64_t d : {5, -3}) {
+    auto r = gradgradcheck([d](const std::vector<Tensor>& v) { return square(avg_pool2d(v[0], 3, 2, 1, true, false, d)); },
+                           {x});
+    INFO("divisor_override " << d << ": " << r.message);
+    REQUIRE(r.ok);
+  }
+  REQUIRE_THROWS_WITH(avg_pool2d(x, 2, std::nullopt, 0, false, true, 0),
+                      Catch::Contains("avg_pool2d: expected divisor_override != 0, got 0"));
 }
 
 TEST_CASE("gradgradcheck: adaptive_avg_pool2d with sizes that do not divide", "[pooling][double_backward]") {

@@ -30,6 +30,10 @@ PoolGeom pool_geom(const Shape& x, const char* op, Size2 k, std::optional<Size2>
 /// throwing std::invalid_argument "<op>: ..." naming the values.
 void check_adaptive(const Shape& x, const char* op, Size2 out);
 
+/// Throws std::invalid_argument "<op>: expected divisor_override != 0, got 0" (PyTorch refuses
+/// a zero divisor; a negative one is allowed, as there).
+void check_divisor(const char* op, std::optional<std::int64_t> divisor_override);
+
 /// dx (shape x, zeros) with dx[n, c, idx[n, c, l]] += g[n, c, l]: max_pool2d's backward, unchecked
 /// (idx holds each output's flat position in its H·W plane, as max_pool2d computed it).
 Tensor max_pool2d_scatter_values(const Tensor& g, const Tensor& idx, const Shape& x);
@@ -79,8 +83,10 @@ void spread_windows(const T* dy, T* dx, std::int64_t planes, std::int64_t H, std
   });
 }
 
-/// avg_pool2d's window and its divisor (PyTorch's avg_pool2d CPU rule).
-inline Window avg_window(const PoolGeom& g, std::int64_t i, std::int64_t j, bool count_include_pad) {
+/// avg_pool2d's window and its divisor (PyTorch's avg_pool2d CPU rule): divisor_override when
+/// given, else the window clipped to the padded input (count_include_pad) or to the input.
+inline Window avg_window(const PoolGeom& g, std::int64_t i, std::int64_t j, bool count_include_pad,
+                         std::optional<std::int64_t> divisor_override = std::nullopt) {
   std::int64_t h0 = i * g.s.h - g.p.h, w0 = j * g.s.w - g.p.w;
   std::int64_t h1 = std::min(h0 + g.k.h, g.H + g.p.h), w1 = std::min(w0 + g.k.w, g.W + g.p.w);
   const std::int64_t pool_size = (h1 - h0) * (w1 - w0);
@@ -88,7 +94,8 @@ inline Window avg_window(const PoolGeom& g, std::int64_t i, std::int64_t j, bool
   w0 = std::max<std::int64_t>(w0, 0);
   h1 = std::min(h1, g.H);
   w1 = std::min(w1, g.W);
-  return {h0, h1, w0, w1, 1, 1, count_include_pad ? pool_size : (h1 - h0) * (w1 - w0)};
+  const std::int64_t div = count_include_pad ? pool_size : (h1 - h0) * (w1 - w0);
+  return {h0, h1, w0, w1, 1, 1, divisor_override.value_or(div)};
 }
 
 /// adaptive_avg_pool2d's window [floor(i·H/OH), ceil((i+1)·H/OH)) × (the same for W).
