@@ -18,8 +18,8 @@ namespace tapegrad::layers::functional {
 ///  - Im2col: im2col + GEMM always;
 ///  - OneDNN: oneDNN for every float32 shape it can run (im2col for the rest).
 /// The initial value comes from the environment variable TAPEGRAD_CONV_BACKEND
-/// (auto | im2col | onednn; unset: auto). Process-wide; the backward of a recorded conv2d
-/// uses the backend its forward used.
+/// (auto | im2col | onednn; unset: auto). Process-wide; the first-order backward of a recorded
+/// conv2d uses the backend its forward used (a create_graph backward's ops: the one in use then).
 enum class ConvBackend { Auto, Im2col, OneDNN };
 /// Throws std::invalid_argument for OneDNN when tapegrad was built without oneDNN.
 void set_conv_backend(ConvBackend backend);

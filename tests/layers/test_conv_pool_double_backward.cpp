@@ -187,6 +187,27 @@ TEST_CASE("conv2d: a create_graph gradient has the first-order gradient's bits",
   }
 }
 
+TEST_CASE("conv2d and max_pool2d with a zero size differentiate twice: zeros, no kernel run", "[conv][pooling][double_backward]") {
+  Generator gen(14);
+  for (const Shape& xs : {Shape{0, 2, 4, 4}, Shape{2, 0, 4, 4}}) {
+    Tensor x = uniform(xs, -1, 1, Dtype::Float64, gen).requires_grad_();
+    Tensor w = uniform({3, xs[1], 3, 3}, -1, 1, Dtype::Float64, gen).requires_grad_();
+    Tensor b = uniform({3}, -1, 1, Dtype::Float64, gen).requires_grad_();
+    Tensor y = conv2d(x, w, b, 1, 1);
+    Tensor loss = sum(square(y));  // N = 0: 0; C_in = 0: Σ b² over the outputs
+    std::vector<Tensor> g = autograd::grad({loss}, {x, w, b}, {}, create_graph());
+    REQUIRE(g[0].shape() == xs);
+    REQUIRE(g[1].shape() == w.shape());
+    Tensor gg = autograd::grad({sum(square(g[2]))}, {b}, {}, create_graph(false))[0];
+    // db = 2·Σ_{n,i,j} b = 2·N·16·b, so d Σ db² / db = 8·(N·16)²·b
+    const double m = static_cast<double>(xs[0]) * 16;
+    test::require_close(gg, mul(b, 8 * m * m).detach());
+  }
+  Tensor x = uniform({0, 2, 4, 4}, -1, 1, Dtype::Float64, gen).requires_grad_();
+  Tensor g = autograd::grad({sum(square(max_pool2d(x, 2)))}, {x}, {}, create_graph())[0];
+  REQUIRE(g.shape() == x.shape());
+}
+
 TEST_CASE("gradgradcheck: max_pool2d (2x2 kernel, padding, dilation, ceil_mode)", "[pooling][double_backward]") {
   Generator gen(8);
   const struct {
