@@ -1,4 +1,5 @@
-// Factories for the normalisation family, Dropout and the activation modules.
+// Factories for the normalisation family, Dropout and the activation modules (Softmax and
+// LogSoftmax included).
 #include <memory>
 
 #include "golden_runner/support.h"
@@ -11,6 +12,7 @@
 #include <tapegrad/layers/instance_norm.h>
 #include <tapegrad/layers/layer_norm.h>
 #include <tapegrad/layers/local_response_norm.h>
+#include <tapegrad/layers/softmax.h>
 
 namespace golden {
 namespace {
@@ -65,6 +67,12 @@ const bool registered = [] {
   add_module("Tanh", [](const json&, Dtype) -> layers::ModulePtr { return std::make_shared<layers::Tanh>(); });
   add_module("GELU", [](const json& a, Dtype) -> layers::ModulePtr {
     return std::make_shared<layers::GELU>(a.value("approximate", std::string("none")));
+  });
+  add_module("Softmax", [](const json& a, Dtype) -> layers::ModulePtr {
+    return std::make_shared<layers::Softmax>(a.at("dim").get<std::int64_t>());
+  });
+  add_module("LogSoftmax", [](const json& a, Dtype) -> layers::ModulePtr {
+    return std::make_shared<layers::LogSoftmax>(a.at("dim").get<std::int64_t>());
   });
   add_module("Identity", [](const json&, Dtype) -> layers::ModulePtr { return std::make_shared<layers::Identity>(); });
   add_module("LeakyReLU", [](const json& a, Dtype) -> layers::ModulePtr {

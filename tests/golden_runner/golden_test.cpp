@@ -2,7 +2,9 @@
 // against tapegrad, in float64 at each file's tolerance and again in float32 at 1e-5
 // relative (module cases). A case whose module, loss or optimizer type has no factory
 // yet is reported as skipped, by name and reason; an unreadable file fails. Cases of kind
-// "sync_module" need several ranks: tests/distributed runs them under mpirun.
+// "sync_module" need several ranks: tests/distributed runs them under mpirun. The
+// second-order kinds (double_backward, hvp, gradient_penalty: second_order.cpp) run in both
+// dtypes, and there an unknown type fails instead of skipping.
 #include <catch2/catch.hpp>
 
 #include <cstdlib>
@@ -14,6 +16,7 @@
 #include <tapegrad/core/autograd.h>
 #include <tapegrad/core/ops.h>
 #include "golden_runner/outcome.h"
+#include "golden_runner/second_order.h"
 #include "golden_runner/support.h"
 #include <tapegrad/layers/functional/conv.h>
 
@@ -257,8 +260,22 @@ void run_train_case(Outcome& o, const std::string& where, const json& c, const g
   compare_state(o, where + " final", *model, c["final_state_dict"], tol);
 }
 
-Outcome run_all(bool float32) {
+// float32 second derivatives, |got - want| <= 1e-4·max(1, |want|): the inputs, parameters
+// and v are rounded to float32 (relative 6e-8), and a second derivative sums products of
+// first-order terms, so its rounding is that of the first-order chain twice over; through
+// batch statistics it sums N·L terms in 1/σ² and 1/σ³ that largely cancel, so an element's
+// error scales with the largest terms it is made of, not with the element itself (a
+// Hessian-vector product entry of 7e-15 in hvp_bn_mlp_train comes out at 5e-7). PyTorch 1.13
+// itself, run in float32 on double_backward.json, is off by up to 2.7e-6 of max(1, |want|)
+// (hvp_bn_mlp_train, 3.weight; conv_3x3_pad1 1.3e-6), and tapegrad by 2.1e-6 in the same
+// place (conv_3x3_pad1 1.1e-6 on im2col, 1.3e-6 on oneDNN): the first-order runs' 1e-5 would
+// leave a margin of 4, 1e-4 leaves about 40.
+constexpr golden::Tolerance kSecondOrderFloat32{1e-4, 0, true};
+
+// second_order: the cases of the second-order kinds only (at least one must run), else all others.
+Outcome run_all(bool float32, bool second_order = false) {
   Outcome o;
+  int second_order_cases = 0;
   const std::string dir = golden::dir_from_env("TAPEGRAD_GOLDEN_DIR", "golden");
   const auto files = golden::json_files_in(dir);
   if (files.empty()) o.failures.push_back("no golden *.json files in " + dir);
@@ -274,6 +291,8 @@ Outcome run_all(bool float32) {
       golden::Tolerance tol = file_tol;
       if (c.contains("tolerance")) tol = {c["tolerance"]["rtol"].get<double>(), c["tolerance"]["atol"].get<double>(), false};
       const std::string kind = c["kind"];
+      if (golden::is_second_order_kind(kind) != second_order) continue;
+      second_order_cases += second_order;
       if (kind == "sync_module") {  // several ranks: tests/distributed runs them under mpirun
 #ifndef TAPEGRAD_SYNC_CASES_UNDER_MPI
         o.skips.push_back(where + ": skipped, sync_module needs the MPI build (tapegrad_distributed)");
@@ -281,7 +300,10 @@ Outcome run_all(bool float32) {
         continue;
       }
       try {
-        if (float32) {
+        if (second_order) {
+          if (float32) golden::run_second_order_case(o, where + " [float32]", c, Dtype::Float32, kSecondOrderFloat32);
+          else golden::run_second_order_case(o, where, c, Dtype::Float64, tol);
+        } else if (float32) {
           if (kind == "module") run_module_case(o, where + " [float32]", c, Dtype::Float32, {1e-5, 0, true});
           // the CNN run (SGD, 4 steps) holds in float32 through both Conv2d backends; the MLP
           // runs with Adam amplify float32 rounding in near-zero gradients and stay float64-only
@@ -301,6 +323,7 @@ Outcome run_all(bool float32) {
       }
     }
   }
+  if (second_order && second_order_cases == 0) o.failures.push_back("no second-order cases in " + dir);
   return o;
 }
 
@@ -310,14 +333,29 @@ TEST_CASE("golden vectors match PyTorch (float64)", "[golden]") { report(run_all
 
 TEST_CASE("golden vectors match PyTorch (float32, 1e-5 relative)", "[golden]") { report(run_all(true)); }
 
-// float32 Conv2d has two backends (layers/functional/conv.h); the goldens hold on each, forced.
+TEST_CASE("second-order golden vectors match PyTorch (float64)", "[golden][double_backward]") {
+  report(run_all(false, true));
+}
+
+TEST_CASE("second-order golden vectors match PyTorch (float32, 1e-4 relative)", "[golden][double_backward]") {
+  report(run_all(true, true));
+}
+
+// float32 Conv2d has two backends (layers/functional/conv.h); the goldens, first and second
+// order, hold on each, forced.
 TEST_CASE("golden vectors match PyTorch (float32) with every Conv2d on each backend", "[golden][conv]") {
   namespace F = tapegrad::layers::functional;
   const F::ConvBackend saved = F::conv_backend();
+  const auto both_orders = [] {
+    Outcome o = run_all(true), o2 = run_all(true, true);
+    o.failures.insert(o.failures.end(), o2.failures.begin(), o2.failures.end());
+    o.skips.insert(o.skips.end(), o2.skips.begin(), o2.skips.end());
+    return o;
+  };
   F::set_conv_backend(F::ConvBackend::Im2col);
-  const Outcome im2col = run_all(true);
+  const Outcome im2col = both_orders();
   if (F::conv_onednn_available()) F::set_conv_backend(F::ConvBackend::OneDNN);
-  const Outcome onednn = F::conv_onednn_available() ? run_all(true) : im2col;
+  const Outcome onednn = F::conv_onednn_available() ? both_orders() : im2col;
   F::set_conv_backend(saved);
   report(im2col);
   report(onednn);
