@@ -45,18 +45,8 @@ TEST_CASE("second-order runner: Softmax and LogSoftmax match PyTorch", "[golden]
   golden::report(run("log_softmax_last"));
 }
 
-// adaptive_avg_pool2d's backward is not yet written with differentiable ops: until it is, the
-// create_graph pass must refuse it by name; once it is, the values must be PyTorch's.
-TEST_CASE("second-order runner: AdaptiveAvgPool2d matches PyTorch or is refused by name",
-          "[golden][double_backward]") {
-  try {
-    golden::report(run("adaptive_avg_pool_2x2"));
-  } catch (const std::logic_error& e) {
-    const std::string msg = e.what();
-    INFO(msg);
-    CHECK(msg.find("'adaptive_avg_pool2d' cannot be differentiated twice") != std::string::npos);
-    WARN("AdaptiveAvgPool2d is not differentiable twice yet: " + msg);
-  }
+TEST_CASE("second-order runner: AdaptiveAvgPool2d matches PyTorch", "[golden][double_backward]") {
+  golden::report(run("adaptive_avg_pool_2x2"));
 }
 
 TEST_CASE("second-order runner: an unknown module type fails the case, naming it", "[golden][double_backward]") {
