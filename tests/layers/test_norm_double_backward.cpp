@@ -137,7 +137,7 @@ TEST_CASE("gradgradcheck: local_response_norm, window sizes 1 to 5, (N, C, L) an
     }
 }
 
-TEST_CASE("third order: group_norm and local_response_norm, d/dx of a second-order product against central differences",
+TEST_CASE("third order: group_norm, layer_norm and local_response_norm, d/dx of a second-order product against central differences",
           "[norms][double_backward]") {
   tapegrad::ModeChecksPause pause;
   Generator g(26);
