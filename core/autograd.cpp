@@ -1,8 +1,10 @@
 #include <tapegrad/core/autograd.h>
 #include <tapegrad/core/autograd_tape.h>
+#include <tapegrad/core/mode_checks.h>
 
 #include <algorithm>
 #include <atomic>
+#include <exception>
 #include <cmath>
 #include <stdexcept>
 
@@ -188,6 +190,13 @@ Node::~Node() {
     } catch (...) {  // a destructor: nothing may escape
     }
   }
+  // a graph dropped while an exception unwinds (a rejected step) is not the mistake watched
+  if (!train_forward_who.empty() && !reached && std::uncaught_exceptions() == 0) {
+    try {
+      report_train_forward_unreached(train_forward_who, train_forward_channels);
+    } catch (...) {  // a destructor: nothing may escape
+    }
+  }
   for (std::size_t i = 0; i < n_inputs_; ++i) release_autograd(input(i).meta);
 }
 
@@ -336,6 +345,13 @@ void on_graph_released(const Tensor& output, std::function<void(bool reached)> c
     first(reached);
     second(reached);
   };
+}
+
+void watch_train_forward(const Tensor& output, const std::string& who, std::int64_t channels) {
+  if (!output.defined() || !output.impl()->autograd || !output.impl()->autograd->grad_fn) return;
+  Node& node = *output.impl()->autograd->grad_fn;
+  node.train_forward_who = who;
+  node.train_forward_channels = channels;
 }
 
 std::size_t tape_size() {

@@ -148,6 +148,10 @@ class Node {
   bool second_order = false;
   /// See autograd::on_graph_released (null unless a diagnostic watches this node).
   std::unique_ptr<std::function<void(bool reached)>> on_release;
+  /// See autograd::watch_train_forward (empty unless the default mode check watches it).
+  std::string train_forward_who;
+  /// The watched layer's channel count (for the message).
+  std::int64_t train_forward_channels = 0;
 
  private:
   static constexpr std::size_t kInlineInputs = 3;
@@ -282,6 +286,14 @@ void set_post_accumulate_grad_hook(const Tensor& leaf, std::function<void()> hoo
 /// op. The callback runs on the thread that drops the graph, inside a destructor: it must
 /// not throw (an exception is swallowed) and should only record what it saw.
 void on_graph_released(const Tensor& output, std::function<void(bool reached)> callback);
+
+/// The default mode check `bn_train_no_backward` (core/mode_checks.h): marks the node that
+/// produced `output`, a train-mode forward of layer `who` with `channels` running statistics,
+/// so that when the node is destroyed without a backward having run through it (and not
+/// while an exception unwinds the stack), report_train_forward_unreached(who, channels) runs.
+/// Cheaper than on_graph_released (no allocation for a short `who`). Does nothing unless
+/// `output` was produced by a recorded op.
+void watch_train_forward(const Tensor& output, const std::string& who, std::int64_t channels);
 
 /// Number of live nodes on this thread's tape (for tests of memory behaviour).
 std::size_t tape_size();

@@ -28,6 +28,10 @@ Issues& issues() {
   return s;
 }
 
+std::atomic<bool> g_pending{false};  // a bn_train_no_backward error waits to be thrown
+std::mutex g_pending_mu;
+std::string g_pending_message;
+
 }  // namespace
 
 ModeChecks parse_mode_checks(const std::string& value) {
@@ -92,6 +96,44 @@ void report_mode_issue(const std::string& kind, const std::string& message) {
   if (first) emit_warning(Warning{"mode_checks", kind, message});
 }
 
+void report_train_forward_unreached(const std::string& who, std::int64_t channels) noexcept {
+  try {
+    const ModeChecks mode = effective_mode_checks();
+    if (mode == ModeChecks::Off) return;
+    const std::string message =
+        who + "(" + std::to_string(channels) +
+        ") ran forward in train mode with gradients on, and its graph was freed without a backward: its "
+        "running_mean and running_var took the statistics of a batch that no step trained on (a validation "
+        "pass without eval()?). Call model.eval() before evaluating and model.train() after; a deliberate "
+        "train-mode forward without backward goes inside a tapegrad::ModeChecksPause";
+    if (mode == ModeChecks::Throw) {
+      {
+        std::lock_guard<std::mutex> lock(issues().mu);
+        ++issues().counts["bn_train_no_backward"];
+      }
+      std::lock_guard<std::mutex> lock(g_pending_mu);
+      if (!g_pending.load(std::memory_order_relaxed)) g_pending_message = message;
+      g_pending.store(true, std::memory_order_release);
+      return;
+    }
+    report_mode_issue("bn_train_no_backward", message);
+  } catch (...) {  // called from a destructor: nothing may escape (allocation failure)
+  }
+}
+
+void throw_pending_mode_issue() {
+  if (!g_pending.load(std::memory_order_acquire)) return;
+  std::string message;
+  {
+    std::lock_guard<std::mutex> lock(g_pending_mu);
+    if (!g_pending.load(std::memory_order_relaxed)) return;
+    message = std::move(g_pending_message);
+    g_pending_message.clear();
+    g_pending.store(false, std::memory_order_relaxed);
+  }
+  throw std::logic_error(message);
+}
+
 std::int64_t mode_issue_count(const std::string& kind) {
   Issues& s = issues();
   std::lock_guard<std::mutex> lock(s.mu);
@@ -120,6 +162,9 @@ void reset_mode_issues() {
   std::lock_guard<std::mutex> lock(s.mu);
   s.counts.clear();
   s.warned.clear();
+  std::lock_guard<std::mutex> pending_lock(g_pending_mu);
+  g_pending_message.clear();
+  g_pending.store(false, std::memory_order_relaxed);
 }
 
 }  // namespace tapegrad

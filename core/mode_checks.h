@@ -8,6 +8,14 @@
 //                          never updated (num_batches_tracked 0, running_mean 0, running_var 1).
 //   bn_buffers_not_loaded  a non-strict load left a BatchNorm's running_mean / running_var at
 //                          their initial values because the state dict lacked them.
+//   bn_train_no_backward   a tracked BatchNorm (or InstanceNorm) ran forward in train mode with
+//                          gradients on, and its graph was freed without a backward through it
+//                          (a validation pass in train mode): its running statistics took a
+//                          batch no step trained on. A graph freed while an exception unwinds
+//                          is not reported. Found where the graph is freed (a destructor), so
+//                          under Throw the error is raised at the next check point instead:
+//                          the next tracked BatchNorm/InstanceNorm forward on any thread, or
+//                          throw_pending_mode_issue().
 // Warn (default): the first occurrence of each kind in the process is a warning through
 // core/warnings.h (stderr by default), later ones are only counted (mode_issue_count).
 // Throw: every occurrence throws std::logic_error with the warning's text, before any state
@@ -80,6 +88,13 @@ class ModeChecksOption {
 /// in the process (or since reset_mode_issues), nothing more for later ones; Off -> nothing
 /// (callers test effective_mode_checks() first).
 void report_mode_issue(const std::string& kind, const std::string& message);
+/// The bn_train_no_backward check's report (called by the autograd engine when a node marked
+/// by autograd::watch_train_forward is freed unreached; never throws): counted; Warn -> the
+/// first occurrence warns; Throw -> kept pending for throw_pending_mode_issue(); Off -> nothing.
+void report_train_forward_unreached(const std::string& who, std::int64_t channels) noexcept;
+/// Throws the pending bn_train_no_backward error (std::logic_error) if one is pending, and
+/// clears it. Cheap when none is (one relaxed atomic load).
+void throw_pending_mode_issue();
 /// Occurrences of `kind` reported so far (Warn and Throw).
 std::int64_t mode_issue_count(const std::string& kind);
 /// Occurrences reported so far, by kind (kinds never reported are absent).

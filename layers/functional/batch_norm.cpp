@@ -388,6 +388,7 @@ Tensor batch_norm(const Tensor& x, const Tensor& weight, const Tensor& bias, con
   if (empty) return out;
   record_backward(out, x, weight, bias, d, std::move(stats), use_batch_stats, static_cast<double>(d.N * d.S), {},
                   eps);
+  if (use_batch_stats) running.watch_backward(who, out);
   return out;
 }
 
@@ -430,6 +431,7 @@ Tensor batch_norm_relu(const Tensor& x, const Tensor& weight, const Tensor& bias
           });
         },
         autograd::kSavesInputs | autograd::kSecondOrder);
+    if (use_batch_stats) running.watch_backward(who, a);
     return a;
   }
   Tensor y = activation(a, clip);
@@ -464,6 +466,7 @@ Tensor batch_norm_relu(const Tensor& x, const Tensor& weight, const Tensor& bias
                      });
                    },
                    autograd::kSavesInputs | autograd::kSecondOrder);
+  if (use_batch_stats) running.watch_backward(who, y);
   return y;
 }
 
@@ -495,6 +498,7 @@ Tensor batch_norm_with_stats(const Tensor& x, const BatchStats& given, const Ten
                                 });
   record_backward(out, x, weight, bias, d, std::move(stats), true, static_cast<double>(given.count),
                   given.reduce_grad_sums, eps, true, who, given.sum_over_batch);
+  running.watch_backward(who, out);
   return out;
 }
 

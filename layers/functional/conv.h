@@ -18,8 +18,8 @@ namespace tapegrad::layers::functional {
 ///  - Im2col: im2col + GEMM always;
 ///  - OneDNN: oneDNN for every float32 shape it can run (im2col for the rest).
 /// The initial value comes from the environment variable TAPEGRAD_CONV_BACKEND
-/// (auto | im2col | onednn; unset: auto). Process-wide; the backward of a recorded conv2d
-/// uses the backend its forward used.
+/// (auto | im2col | onednn; unset: auto). Process-wide; the first-order backward of a recorded
+/// conv2d uses the backend its forward used (a create_graph backward's ops: the one in use then).
 enum class ConvBackend { Auto, Im2col, OneDNN };
 /// Throws std::invalid_argument for OneDNN when tapegrad was built without oneDNN.
 void set_conv_backend(ConvBackend backend);
@@ -51,6 +51,8 @@ std::size_t conv_primitive_cache_size();
 /// -> (N, C_out, H_out, W_out), H_out = conv_output_size(H, kH, sh, ph, dh) (same for W).
 /// groups = C_in = C_out is a depthwise convolution.
 /// Backward: dW_g = Σ_n dY_g · colsᵀ, dcols = W_gᵀ · dY_g scattered back (col2im), db = Σ dY.
+/// Under create_graph the backward runs the recorded ops conv2d_input_grad and
+/// conv2d_weight_grad (conv_grad_ops.h, the same kernels), so conv2d differentiates to any order.
 /// im2col: samples run in parallel on the configured threads; the im2col buffers come from
 /// the block cache. oneDNN (float32, see ConvBackend): cached primitives on the configured
 /// threads, deterministic at a given thread count. Throws std::invalid_argument naming expected and actual values for a rank

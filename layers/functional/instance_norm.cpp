@@ -69,6 +69,7 @@ Tensor instance_norm(const Tensor& x, const Tensor& weight, const Tensor& bias, 
     }
     running.update(batch_mean.data(), batch_var.data(), S);
   }
+  running.watch_backward(who, out);
   return out;
 }
 

@@ -1,4 +1,5 @@
-// 2-D max, average and adaptive average pooling: forward and backward side by side.
+// 2-D max, average and adaptive average pooling: forward and backward side by side (their
+// backwards as recorded ops for a create_graph pass: pool_grad_ops.cpp).
 #include <tapegrad/layers/functional/pooling.h>
 
 #include <algorithm>
@@ -12,88 +13,65 @@
 #include <tapegrad/core/ops/kernels.h>
 #include <tapegrad/core/parallel.h>
 #include <tapegrad/layers/functional/kernels/max_pool_2x2.h>
+#include <tapegrad/layers/functional/kernels/pool_windows.h>
+#include <tapegrad/layers/functional/pool_grad_ops.h>
 
 namespace tapegrad::layers::functional {
 
-namespace {
+namespace detail {
 
-struct PoolGeom {
-  std::int64_t N, C, H, W, OH, OW;
-  Size2 k, s, p, d;
-  std::int64_t planes() const { return N * C; }
-};
-
-// The geometry of a pool, after every check of window.h. taps_inside_only: the op reads only
-// inside the input (max pooling ignores the padding), so each window needs a tap there.
-PoolGeom pool_geom(const Tensor& x, const char* op, Size2 k, std::optional<Size2> stride, Size2 p, Size2 d,
+PoolGeom pool_geom(const Shape& x, const char* op, Size2 k, std::optional<Size2> stride, Size2 p, Size2 d,
                    bool ceil_mode, bool taps_inside_only) {
   const std::string o = op;
-  if (!x.defined() || x.dim() != 4)
-    throw std::invalid_argument(o + ": expected a 4-D input (N, C, H, W), got shape " +
-                                (x.defined() ? shape_str(x.shape()) : std::string("undefined")));
-  tapegrad::kernels::check_floating(x, op);
+  if (x.size() != 4) throw std::invalid_argument(o + ": expected a 4-D input (N, C, H, W), got shape " + shape_str(x));
   // as PyTorch: no window of an empty image holds a value (an average over one divides by 0)
-  if (x.size(2) < 1 || x.size(3) < 1)
-    throw std::invalid_argument(o + ": expected a non-empty spatial size, got input shape " + shape_str(x.shape()));
+  if (x[2] < 1 || x[3] < 1)
+    throw std::invalid_argument(o + ": expected a non-empty spatial size, got input shape " + shape_str(x));
   const Size2 s = stride.value_or(k);
   const WindowGeometry win{k, s, p, d};
   check_window_args(o, win, PaddingLimit::HalfKernel);
-  check_window_extent(o, x.shape(), win);
-  PoolGeom g{x.size(0), x.size(1), x.size(2), x.size(3), 0, 0, k, s, p, d};
+  check_window_extent(o, x, win);
+  PoolGeom g{x[0], x[1], x[2], x[3], 0, 0, k, s, p, d};
   g.OH = pool_output_size(g.H, k.h, s.h, p.h, d.h, ceil_mode);
   g.OW = pool_output_size(g.W, k.w, s.w, p.w, d.w, ceil_mode);
   if (g.OH < 1 || g.OW < 1)
-    throw std::invalid_argument(o + ": input of shape " + shape_str(x.shape()) + " gives output size (" +
+    throw std::invalid_argument(o + ": input of shape " + shape_str(x) + " gives output size (" +
                                 std::to_string(g.OH) + ", " + std::to_string(g.OW) +
                                 "), expected at least (1, 1): the kernel is larger than the padded input");
-  if (taps_inside_only) check_window_taps(o, x.shape(), win, ceil_mode, g.OH, g.OW);
+  if (taps_inside_only) check_window_taps(o, x, win, ceil_mode, g.OH, g.OW);
   return g;
 }
 
-template <class F>
-void over_planes(std::int64_t planes, std::int64_t plane_size, F&& f) {
-  parallel_for(planes, parallel_rows_grain(plane_size), f);
+void check_divisor(const char* op, std::optional<std::int64_t> divisor_override) {
+  if (divisor_override && *divisor_override == 0)
+    throw std::invalid_argument(std::string(op) + ": expected divisor_override != 0, got 0");
 }
 
-// ---- the window walk every pool shares ------------------------------------------------
-// One pooling window: rows [h0, h1) step dh, columns [w0, w1) step dw, all inside the input,
-// and the divisor of an average over it.
-struct Window {
-  std::int64_t h0, h1, w0, w1, dh = 1, dw = 1, div = 1;
-};
-
-// Calls f(plane, o, window(i, j)) for every output o = (plane·OH + i)·OW + j, planes split
-// over the threads.
-template <class WindowOf, class F>
-void walk_windows(std::int64_t planes, std::int64_t HW, std::int64_t OH, std::int64_t OW, WindowOf window, F f) {
-  over_planes(planes, HW, [&](std::int64_t b, std::int64_t e) {
-    for (std::int64_t pl = b; pl < e; ++pl)
-      for (std::int64_t i = 0; i < OH; ++i)
-        for (std::int64_t j = 0; j < OW; ++j) f(pl, (pl * OH + i) * OW + j, window(i, j));
-  });
+void check_adaptive(const Shape& x, const char* op, Size2 out) {
+  const std::string o = op;
+  if (x.size() != 4) throw std::invalid_argument(o + ": expected a 4-D input (N, C, H, W), got shape " + shape_str(x));
+  if (out.h < 1 || out.w < 1) throw std::invalid_argument(o + ": expected output_size >= 1, got " + out.str());
+  if (x[2] < 1 || x[3] < 1)
+    throw std::invalid_argument(o + ": expected a non-empty spatial size, got input shape " + shape_str(x));
 }
 
-// y[o] = Σ window / divisor (avg and adaptive avg forward).
-template <class T, class WindowOf>
-void average_windows(const T* x, T* y, std::int64_t planes, std::int64_t H, std::int64_t W, std::int64_t OH,
-                     std::int64_t OW, WindowOf window) {
-  walk_windows(planes, H * W, OH, OW, window, [&](std::int64_t pl, std::int64_t o, const Window& a) {
-    T s = 0;
-    for (std::int64_t h = a.h0; h < a.h1; ++h)
-      for (std::int64_t w = a.w0; w < a.w1; ++w) s += x[(pl * H + h) * W + w];
-    y[o] = s / static_cast<T>(a.div);
-  });
-}
+}  // namespace detail
 
-// dx[window] += dy[o] / divisor (their backward); dx zero-filled by the caller.
-template <class T, class WindowOf>
-void spread_windows(const T* dy, T* dx, std::int64_t planes, std::int64_t H, std::int64_t W, std::int64_t OH,
-                    std::int64_t OW, WindowOf window) {
-  walk_windows(planes, H * W, OH, OW, window, [&](std::int64_t pl, std::int64_t o, const Window& a) {
-    const T v = dy[o] / static_cast<T>(a.div);
-    for (std::int64_t h = a.h0; h < a.h1; ++h)
-      for (std::int64_t w = a.w0; w < a.w1; ++w) dx[(pl * H + h) * W + w] += v;
-  });
+namespace {
+
+using detail::PoolGeom;
+using detail::Window;
+using detail::over_planes;
+using detail::walk_windows;
+
+// The tensor's checks (defined, floating), then the geometry's.
+PoolGeom pool_geom(const Tensor& x, const char* op, Size2 k, std::optional<Size2> stride, Size2 p, Size2 d,
+                   bool ceil_mode, bool taps_inside_only) {
+  if (!x.defined() || x.dim() != 4)
+    throw std::invalid_argument(std::string(op) + ": expected a 4-D input (N, C, H, W), got shape " +
+                                (x.defined() ? shape_str(x.shape()) : std::string("undefined")));
+  tapegrad::kernels::check_floating(x, op);
+  return detail::pool_geom(x.shape(), op, k, stride, p, d, ceil_mode, taps_inside_only);
 }
 
 // ---- max ------------------------------------------------------------------------------
@@ -149,27 +127,6 @@ void max_forward(const T* x, T* y, std::int64_t* idx, const PoolGeom& g) {
   });
 }
 
-// ---- average: the window and its divisor (PyTorch's avg_pool2d CPU rule) -------------------
-Window avg_window(const PoolGeom& g, std::int64_t i, std::int64_t j, bool count_include_pad) {
-  std::int64_t h0 = i * g.s.h - g.p.h, w0 = j * g.s.w - g.p.w;
-  std::int64_t h1 = std::min(h0 + g.k.h, g.H + g.p.h), w1 = std::min(w0 + g.k.w, g.W + g.p.w);
-  const std::int64_t pool_size = (h1 - h0) * (w1 - w0);
-  h0 = std::max<std::int64_t>(h0, 0);
-  w0 = std::max<std::int64_t>(w0, 0);
-  h1 = std::min(h1, g.H);
-  w1 = std::min(w1, g.W);
-  return {h0, h1, w0, w1, 1, 1, count_include_pad ? pool_size : (h1 - h0) * (w1 - w0)};
-}
-
-// ---- adaptive average ------------------------------------------------------------------------
-std::int64_t start_index(std::int64_t o, std::int64_t out, std::int64_t in) { return (o * in) / out; }
-std::int64_t end_index(std::int64_t o, std::int64_t out, std::int64_t in) { return ((o + 1) * in + out - 1) / out; }
-Window adaptive_window(std::int64_t i, std::int64_t j, std::int64_t H, std::int64_t W, Size2 out) {
-  Window a{start_index(i, out.h, H), end_index(i, out.h, H), start_index(j, out.w, W), end_index(j, out.w, W)};
-  a.div = (a.h1 - a.h0) * (a.w1 - a.w0);
-  return a;
-}
-
 }  // namespace
 
 Tensor max_pool2d(const Tensor& x, Size2 kernel_size, std::optional<Size2> stride, Size2 padding, Size2 dilation,
@@ -181,40 +138,38 @@ Tensor max_pool2d(const Tensor& x, Size2 kernel_size, std::optional<Size2> strid
                           [&] { max_forward<scalar_t>(x.data<scalar_t>(), y.data<scalar_t>(), idx.data<std::int64_t>(), g); });
   if (autograd::needs_grad({&x}))
     autograd::record("max_pool2d", y, {x}, [idx, g](const Tensor& gy, GradSink& gs) {
-      // dx[argmax] += dy, per plane
-      Tensor dx = Tensor::zeros({g.N, g.C, g.H, g.W}, gy.dtype());
-      TAPEGRAD_DISPATCH_FLOAT(gy.dtype(), "max_pool2d_backward", [&] {
-        const scalar_t* d = gy.data<scalar_t>();
-        scalar_t* o = dx.data<scalar_t>();
-        const std::int64_t* ix = idx.data<std::int64_t>();
-        const std::int64_t L = g.OH * g.OW;
-        over_planes(g.planes(), g.H * g.W, [&](std::int64_t b, std::int64_t e) {
-          for (std::int64_t pl = b; pl < e; ++pl)
-            for (std::int64_t l = 0; l < L; ++l) o[pl * g.H * g.W + ix[pl * L + l]] += d[pl * L + l];
-        });
-      });
-      gs.add(0, dx);
-    });
+      // dx[argmax] += dy, per plane; a create_graph pass records it (its backward gathers)
+      const Shape xs{g.N, g.C, g.H, g.W};
+      gs.add(0, autograd::creating_graph() ? max_pool2d_scatter(gy, idx, xs) : detail::max_pool2d_scatter_values(gy, idx, xs));
+    }, autograd::kSavesInputs | autograd::kSecondOrder);
   return y;
 }
 
 Tensor avg_pool2d(const Tensor& x, Size2 kernel_size, std::optional<Size2> stride, Size2 padding, bool ceil_mode,
-                  bool count_include_pad) {
+                  bool count_include_pad, std::optional<std::int64_t> divisor_override) {
   const PoolGeom g = pool_geom(x, "avg_pool2d", kernel_size, stride, padding, 1, ceil_mode, false);
-  auto window = [g, count_include_pad](std::int64_t i, std::int64_t j) { return avg_window(g, i, j, count_include_pad); };
+  detail::check_divisor("avg_pool2d", divisor_override);
+  auto window = [g, count_include_pad, divisor_override](std::int64_t i, std::int64_t j) {
+    return detail::avg_window(g, i, j, count_include_pad, divisor_override);
+  };
   Tensor y = Tensor::empty({g.N, g.C, g.OH, g.OW}, x.dtype());
   TAPEGRAD_DISPATCH_FLOAT(x.dtype(), "avg_pool2d", [&] {
-    average_windows(x.data<scalar_t>(), y.data<scalar_t>(), g.planes(), g.H, g.W, g.OH, g.OW, window);
+    detail::average_windows(x.data<scalar_t>(), y.data<scalar_t>(), g.planes(), g.H, g.W, g.OH, g.OW, window);
   });
   if (autograd::needs_grad({&x}))
-    autograd::record("avg_pool2d", y, {x}, [g, window](const Tensor& gy, GradSink& gs) {
+    autograd::record("avg_pool2d", y, {x}, [g, window, stride, ceil_mode, count_include_pad, divisor_override](const Tensor& gy, GradSink& gs) {
+      if (autograd::creating_graph()) {  // the adjoint as a recorded op (its backward: avg_pool2d)
+        gs.add(0, avg_pool2d_backward(gy, {g.N, g.C, g.H, g.W}, g.k, stride, g.p, ceil_mode, count_include_pad,
+                                      divisor_override));
+        return;
+      }
       // dx[window] += dy / divisor
       Tensor dx = Tensor::zeros({g.N, g.C, g.H, g.W}, gy.dtype());
       TAPEGRAD_DISPATCH_FLOAT(gy.dtype(), "avg_pool2d_backward", [&] {
-        spread_windows(gy.data<scalar_t>(), dx.data<scalar_t>(), g.planes(), g.H, g.W, g.OH, g.OW, window);
+        detail::spread_windows(gy.data<scalar_t>(), dx.data<scalar_t>(), g.planes(), g.H, g.W, g.OH, g.OW, window);
       });
       gs.add(0, dx);
-    });
+    }, autograd::kSavesInputs | autograd::kSecondOrder);
   return y;
 }
 
@@ -223,26 +178,26 @@ Tensor adaptive_avg_pool2d(const Tensor& x, Size2 out) {
     throw std::invalid_argument("adaptive_avg_pool2d: expected a 4-D input (N, C, H, W), got shape " +
                                 (x.defined() ? shape_str(x.shape()) : std::string("undefined")));
   tapegrad::kernels::check_floating(x, "adaptive_avg_pool2d");
-  if (out.h < 1 || out.w < 1)
-    throw std::invalid_argument("adaptive_avg_pool2d: expected output_size >= 1, got " + out.str());
+  detail::check_adaptive(x.shape(), "adaptive_avg_pool2d", out);
   const std::int64_t N = x.size(0), C = x.size(1), H = x.size(2), W = x.size(3);
-  if (H < 1 || W < 1)
-    throw std::invalid_argument("adaptive_avg_pool2d: expected a non-empty spatial size, got input shape " +
-                                shape_str(x.shape()));
-  auto window = [H, W, out](std::int64_t i, std::int64_t j) { return adaptive_window(i, j, H, W, out); };
+  auto window = [H, W, out](std::int64_t i, std::int64_t j) { return detail::adaptive_window(i, j, H, W, out); };
   Tensor y = Tensor::empty({N, C, out.h, out.w}, x.dtype());
   TAPEGRAD_DISPATCH_FLOAT(x.dtype(), "adaptive_avg_pool2d", [&] {
-    average_windows(x.data<scalar_t>(), y.data<scalar_t>(), N * C, H, W, out.h, out.w, window);
+    detail::average_windows(x.data<scalar_t>(), y.data<scalar_t>(), N * C, H, W, out.h, out.w, window);
   });
   if (autograd::needs_grad({&x}))
     autograd::record("adaptive_avg_pool2d", y, {x}, [N, C, H, W, out, window](const Tensor& gy, GradSink& gs) {
+      if (autograd::creating_graph()) {  // the adjoint as a recorded op (its backward: adaptive_avg_pool2d)
+        gs.add(0, adaptive_avg_pool2d_backward(gy, {N, C, H, W}));
+        return;
+      }
       // dx[window] += dy / window size
       Tensor dx = Tensor::zeros({N, C, H, W}, gy.dtype());
       TAPEGRAD_DISPATCH_FLOAT(gy.dtype(), "adaptive_avg_pool2d_backward", [&] {
-        spread_windows(gy.data<scalar_t>(), dx.data<scalar_t>(), N * C, H, W, out.h, out.w, window);
+        detail::spread_windows(gy.data<scalar_t>(), dx.data<scalar_t>(), N * C, H, W, out.h, out.w, window);
       });
       gs.add(0, dx);
-    });
+    }, autograd::kSavesInputs | autograd::kSecondOrder);
   return y;
 }
 

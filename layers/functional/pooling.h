@@ -1,6 +1,10 @@
 #pragma once
 // Functional 2-D pooling with PyTorch's semantics (F.max_pool2d, F.avg_pool2d,
 // F.adaptive_avg_pool2d). Inputs are (N, C, H, W); every (n, c) plane is pooled alone.
+// Each differentiates to any order: under create_graph its backward is a recorded op
+// (pool_grad_ops.h: the scatter at the argmax, or the spread over the windows) whose own
+// backward is the gather or the pool itself. The first-order backward is unchanged.
+#include <cstdint>
 #include <optional>
 
 #include <tapegrad/core/tensor.h>
@@ -22,10 +26,13 @@ Tensor max_pool2d(const Tensor& x, Size2 kernel_size, std::optional<Size2> strid
 
 /// Mean over each window. The divisor is the window's size clipped to the padded input
 /// (count_include_pad = true, the default) or to the input itself (false); windows that
-/// ceil_mode adds past the padding are clipped in both cases. Same errors as max_pool2d
-/// (with padding <= kernel/2 and no dilation every window overlaps the input).
+/// ceil_mode adds past the padding are clipped in both cases. divisor_override, when given,
+/// is every window's divisor instead (the sum over the window / divisor_override). Same errors
+/// as max_pool2d (with padding <= kernel/2 and no dilation every window overlaps the input),
+/// and std::invalid_argument for divisor_override = 0.
 Tensor avg_pool2d(const Tensor& x, Size2 kernel_size, std::optional<Size2> stride = std::nullopt, Size2 padding = 0,
-                  bool ceil_mode = false, bool count_include_pad = true);
+                  bool ceil_mode = false, bool count_include_pad = true,
+                  std::optional<std::int64_t> divisor_override = std::nullopt);
 
 /// Mean over the window [floor(i·H/OH), ceil((i+1)·H/OH)) × [floor(j·W/OW), ceil((j+1)·W/OW)).
 /// (N, C, H, W) -> (N, C, OH, OW). Throws for a rank other than 4, H or W = 0, or output sizes < 1.

@@ -73,6 +73,7 @@ bool initial_values(const T* mean, const T* var, std::int64_t C) {
 
 void RunningStats::check_mode(const std::string& who, bool use_batch_stats) const {
   if (!defined()) return;
+  throw_pending_mode_issue();
   if (use_batch_stats) {
     if (grad_mode_enabled() || effective_mode_checks() == ModeChecks::Off) return;
     report_mode_issue(
@@ -101,6 +102,11 @@ void RunningStats::check_mode(const std::string& who, bool use_batch_stats) cons
           "data's. Load a checkpoint that holds the buffers (a weights-only file loaded with strict=false leaves them "
           "at their initial values), train the model first, or recompute them (debug::recalibrate_batch_norm); a "
           "deliberate use goes inside a tapegrad::ModeChecksPause");
+}
+
+void RunningStats::watch_backward(const std::string& who, const Tensor& out) const {
+  if (!defined() || !grad_mode_enabled() || effective_mode_checks() == ModeChecks::Off) return;
+  autograd::watch_train_forward(out, who, running_mean.numel());
 }
 
 void check_values_per_channel(const std::string& who, std::int64_t count, const std::string& what,

@@ -50,7 +50,13 @@ struct RunningStats {
   /// mode with num_batches_tracked defined and 0, running_mean all 0 and running_var all 1:
   /// never_updated_stats. Nothing without running statistics or with the checks off; Throw
   /// mode: std::logic_error with the warning's text.
+  /// Also throws a pending bn_train_no_backward error (throw_pending_mode_issue) first.
   void check_mode(const std::string& who, bool use_batch_stats) const;
+  /// The bn_train_no_backward check: marks `out` (the train-mode forward's recorded output)
+  /// so that freeing its graph without a backward is reported (autograd::watch_train_forward).
+  /// Nothing without running statistics, under no-grad, with the checks off or paused, or
+  /// when `out` was not recorded.
+  void watch_backward(const std::string& who, const Tensor& out) const;
 };
 
 /// Throws std::invalid_argument (prefixed with `who`) unless momentum is in [0, 1], naming

@@ -139,7 +139,10 @@ TEST_CASE("the batch-norm checks are silent when paused or off", "[mode_checks][
 TEST_CASE("never_updated_stats warns once per layer in eval mode on initial statistics", "[mode_checks][batchnorm]") {
   Capture c(ModeChecks::Warn);
   BatchNorm1d a(64), b(4), trained(4);
-  trained(batch(6, 4, 6));  // one train step: updated
+  {
+    ModeChecksPause p;  // a train-mode forward without backward, on purpose: statistics updated
+    trained(batch(6, 4, 6));
+  }
   a.eval();
   b.eval();
   trained.eval();
@@ -173,7 +176,10 @@ TEST_CASE("bn_buffers_not_loaded warns for a non-strict load of a weights-only s
   Capture c(ModeChecks::Warn);
   auto trained = net();
   trained->train();
-  (*trained)(batch(6, 3, 10));
+  {
+    ModeChecksPause p;  // statistics updated without a backward, on purpose
+    (*trained)(batch(6, 3, 10));
+  }
   StateDict weights;  // parameters only, as a weights-only file holds
   for (const auto& [k, v] : trained->state_dict())
     if (!contains(k, "running_") && !contains(k, "num_batches")) weights.insert(k, v);
@@ -188,7 +194,10 @@ TEST_CASE("bn_buffers_not_loaded warns for a non-strict load of a weights-only s
   auto other = net();
   other->load_state_dict(trained->state_dict(), false);
   auto moved = net();
-  (*moved)(batch(6, 3, 11));
+  {
+    ModeChecksPause p;
+    (*moved)(batch(6, 3, 11));
+  }
   moved->load_state_dict(weights, false);
   CHECK(mode_issue_count("bn_buffers_not_loaded") == 1);
   auto again = net();

@@ -1,7 +1,8 @@
-// The two silent mistakes of a first hour, made twice each, with the library's defaults: its
-// stderr (captured into a file) must hold exactly one warning of each mode-check kind.
+// The silent mistakes of a first hour, made more than once each, with the library's defaults:
+// its stderr (captured into a file) must hold exactly one warning of each mode-check kind.
 #include <unistd.h>
 
+#include <cstdint>
 #include <cstdio>
 #include <cstdlib>
 #include <fstream>
@@ -20,14 +21,19 @@ using namespace tapegrad;
 
 namespace {
 
-// The user's own validation after each epoch: no-grad, but eval() forgotten.
+// The user's own validation after each epoch, eval() forgotten: once under no-grad, once
+// with grad on (a validation loss whose graph is dropped without backward).
 struct MyValidation : train::Callback {
   const data::Dataset* val;
   explicit MyValidation(const data::Dataset* v) : val(v) {}
   std::string name() const override { return "my_validation"; }
   void on_epoch_end(train::TrainState& st) override {
-    NoGradGuard no_grad;
-    (*st.model)(val->X);
+    {
+      NoGradGuard no_grad;
+      (*st.model)(val->X);
+    }
+    const double loss = layers::CrossEntropyLoss{}((*st.model)(val->X), val->y).item();
+    if (!(loss >= 0)) std::printf("validation loss %g\n", loss);
   }
 };
 
@@ -80,9 +86,17 @@ int main() {
   const int no_grad = count(text, "BatchNorm1d(16) ran forward in train mode under NoGradGuard");
   const int not_loaded = count(text, "load_state_dict (strict=false): the state dict lacks the running statistics");
   const int never = count(text, "BatchNorm1d(16) ran forward in eval mode on running statistics that were never updated");
-  if (warnings != 3 || no_grad != 1 || not_loaded != 1 || never != 1 || r.mode_issues.at("bn_train_no_grad") != 3) {
-    std::printf("FAILED: expected 3 warnings, one of each kind; got %d (train/no-grad %d, not loaded %d, never "
-                "updated %d)\n", warnings, no_grad, not_loaded, never);
+  const int unreached = count(text, "BatchNorm1d(16) ran forward in train mode with gradients on, and its graph was "
+                                    "freed without a backward");
+  const auto fit_count = [&](const char* kind) {
+    return r.mode_issues.count(kind) ? r.mode_issues.at(kind) : std::int64_t{0};
+  };
+  if (warnings != 4 || no_grad != 1 || not_loaded != 1 || never != 1 || unreached != 1 ||
+      fit_count("bn_train_no_grad") != 3 || fit_count("bn_train_no_backward") != 3) {
+    std::printf("FAILED: expected 4 warnings, one of each kind, and 3 of each train-mode kind in fit; got %d (train/no-grad "
+                "%d, train/no-backward %d, not loaded %d, never updated %d; fit: %lld, %lld)\n", warnings, no_grad,
+                unreached, not_loaded, never, static_cast<long long>(fit_count("bn_train_no_grad")),
+                static_cast<long long>(fit_count("bn_train_no_backward")));
     return 1;
   }
   std::printf("ok: one warning of each kind\n");
