@@ -4,6 +4,7 @@
 #include <stdexcept>
 #include <vector>
 
+#include <tapegrad/core/autograd.h>
 #include <tapegrad/distributed/comm.h>
 #include <tapegrad/distributed/environment.h>
 #include <tapegrad/layers/functional/batch_norm.h>
@@ -56,6 +57,23 @@ std::int64_t global_moments(const Tensor& x, std::vector<double>& mean, std::vec
   return static_cast<std::int64_t>(n);
 }
 
+// Σ over ranks of t (C values per rank), as a tape op for a create_graph backward: y = Σ_r t_r,
+// so d(Σ_r L_r)/dt_r = Σ_s dL_s/dy, the same all-reduce of the incoming gradients (a sum
+// all-reduce is its own adjoint); its backward is this op again, so it differentiates any
+// number of times. Every rank must run the same sequence of them (they are collectives).
+Tensor allreduce_channels(const Tensor& t, std::int64_t C) {
+  std::vector<double> v = t.to_vector();
+  detail::allreduce_sum(v.data(), static_cast<std::int64_t>(v.size()), detail::kSyncBatchNormGrad, C);
+  Tensor out = Tensor::from_vector(v, t.shape(), Dtype::Float64);
+  if (t.dtype() != Dtype::Float64) out = out.to(t.dtype());
+  if (autograd::needs_grad({&t}))
+    autograd::record(
+        "sync_batch_norm_allreduce", out, {t},
+        [C](const Tensor& g, GradSink& gs) { gs.add(0, allreduce_channels(g, C)); },
+        autograd::kSavesNothing | autograd::kSecondOrder);
+  return out;
+}
+
 }  // namespace
 
 void SyncBatchNorm::check_input(const Tensor& x) const {
@@ -85,7 +103,8 @@ Tensor SyncBatchNorm::forward(const Tensor& x) {
                                        "over all " + std::to_string(world_size()) + " ranks",
                                        [C](double* sums, std::int64_t n) {
                                          detail::allreduce_sum(sums, n, detail::kSyncBatchNormGrad, C);
-                                       }};
+                                       },
+                                       [C](const Tensor& t) { return allreduce_channels(t, C); }};
   return layers::functional::batch_norm_with_stats(x, stats, weight, bias, running_stats(), options.eps, type_name());
 }
 

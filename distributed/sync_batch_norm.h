@@ -24,6 +24,10 @@ namespace tapegrad::distributed {
 /// (2C doubles) before dx = γ·rstd·(dy - Σdy/m - x̂·Σ(dy·x̂)/m) locally. The weight and bias
 /// gradients are this rank's own Σdy·x̂ and Σdy (their sum over ranks is BatchNorm's
 /// gradient on the concatenation; DistributedDataParallel averages them).
+/// Differentiable twice and more (create_graph): the backward is recomputed from differentiable
+/// ops, with the whole batch's statistics and means through a differentiable all-reduce of the
+/// per-channel sums (its backward is the same all-reduce: the adjoint of a sum over ranks);
+/// every rank must then run the same create_graph passes and second backwards.
 /// Eval mode with running statistics: plain BatchNorm, no communication.
 /// Every rank must run every train-mode forward and backward (collectives). m <= 1 throws
 /// std::invalid_argument on every rank (they all see the same m) before any buffer changes.

@@ -263,17 +263,19 @@ Dims check_common(const std::string& who, const Tensor& x, const Tensor& weight,
 void record_backward(Tensor& out, const Tensor& x, const Tensor& weight, const Tensor& bias, Dims d,
                      std::vector<double> stats, bool training, double m,
                      std::function<void(double*, std::int64_t)> reduce, double eps, bool given = false,
-                     std::string who = "batch_norm") {
+                     std::string who = "batch_norm", std::function<Tensor(const Tensor&)> across = {}) {
   if (!autograd::needs_grad({&x, &weight, &bias})) return;
   autograd::record("batch_norm", out, {x, weight, bias},
                    [xs = SavedData(x), ws = SavedData(weight), x, weight, d, stats = std::move(stats), training, m,
-                    reduce = std::move(reduce), eps, given, who = std::move(who)](const Tensor& g, GradSink& gs) {
+                    reduce = std::move(reduce), eps, given, who = std::move(who),
+                    across = std::move(across)](const Tensor& g, GradSink& gs) {
                      if (autograd::creating_graph()) {
-                       if (given)
+                       if (given && !across)
                          throw std::logic_error(who + ": no double backward with batch statistics given from "
-                                                      "outside the input (batch_norm_with_stats, SyncBatchNorm)");
+                                                      "outside the input (batch_norm_with_stats without sum_over_batch)");
                        detail::batch_norm_backward_differentiable(g, x, weight, stats.data(), stats.data() + d.C,
-                                                                  training, eps, gs);
+                                                                  training, eps, gs, given ? who.c_str() : "batch_norm",
+                                                                  given ? &across : nullptr, m);
                        return;
                      }
                      TAPEGRAD_DISPATCH_FLOAT(g.dtype(), "batch_norm_backward", [&] {
@@ -495,7 +497,7 @@ Tensor batch_norm_with_stats(const Tensor& x, const BatchStats& given, const Ten
                                   return forward_impl<scalar_t>(x, d, mean, rstd, weight, bias);
                                 });
   record_backward(out, x, weight, bias, d, std::move(stats), true, static_cast<double>(given.count),
-                  given.reduce_grad_sums, eps, true, who);
+                  given.reduce_grad_sums, eps, true, who, given.sum_over_batch);
   running.watch_backward(who, out);
   return out;
 }

@@ -70,6 +70,12 @@ struct BatchStats {
   /// Σdy·(x − mean) (C values) of this input, to turn them into those of the whole batch
   /// (SyncBatchNorm: an allreduce). Unset: they are already.
   std::function<void(double* sums, std::int64_t n)> reduce_grad_sums;
+  /// For a create_graph backward: the sum over the whole batch (SyncBatchNorm: over ranks) of
+  /// a per-channel (C) tensor of this input's sums, itself differentiable (the all-reduce of a
+  /// sum is its own adjoint). Set: the double backward recomputes the statistics of the whole
+  /// batch from x through it; unset: a create_graph backward throws std::logic_error naming
+  /// `who` (the statistics came from outside the input).
+  std::function<Tensor(const Tensor& per_channel)> sum_over_batch;
 };
 
 /// Train-mode batch_norm of x (N, C, *) with the given batch statistics instead of x's own:
@@ -77,7 +83,8 @@ struct BatchStats {
 /// batch_norm); `running` (when defined) is updated from them as batch_norm does, with m =
 /// stats.count. Backward: batch_norm's, with m = stats.count and the sums passed through
 /// stats.reduce_grad_sums; dγ = Σ dy·x̂ and dβ = Σ dy are this input's own (before the
-/// reduction). x may have no rows (N = 0) when count > 1: the output is empty, the
+/// reduction). A create_graph backward needs stats.sum_over_batch (else std::logic_error).
+/// x may have no rows (N = 0) when count > 1: the output is empty, the
 /// backward still calls reduce_grad_sums (a collective every rank must join).
 /// Throws std::invalid_argument (prefixed `who`) for stats.count <= 1, statistics not
 /// float64 of shape (C), and as batch_norm, before any buffer changes.

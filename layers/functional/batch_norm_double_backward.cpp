@@ -29,10 +29,15 @@ std::vector<std::int64_t> reduced_axes(const Tensor& x) {
 }  // namespace
 
 void batch_norm_backward_differentiable(const Tensor& g, const Tensor& x, const Tensor& weight, const double* running_mean,
-                                        const double* rstd, bool train, double eps, GradSink& gs, const char* who) {
+                                        const double* rstd, bool train, double eps, GradSink& gs, const char* who,
+                                        const std::function<Tensor(const Tensor&)>* across, double count) {
   const std::int64_t C = x.size(1);
   const Shape cs = channel_shape(x);
   const std::vector<std::int64_t> axes = reduced_axes(x);
+  // the per-channel mean of t, (1, C, 1, ...): over x, or over the whole batch through `across`
+  auto batch_mean = [&](const Tensor& t) {
+    return across ? reshape(mul((*across)(sum(t, axes)), 1.0 / count), cs) : mean(t, axes, true);
+  };
   Tensor mu, invstd;
   if (train) {
     for (std::int64_t c = 0; c < C; ++c)
@@ -40,9 +45,9 @@ void batch_norm_backward_differentiable(const Tensor& g, const Tensor& x, const 
         throw std::logic_error(std::string(who) + ": no double backward for channel " + std::to_string(c) +
                                ", whose variance + eps is 0 (a constant channel with eps = 0)");
     // μ and σ² (biased) from x itself: the second derivative flows through the statistics
-    mu = mean(x, axes, true);
+    mu = batch_mean(x);
     const Tensor xc = sub(x, mu);
-    invstd = rsqrt(add(mean(square(xc), axes, true), eps));
+    invstd = rsqrt(add(batch_mean(square(xc)), eps));
   } else {  // eval: the running statistics are constants
     mu = Tensor::from_vector(std::vector<double>(running_mean, running_mean + C), cs, Dtype::Float64).to(x.dtype());
     invstd = Tensor::from_vector(std::vector<double>(rstd, rstd + C), cs, Dtype::Float64).to(x.dtype());
@@ -60,8 +65,8 @@ void batch_norm_backward_differentiable(const Tensor& g, const Tensor& x, const 
   //   term 1 (direct path)        γ·invstd·g
   //   term 2 (through μ)         −γ·invstd·mean(g)
   //   term 3 (through σ²)        −γ·invstd·x̂·mean(g·x̂)
-  const Tensor t2 = mean(g, axes, true);
-  const Tensor t3 = mul(xhat, mean(mul(g, xhat), axes, true));
+  const Tensor t2 = batch_mean(g);
+  const Tensor t3 = mul(xhat, batch_mean(mul(g, xhat)));
   gs.add(0, mul(scale, sub(sub(g, t2), t3)));
 }
 

@@ -1,6 +1,8 @@
 // batch_norm's backward from differentiable ops, for a create_graph pass.
 #pragma once
 
+#include <functional>
+
 #include <tapegrad/core/autograd.h>
 #include <tapegrad/core/tensor.h>
 
@@ -19,8 +21,15 @@ namespace tapegrad::layers::functional::detail {
 ///   dγ = Σ(g·x̂),   dβ = Σg,   sums over every dimension but C.
 /// Throws std::logic_error naming `who` for a train-mode channel with σ² + eps = 0 (the
 /// first-order backward returns zeros there by convention; that convention has no derivative).
+/// `across` (train mode, optional): the sum of a (C) tensor over the whole batch of which x is
+/// a part (SyncBatchNorm: an all-reduce over ranks, differentiable); then the statistics and
+/// the two means of dx are those of the whole batch of `count` values per channel,
+/// μ = across(Σx)/count, σ² = across(Σ(x − μ)²)/count, mean(·) = across(Σ·)/count, while dγ
+/// and dβ stay this part's own sums (as the first-order backward).
 void batch_norm_backward_differentiable(const Tensor& g, const Tensor& x, const Tensor& weight, const double* running_mean,
                                         const double* rstd, bool train, double eps, GradSink& gs,
-                                        const char* who = "batch_norm");
+                                        const char* who = "batch_norm",
+                                        const std::function<Tensor(const Tensor&)>* across = nullptr,
+                                        double count = 0);
 
 }  // namespace tapegrad::layers::functional::detail

@@ -11,6 +11,7 @@
 #include <tapegrad/core/autograd.h>
 #include <tapegrad/core/parallel.h>
 #include <tapegrad/layers/functional/empty_input.h>
+#include <tapegrad/layers/functional/grouped_norm_double_backward.h>
 #include <tapegrad/layers/functional/kernels/layer_norm_rows.h>
 #include <tapegrad/layers/functional/kernels/simd.h>
 
@@ -256,14 +257,20 @@ Tensor grouped_norm(const Tensor& x, std::int64_t C, std::int64_t S, std::int64_
   if (autograd::needs_grad({&x, &weight, &bias})) {
     autograd::record(op, out, {x, weight, bias},
                      // x's and γ's values without detach()'s shape copies; the parameters' metadata
-                     // for the shapes of dγ and dβ
+                     // for the shapes of dγ and dβ; x and γ themselves for a create_graph pass
                      [xs = SavedData(x), ws = SavedData(weight), wi = weight.impl(), bi = bias.impl(), d,
-                      stats = std::move(stats), op](const Tensor& g, GradSink& gs) {
+                      stats = std::move(stats), op, x, weight, eps](const Tensor& g, GradSink& gs) {
+                       if (autograd::creating_graph()) {  // the differentiable backward, statistics from x
+                         grouped_norm_backward_differentiable(g, x, weight, bi ? bi->shape : Shape{}, d.C, d.S, d.G,
+                                                              eps, stats.data() + d.R, gs, op);
+                         return;
+                       }
                        TAPEGRAD_DISPATCH_FLOAT(g.dtype(), op, [&] {
                          backward_impl<scalar_t>(g, xs.data<scalar_t>(), ws.data<scalar_t>(), wi.get(), bi.get(), d,
                                                  stats.data(), stats.data() + d.R, gs);
                        });
-                     });
+                     },
+                     autograd::kSavesInputs | autograd::kSecondOrder);
   }
   return out;
 }

@@ -1,4 +1,5 @@
-// Local response normalisation: forward, then its backward closure.
+// Local response normalisation: forward, then its backward closure (the fused kernel, or the same
+// formula from differentiable ops in a create_graph pass).
 #include <tapegrad/layers/functional/local_response_norm.h>
 
 #include <algorithm>
@@ -8,6 +9,10 @@
 #include <vector>
 
 #include <tapegrad/core/autograd.h>
+#include <tapegrad/core/ops/elementwise.h>
+#include <tapegrad/core/ops/index_ops.h>
+#include <tapegrad/core/ops/shape_ops.h>
+#include <tapegrad/core/ops/view_ops.h>
 #include <tapegrad/core/parallel.h>
 
 namespace tapegrad::layers::functional {
@@ -67,6 +72,36 @@ void lrn_backward(const T* g, const T* x, const double* D, const LrnDims& d, T* 
   });
 }
 
+// Σ over the channel window of each output channel, from differentiable ops: x (N, C, S) padded
+// with `front` zero channels before and `back` after, then the sum of its `front + back + 1`
+// shifts of C channels (out[c] = Σ_{c' = c - front}^{c + back} x[c'], absent channels 0).
+Tensor window_sum(const Tensor& x, std::int64_t front, std::int64_t back) {
+  const std::int64_t N = x.size(0), C = x.size(1), S = x.size(2);
+  std::vector<Tensor> parts;
+  if (front > 0) parts.push_back(Tensor::zeros({N, front, S}, x.dtype()));
+  parts.push_back(x);
+  if (back > 0) parts.push_back(Tensor::zeros({N, back, S}, x.dtype()));
+  const Tensor padded = parts.size() == 1 ? x : cat(parts, 1);
+  Tensor out = narrow(padded, 1, 0, C);
+  for (std::int64_t t = 1; t <= front + back; ++t) out = add(out, narrow(padded, 1, t, C));
+  return out;
+}
+
+// The create_graph backward, the fused kernel's formula from differentiable ops (x, g: (N, C, S)):
+//   D  = k + α/n·W(x²),  W = the window sum of channels c - n/2 .. c + (n-1)/2
+//   dx = g·D^-β − (2αβ/n)·x·Wᵀ(g·x·D^(-β-1)),  Wᵀ = the window c - (n-1)/2 .. c + n/2
+// (y = x·D^-β differentiated by the product and chain rules; PyTorch composes LRN from
+// differentiable ops, torch/nn/functional.py, so its double backward is of the same function).
+Tensor lrn_backward_differentiable(const Tensor& g, const Tensor& x, const LrnDims& d) {
+  const double n = static_cast<double>(d.size);
+  const Tensor D = add(mul(window_sum(square(x), d.size / 2, (d.size - 1) / 2), d.alpha / n), d.k);
+  const Tensor term1 = mul(g, pow(D, -d.beta));  // term 1: the direct path
+  const Tensor u = mul(mul(g, x), pow(D, -d.beta - 1.0));
+  // term 2: through the squares in the windows that hold each channel
+  const Tensor term2 = mul(mul(x, window_sum(u, (d.size - 1) / 2, d.size / 2)), 2.0 * d.alpha * d.beta / n);
+  return sub(term1, term2);
+}
+
 }  // namespace
 
 Tensor local_response_norm(const Tensor& x, std::int64_t size, double alpha, double beta, double k) {
@@ -92,13 +127,21 @@ Tensor local_response_norm(const Tensor& x, std::int64_t size, double alpha, dou
     });
   });
   if (autograd::needs_grad({&x}))
-    autograd::record("local_response_norm", out, {x}, [x = x.detach(), d, D](const Tensor& g, GradSink& gs) {
-      Tensor gx = Tensor::empty(x.shape(), x.dtype());
-      TAPEGRAD_DISPATCH_FLOAT(x.dtype(), "local_response_norm_backward", [&] {
-        lrn_backward<scalar_t>(g.data<scalar_t>(), x.data<scalar_t>(), D->data(), d, gx.data<scalar_t>());
-      });
-      gs.add(0, std::move(gx));
-    });
+    autograd::record(
+        "local_response_norm", out, {x},
+        [x = x.detach(), xg = x, d, D](const Tensor& g, GradSink& gs) {
+          if (autograd::creating_graph()) {  // x with its graph, so the gradient carries one
+            const Shape s3{d.N, d.C, d.S};
+            gs.add(0, reshape(lrn_backward_differentiable(reshape(g, s3), reshape(xg, s3), d), xg.shape()));
+            return;
+          }
+          Tensor gx = Tensor::empty(x.shape(), x.dtype());
+          TAPEGRAD_DISPATCH_FLOAT(x.dtype(), "local_response_norm_backward", [&] {
+            lrn_backward<scalar_t>(g.data<scalar_t>(), x.data<scalar_t>(), D->data(), d, gx.data<scalar_t>());
+          });
+          gs.add(0, std::move(gx));
+        },
+        autograd::kSavesInputs | autograd::kSecondOrder);
   return out;
 }
 
