@@ -44,7 +44,7 @@ struct HessianOptions {
   SpectrumOptions spectrum{20, 60, {8, 60, 1000}, 0.01, 0};
   int threads = 2;
 };
-/// --quick: 1 seed, steps {0, 10}, Fashion-MNIST on 512 images with hidden {32, 16} and a
+/// --quick: every arm, 1 seed, steps {0, 10}, Fashion-MNIST on 512 images with hidden {32, 16} and a
 /// 128-image Hessian batch, top-5, SLQ 2 probes × 20 steps.
 HessianOptions quick_hessian_options(HessianOptions o);
 /// Throws std::invalid_argument naming the option (an unknown arm or net, steps not increasing
