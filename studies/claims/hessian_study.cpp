@@ -43,13 +43,9 @@ void check_hessian_options(const HessianOptions& o) {
   if (o.nets.empty()) throw std::invalid_argument("--nets: expected chapter and/or fashion, got none");
   for (const auto& n : o.nets)
     if (n != "chapter" && n != "fashion") throw std::invalid_argument("--nets: expected chapter or fashion, got " + n);
-  if (o.arms.empty()) throw std::invalid_argument("--arms: expected plain, got none");
-  for (const auto& a : o.arms) {
-    if (a == "bn" || a == "bn-population")
-      throw std::invalid_argument("--arms: " + a +
-                                  " needs BatchNorm1d's double backward, which this build does not have; use plain");
-    if (a != "plain") throw std::invalid_argument("--arms: expected plain, bn or bn-population, got " + a);
-  }
+  if (o.arms.empty()) throw std::invalid_argument("--arms: expected plain, bn and/or bn-population, got none");
+  for (const auto& a : o.arms) (void)hessian_arm(a);
+  studies::kit::check_at_least("--population-every", o.population_every, 1);
   studies::kit::check_at_least("--seeds", o.seeds, 1);
   studies::kit::check_at_least("--top-k", o.spectrum.top_k, 1);
   studies::kit::check_at_least("--slq-probes", o.spectrum.slq.probes, 1);
@@ -101,26 +97,10 @@ std::pair<Tensor, Tensor> batch_of(const Rows& r, const std::vector<std::int64_t
   return {Tensor::from_vector(x, {k, r.width}, Dtype::Float64), Tensor::from_vector(t, {k, tw}, Dtype::Float64)};
 }
 
-// Linear layers with PyTorch's default init range U(±1/√fan_in) for weight and bias.
-std::vector<Tensor> make_params(const std::vector<std::int64_t>& sizes, Generator& g) {
-  std::vector<Tensor> p;
-  for (std::size_t i = 0; i + 1 < sizes.size(); ++i) {
-    const double b = 1 / std::sqrt(static_cast<double>(sizes[i]));
-    p.push_back(uniform({sizes[i + 1], sizes[i]}, -b, b, Dtype::Float64, g).requires_grad_());
-    p.push_back(uniform({sizes[i + 1]}, -b, b, Dtype::Float64, g).requires_grad_());
-  }
-  return p;
-}
-
-// MSE (regression) or cross-entropy (one-hot targets) of the ReLU MLP.
-Tensor loss_of(const std::vector<Tensor>& p, const Tensor& x, const Tensor& t, bool classify) {
-  Tensor h = x;
-  for (std::size_t i = 0; i < p.size(); i += 2) {
-    h = linear(h, p[i], p[i + 1]);
-    if (i + 2 < p.size()) h = relu(h);
-  }
-  if (!classify) return mean(square(sub(h, t)));
-  return neg(mean(sum(mul(t, log_softmax(h, 1)), {1})));
+std::vector<std::int64_t> first_rows(std::int64_t n) {
+  std::vector<std::int64_t> idx(static_cast<std::size_t>(n));
+  for (std::int64_t i = 0; i < n; ++i) idx[i] = i;
+  return idx;
 }
 
 struct Job {
@@ -135,12 +115,21 @@ void one_run(Job& j, const HessianOptions& o, const Rows& train) {
   std::vector<std::int64_t> sizes = {train.width};
   sizes.insert(sizes.end(), j.net->hidden.begin(), j.net->hidden.end());
   sizes.push_back(classify ? train.classes : 1);
+  // the same init seed in every arm: plain and BN nets start from the same W and b
   Generator init(studies::kit::derive_seed(j.seed, 1)), shuffle(studies::kit::derive_seed(j.seed, 2));
-  std::vector<Tensor> params = make_params(sizes, init);
+  HessianNet net = make_hessian_net(sizes, hessian_arm(j.arm), classify, init);
   const std::int64_t hn = j.net->hessian_batch > 0 ? std::min(j.net->hessian_batch, train.n) : train.n;
-  std::vector<std::int64_t> hidx(static_cast<std::size_t>(hn));
-  for (std::int64_t i = 0; i < hn; ++i) hidx[i] = i;
-  const auto [hx, ht] = batch_of(train, hidx);
+  const auto [hx, ht] = batch_of(train, first_rows(hn));
+  const bool population = net.arm == HessianArm::bn_population;
+  const Tensor all_x = population ? batch_of(train, first_rows(train.n)).first : Tensor();
+  std::int64_t refreshed = -1;
+  // bn-population: the whole training set's statistics at steps 0, k, 2k, ... (before that step)
+  auto refresh = [&](std::int64_t s) {
+    if (population && s % o.population_every == 0 && refreshed != s) {
+      refresh_population(net, all_x);
+      refreshed = s;
+    }
+  };
   std::vector<std::int64_t> perm(static_cast<std::size_t>(train.n));
   std::int64_t at = train.n;  // next position in perm; train.n: draw a new epoch
   const std::int64_t bs = std::min(j.net->batch, train.n);
@@ -155,38 +144,34 @@ void one_run(Job& j, const HessianOptions& o, const Rows& train) {
       }
       const auto [bx, bt] = batch_of(train, std::vector<std::int64_t>(perm.begin() + at, perm.begin() + at + bs));
       at += bs;
-      const std::vector<Tensor> g = autograd::grad({loss_of(params, bx, bt, classify)}, params);
+      refresh(step);
+      const std::vector<Tensor> g = autograd::grad({train_loss(net, bx, bt)}, net.params);
       NoGradGuard ng;
-      for (std::size_t k = 0; k < params.size(); ++k) {
-        double* w = params[k].data<double>();
+      for (std::size_t k = 0; k < net.params.size(); ++k) {
+        double* w = net.params[k].data<double>();
         const std::vector<double> gv = g[k].to_vector();
         for (std::size_t i = 0; i < gv.size(); ++i) w[i] -= j.net->lr * gv[i];
       }
     }
+    refresh(step);
     HessianPoint pt;
     pt.net = j.net->name;
     pt.arm = j.arm;
     pt.seed = j.seed;
     pt.step = step;
-    pt.params = total_numel(params);
-    const Tensor loss = loss_of(params, hx, ht, classify);
+    pt.params = total_numel(net.params);
+    // bn: chunks of the SGD batch size, each with its own batch statistics (hessian_nets.h)
+    const Tensor loss = probe_loss(net, hx, ht, bs);
     pt.loss = loss.item();
     SpectrumOptions so = o.spectrum;
     so.seed = studies::kit::derive_seed(j.seed, 3 + static_cast<std::uint64_t>(step));
     so.slq.seed = studies::kit::derive_seed(j.seed, 1u << 20) + static_cast<std::uint64_t>(step) * 1000;
-    pt.probe = probe_spectrum(loss, params, so);
+    pt.probe = probe_spectrum(loss, net.params, so);
     spdlog::info("hessian {} {} seed {} step {}: loss {:.4g}, lambda_max {:.4g}, edge {:.4g}, {} outliers, share {:.3f}",
                  pt.net, pt.arm, pt.seed, pt.step, pt.loss, pt.probe.lambda_max, pt.probe.bulk_edge, pt.probe.outliers,
                  pt.probe.gradient_share);
     j.points.push_back(std::move(pt));
   }
-}
-
-std::vector<const HessianPoint*> select(const HessianResult& r, const std::string& net, std::int64_t step) {
-  std::vector<const HessianPoint*> out;
-  for (const auto& p : r.points)
-    if (p.net == net && p.step == step) out.push_back(&p);
-  return out;
 }
 
 }  // namespace
@@ -226,71 +211,13 @@ std::string hessian_csv(const HessianResult& r) {
   return s.str();
 }
 
-std::string hessian_summary(const HessianResult& r) {
-  const HessianOptions& o = r.options;
-  std::ostringstream s;
-  s << "# Hessian spectrum over training (Ghorbani, Krishnan & Xiao 2019)\n\n"
-    << "Arms: " << o.arms.size() << " (";
-  for (std::size_t i = 0; i < o.arms.size(); ++i) s << (i ? ", " : "") << o.arms[i];
-  s << "); " << o.seeds << " seeds from " << o.seed << "; top-" << o.spectrum.top_k << " by Lanczos, SLQ "
-    << o.spectrum.slq.probes << " probes x " << o.spectrum.slq.steps << " steps, sigma = " << fmt4(o.spectrum.sigma_fraction)
-    << " x range. Outliers: top-k eigenvalues above the bulk edge (the upper end of the heaviest interval of "
-       "{phi >= 1e-4 max phi}). Share: the gradient's energy in the top-k Ritz space (chance: k / params).\n";
-  for (const auto& net : o.nets) {
-    s << "\n## " << net << " MLP\n\n| step | loss | lambda_max | bulk edge | lambda_max / edge | outliers | share (top-"
-      << o.spectrum.top_k << ") |\n|---|---|---|---|---|---|---|\n";
-    double min_ratio_early = INFINITY, min_share = INFINITY;
-    int min_out_early = 1 << 30;
-    std::int64_t params = 0;
-    for (auto step : o.steps) {
-      const auto c = select(r, net, step);
-      if (c.empty()) continue;
-      std::vector<double> loss, lmax, edge, ratio, outl, share;
-      for (const auto* p : c) {
-        params = p->params;
-        loss.push_back(p->loss);
-        lmax.push_back(p->probe.lambda_max);
-        edge.push_back(p->probe.bulk_edge);
-        ratio.push_back(p->probe.lambda_max / p->probe.bulk_edge);
-        outl.push_back(p->probe.outliers);
-        share.push_back(p->probe.gradient_share);
-        if (step > 0 && step <= 100) {
-          min_ratio_early = std::min(min_ratio_early, ratio.back());
-          min_out_early = std::min(min_out_early, p->probe.outliers);
-        }
-        if (step >= 10) min_share = std::min(min_share, share.back());
-      }
-      auto ms = [](const std::vector<double>& v) {
-        const MeanStd m = mean_std(v);
-        return fmt4(m.mean) + " ± " + fmt4(m.std);
-      };
-      s << "| " << step << " | " << ms(loss) << " | " << ms(lmax) << " | " << ms(edge) << " | " << ms(ratio) << " | "
-        << ms(outl) << " | " << ms(share) << " |\n";
-    }
-    s << "\nParameters: " << params << " (chance share " << fmt4(static_cast<double>(o.spectrum.top_k) / params) << ").\n";
-    if (min_out_early < (1 << 30))
-      s << "- Finding 1, no-BN half (outliers appear early): "
-        << (min_out_early >= 1 && min_ratio_early >= 2 ? "**supported**" : "**not supported**")
-        << " — rule: at every probe in steps 1–100, every seed has >= 1 outlier and lambda_max >= 2 x the bulk edge; "
-           "margin: min outliers " << min_out_early << ", min lambda_max / edge " << fmt4(min_ratio_early) << ".\n";
-    if (std::isfinite(min_share))
-      s << "- Finding 2, no-BN half (the gradient lives in the top eigenspace): "
-        << (min_share >= 0.5 ? "**supported**" : "**not supported**")
-        << " — rule: share >= 0.5 at every probe from step 10, every seed; margin: min share " << fmt4(min_share) << ".\n";
-  }
-  s << "\nNot measured: the BatchNorm arms (batch statistics, population statistics), so neither finding's BN half, "
-       "Ghorbani's third finding nor Santurkar's smoothness comparison (they need BatchNorm1d's double backward).\n";
-  s << "\nWall time: " << fmt4(r.seconds) << " s.\n";
-  return s.str();
-}
-
 std::vector<std::string> write_hessian(const HessianResult& r, const std::string& dir) {
   const HessianOptions& o = r.options;
   // density.csv: the smoothed SLQ density of every probe on 400 points over its own range
   std::ostringstream dens;
   dens << "net,arm,seed,step,t,phi\n";
   struct Curve {
-    std::string net;
+    std::string net, arm;
     std::int64_t step;
     std::string dat;
   };
@@ -303,7 +230,7 @@ std::vector<std::string> write_hessian(const HessianResult& r, const std::string
       dens << p.net << "," << p.arm << "," << p.seed << "," << p.step << "," << fmt9(g.t[i]) << "," << fmt9(g.phi[i]) << "\n";
       dat << fmt9(g.t[i]) << " " << fmt9(std::max(g.phi[i], 1e-12)) << "\n";
     }
-    if (p.seed == o.seed && p.arm == o.arms.front()) curves.push_back({p.net, p.step, dat.str()});
+    if (p.seed == o.seed) curves.push_back({p.net, p.arm, p.step, dat.str()});
   }
   if (!studies::kit::write_tables(dir, hessian_csv(r), hessian_summary(r))) {
     studies::kit::write_file(dir + "/density.csv", dens.str());
@@ -312,22 +239,25 @@ std::vector<std::string> write_hessian(const HessianResult& r, const std::string
   studies::kit::write_file(dir + "/density.csv", dens.str());
   using studies::kit::gnuplot_text;
   std::vector<std::string> pngs;
-  for (const auto& net : o.nets) {
-    std::ostringstream gp;
-    gp << "set terminal pngcairo size 900,520 font 'sans,10'\nset output 'hessian_density_" << net << ".png'\n"
-       << "set title " << gnuplot_text(net + " MLP, " + o.arms.front() + ", seed " + std::to_string(o.seed) +
-                                       ": SLQ density of the loss Hessian by training step")
-       << "\nset xlabel 'eigenvalue'\nset ylabel 'density'\nset logscale y\nset format y '10^{%L}'\nset yrange [1e-8:*]\nset grid\nset key top right\nplot ";
-    bool first = true;
-    for (const auto& c : curves) {
-      if (c.net != net) continue;
-      const std::string f = studies::kit::data_file(dir, "density_" + net + "_" + std::to_string(c.step) + ".dat", c.dat);
-      gp << (first ? "" : ", ") << f << " using 1:2 with lines lw 2 title " << gnuplot_text("step " + std::to_string(c.step));
-      first = false;
+  for (const auto& net : o.nets)
+    for (const auto& arm : o.arms) {
+      const std::string name = "hessian_density_" + net + "_" + arm;
+      std::ostringstream gp;
+      gp << "set terminal pngcairo size 900,520 font 'sans,10'\nset output '" << name << ".png'\n"
+         << "set title " << gnuplot_text(net + " MLP, " + arm + ", seed " + std::to_string(o.seed) +
+                                         ": SLQ density of the loss Hessian by training step")
+         << "\nset xlabel 'eigenvalue'\nset ylabel 'density'\nset logscale y\nset format y '10^{%L}'\nset yrange [1e-8:*]\nset grid\nset key top right\nplot ";
+      bool first = true;
+      for (const auto& c : curves) {
+        if (c.net != net || c.arm != arm) continue;
+        const std::string f =
+            studies::kit::data_file(dir, "density_" + net + "_" + arm + "_" + std::to_string(c.step) + ".dat", c.dat);
+        gp << (first ? "" : ", ") << f << " using 1:2 with lines lw 2 title " << gnuplot_text("step " + std::to_string(c.step));
+        first = false;
+      }
+      gp << "\n";
+      for (auto& p : studies::kit::render_figure(dir, name, gp.str())) pngs.push_back(p);
     }
-    gp << "\n";
-    for (auto& p : studies::kit::render_figure(dir, "hessian_density_" + net, gp.str())) pngs.push_back(p);
-  }
   return pngs;
 }
 

@@ -6,13 +6,16 @@
 // bulk edge and the share of the gradient's energy in the top-k eigenspace, on the chapter's
 // MLP (regression, 50-128-64-32-1, MSE; studies/kit/training.h) and the Fashion-MNIST MLP
 // (784-256-128-10, cross-entropy), float64, seeds 0–2.
-// Arms: `plain` (no BatchNorm). The BatchNorm arms (batch statistics, and Ghorbani's control
-// normalising with population statistics) need BatchNorm1d's double backward and are not built
-// here yet; --arms names them and is refused with that reason.
+// Arms (hessian_nets.h): `plain` (no BatchNorm); `bn` (BatchNorm1d after each hidden Linear,
+// batch statistics; its Hessian in train mode on the Hessian set cut into chunks of the SGD
+// batch size, running statistics untouched); `bn-population` (Ghorbani et al. §4's control:
+// BN normalising with the whole training set's statistics, recomputed every
+// `population_every` steps, constants in the loss and its Hessian).
 #include <cstdint>
 #include <string>
 #include <vector>
 
+#include "hessian_nets.h"
 #include "hessian_probe.h"
 #include "kit/fashion_data.h"
 
@@ -29,7 +32,8 @@ struct HessianNetOptions {
 struct HessianOptions {
   std::vector<std::int64_t> steps = {0, 10, 100, 1000, 2000};  ///< probe after this many SGD steps (the last: the end)
   std::vector<std::string> nets = {"chapter", "fashion"};
-  std::vector<std::string> arms = {"plain"};
+  std::vector<std::string> arms = {"plain", "bn", "bn-population"};
+  std::int64_t population_every = 10;  ///< bn-population: SGD steps between recomputations of the statistics
   int seeds = 3;
   std::uint64_t seed = 0;
   HessianNetOptions chapter{"chapter", {128, 64, 32}, 0.05, 32, 0};
@@ -40,11 +44,11 @@ struct HessianOptions {
   SpectrumOptions spectrum{20, 60, {8, 60, 1000}, 0.01, 0};
   int threads = 2;
 };
-/// --quick: 1 seed, steps {0, 10}, Fashion-MNIST on 512 images with hidden {32, 16} and a
+/// --quick: every arm, 1 seed, steps {0, 10}, Fashion-MNIST on 512 images with hidden {32, 16} and a
 /// 128-image Hessian batch, top-5, SLQ 2 probes × 20 steps.
 HessianOptions quick_hessian_options(HessianOptions o);
-/// Throws std::invalid_argument naming the option (an unknown or not yet available arm or net,
-/// steps not increasing from >= 0, sizes out of range, fewer than 1 seed or thread).
+/// Throws std::invalid_argument naming the option (an unknown arm or net, steps not increasing
+/// from >= 0, sizes out of range, fewer than 1 seed, thread or --population-every step).
 void check_hessian_options(const HessianOptions& o);
 
 struct HessianPoint {
@@ -64,8 +68,11 @@ struct HessianResult {
 /// `d` is used only when options.nets contains "fashion".
 HessianResult run_hessian(const HessianOptions& o, const studies::kit::StudyData& d);
 std::string hessian_csv(const HessianResult& r);
+/// The tables per net and arm and the verdicts on Ghorbani et al.'s findings 1-3 and Santurkar
+/// et al.'s smaller λ_max with BN, each with its rule and margin (hessian_summary.cpp).
 std::string hessian_summary(const HessianResult& r);
-/// results.csv, summary.md, density.csv and one density figure per net (seed o.seed).
+/// results.csv, summary.md, density.csv and one density figure per net and arm (seed o.seed),
+/// hessian_density_<net>_<arm>.png.
 std::vector<std::string> write_hessian(const HessianResult& r, const std::string& dir);
 
 }  // namespace claims

@@ -197,7 +197,11 @@ int main(int argc, char** argv) {
   auto* hs = app.add_subcommand("hessian", "Hessian spectrum over training: lambda_max, outliers, the gradient's top-k share (Ghorbani et al. 2019)");
   hs->add_option("--steps", ho.steps, "Probe after these SGD step counts (increasing; the last is the end)")->capture_default_str();
   hs->add_option("--nets", ho.nets, "chapter and/or fashion")->capture_default_str();
-  hs->add_option("--arms", ho.arms, "plain (the BatchNorm arms bn, bn-population need BatchNorm1d's double backward)")->capture_default_str();
+  hs->add_option("--arms", ho.arms, "plain, bn (batch statistics) and/or bn-population (the training set's statistics)")
+      ->delimiter(',')
+      ->capture_default_str();
+  hs->add_option("--population-every", ho.population_every, "bn-population: SGD steps between recomputations of the statistics")
+      ->capture_default_str();
   hs->add_option("--seeds", ho.seeds, "Seeds")->capture_default_str();
   hs->add_option("--seed", ho.seed, "First seed")->capture_default_str()->check(non_negative);
   hs->add_option("--train-size", ho.train_size, "Fashion-MNIST training images")->capture_default_str();

@@ -9,6 +9,7 @@
 
 #include <Eigen/Dense>
 
+#include "hessian_nets.h"
 #include "hessian_probe.h"
 #include "hessian_study.h"
 #include <tapegrad/core/ops.h>
@@ -133,6 +134,7 @@ TEST_CASE("probe_spectrum: λ_max, the gradient's share in the top-k eigenspace,
 TEST_CASE("run_hessian: the chapter MLP's probes are the same bits for 1 and 2 threads, and SGD lowers the loss", "[hessian_probe]") {
   claims::HessianOptions o = claims::quick_hessian_options({});
   o.nets = {"chapter"};
+  o.arms = {"plain"};
   o.seeds = 2;
   o.steps = {0, 20};
   claims::check_hessian_options(o);
@@ -152,6 +154,9 @@ TEST_CASE("run_hessian: the chapter MLP's probes are the same bits for 1 and 2 t
     CHECK(start.probe.gradient_share > 0);
     CHECK(start.probe.gradient_share <= 1 + 1e-9);
   }
+  o.arms = {"plain", "bn-batch"};
+  CHECK_THROWS_WITH(claims::check_hessian_options(o), "--arms: expected plain, bn or bn-population, got bn-batch");
   o.arms = {"bn-population"};
-  CHECK_THROWS_WITH(claims::check_hessian_options(o), Catch::Contains("bn-population needs BatchNorm1d's double backward"));
+  o.population_every = 0;
+  CHECK_THROWS_WITH(claims::check_hessian_options(o), Catch::Contains("--population-every"));
 }
