@@ -134,7 +134,12 @@ int train_folder(const Config& c) {
   lo.batch_size = c.batch_size;
   lo.shuffle = true;
   lo.drop_last = c.drop_last;
-  lo.num_workers = c.workers;
+  // Under mpirun fit asks each rank's rows of a batch, which the loader builds on the calling
+  // thread: workers would only prefetch whole batches nobody takes.
+  lo.num_workers = c.parallel ? 0 : c.workers;
+  if (c.parallel && c.workers > 0 && is_main(c))
+    std::printf("--workers %lld: not used under mpirun (each rank decodes its rows of a batch on its own thread)\n",
+                static_cast<long long>(c.workers));
   if (c.augment) {
     lo.transform.transforms.push_back(data::RandomCrop({shape[1], shape[2]}, 2));
     lo.transform.transforms.push_back(data::RandomHorizontalFlip());
