@@ -277,9 +277,13 @@ void execute(const Tensor* roots, const Tensor* seeds, std::size_t n_roots, bool
   } catch (...) {
     for (std::size_t k = pending_base; k < pending.size(); ++k) pending[k]->pending_grad = Tensor();
     pending.resize(pending_base);
+    // A backward that throws disarms the bn_train_no_backward watch on the graph it ran
+    // over: the forward did reach a backward, and the exception already told the user.
     for (std::ptrdiff_t i = start; i >= 0; --i)
-      if (auto node = entries[static_cast<std::size_t>(i)].node.lock(); node && (!restrict || reach.count(node.get())))
+      if (auto node = entries[static_cast<std::size_t>(i)].node.lock(); node && (!restrict || reach.count(node.get()))) {
         node->grad = Tensor();
+        node->train_forward_who.clear();
+      }
     restore_outer();
     throw;
   }

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <atomic>
 #include <cctype>
+#include <cstdio>
 #include <cstdlib>
 #include <mutex>
 #include <set>
@@ -31,6 +32,24 @@ Issues& issues() {
 std::atomic<bool> g_pending{false};  // a bn_train_no_backward error waits to be thrown
 std::mutex g_pending_mu;
 std::string g_pending_message;
+
+// Under Throw, an error still pending when the program ends (no tracked forward came after
+// the freed graph to raise it) fails the process instead of vanishing: runs at exit.
+void fail_on_pending_at_exit() {
+  if (!g_pending.load(std::memory_order_acquire)) return;
+  std::string message;
+  {
+    std::lock_guard<std::mutex> lock(g_pending_mu);
+    message = g_pending_message;
+  }
+  std::fflush(nullptr);
+  std::fprintf(stderr,
+               "[tapegrad] mode check (TAPEGRAD_MODE_CHECKS=throw) pending when the program ended, exit status "
+               "%d: %s\n",
+               kPendingExitStatus, message.c_str());
+  std::fflush(stderr);
+  std::_Exit(kPendingExitStatus);
+}
 
 }  // namespace
 
@@ -111,6 +130,8 @@ void report_train_forward_unreached(const std::string& who, std::int64_t channel
         std::lock_guard<std::mutex> lock(issues().mu);
         ++issues().counts["bn_train_no_backward"];
       }
+      static const bool at_exit = std::atexit(fail_on_pending_at_exit) == 0;
+      (void)at_exit;
       std::lock_guard<std::mutex> lock(g_pending_mu);
       if (!g_pending.load(std::memory_order_relaxed)) g_pending_message = message;
       g_pending.store(true, std::memory_order_release);

@@ -15,7 +15,10 @@
 //                          is not reported. Found where the graph is freed (a destructor), so
 //                          under Throw the error is raised at the next check point instead:
 //                          the next tracked BatchNorm/InstanceNorm forward on any thread, or
-//                          throw_pending_mode_issue().
+//                          throw_pending_mode_issue(); one still pending when the program
+//                          ends prints its message and ends the process with status
+//                          kPendingExitStatus (3). A backward that throws disarms the check
+//                          on the graph it ran over (the exception already told the user).
 // Warn (default): the first occurrence of each kind in the process is a warning through
 // core/warnings.h (stderr by default), later ones are only counted (mode_issue_count).
 // Throw: every occurrence throws std::logic_error with the warning's text, before any state
@@ -30,6 +33,10 @@ namespace tapegrad {
 
 /// What the mode checks do.
 enum class ModeChecks { Off, Warn, Throw };
+
+/// The exit status of a program that ends under Throw with a bn_train_no_backward error
+/// still pending (see the list above).
+inline constexpr int kPendingExitStatus = 3;
 
 /// "0" / "off" -> Off, "1" / "warn" -> Warn, "throw" -> Throw (case-insensitive). Throws
 /// std::invalid_argument naming `value` and the accepted values otherwise.
