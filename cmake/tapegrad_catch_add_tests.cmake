@@ -7,7 +7,9 @@
 # leading blank (Catch2's TestSpecParser reads a quoted name literally up to the closing quote,
 # except for the backslash escape and the `,` filter separator; the blank, which Catch2 trims
 # before comparing, keeps a name starting with "exclude:" from being read as an exclusion).
-# --warn NoTests makes an entry whose filter matches no test case exit non-zero.
+# --warn NoTests makes an entry whose filter matches no test case exit non-zero. Every entry
+# runs with TAPEGRAD_MODE_CHECKS=throw (core/mode_checks.h): a mode check that fires on a
+# test's deliberate use fails the test, so no check gives a false positive on the tests.
 cmake_minimum_required(VERSION 3.20)  # policies of script mode (while() conditions)
 include(${PARAMS})
 
@@ -65,7 +67,8 @@ while(NOT output STREQUAL "")
   _tapegrad_bracket(name_arg "${name}")
   _tapegrad_bracket(spec_arg "\" ${spec}\"")
   string(APPEND script "add_test(${name_arg} ${exe_arg} ${spec_arg} --warn NoTests)\n"
-                       "set_tests_properties(${name_arg} PROPERTIES WORKING_DIRECTORY ${dir_arg} LABELS ${labels_arg})\n")
+                       "set_tests_properties(${name_arg} PROPERTIES WORKING_DIRECTORY ${dir_arg} LABELS ${labels_arg}"
+                       " ENVIRONMENT TAPEGRAD_MODE_CHECKS=throw)\n")
   math(EXPR count "${count} + 1")
 endwhile()
 if(count EQUAL 0)

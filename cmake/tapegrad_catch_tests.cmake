@@ -3,7 +3,8 @@
 # tapegrad_catch_discover_tests(<target> [WORKING_DIRECTORY dir] [LABELS label...])
 #   One ctest test per test case of <target>, named as the case, found after each link by
 #   cmake/tapegrad_catch_add_tests.cmake: every name is passed to Catch2 whole (any character),
-#   and an entry whose filter matches no test case fails (--warn NoTests). Hidden test cases
+#   and an entry whose filter matches no test case fails (--warn NoTests). Each runs with
+#   TAPEGRAD_MODE_CHECKS=throw (a deliberate train-mode forward goes in a ModeChecksPause). Hidden test cases
 #   ([.] tags) are not registered; give them their own add_test.
 # tapegrad_catch_executable(<target>)
 #   Declares a Catch2 executable whose ctest tests are written by hand (add_test with tag

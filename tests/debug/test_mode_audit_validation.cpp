@@ -73,6 +73,7 @@ struct Collector {
 
 TEST_CASE("validation in train mode with gradients enabled is reported (bn_train_no_backward)",
           "[debug][mode_audit][reliability]") {
+  tapegrad::ModeChecksPause pause;  // train-mode forwards whose graphs never reach a backward, on purpose
   auto net = bn_net();
   optim::SGD opt(net->parameters(), {.lr = 0.01});
   Collector warnings;
@@ -114,6 +115,7 @@ TEST_CASE("validation in train mode with gradients enabled is reported (bn_train
 }
 
 TEST_CASE("with throw_on_issue, a train-mode validation pass throws at the next forward", "[debug][mode_audit]") {
+  tapegrad::ModeChecksPause pause;  // train-mode forwards whose graphs never reach a backward, on purpose
   auto net = bn_net();
   ModeAuditOptions o;
   o.log_limit = 0;

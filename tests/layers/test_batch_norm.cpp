@@ -87,6 +87,7 @@ TEST_CASE("chapter worked example: eval-mode gradient is gamma/sqrt(running_var)
 }
 
 TEST_CASE("chapter worked example: [1, 2, 3] normalises to -1.2247, 0, 1.2247", "[batchnorm][textbook]") {
+  tapegrad::ModeChecksPause pause;  // train-mode forwards whose graphs never reach a backward, on purpose
   BatchNorm1d bn(1, f64());
   Tensor y = bn(t64({1, 2, 3}, {3, 1}));
   require_abs_close(y, {-1.2247448713915890 * std::sqrt(2.0 / 3 / (2.0 / 3 + 1e-5)), 0.0,
@@ -138,6 +139,7 @@ TEST_CASE("batch of one in train mode throws and changes nothing; eval mode work
 }
 
 TEST_CASE("momentum unset is a cumulative average; Keras decay converts explicitly", "[batchnorm]") {
+  tapegrad::ModeChecksPause pause;  // train-mode forwards whose graphs never reach a backward, on purpose
   BatchNormOptions o = f64();
   o.momentum = std::nullopt;
   BatchNorm1d bn(1, o);
@@ -266,6 +268,7 @@ TEST_CASE("BN train mode: dX sums to zero per channel and is orthogonal to x-hat
 }
 
 TEST_CASE("BN train mode is invariant to per-channel shift and scale at eps = 0", "[norms]") {
+  tapegrad::ModeChecksPause pause;  // train-mode forwards whose graphs never reach a backward, on purpose
   BatchNorm2d bn(2, f64(0.0));
   Tensor x = rand64({3, 2, 2, 2}, 64);
   Tensor y = bn.forward(x);
@@ -273,6 +276,7 @@ TEST_CASE("BN train mode is invariant to per-channel shift and scale at eps = 0"
 }
 
 TEST_CASE("BN eval: a sample's output ignores its batch; train: it does not", "[norms]") {
+  tapegrad::ModeChecksPause pause;  // train-mode forwards whose graphs never reach a backward, on purpose
   BatchNorm1d bn(2, f64());
   bn.running_mean.copy_(Tensor::from_vector({0.5, -1}, {2}, Dtype::Float64));
   bn.running_var.copy_(Tensor::from_vector({2, 0.5}, {2}, Dtype::Float64));
@@ -331,6 +335,7 @@ TEST_CASE("BatchRenorm with rmax = 1, dmax = 0 is BatchNorm: values, grads, buff
 }
 
 TEST_CASE("BatchRenorm values against a hand computation", "[norms]") {
+  tapegrad::ModeChecksPause pause;  // train-mode forwards whose graphs never reach a backward, on purpose
   // x = [1, 2, 3, 6] (one channel): μ_B = 3, σ²_B = (4 + 1 + 0 + 9)/4 = 3.5, eps = 0.
   // running_mean 0.5, running_var 4 -> σ_run = 2.
   // r = sqrt(3.5)/2 = 0.935 (inside [1/1.5, 1.5]); d = (3 - 0.5)/2 = 1.25 -> clipped to 0.5.
@@ -421,6 +426,7 @@ TEST_CASE("BatchRenorm refuses bad clipping and one value per channel", "[norms]
 }
 
 TEST_CASE("BatchRenorm clipping can be scheduled between steps (paper: rmax 1 -> 3, dmax 0 -> 5)", "[norms]") {
+  tapegrad::ModeChecksPause pause;  // train-mode forwards whose graphs never reach a backward, on purpose
   BatchRenorm1d brn(1, f64(0.0), 1.0, 0.0);
   Tensor x = Tensor::from_vector({1, 2, 3, 6}, {4, 1}, Dtype::Float64);  // μ_B = 3, σ_B = sqrt(3.5)
   for (int step = 0; step <= 4; ++step) {

@@ -27,6 +27,7 @@ Tensor four_rows() { return Tensor::from_vector({1, 0, 3, 0, 5, 0, 7, 0}, {4, 2}
 }  // namespace
 
 TEST_CASE("BatchNorm running_var: unbiased by default, biased with unbiased_running_var = false", "[batchnorm]") {
+  tapegrad::ModeChecksPause pause;  // train-mode forwards whose graphs never reach a backward, on purpose
   BatchNorm1d unbiased(2, f64_options());
   unbiased(four_rows());
   CHECK(unbiased.running_mean.to_vector()[0] == Approx(0.4).epsilon(1e-14));
@@ -62,6 +63,7 @@ TEST_CASE("BatchNorm without running statistics: one value per channel says eval
 }
 
 TEST_CASE("BatchRenorm shares BatchNorm's running-statistics step", "[batchnorm]") {
+  tapegrad::ModeChecksPause pause;  // train-mode forwards whose graphs never reach a backward, on purpose
   auto o = f64_options();
   o.momentum = std::nullopt;  // cumulative average: factor 1/num_batches_tracked
   o.unbiased_running_var = false;

@@ -9,6 +9,7 @@
 #include <stdexcept>
 #include <vector>
 
+#include <tapegrad/core/mode_checks.h>
 #include <tapegrad/core/core.h>
 #include <tapegrad/layers/batch_norm.h>
 #include <tapegrad/layers/batch_renorm.h>
@@ -186,6 +187,7 @@ TEST_CASE("batch_norm_with_stats refuses one value over the whole batch and bad 
 }
 
 TEST_CASE("every norm module runs its running statistics through the one step", "[norms][batchnorm]") {
+  tapegrad::ModeChecksPause pause;  // train-mode forwards whose graphs never reach a backward, on purpose
   layers::BatchNormOptions o;
   o.dtype = Dtype::Float64;
   o.momentum = std::nullopt;  // cumulative average

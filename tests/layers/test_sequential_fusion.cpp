@@ -12,6 +12,7 @@
 #include <string>
 #include <vector>
 
+#include <tapegrad/core/mode_checks.h>
 #include <tapegrad/core/autograd.h>
 #include <tapegrad/core/ops.h>
 #include <tapegrad/layers/activation.h>
@@ -101,6 +102,7 @@ TEST_CASE("Sequential's fused ReLU -> Clamp trains the chapter's MLP to the same
 }
 
 TEST_CASE("Sequential fuses ReLU -> Clamp into one node only when nothing can tell", "[sequential][relu_clamp]") {
+  tapegrad::ModeChecksPause pause;  // train-mode forwards whose graphs never reach a backward, on purpose
   Generator gen(3);
   const Tensor x = randn({4, 3}, Dtype::Float32, gen).requires_grad_();
   auto seq = [](layers::ModulePtr act, double lo, double hi) {
