@@ -12,7 +12,8 @@
 #            to build-asan/tests/library_tests.txt) with the leak checker on. Any sanitizer
 #            report fails.
 #   fuzz     build-fuzz/: clang, libFuzzer + ASan + UBSan; every fuzz/fuzz_<name> target
-#            runs for TAPEGRAD_FUZZ_SECONDS (default 60) from fuzz/corpus/<name>. Any
+#            runs for TAPEGRAD_FUZZ_SECONDS (default 60) from fuzz/corpus/<name>, one a
+#            core at a time. Any
 #            crash, sanitizer report or leak fails; the input is kept in
 #            build-fuzz/artifacts/.
 #   native   build-native/: Release, TAPEGRAD_ISA=native (everything -march=native, one kernel
@@ -109,17 +110,31 @@ if [[ "$stages" == *" asan "* ]]; then
     -DTAPEGRAD_SANITIZE=address,undefined \
     -DTAPEGRAD_BUILD_EXAMPLES=OFF -DTAPEGRAD_BUILD_STUDIES=OFF -DTAPEGRAD_BUILD_BENCH=OFF -DTAPEGRAD_FUZZ=OFF
   cmake --build "$asan_dir" -j "$jobs" --target library_tests
-  echo "== asan: running every test case of every library test executable (leak checker on)"
+  echo "== asan: running every test case of every library test executable (leak checker on), $jobs at a time"
   # halt_on_error + -fno-sanitize-recover: the first report ends the run with a non-zero
-  # status. detect_leaks reports at exit whatever each executable leaked.
+  # status. detect_leaks reports at exit whatever each executable leaked. Each executable's
+  # output goes to its log, printed whole when it fails.
+  run_asan() {  # run_asan <exe>
+    local exe="$1" log="$asan_dir/${1##*/}.asan.log"
+    if ASAN_OPTIONS=detect_leaks=1:halt_on_error=1:detect_stack_use_after_return=1:check_initialization_order=1 \
+        UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 OMP_NUM_THREADS="$jobs" "$exe" > "$log" 2>&1; then
+      echo "-- asan: ${exe##*/}: $(grep -E '^All tests passed|^test cases:' "$log" | tail -n 1)"
+    else
+      cat "$log"
+      echo "== asan: ${exe##*/} FAILED (log $log)"
+      return 1
+    fi
+  }
+  pids=()
   while read -r exe; do
     [[ -n "$exe" ]] || continue
-    echo "-- asan: ${exe##*/}"
-    ASAN_OPTIONS=detect_leaks=1:halt_on_error=1:detect_stack_use_after_return=1:check_initialization_order=1 \
-      UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
-      OMP_NUM_THREADS="$jobs" \
-      "$exe"
+    while (( $(jobs -rp | wc -l) >= jobs )); do wait -n || true; done
+    run_asan "$exe" &
+    pids+=($!)
   done < "$asan_dir/tests/library_tests.txt"
+  asan_failed=0
+  for pid in "${pids[@]}"; do wait "$pid" || asan_failed=1; done  # bash keeps each child's status
+  [[ $asan_failed == 0 ]] || exit 1
   stage_done asan "$t0"
 fi
 
@@ -131,25 +146,35 @@ if [[ "$stages" == *" fuzz "* ]]; then
     -DTAPEGRAD_BUILD_TESTS=OFF -DTAPEGRAD_BUILD_EXAMPLES=OFF -DTAPEGRAD_BUILD_STUDIES=OFF -DTAPEGRAD_BUILD_BENCH=OFF
   cmake --build "$fuzz_dir" -j "$jobs" --target tapegrad_fuzzers
   mkdir -p "$fuzz_dir/artifacts"
-  for exe in "$fuzz_dir"/fuzz/fuzz_*; do
-    [[ -f "$exe" && -x "$exe" ]] || continue
-    name="${exe##*/fuzz_}"
-    seeds="fuzz/corpus/$name"
-    scratch="$fuzz_dir/corpus/$name"  # new inputs go here; the committed seeds stay as they are
+  # One fuzzer a core: each runs single-threaded for fuzz_seconds, $jobs of them at once.
+  run_fuzzer() {  # run_fuzzer <exe>: exit status 0, or 1 with the failure's tail printed
+    local exe="$1" name="${1##*/fuzz_}"
+    local seeds="fuzz/corpus/$name"
+    local scratch="$fuzz_dir/corpus/$name"  # new inputs go here; the committed seeds stay as they are
+    local log="$fuzz_dir/fuzz_$name.log"
+    local dict=()
     mkdir -p "$scratch"
-    dict=()
     [[ -f "fuzz/$name.dict" ]] && dict=("-dict=fuzz/$name.dict")
-    log="$fuzz_dir/fuzz_$name.log"
-    echo "-- fuzz_$name: seeds $seeds, log $log"
     if ! "$exe" -max_total_time="$fuzz_seconds" -timeout=10 -rss_limit_mb=2048 -print_final_stats=1 \
         -artifact_prefix="$fuzz_dir/artifacts/$name-" "${dict[@]}" "$scratch" "$seeds" > "$log" 2>&1; then
       tail -n 60 "$log"
       echo "== fuzz: fuzz_$name FAILED; reproduce with: $exe $fuzz_dir/artifacts/$name-*"
-      exit 1
+      return 1
     fi
-    grep -E "^Done|stat::number_of_executed_units|stat::new_units_added" "$log" | tr '\n' ' '
-    echo
+    echo "-- fuzz_$name: seeds $seeds, log $log: $(grep -E "^Done|stat::number_of_executed_units|stat::new_units_added" "$log" | tr '\n' ' ')"
+  }
+  fuzzers=()
+  for exe in "$fuzz_dir"/fuzz/fuzz_*; do [[ -f "$exe" && -x "$exe" ]] && fuzzers+=("$exe"); done
+  fuzz_failed=0
+  for ((i = 0; i < ${#fuzzers[@]}; i += jobs)); do
+    pids=()
+    for exe in "${fuzzers[@]:i:jobs}"; do
+      run_fuzzer "$exe" &
+      pids+=($!)
+    done
+    for pid in "${pids[@]}"; do wait "$pid" || fuzz_failed=1; done
   done
+  [[ $fuzz_failed == 0 ]] || exit 1
   stage_done fuzz "$t0"
 fi
 
