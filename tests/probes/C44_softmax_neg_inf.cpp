@@ -17,33 +17,11 @@
 #include <tapegrad/core/core.h>
 #include <tapegrad/core/ops/softmax.h>
 
+#include "probe_harness.h"
+
 using namespace tapegrad;
-static int g_fail = 0;
-
-static void check(const std::string& what, const std::vector<double>& got, const std::vector<double>& want,
-                  double tol) {
-  bool ok = got.size() == want.size();
-  double worst = 0;
-  for (std::size_t i = 0; ok && i < got.size(); ++i) {
-    const double d = std::abs(got[i] - want[i]) / std::max(1.0, std::abs(want[i]));
-    if (!std::isfinite(got[i]) || !(d <= tol)) ok = false;
-    if (std::isfinite(d)) worst = std::max(worst, d);
-  }
-  std::printf("%s %s (max err %.3g, tol %.0e)\n", ok ? "PASS" : "FAIL", what.c_str(), worst, tol);
-  if (!ok) {
-    ++g_fail;
-    std::printf("   got :");
-    for (double v : got) std::printf(" %.12g", v);
-    std::printf("\n   want:");
-    for (double v : want) std::printf(" %.12g", v);
-    std::printf("\n");
-  }
-}
-
-static void verdict(bool ok, const std::string& what) {
-  std::printf("%s %s\n", ok ? "PASS" : "FAIL", what.c_str());
-  if (!ok) ++g_fail;
-}
+using probe::check;
+using probe::verdict;
 
 static void check_special(const std::string& what, const std::vector<double>& got, const std::vector<double>& want,
                           double tol) {
@@ -53,15 +31,7 @@ static void check_special(const std::string& what, const std::vector<double>& go
     else if (std::isinf(want[i])) ok = got[i] == want[i];
     else ok = std::isfinite(got[i]) && std::abs(got[i] - want[i]) <= tol * std::max(1.0, std::abs(want[i]));
   }
-  std::printf("%s %s\n", ok ? "PASS" : "FAIL", what.c_str());
-  if (!ok) {
-    ++g_fail;
-    std::printf("   got :");
-    for (double v : got) std::printf(" %.12g", v);
-    std::printf("\n   want:");
-    for (double v : want) std::printf(" %.12g", v);
-    std::printf("\n");
-  }
+  probe::report(ok, what, got, want);
 }
 
 static std::vector<double> rows02(const std::vector<double>& v) {  // rows 0 and 2 of a (3, 4) result
@@ -90,8 +60,7 @@ int main() {
             {0.39322386648296376, 0.0, -0.3932238664829637, 0.0, -0.09830596662074097, 0.0, 0.09830596662074093, 0.0},
             tol);
     } catch (const std::exception& e) {
-      ++g_fail;
-      std::printf("FAIL %ssoftmax threw: %s\n", dn.c_str(), e.what());
+      probe::threw(dn + "softmax", e);
     }
     try {
       Tensor t = Tensor::from_vector(x, {3, 4}, dt);
@@ -106,8 +75,7 @@ int main() {
             rows02(t.grad().to_vector()),
             {0.32764644657501224, 2.0, -2.827646446575012, 0.5, -1.3276464465750122, -1.0, 0.32764644657501224, 2.0}, tol);
     } catch (const std::exception& e) {
-      ++g_fail;
-      std::printf("FAIL %slog_softmax threw: %s\n", dn.c_str(), e.what());
+      probe::threw(dn + "log_softmax", e);
     }
     try {
       Tensor t = Tensor::from_vector(x, {3, 4}, dt);
@@ -124,10 +92,8 @@ int main() {
       Tensor u = Tensor::from_vector({-inf, 2.0, inf}, {1, 3}, dt);
       check_special(dn + "logsumexp with a +inf entry = +inf", logsumexp(u, 1).to_vector(), {inf}, tol);
     } catch (const std::exception& e) {
-      ++g_fail;
-      std::printf("FAIL %slogsumexp threw: %s\n", dn.c_str(), e.what());
+      probe::threw(dn + "logsumexp", e);
     }
   }
-  std::printf("C44: %d failure(s)\n", g_fail);
-  return g_fail;
+  return probe::finish("C44");
 }
