@@ -13,6 +13,8 @@
 #include <tapegrad/data/dataset.h>
 #include <tapegrad/models/mlp.h>
 
+#include "temp_dir_support.h"
+
 namespace train_test {
 
 /// n rows of 8 features in 3 classes: class c is centred at +2 on features 2c and 2c+1
@@ -42,22 +44,6 @@ inline std::shared_ptr<tapegrad::models::MLP> mlp(tapegrad::Generator& init, tap
   return std::make_shared<tapegrad::models::MLP>(std::vector<std::int64_t>{8, 16, 3}, o, init);
 }
 
-/// A fresh folder under the system's temp folder, removed with its contents.
-struct TempDir {
-  std::filesystem::path path;
-  TempDir() {
-    static int counter = 0;
-    path = std::filesystem::temp_directory_path() /
-           ("tapegrad_train_" + std::to_string(::getpid()) + "_" + std::to_string(counter++));
-    std::filesystem::create_directories(path);
-  }
-  ~TempDir() {
-    std::error_code ec;
-    std::filesystem::remove_all(path, ec);
-  }
-  TempDir(const TempDir&) = delete;
-  TempDir& operator=(const TempDir&) = delete;
-  std::string file(const std::string& name) const { return (path / name).string(); }
-};
+using tapegrad::test::TempDir;
 
 }  // namespace train_test
