@@ -19,6 +19,7 @@
 #include <tapegrad/layers/functional/instance_norm.h>
 #include <tapegrad/layers/functional/layer_norm.h>
 #include <tapegrad/layers/functional/local_response_norm.h>
+#include "double_backward_support.h"
 #include "test_support.h"
 
 using namespace tapegrad;
@@ -26,11 +27,6 @@ using namespace tapegrad::layers;
 using namespace tapegrad::test;
 
 namespace {
-autograd::GradOptions create_graph() {
-  autograd::GradOptions o;
-  o.create_graph = true;
-  return o;
-}
 const Shape kShapes[] = {Shape{5, 3}, Shape{4, 3, 2}, Shape{2, 3, 2, 2}};
 }  // namespace
 
@@ -92,34 +88,11 @@ TEST_CASE("third order: batch_norm train mode, d/dx of the second-order product 
     const Tensor x0 = uniform(s, -2, 2, Dtype::Float64, g);
     const Tensor w = uniform({2}, 0.5, 1.5, Dtype::Float64, g);
     const Tensor u = uniform(s, -1, 1, Dtype::Float64, g), v = uniform(s, -1, 1, Dtype::Float64, g);
-    // h(x) = Σ v·d(Σ y·u)/dx, a second-order quantity; its gradient is a third derivative
-    auto h = [&](const Tensor& x, bool create) {
-      Tensor y = functional::batch_norm(x, w, Tensor(), functional::RunningStats{}, true, 1e-3);
-      Tensor g1 = autograd::grad({sum(mul(y, u))}, {x}, {}, create_graph())[0];
-      autograd::GradOptions o;
-      o.create_graph = create;
-      return std::pair{sum(mul(g1, v)), o};
-    };
-    Tensor x = x0.clone().requires_grad_();
-    auto [hx, o] = h(x, true);
-    Tensor g2 = autograd::grad({hx}, {x}, {}, o)[0];  // d h / dx, with a graph
-    Tensor g3 = autograd::grad({sum(mul(g2, u))}, {x})[0];  // Σ u·d²h/dx²: third order
-    // central differences of Σ u·dh/dx along each coordinate
-    const double step = 1e-5;
-    std::vector<double> numeric(static_cast<std::size_t>(x0.numel()));
-    for (std::int64_t k = 0; k < x0.numel(); ++k) {
-      double f[2];
-      for (int side = 0; side < 2; ++side) {
-        Tensor xp = x0.clone();
-        xp.data<double>()[k] += side ? step : -step;
-        xp.requires_grad_();
-        auto [hp, op] = h(xp, false);
-        f[side] = sum(mul(autograd::grad({hp}, {xp}, {}, op)[0], u)).to_vector()[0];
-      }
-      numeric[static_cast<std::size_t>(k)] = (f[1] - f[0]) / (2 * step);
-    }
+    const ThirdOrder t = third_order(
+        [&](const Tensor& x) { return functional::batch_norm(x, w, Tensor(), functional::RunningStats{}, true, 1e-3); },
+        x0, u, v);
     INFO("shape " << shape_str(s));
-    require_close(g3, numeric, 1e-6);
+    require_close(t.analytic, t.numeric, 1e-6);
   }
 }
 

@@ -17,6 +17,7 @@
 #include <tapegrad/layers/functional/layer_norm.h>
 #include <tapegrad/layers/functional/local_response_norm.h>
 #include <tapegrad/layers/instance_norm.h>
+#include "double_backward_support.h"
 #include "test_support.h"
 
 using namespace tapegrad;
@@ -24,11 +25,6 @@ using namespace tapegrad::layers;
 using namespace tapegrad::test;
 
 namespace {
-autograd::GradOptions create_graph() {
-  autograd::GradOptions o;
-  o.create_graph = true;
-  return o;
-}
 // gradgradcheck of fn over x (and w, b when affine), with a message naming the case.
 void check_twice(const std::function<Tensor(const std::vector<Tensor>&)>& fn, const Tensor& x, const Tensor& w,
                  const Tensor& b, bool affine, const std::string& what) {
@@ -151,35 +147,12 @@ TEST_CASE("third order: group_norm, layer_norm and local_response_norm, d/dx of 
   for (int k = 0; k < 3; ++k) {
     const Tensor x0 = uniform(s, -2, 2, Dtype::Float64, g);
     const Tensor u = uniform(s, -1, 1, Dtype::Float64, g), v = uniform(s, -1, 1, Dtype::Float64, g);
-    // h(x) = Σ v·d(Σ y·u)/dx, a second-order quantity; its gradient is a third derivative
-    auto h = [&](const Tensor& x, bool create) {
-      Tensor g1 = autograd::grad({sum(mul(ops[k](x), u))}, {x}, {}, create_graph())[0];
-      autograd::GradOptions o;
-      o.create_graph = create;
-      return std::pair{sum(mul(g1, v)), o};
-    };
-    Tensor x = x0.clone().requires_grad_();
-    auto [hx, o] = h(x, true);
-    Tensor g2 = autograd::grad({hx}, {x}, {}, o)[0];        // dh/dx, with a graph
-    Tensor g3 = autograd::grad({sum(mul(g2, u))}, {x})[0];  // Σ u·d²h/dx²: third order
-    const double step = 1e-5;
-    std::vector<double> numeric(static_cast<std::size_t>(x0.numel()));
-    for (std::int64_t i = 0; i < x0.numel(); ++i) {
-      double f[2];
-      for (int side = 0; side < 2; ++side) {
-        Tensor xp = x0.clone();
-        xp.data<double>()[i] += side ? step : -step;
-        xp.requires_grad_();
-        auto [hp, op] = h(xp, false);
-        f[side] = sum(mul(autograd::grad({hp}, {xp}, {}, op)[0], u)).to_vector()[0];
-      }
-      numeric[static_cast<std::size_t>(i)] = (f[1] - f[0]) / (2 * step);
-    }
+    const ThirdOrder t = third_order(ops[k], x0, u, v);
     INFO(names[k]);
     double largest = 0;
-    for (double n : numeric) largest = std::max(largest, std::abs(n));
+    for (double n : t.numeric) largest = std::max(largest, std::abs(n));
     REQUIRE(largest > 1e-2);  // a third derivative that is really there
-    require_close(g3, numeric, 1e-6);
+    require_close(t.analytic, t.numeric, 1e-6);
   }
 }
 
