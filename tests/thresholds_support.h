@@ -110,6 +110,17 @@ class Mismatches {
   double got_ = 0, want_ = 0, tol_ = 0;
 };
 
+/// The norm kernels' tolerances (test_thresholds_batch_norm.cpp, test_thresholds_grouped_norm.cpp):
+/// element-wise results (y, dx) relative to max(1, |want|); channel or row sums (dγ, dβ)
+/// relative to the sum of their terms' magnitudes (float32 kernels add blocks of rows in
+/// float32); running statistics relative.
+template <class T>
+struct NormTol {
+  static constexpr bool f32 = std::is_same_v<T, float>;
+  static constexpr double y = f32 ? 1e-5 : 1e-12, dx = f32 ? 5e-5 : 1e-11, sum = f32 ? 2e-5 : 1e-12,
+                          run = f32 ? 1e-6 : 1e-13;
+};
+
 /// Shape as text, for INFO lines.
 inline std::string shape_text(const Shape& s) { return shape_str(s); }
 
