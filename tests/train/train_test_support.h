@@ -10,8 +10,10 @@
 #include <vector>
 
 #include <tapegrad/core/random.h>
+#include <tapegrad/data/dataloader.h>
 #include <tapegrad/data/dataset.h>
 #include <tapegrad/models/mlp.h>
+#include <tapegrad/optim/adam.h>
 
 #include "temp_dir_support.h"
 
@@ -43,6 +45,23 @@ inline std::shared_ptr<tapegrad::models::MLP> mlp(tapegrad::Generator& init, tap
   o.dropout_gen = drop;
   return std::make_shared<tapegrad::models::MLP>(std::vector<std::int64_t>{8, 16, 3}, o, init);
 }
+
+/// The fit tests' setup, rebuilt identically from the same seeds: blobs(n_train, 1) to train
+/// on and blobs(n_val, 2) to validate on, mlp() (init seed 8, dropout from gen, seed 7),
+/// Adam at lr 0.01 and a shuffling loader of `batch` rows that drops the last short batch.
+struct BlobsSetup {
+  BlobsSetup(std::int64_t n_train, std::int64_t n_val, std::int64_t batch = 32)
+      : train_ds(blobs(n_train, 1)),
+        val_ds(blobs(n_val, 2)),
+        model(mlp(init, &gen)),
+        opt{model->parameters(), tapegrad::optim::AdamOptions{0.01}},
+        loader{train_ds, {batch, true, true}, gen} {}
+  tapegrad::Generator gen{7}, init{8};
+  tapegrad::data::Dataset train_ds, val_ds;
+  std::shared_ptr<tapegrad::models::MLP> model;
+  tapegrad::optim::Adam opt;
+  tapegrad::data::DataLoader loader;
+};
 
 using tapegrad::test::TempDir;
 
