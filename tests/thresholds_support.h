@@ -121,6 +121,11 @@ struct NormTol {
                           run = f32 ? 1e-6 : 1e-13;
 };
 
+/// The smallest n with n·unit_bytes >= bytes: how many rows of unit_bytes reach a byte threshold.
+inline std::int64_t rows_reaching(std::size_t bytes, std::int64_t unit_bytes) {
+  return static_cast<std::int64_t>((bytes + static_cast<std::size_t>(unit_bytes) - 1) / static_cast<std::size_t>(unit_bytes));
+}
+
 /// Shape as text, for INFO lines.
 inline std::string shape_text(const Shape& s) { return shape_str(s); }
 

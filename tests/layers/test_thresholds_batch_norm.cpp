@@ -207,11 +207,6 @@ void check_batch_norm(const Shape& shape, std::uint64_t seed = 22) {
     }
 }
 
-// Smallest n with n·unit_bytes >= bytes.
-std::int64_t rows_reaching(std::size_t bytes, std::int64_t unit_bytes) {
-  return static_cast<std::int64_t>((bytes + static_cast<std::size_t>(unit_bytes) - 1) / static_cast<std::size_t>(unit_bytes));
-}
-
 }  // namespace
 
 TEMPLATE_TEST_CASE("thresholds: BatchNorm1d (N, C), thread grain, statistics block, cached walk, work chunk",

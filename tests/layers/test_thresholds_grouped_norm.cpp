@@ -258,10 +258,6 @@ void check_instance_norm(const Shape& shape) {
   run_all<T>(shape, {N * C, S, C, 1, S}, op, true);
 }
 
-std::int64_t rows_reaching(std::size_t bytes, std::int64_t unit_bytes) {
-  return static_cast<std::int64_t>((bytes + static_cast<std::size_t>(unit_bytes) - 1) / static_cast<std::size_t>(unit_bytes));
-}
-
 }  // namespace
 
 TEMPLATE_TEST_CASE("thresholds: LayerNorm rows kernel, thread grain, row and gradient blocks, pairing, chunks",
