@@ -1,12 +1,16 @@
 #pragma once
-// Helpers shared by the second- and third-order tests: the create_graph options, and a third
-// derivative by the tape against central differences.
+// Helpers shared by the second- and third-order tests: the create_graph options, gradgradcheck
+// with a message naming the case, and a third derivative by the tape against central differences.
+#include <catch2/catch.hpp>
+
 #include <cstdint>
 #include <functional>
 #include <utility>
+#include <string>
 #include <vector>
 
 #include <tapegrad/core/core.h>
+#include <tapegrad/core/gradcheck.h>
 
 namespace tapegrad::test {
 
@@ -15,6 +19,14 @@ inline autograd::GradOptions create_graph() {
   autograd::GradOptions o;
   o.create_graph = true;
   return o;
+}
+
+/// gradgradcheck of fn over `inputs` must pass; a failure names the case (`what`) and the check's message.
+inline void require_gradgradcheck(const std::function<Tensor(const std::vector<Tensor>&)>& fn,
+                                  const std::vector<Tensor>& inputs, const std::string& what) {
+  auto r = gradgradcheck(fn, inputs);
+  INFO(what << ": " << r.message);
+  REQUIRE(r.ok);
 }
 
 /// A third derivative of `op` at x0 along u and v, computed twice.

@@ -50,10 +50,9 @@ TEST_CASE("gradgradcheck: batch_norm train/eval, affine or not, tracked or not, 
             return functional::batch_norm(v[0], affine ? v[1] : Tensor(), affine ? v[2] : Tensor(), rs, batch_stats,
                                           1e-3);
           };
-          auto r = gradgradcheck(fn, affine ? std::vector<Tensor>{x, w, b} : std::vector<Tensor>{x});
-          INFO("shape " << shape_str(s) << " train " << train << " affine " << affine << " tracked " << tracked
-                        << ": " << r.message);
-          REQUIRE(r.ok);
+          require_gradgradcheck(fn, affine ? std::vector<Tensor>{x, w, b} : std::vector<Tensor>{x},
+                                "shape " + shape_str(s) + " train " + std::to_string(train) + " affine " +
+                                    std::to_string(affine) + " tracked " + std::to_string(tracked));
         }
 }
 
@@ -74,9 +73,8 @@ TEST_CASE("gradgradcheck: batch_norm_relu fused, with and without clip, 2-D and 
           // times the input, so the second derivative is not zero on the linear pieces
           return mul(functional::batch_norm_relu(v[0], v[1], v[2], rs, train, 1e-3, "batch_norm_relu", clip), v[0]);
         };
-        auto r = gradgradcheck(fn, {x, w, b});
-        INFO("shape " << shape_str(s) << " train " << train << " clip " << clipped << ": " << r.message);
-        REQUIRE(r.ok);
+        require_gradgradcheck(fn, {x, w, b},
+                              "shape " + shape_str(s) + " train " + std::to_string(train) + " clip " + std::to_string(clipped));
       }
 }
 
@@ -177,9 +175,7 @@ TEST_CASE("gradgradcheck: BatchRenorm train mode and InstanceNorm with running s
       functional::RunningStats rs{rm.clone(), rv.clone(), Tensor(), 0.1, true};
       return functional::batch_renorm(v[0], v[1], v[2], rs, 1e-3, 3.0, 5.0, r, d);
     };
-    auto r1 = gradgradcheck(renorm, {x, w, b});
-    INFO("batch_renorm " << shape_str(s) << ": " << r1.message);
-    REQUIRE(r1.ok);
+    require_gradgradcheck(renorm, {x, w, b}, "batch_renorm " + shape_str(s));
   }
   Tensor x = uniform({2, 3, 4}, -2, 2, Dtype::Float64, g).requires_grad_();
   Tensor w = uniform({3}, 0.5, 1.5, Dtype::Float64, g).requires_grad_();
@@ -188,9 +184,7 @@ TEST_CASE("gradgradcheck: BatchRenorm train mode and InstanceNorm with running s
   auto inst = [&](const std::vector<Tensor>& v) {
     return functional::instance_norm(v[0], rm.clone(), rv.clone(), v[1], v[2], false, 0.1, 1e-3);
   };
-  auto r2 = gradgradcheck(inst, {x, w, b});
-  INFO("instance_norm eval: " << r2.message);
-  REQUIRE(r2.ok);
+  require_gradgradcheck(inst, {x, w, b}, "instance_norm eval");
 }
 
 TEST_CASE("the row-kernel norms now accept a create_graph backward (refused by name before)",

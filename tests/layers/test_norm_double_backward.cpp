@@ -28,9 +28,7 @@ namespace {
 // gradgradcheck of fn over x (and w, b when affine), with a message naming the case.
 void check_twice(const std::function<Tensor(const std::vector<Tensor>&)>& fn, const Tensor& x, const Tensor& w,
                  const Tensor& b, bool affine, const std::string& what) {
-  auto r = gradgradcheck(fn, affine ? std::vector<Tensor>{x, w, b} : std::vector<Tensor>{x});
-  INFO(what << ": " << r.message);
-  REQUIRE(r.ok);
+  require_gradgradcheck(fn, affine ? std::vector<Tensor>{x, w, b} : std::vector<Tensor>{x}, what);
 }
 bool same_bits(const Tensor& a, const Tensor& b) {
   const auto va = a.to_vector(), vb = b.to_vector();
@@ -110,12 +108,8 @@ TEST_CASE("gradgradcheck: the InstanceNorm1d/2d modules in train mode", "[norms]
   in2.bias.data<double>()[2] = -0.5;
   Tensor x1 = uniform({2, 3, 5}, -2, 2, Dtype::Float64, g).requires_grad_();
   Tensor x2 = uniform({2, 3, 2, 2}, -2, 2, Dtype::Float64, g).requires_grad_();
-  auto r1 = gradgradcheck([&](const std::vector<Tensor>& v) { return in1.forward(v[0]); }, {x1});
-  INFO("InstanceNorm1d: " << r1.message);
-  REQUIRE(r1.ok);
-  auto r2 = gradgradcheck([&](const std::vector<Tensor>& v) { return in2.forward(v[0]); }, {x2});
-  INFO("InstanceNorm2d: " << r2.message);
-  REQUIRE(r2.ok);
+  require_gradgradcheck([&](const std::vector<Tensor>& v) { return in1.forward(v[0]); }, {x1}, "InstanceNorm1d");
+  require_gradgradcheck([&](const std::vector<Tensor>& v) { return in2.forward(v[0]); }, {x2}, "InstanceNorm2d");
 }
 
 TEST_CASE("gradgradcheck: local_response_norm, window sizes 1 to 5, (N, C, L) and (N, C, H, W)",
@@ -127,9 +121,7 @@ TEST_CASE("gradgradcheck: local_response_norm, window sizes 1 to 5, (N, C, L) an
       Tensor x = uniform(s, -2, 2, Dtype::Float64, g).requires_grad_();
       // alpha large enough that the denominator is far from constant: a real second derivative
       auto fn = [&](const std::vector<Tensor>& v) { return functional::local_response_norm(v[0], size, 0.5, 0.75, 1.0); };
-      auto r = gradgradcheck(fn, {x});
-      INFO("x " << shape_str(s) << " size " << size << ": " << r.message);
-      REQUIRE(r.ok);
+      require_gradgradcheck(fn, {x}, "x " + shape_str(s) + " size " + std::to_string(size));
     }
 }
 
