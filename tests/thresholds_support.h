@@ -110,6 +110,9 @@ class Mismatches {
   double got_ = 0, want_ = 0, tol_ = 0;
 };
 
+/// The norm threshold tests' eps and momentum (PyTorch's defaults).
+inline constexpr double kEps = 1e-5, kMomentum = 0.1;
+
 /// The norm kernels' tolerances (test_thresholds_batch_norm.cpp, test_thresholds_grouped_norm.cpp):
 /// element-wise results (y, dx) relative to max(1, |want|); channel or row sums (dγ, dβ)
 /// relative to the sum of their terms' magnitudes (float32 kernels add blocks of rows in

@@ -29,8 +29,6 @@ namespace TH = tapegrad::layers::functional::kernels::thresholds;
 
 namespace {
 
-constexpr double kEps = 1e-5, kMomentum = 0.1;
-
 // One batch-norm problem: x (N, C, S...) with channel c centred near 0.25·c, dy, γ near 1,
 // β, and the running statistics before the call; the reference statistics in long double.
 template <class T>

@@ -29,8 +29,6 @@ namespace TH = tapegrad::layers::functional::kernels::thresholds;
 
 namespace {
 
-constexpr double kEps = 1e-5, kMomentum = 0.1;
-
 // x read as R rows of K values; value j of row r has affine channel (r mod G)·Cg + j / S.
 struct Layout {
   std::int64_t R, K, G, Cg, S;
