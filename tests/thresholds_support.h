@@ -110,6 +110,25 @@ class Mismatches {
   double got_ = 0, want_ = 0, tol_ = 0;
 };
 
+/// The norm threshold tests' eps and momentum (PyTorch's defaults).
+inline constexpr double kEps = 1e-5, kMomentum = 0.1;
+
+/// The norm kernels' tolerances (test_thresholds_batch_norm.cpp, test_thresholds_grouped_norm.cpp):
+/// element-wise results (y, dx) relative to max(1, |want|); channel or row sums (dγ, dβ)
+/// relative to the sum of their terms' magnitudes (float32 kernels add blocks of rows in
+/// float32); running statistics relative.
+template <class T>
+struct NormTol {
+  static constexpr bool f32 = std::is_same_v<T, float>;
+  static constexpr double y = f32 ? 1e-5 : 1e-12, dx = f32 ? 5e-5 : 1e-11, sum = f32 ? 2e-5 : 1e-12,
+                          run = f32 ? 1e-6 : 1e-13;
+};
+
+/// The smallest n with n·unit_bytes >= bytes: how many rows of unit_bytes reach a byte threshold.
+inline std::int64_t rows_reaching(std::size_t bytes, std::int64_t unit_bytes) {
+  return static_cast<std::int64_t>((bytes + static_cast<std::size_t>(unit_bytes) - 1) / static_cast<std::size_t>(unit_bytes));
+}
+
 /// Shape as text, for INFO lines.
 inline std::string shape_text(const Shape& s) { return shape_str(s); }
 

@@ -25,24 +25,14 @@
 #include <tapegrad/optim/sgd.h>
 #include <tapegrad/optim/training_checkpoint.h>
 
+#include "temp_dir_support.h"
+
 using namespace tapegrad;
 namespace fs = std::filesystem;
 
 namespace {
 
-struct Dir {
-  fs::path path;
-  Dir() {
-    char tmpl[] = "/tmp/tapegrad_file_io_XXXXXX";
-    REQUIRE(::mkdtemp(tmpl) != nullptr);
-    path = tmpl;
-  }
-  ~Dir() {
-    std::error_code ec;
-    fs::remove_all(path, ec);
-  }
-  std::string file(const std::string& name) const { return (path / name).string(); }
-};
+using Dir = tapegrad::test::TempDir;
 
 std::string slurp(const std::string& p) {
   std::ifstream f(p, std::ios::binary);

@@ -19,23 +19,14 @@
 
 #include <tapegrad/core/file_io.h>
 
+#include "temp_dir_support.h"
+
 using namespace tapegrad;
 namespace fs = std::filesystem;
 
 namespace {
 
-struct TempDir {
-  fs::path path;
-  TempDir() {
-    char tmpl[] = "/tmp/tapegrad_save_signals_XXXXXX";
-    REQUIRE(::mkdtemp(tmpl) != nullptr);
-    path = tmpl;
-  }
-  ~TempDir() {
-    std::error_code ec;
-    fs::remove_all(path, ec);
-  }
-};
+using tapegrad::test::TempDir;
 
 std::string names(const std::vector<std::string>& v) {
   std::string out;

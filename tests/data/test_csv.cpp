@@ -11,6 +11,8 @@
 #include <tapegrad/data/csv.h>
 #include <tapegrad/data/dataloader.h>
 
+#include "temp_dir_support.h"
+
 using namespace tapegrad;
 using namespace tapegrad::data;
 using V = std::vector<double>;
@@ -18,17 +20,8 @@ namespace fs = std::filesystem;
 
 namespace {
 
-struct CsvDir {
-  fs::path path;
-  CsvDir() {
-    static int counter = 0;
-    path = fs::temp_directory_path() / ("tapegrad_csv_" + std::to_string(::getpid()) + "_" + std::to_string(counter++));
-    fs::create_directories(path);
-  }
-  ~CsvDir() {
-    std::error_code ec;
-    fs::remove_all(path, ec);
-  }
+struct CsvDir : tapegrad::test::TempDir {
+  CsvDir() : TempDir("tapegrad_csv") {}
   std::string write(const std::string& name, const std::string& text, bool gzip = false) const {
     const std::string p = (path / name).string();
     if (gzip) {

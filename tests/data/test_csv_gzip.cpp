@@ -10,23 +10,16 @@
 
 #include <tapegrad/data/csv.h>
 
+#include "temp_dir_support.h"
+
 using namespace tapegrad;
 using namespace tapegrad::data;
 namespace fs = std::filesystem;
 
 namespace {
 
-struct GzDir {
-  fs::path path;
-  GzDir() {
-    static int counter = 0;
-    path = fs::temp_directory_path() / ("tapegrad_gz_" + std::to_string(::getpid()) + "_" + std::to_string(counter++));
-    fs::create_directories(path);
-  }
-  ~GzDir() {
-    std::error_code ec;
-    fs::remove_all(path, ec);
-  }
+struct GzDir : tapegrad::test::TempDir {
+  GzDir() : TempDir("tapegrad_gz") {}
   std::string write(const std::string& name, const std::string& bytes) const {
     const std::string p = (path / name).string();
     std::ofstream(p, std::ios::binary) << bytes;

@@ -16,6 +16,8 @@
 #include <tapegrad/data/fashion_mnist.h>
 #include <tapegrad/data/idx.h>
 
+#include "temp_dir_support.h"
+
 using namespace tapegrad;
 using namespace tapegrad::data;
 
@@ -23,21 +25,7 @@ namespace {
 
 namespace fs = std::filesystem;
 
-// A fresh temporary directory per test, removed at scope exit.
-struct TempDir {
-  fs::path path;
-  TempDir() {
-    static int counter = 0;
-    path = fs::temp_directory_path() /
-           ("tapegrad_data_" + std::to_string(::getpid()) + "_" + std::to_string(counter++));
-    fs::create_directories(path);
-  }
-  ~TempDir() {
-    std::error_code ec;
-    fs::remove_all(path, ec);
-  }
-  std::string file(const std::string& name) const { return (path / name).string(); }
-};
+using tapegrad::test::TempDir;
 
 void write_bytes(const std::string& path, const std::vector<std::uint8_t>& bytes) {
   std::ofstream f(path, std::ios::binary);

@@ -17,6 +17,7 @@
 #include <tapegrad/data/dataloader.h>
 #include <tapegrad/data/image_folder.h>
 #include "test_errors_support.h"
+#include "image_dir_support.h"
 
 using namespace tapegrad;
 using namespace tapegrad::data;
@@ -25,24 +26,7 @@ namespace fs = std::filesystem;
 
 namespace {
 
-const fs::path kFixtures = fs::path(TAPEGRAD_TESTS_DIR) / "fixtures" / "images";
-
-struct TmpFolder {
-  fs::path path;
-  TmpFolder() {
-    static int counter = 0;
-    path = fs::temp_directory_path() / ("tapegrad_loader_" + std::to_string(::getpid()) + "_" + std::to_string(counter++));
-    fs::create_directories(path);
-  }
-  ~TmpFolder() {
-    std::error_code ec;
-    fs::remove_all(path, ec);
-  }
-  void put(const std::string& rel, const std::string& fixture) const {
-    fs::create_directories((path / rel).parent_path());
-    fs::copy_file(kFixtures / fixture, path / rel, fs::copy_options::overwrite_existing);
-  }
-};
+using TmpFolder = tapegrad::test::ImageDir;
 
 // 3 classes x 4 images of (3, 16, 24): PNG, baseline and progressive JPEG
 void fill(const TmpFolder& d) {

@@ -13,6 +13,7 @@
 #include <tapegrad/data/fashion_mnist.h>
 #include <tapegrad/data/image_folder.h>
 #include "test_errors_support.h"
+#include "image_dir_support.h"
 
 using namespace tapegrad;
 using namespace tapegrad::data;
@@ -21,27 +22,9 @@ namespace fs = std::filesystem;
 
 namespace {
 
-const fs::path kFixtures = fs::path(TAPEGRAD_TESTS_DIR) / "fixtures" / "images";
+const fs::path kFixtures = tapegrad::test::image_fixtures();
 
-struct FolderDir {
-  fs::path path;
-  FolderDir() {
-    static int counter = 0;
-    path = fs::temp_directory_path() /
-           ("tapegrad_imgfolder_" + std::to_string(::getpid()) + "_" + std::to_string(counter++));
-    fs::create_directories(path);
-  }
-  ~FolderDir() {
-    std::error_code ec;
-    fs::remove_all(path, ec);
-  }
-  // copies fixture `fixture` to root/<rel>
-  void put(const std::string& rel, const std::string& fixture) const {
-    fs::create_directories((path / rel).parent_path());
-    fs::copy_file(kFixtures / fixture, path / rel, fs::copy_options::overwrite_existing);
-  }
-  std::string str() const { return path.string(); }
-};
+using FolderDir = tapegrad::test::ImageDir;
 
 }  // namespace
 

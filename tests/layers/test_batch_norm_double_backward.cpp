@@ -19,6 +19,7 @@
 #include <tapegrad/layers/functional/instance_norm.h>
 #include <tapegrad/layers/functional/layer_norm.h>
 #include <tapegrad/layers/functional/local_response_norm.h>
+#include "double_backward_support.h"
 #include "test_support.h"
 
 using namespace tapegrad;
@@ -26,11 +27,6 @@ using namespace tapegrad::layers;
 using namespace tapegrad::test;
 
 namespace {
-autograd::GradOptions create_graph() {
-  autograd::GradOptions o;
-  o.create_graph = true;
-  return o;
-}
 const Shape kShapes[] = {Shape{5, 3}, Shape{4, 3, 2}, Shape{2, 3, 2, 2}};
 }  // namespace
 
@@ -54,10 +50,9 @@ TEST_CASE("gradgradcheck: batch_norm train/eval, affine or not, tracked or not, 
             return functional::batch_norm(v[0], affine ? v[1] : Tensor(), affine ? v[2] : Tensor(), rs, batch_stats,
                                           1e-3);
           };
-          auto r = gradgradcheck(fn, affine ? std::vector<Tensor>{x, w, b} : std::vector<Tensor>{x});
-          INFO("shape " << shape_str(s) << " train " << train << " affine " << affine << " tracked " << tracked
-                        << ": " << r.message);
-          REQUIRE(r.ok);
+          require_gradgradcheck(fn, affine ? std::vector<Tensor>{x, w, b} : std::vector<Tensor>{x},
+                                "shape " + shape_str(s) + " train " + std::to_string(train) + " affine " +
+                                    std::to_string(affine) + " tracked " + std::to_string(tracked));
         }
 }
 
@@ -78,9 +73,8 @@ TEST_CASE("gradgradcheck: batch_norm_relu fused, with and without clip, 2-D and 
           // times the input, so the second derivative is not zero on the linear pieces
           return mul(functional::batch_norm_relu(v[0], v[1], v[2], rs, train, 1e-3, "batch_norm_relu", clip), v[0]);
         };
-        auto r = gradgradcheck(fn, {x, w, b});
-        INFO("shape " << shape_str(s) << " train " << train << " clip " << clipped << ": " << r.message);
-        REQUIRE(r.ok);
+        require_gradgradcheck(fn, {x, w, b},
+                              "shape " + shape_str(s) + " train " + std::to_string(train) + " clip " + std::to_string(clipped));
       }
 }
 
@@ -92,34 +86,11 @@ TEST_CASE("third order: batch_norm train mode, d/dx of the second-order product 
     const Tensor x0 = uniform(s, -2, 2, Dtype::Float64, g);
     const Tensor w = uniform({2}, 0.5, 1.5, Dtype::Float64, g);
     const Tensor u = uniform(s, -1, 1, Dtype::Float64, g), v = uniform(s, -1, 1, Dtype::Float64, g);
-    // h(x) = Σ v·d(Σ y·u)/dx, a second-order quantity; its gradient is a third derivative
-    auto h = [&](const Tensor& x, bool create) {
-      Tensor y = functional::batch_norm(x, w, Tensor(), functional::RunningStats{}, true, 1e-3);
-      Tensor g1 = autograd::grad({sum(mul(y, u))}, {x}, {}, create_graph())[0];
-      autograd::GradOptions o;
-      o.create_graph = create;
-      return std::pair{sum(mul(g1, v)), o};
-    };
-    Tensor x = x0.clone().requires_grad_();
-    auto [hx, o] = h(x, true);
-    Tensor g2 = autograd::grad({hx}, {x}, {}, o)[0];  // d h / dx, with a graph
-    Tensor g3 = autograd::grad({sum(mul(g2, u))}, {x})[0];  // Σ u·d²h/dx²: third order
-    // central differences of Σ u·dh/dx along each coordinate
-    const double step = 1e-5;
-    std::vector<double> numeric(static_cast<std::size_t>(x0.numel()));
-    for (std::int64_t k = 0; k < x0.numel(); ++k) {
-      double f[2];
-      for (int side = 0; side < 2; ++side) {
-        Tensor xp = x0.clone();
-        xp.data<double>()[k] += side ? step : -step;
-        xp.requires_grad_();
-        auto [hp, op] = h(xp, false);
-        f[side] = sum(mul(autograd::grad({hp}, {xp}, {}, op)[0], u)).to_vector()[0];
-      }
-      numeric[static_cast<std::size_t>(k)] = (f[1] - f[0]) / (2 * step);
-    }
+    const ThirdOrder t = third_order(
+        [&](const Tensor& x) { return functional::batch_norm(x, w, Tensor(), functional::RunningStats{}, true, 1e-3); },
+        x0, u, v);
     INFO("shape " << shape_str(s));
-    require_close(g3, numeric, 1e-6);
+    require_close(t.analytic, t.numeric, 1e-6);
   }
 }
 
@@ -204,9 +175,7 @@ TEST_CASE("gradgradcheck: BatchRenorm train mode and InstanceNorm with running s
       functional::RunningStats rs{rm.clone(), rv.clone(), Tensor(), 0.1, true};
       return functional::batch_renorm(v[0], v[1], v[2], rs, 1e-3, 3.0, 5.0, r, d);
     };
-    auto r1 = gradgradcheck(renorm, {x, w, b});
-    INFO("batch_renorm " << shape_str(s) << ": " << r1.message);
-    REQUIRE(r1.ok);
+    require_gradgradcheck(renorm, {x, w, b}, "batch_renorm " + shape_str(s));
   }
   Tensor x = uniform({2, 3, 4}, -2, 2, Dtype::Float64, g).requires_grad_();
   Tensor w = uniform({3}, 0.5, 1.5, Dtype::Float64, g).requires_grad_();
@@ -215,9 +184,7 @@ TEST_CASE("gradgradcheck: BatchRenorm train mode and InstanceNorm with running s
   auto inst = [&](const std::vector<Tensor>& v) {
     return functional::instance_norm(v[0], rm.clone(), rv.clone(), v[1], v[2], false, 0.1, 1e-3);
   };
-  auto r2 = gradgradcheck(inst, {x, w, b});
-  INFO("instance_norm eval: " << r2.message);
-  REQUIRE(r2.ok);
+  require_gradgradcheck(inst, {x, w, b}, "instance_norm eval");
 }
 
 TEST_CASE("the row-kernel norms now accept a create_graph backward (refused by name before)",

@@ -16,6 +16,7 @@
 #include <tapegrad/core/random.h>
 #include <tapegrad/core/safetensors.h>
 #include "golden_runner/support.h"
+#include "temp_dir_support.h"
 #include <tapegrad/layers/batch_norm.h>
 #include <tapegrad/layers/checkpoint.h>
 #include <tapegrad/layers/linear.h>
@@ -29,21 +30,7 @@ namespace fs = std::filesystem;
 
 namespace {
 
-// A fresh folder under the system temp dir, removed at scope exit.
-struct TempDir {
-  fs::path path;
-  TempDir() {
-    static int counter = 0;
-    path = fs::temp_directory_path() /
-           ("tapegrad-ckpt-" + std::to_string(::getpid()) + "-" + std::to_string(counter++));
-    fs::create_directories(path);
-  }
-  ~TempDir() {
-    std::error_code ec;
-    fs::remove_all(path, ec);
-  }
-  std::string file(const std::string& name) const { return (path / name).string(); }
-};
+using tapegrad::test::TempDir;
 
 std::vector<std::uint8_t> read_bytes(const std::string& path) {
   std::ifstream in(path, std::ios::binary);

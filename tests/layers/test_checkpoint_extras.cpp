@@ -13,25 +13,15 @@
 #include <tapegrad/layers/linear.h>
 #include <tapegrad/layers/sequential.h>
 
+#include "temp_dir_support.h"
+
 using namespace tapegrad;
 using namespace tapegrad::layers;
 namespace fs = std::filesystem;
 using V = std::vector<double>;
 
 namespace {
-struct ExtrasDir {
-  fs::path path;
-  ExtrasDir() {
-    static int counter = 0;
-    path = fs::temp_directory_path() / ("tapegrad_extras_" + std::to_string(::getpid()) + "_" + std::to_string(counter++));
-    fs::create_directories(path);
-  }
-  ~ExtrasDir() {
-    std::error_code ec;
-    fs::remove_all(path, ec);
-  }
-  std::string file(const std::string& n) const { return (path / n).string(); }
-};
+using ExtrasDir = tapegrad::test::TempDir;
 
 std::shared_ptr<Sequential> net(std::uint64_t seed) {
   Generator g(seed);

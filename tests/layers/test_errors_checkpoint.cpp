@@ -22,6 +22,7 @@
 #include <tapegrad/layers/linear.h>
 #include <tapegrad/layers/sequential.h>
 #include "test_errors_support.h"
+#include "temp_dir_support.h"
 
 using namespace tapegrad;
 using namespace tapegrad::layers;
@@ -44,15 +45,7 @@ std::string parse_error(const Bytes& b) {
   return thrown<std::runtime_error>([&] { parse_safetensors(b.data(), b.size()); });
 }
 
-struct TempDir {
-  std::filesystem::path path;
-  TempDir() {
-    path = std::filesystem::temp_directory_path() / ("tapegrad_errors_" + std::to_string(::getpid()));
-    std::filesystem::create_directories(path);
-  }
-  ~TempDir() { std::filesystem::remove_all(path); }
-  std::string file(const std::string& name) const { return (path / name).string(); }
-};
+using tapegrad::test::TempDir;
 
 void write_bytes(const std::string& path, const Bytes& b) {
   std::ofstream out(path, std::ios::binary);

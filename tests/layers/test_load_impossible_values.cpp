@@ -19,6 +19,7 @@
 #include <tapegrad/optim/sgd.h>
 #include <tapegrad/optim/training_checkpoint.h>
 #include "test_errors_support.h"
+#include "temp_dir_support.h"
 
 using namespace tapegrad;
 using Catch::Matchers::Contains;
@@ -44,19 +45,7 @@ layers::StateDict with(const layers::Module& m, const std::string& key, const Te
   return d;
 }
 
-struct TempDir {
-  fs::path path;
-  TempDir() {
-    char tmpl[] = "/tmp/tapegrad_load_values_XXXXXX";
-    REQUIRE(::mkdtemp(tmpl) != nullptr);
-    path = tmpl;
-  }
-  ~TempDir() {
-    std::error_code ec;
-    fs::remove_all(path, ec);
-  }
-  std::string file(const std::string& name) const { return (path / name).string(); }
-};
+using tapegrad::test::TempDir;
 
 }  // namespace
 

@@ -17,6 +17,7 @@
 #include <tapegrad/layers/functional/layer_norm.h>
 #include <tapegrad/layers/functional/local_response_norm.h>
 #include <tapegrad/layers/instance_norm.h>
+#include "double_backward_support.h"
 #include "test_support.h"
 
 using namespace tapegrad;
@@ -24,17 +25,10 @@ using namespace tapegrad::layers;
 using namespace tapegrad::test;
 
 namespace {
-autograd::GradOptions create_graph() {
-  autograd::GradOptions o;
-  o.create_graph = true;
-  return o;
-}
 // gradgradcheck of fn over x (and w, b when affine), with a message naming the case.
 void check_twice(const std::function<Tensor(const std::vector<Tensor>&)>& fn, const Tensor& x, const Tensor& w,
                  const Tensor& b, bool affine, const std::string& what) {
-  auto r = gradgradcheck(fn, affine ? std::vector<Tensor>{x, w, b} : std::vector<Tensor>{x});
-  INFO(what << ": " << r.message);
-  REQUIRE(r.ok);
+  require_gradgradcheck(fn, affine ? std::vector<Tensor>{x, w, b} : std::vector<Tensor>{x}, what);
 }
 bool same_bits(const Tensor& a, const Tensor& b) {
   const auto va = a.to_vector(), vb = b.to_vector();
@@ -114,12 +108,8 @@ TEST_CASE("gradgradcheck: the InstanceNorm1d/2d modules in train mode", "[norms]
   in2.bias.data<double>()[2] = -0.5;
   Tensor x1 = uniform({2, 3, 5}, -2, 2, Dtype::Float64, g).requires_grad_();
   Tensor x2 = uniform({2, 3, 2, 2}, -2, 2, Dtype::Float64, g).requires_grad_();
-  auto r1 = gradgradcheck([&](const std::vector<Tensor>& v) { return in1.forward(v[0]); }, {x1});
-  INFO("InstanceNorm1d: " << r1.message);
-  REQUIRE(r1.ok);
-  auto r2 = gradgradcheck([&](const std::vector<Tensor>& v) { return in2.forward(v[0]); }, {x2});
-  INFO("InstanceNorm2d: " << r2.message);
-  REQUIRE(r2.ok);
+  require_gradgradcheck([&](const std::vector<Tensor>& v) { return in1.forward(v[0]); }, {x1}, "InstanceNorm1d");
+  require_gradgradcheck([&](const std::vector<Tensor>& v) { return in2.forward(v[0]); }, {x2}, "InstanceNorm2d");
 }
 
 TEST_CASE("gradgradcheck: local_response_norm, window sizes 1 to 5, (N, C, L) and (N, C, H, W)",
@@ -131,9 +121,7 @@ TEST_CASE("gradgradcheck: local_response_norm, window sizes 1 to 5, (N, C, L) an
       Tensor x = uniform(s, -2, 2, Dtype::Float64, g).requires_grad_();
       // alpha large enough that the denominator is far from constant: a real second derivative
       auto fn = [&](const std::vector<Tensor>& v) { return functional::local_response_norm(v[0], size, 0.5, 0.75, 1.0); };
-      auto r = gradgradcheck(fn, {x});
-      INFO("x " << shape_str(s) << " size " << size << ": " << r.message);
-      REQUIRE(r.ok);
+      require_gradgradcheck(fn, {x}, "x " + shape_str(s) + " size " + std::to_string(size));
     }
 }
 
@@ -151,35 +139,12 @@ TEST_CASE("third order: group_norm, layer_norm and local_response_norm, d/dx of 
   for (int k = 0; k < 3; ++k) {
     const Tensor x0 = uniform(s, -2, 2, Dtype::Float64, g);
     const Tensor u = uniform(s, -1, 1, Dtype::Float64, g), v = uniform(s, -1, 1, Dtype::Float64, g);
-    // h(x) = Σ v·d(Σ y·u)/dx, a second-order quantity; its gradient is a third derivative
-    auto h = [&](const Tensor& x, bool create) {
-      Tensor g1 = autograd::grad({sum(mul(ops[k](x), u))}, {x}, {}, create_graph())[0];
-      autograd::GradOptions o;
-      o.create_graph = create;
-      return std::pair{sum(mul(g1, v)), o};
-    };
-    Tensor x = x0.clone().requires_grad_();
-    auto [hx, o] = h(x, true);
-    Tensor g2 = autograd::grad({hx}, {x}, {}, o)[0];        // dh/dx, with a graph
-    Tensor g3 = autograd::grad({sum(mul(g2, u))}, {x})[0];  // Σ u·d²h/dx²: third order
-    const double step = 1e-5;
-    std::vector<double> numeric(static_cast<std::size_t>(x0.numel()));
-    for (std::int64_t i = 0; i < x0.numel(); ++i) {
-      double f[2];
-      for (int side = 0; side < 2; ++side) {
-        Tensor xp = x0.clone();
-        xp.data<double>()[i] += side ? step : -step;
-        xp.requires_grad_();
-        auto [hp, op] = h(xp, false);
-        f[side] = sum(mul(autograd::grad({hp}, {xp}, {}, op)[0], u)).to_vector()[0];
-      }
-      numeric[static_cast<std::size_t>(i)] = (f[1] - f[0]) / (2 * step);
-    }
+    const ThirdOrder t = third_order(ops[k], x0, u, v);
     INFO(names[k]);
     double largest = 0;
-    for (double n : numeric) largest = std::max(largest, std::abs(n));
+    for (double n : t.numeric) largest = std::max(largest, std::abs(n));
     REQUIRE(largest > 1e-2);  // a third derivative that is really there
-    require_close(g3, numeric, 1e-6);
+    require_close(t.analytic, t.numeric, 1e-6);
   }
 }
 

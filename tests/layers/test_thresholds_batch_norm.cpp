@@ -29,18 +29,6 @@ namespace TH = tapegrad::layers::functional::kernels::thresholds;
 
 namespace {
 
-constexpr double kEps = 1e-5, kMomentum = 0.1;
-
-// Tolerances: element-wise results (y, dx) relative to max(1, |want|); channel sums (dγ, dβ)
-// relative to the sum of their terms' magnitudes (float32 kernels add blocks of rows in
-// float32); running statistics relative.
-template <class T>
-struct Tol {
-  static constexpr bool f32 = std::is_same_v<T, float>;
-  static constexpr double y = f32 ? 1e-5 : 1e-12, dx = f32 ? 5e-5 : 1e-11, sum = f32 ? 2e-5 : 1e-12,
-                          run = f32 ? 1e-6 : 1e-13;
-};
-
 // One batch-norm problem: x (N, C, S...) with channel c centred near 0.25·c, dy, γ near 1,
 // β, and the running statistics before the call; the reference statistics in long double.
 template <class T>
@@ -160,8 +148,8 @@ struct Problem {
         const double a = wp[c] * rstd[c], u = mu[c], bb = bp[c], kk2 = k2[c], kk3 = k3[c];
         for (std::int64_t j = 0; j < S; ++j) {
           const double d = xp[o + j] - u, wy = d * a + bb, wdx = a * (gp[o + j] - kk2 - d * kk3);
-          bad += !(std::abs(yp[o + j] - wy) <= Tol<T>::y * std::max(1.0, std::abs(wy)));
-          bad += !(std::abs(dxp[o + j] - wdx) <= Tol<T>::dx * std::max(1.0, std::abs(wdx)));
+          bad += !(std::abs(yp[o + j] - wy) <= NormTol<T>::y * std::max(1.0, std::abs(wy)));
+          bad += !(std::abs(dxp[o + j] - wdx) <= NormTol<T>::dx * std::max(1.0, std::abs(wdx)));
         }
       }
     if (bad != 0) {
@@ -172,8 +160,8 @@ struct Problem {
           const double a = wp[c] * rstd[c], u = mu[c], bb = bp[c], kk2 = k2[c], kk3 = k3[c];
           for (std::int64_t j = 0; j < S; ++j) {
             const double d = xp[o + j] - u;
-            my.check_rel(o + j, yp[o + j], d * a + bb, Tol<T>::y);
-            mdx.check_rel(o + j, dxp[o + j], a * (gp[o + j] - kk2 - d * kk3), Tol<T>::dx);
+            my.check_rel(o + j, yp[o + j], d * a + bb, NormTol<T>::y);
+            mdx.check_rel(o + j, dxp[o + j], a * (gp[o + j] - kk2 - d * kk3), NormTol<T>::dx);
           }
         }
       my.require();
@@ -188,13 +176,13 @@ struct Problem {
     for (std::int64_t c = 0; c < C; ++c) {
       const double sx = static_cast<double>(train ? sdyx[c] : sdyx_e[c]);
       const double ax = static_cast<double>(train ? abs_dyx[c] : abs_dyx_e[c]);
-      mw.check(c, dwp[c], rstd[c] * sx, Tol<T>::sum * rstd[c] * ax + 1e-300);
-      mb.check(c, dbp[c], static_cast<double>(sdy[c]), Tol<T>::sum * static_cast<double>(abs_dy[c]) + 1e-300);
+      mw.check(c, dwp[c], rstd[c] * sx, NormTol<T>::sum * rstd[c] * ax + 1e-300);
+      mb.check(c, dbp[c], static_cast<double>(sdy[c]), NormTol<T>::sum * static_cast<double>(abs_dy[c]) + 1e-300);
       const double want_rm = train ? (1 - kMomentum) * rmp0[c] + kMomentum * static_cast<double>(mean[c]) : rmp0[c];
       const double want_rv =
           train ? (1 - kMomentum) * rvp0[c] + kMomentum * static_cast<double>(var[c]) * m / (m - 1.0) : rvp0[c];
-      mrm.check_rel(c, rmp[c], want_rm, train ? Tol<T>::run : 0.0);
-      mrv.check_rel(c, rvp[c], want_rv, train ? Tol<T>::run : 0.0);
+      mrm.check_rel(c, rmp[c], want_rm, train ? NormTol<T>::run : 0.0);
+      mrv.check_rel(c, rvp[c], want_rv, train ? NormTol<T>::run : 0.0);
     }
     mw.require();
     mb.require();
@@ -215,11 +203,6 @@ void check_batch_norm(const Shape& shape, std::uint64_t seed = 22) {
                             << " thread(s), " << numel_of(shape) * sizeof(T) << " bytes");
       p.run_and_check(train);
     }
-}
-
-// Smallest n with n·unit_bytes >= bytes.
-std::int64_t rows_reaching(std::size_t bytes, std::int64_t unit_bytes) {
-  return static_cast<std::int64_t>((bytes + static_cast<std::size_t>(unit_bytes) - 1) / static_cast<std::size_t>(unit_bytes));
 }
 
 }  // namespace

@@ -29,15 +29,6 @@ namespace TH = tapegrad::layers::functional::kernels::thresholds;
 
 namespace {
 
-constexpr double kEps = 1e-5, kMomentum = 0.1;
-
-template <class T>
-struct Tol {
-  static constexpr bool f32 = std::is_same_v<T, float>;
-  static constexpr double y = f32 ? 1e-5 : 1e-12, dx = f32 ? 5e-5 : 1e-11, sum = f32 ? 2e-5 : 1e-12,
-                          run = f32 ? 1e-6 : 1e-13;
-};
-
 // x read as R rows of K values; value j of row r has affine channel (r mod G)·Cg + j / S.
 struct Layout {
   std::int64_t R, K, G, Cg, S;
@@ -125,8 +116,8 @@ struct Problem {
           const std::int64_t i = i0 + s;
           const double d = xp[i] - mu, xh = d * rs, g = gp[i];
           const double wy = xh * wc + bc, wdx = rs * (wc * g - c1 - d * c3);
-          bad += !(std::abs(yp[i] - wy) <= Tol<T>::y * std::max(1.0, std::abs(wy)));
-          bad += !(std::abs(dxp[i] - wdx) <= Tol<T>::dx * std::max(1.0, std::abs(wdx)));
+          bad += !(std::abs(yp[i] - wy) <= NormTol<T>::y * std::max(1.0, std::abs(wy)));
+          bad += !(std::abs(dxp[i] - wdx) <= NormTol<T>::dx * std::max(1.0, std::abs(wdx)));
           sw += g * xh;
           sb += g;
           aw += std::abs(g * xh);
@@ -146,8 +137,8 @@ struct Problem {
         for (std::int64_t j = 0; j < L.K; ++j) {
           const std::int64_t i = r * L.K + j, c = L.channel(r, j);
           const double d = xp[i] - mu, xh = d * rs, g = gp[i];
-          my.check_rel(i, yp[i], xh * wp[c] + bp[c], Tol<T>::y);
-          mdx.check_rel(i, dxp[i], rs * (wp[c] * g - c1 - d * c3), Tol<T>::dx);
+          my.check_rel(i, yp[i], xh * wp[c] + bp[c], NormTol<T>::y);
+          mdx.check_rel(i, dxp[i], rs * (wp[c] * g - c1 - d * c3), NormTol<T>::dx);
         }
       }
       my.require();
@@ -157,8 +148,8 @@ struct Problem {
     Mismatches mw("dweight"), mb("dbias");
     const T *dwp = wl.grad().data<T>(), *dbp = bl.grad().data<T>();
     for (std::int64_t c = 0; c < C; ++c) {
-      mw.check(c, dwp[c], static_cast<double>(dw[c]), Tol<T>::sum * static_cast<double>(adw[c]) + 1e-300);
-      mb.check(c, dbp[c], static_cast<double>(db[c]), Tol<T>::sum * static_cast<double>(adb[c]) + 1e-300);
+      mw.check(c, dwp[c], static_cast<double>(dw[c]), NormTol<T>::sum * static_cast<double>(adw[c]) + 1e-300);
+      mb.check(c, dbp[c], static_cast<double>(db[c]), NormTol<T>::sum * static_cast<double>(adb[c]) + 1e-300);
     }
     mw.require();
     mb.require();
@@ -174,8 +165,8 @@ struct Problem {
       }
       const double want_m = (1 - kMomentum) * rm0.data<T>()[c] + kMomentum * static_cast<double>(sm / N);
       const double want_v = (1 - kMomentum) * rv0.data<T>()[c] + kMomentum * static_cast<double>(sv / N);
-      mrm.check_rel(c, rm.data<T>()[c], want_m, Tol<T>::run);
-      mrv.check_rel(c, rv.data<T>()[c], want_v, Tol<T>::run);
+      mrm.check_rel(c, rm.data<T>()[c], want_m, NormTol<T>::run);
+      mrv.check_rel(c, rv.data<T>()[c], want_v, NormTol<T>::run);
     }
     mrm.require();
     mrv.require();
@@ -198,8 +189,8 @@ struct Problem {
         const std::int64_t i = r * L.K + j, c = L.channel(r, j);
         const double rs = 1.0 / std::sqrt(static_cast<double>(rvp[c]) + kEps);
         const double xh = (xp[i] - static_cast<double>(rmp[c])) * rs, g = gp[i];
-        my.check_rel(i, yp[i], xh * wp[c] + bp[c], Tol<T>::y);
-        mdx.check_rel(i, dxp[i], wp[c] * rs * g, Tol<T>::dx);
+        my.check_rel(i, yp[i], xh * wp[c] + bp[c], NormTol<T>::y);
+        mdx.check_rel(i, dxp[i], wp[c] * rs * g, NormTol<T>::dx);
         dw[c] += g * xh;
         db[c] += g;
         adw[c] += std::abs(g * xh);
@@ -210,8 +201,8 @@ struct Problem {
     Mismatches mw("dweight (eval)"), mb("dbias (eval)"), mr("running statistics unchanged (eval)");
     const T *dwp = wl.grad().data<T>(), *dbp = bl.grad().data<T>();
     for (std::int64_t c = 0; c < C; ++c) {
-      mw.check(c, dwp[c], static_cast<double>(dw[c]), Tol<T>::sum * static_cast<double>(adw[c]) + 1e-300);
-      mb.check(c, dbp[c], static_cast<double>(db[c]), Tol<T>::sum * static_cast<double>(adb[c]) + 1e-300);
+      mw.check(c, dwp[c], static_cast<double>(dw[c]), NormTol<T>::sum * static_cast<double>(adw[c]) + 1e-300);
+      mb.check(c, dbp[c], static_cast<double>(db[c]), NormTol<T>::sum * static_cast<double>(adb[c]) + 1e-300);
       mr.check(c, rm.data<T>()[c], rmp[c], 0.0);
       mr.check(C + c, rv.data<T>()[c], rvp[c], 0.0);
     }
@@ -263,10 +254,6 @@ void check_instance_norm(const Shape& shape) {
     return F::instance_norm(x, rm, rv, w, b, train, kMomentum, kEps);
   };
   run_all<T>(shape, {N * C, S, C, 1, S}, op, true);
-}
-
-std::int64_t rows_reaching(std::size_t bytes, std::int64_t unit_bytes) {
-  return static_cast<std::int64_t>((bytes + static_cast<std::size_t>(unit_bytes) - 1) / static_cast<std::size_t>(unit_bytes));
 }
 
 }  // namespace

@@ -14,14 +14,7 @@
 #include <limits>
 #include <string>
 #include <vector>
-#include <cstdlib>
 #include <memory>
-#include <sys/wait.h>
-#include <spawn.h>
-#include <sstream>
-#include <unistd.h>
-
-extern char** environ;
 
 #include <tapegrad/core/core.h>
 #include <tapegrad/distributed/data_parallel.h>
@@ -30,59 +23,16 @@ extern char** environ;
 #include <tapegrad/layers/losses.h>
 #include <tapegrad/optim/sgd.h>
 
+#include "probe_harness.h"
+#include "probe_mpi.h"
+
 using namespace tapegrad;
 namespace dist = tapegrad::distributed;
-static int g_fail = 0;
-
-static void check(const std::string& what, const std::vector<double>& got, const std::vector<double>& want,
-                  double tol) {
-  bool ok = got.size() == want.size();
-  double worst = 0;
-  for (std::size_t i = 0; ok && i < got.size(); ++i) {
-    const double d = std::abs(got[i] - want[i]) / std::max(1.0, std::abs(want[i]));
-    if (!std::isfinite(got[i]) || !(d <= tol)) ok = false;
-    if (std::isfinite(d)) worst = std::max(worst, d);
-  }
-  std::printf("%s %s (max err %.3g, tol %.0e)\n", ok ? "PASS" : "FAIL", what.c_str(), worst, tol);
-  if (!ok) {
-    ++g_fail;
-    std::printf("   got :");
-    for (double v : got) std::printf(" %.12g", v);
-    std::printf("\n   want:");
-    for (double v : want) std::printf(" %.12g", v);
-    std::printf("\n");
-  }
-}
-
-static void verdict(bool ok, const std::string& what) {
-  std::printf("%s %s\n", ok ? "PASS" : "FAIL", what.c_str());
-  if (!ok) ++g_fail;
-}
-
-// Without an MPI launcher the probe starts itself under `mpirun -np 3` and returns its status
-// (so a plain ./C3x works like the other probes). MPIRUN overrides the launcher command
-// (split on spaces; no shell is involved).
-static int relaunch(const char* self) {
-  const char* env = std::getenv("MPIRUN");
-  std::vector<std::string> words;
-  std::istringstream launcher(env ? env : "mpirun --allow-run-as-root --oversubscribe");
-  for (std::string w; launcher >> w;) words.push_back(w);
-  if (words.empty()) return 99;
-  words.insert(words.end(), {"-np", "3", self});
-  std::vector<char*> args;
-  for (auto& w : words) args.push_back(w.data());
-  args.push_back(nullptr);
-  std::printf("launching: %s -np 3 %s\n", words.front().c_str(), self);
-  std::fflush(stdout);
-  pid_t pid = 0;
-  if (posix_spawnp(&pid, args[0], nullptr, nullptr, args.data(), environ) != 0) return 99;
-  int status = 0;
-  if (waitpid(pid, &status, 0) < 0 || !WIFEXITED(status)) return 99;
-  return WEXITSTATUS(status);
-}
+using probe::check;
+using probe::verdict;
 
 int main(int argc, char** argv) {
-  if (!dist::launched_by_mpirun()) return relaunch(argv[0]);
+  if (!dist::launched_by_mpirun()) return probe::relaunch_under_mpirun(argv[0]);
   dist::Environment env(&argc, &argv);
   const int r = env.rank();
   if (env.world_size() != 3) {
@@ -136,10 +86,8 @@ int main(int argc, char** argv) {
             tol);
       check(dn + "bias after SGD lr 0.1", lin->bias.to_vector(), {0.14416666666666667, -0.23347222222222222}, tol);
     } catch (const std::exception& e) {
-      ++g_fail;
-      std::printf("FAIL %sthrew: %s\n", dn.c_str(), e.what());
+      probe::threw(dn + "step", e);
     }
   }
-  std::printf("C39 rank %d: %d failure(s)\n", r, g_fail);
-  return g_fail;
+  return probe::finish("C39 rank " + std::to_string(r));
 }

@@ -17,33 +17,11 @@
 #include <tapegrad/core/core.h>
 #include <tapegrad/optim/sgd.h>
 
+#include "probe_harness.h"
+
 using namespace tapegrad;
-static int g_fail = 0;
-
-static void check(const std::string& what, const std::vector<double>& got, const std::vector<double>& want,
-                  double tol) {
-  bool ok = got.size() == want.size();
-  double worst = 0;
-  for (std::size_t i = 0; ok && i < got.size(); ++i) {
-    const double d = std::abs(got[i] - want[i]) / std::max(1.0, std::abs(want[i]));
-    if (!std::isfinite(got[i]) || !(d <= tol)) ok = false;
-    if (std::isfinite(d)) worst = std::max(worst, d);
-  }
-  std::printf("%s %s (max err %.3g, tol %.0e)\n", ok ? "PASS" : "FAIL", what.c_str(), worst, tol);
-  if (!ok) {
-    ++g_fail;
-    std::printf("   got :");
-    for (double v : got) std::printf(" %.12g", v);
-    std::printf("\n   want:");
-    for (double v : want) std::printf(" %.12g", v);
-    std::printf("\n");
-  }
-}
-
-static void verdict(bool ok, const std::string& what) {
-  std::printf("%s %s\n", ok ? "PASS" : "FAIL", what.c_str());
-  if (!ok) ++g_fail;
-}
+using probe::check;
+using probe::verdict;
 
 // Parameter [1, -2, 0.5]; each step sets the gradient from `grads` and calls step(); returns the
 // parameter after every step, concatenated.
@@ -69,8 +47,7 @@ static void run(const std::string& what, Make make, const std::vector<std::vecto
     try {
       check(dn + what, run_steps(make, grads, dt), want, dt == Dtype::Float64 ? 1e-10 : 2e-5);
     } catch (const std::exception& e) {
-      ++g_fail;
-      std::printf("FAIL %s%s threw: %s\n", dn.c_str(), what.c_str(), e.what());
+      probe::threw(dn + what, e);
     }
   }
 }
@@ -98,6 +75,5 @@ int main() {
   run("SGD lr 0.2, momentum 0.9, nesterov", sgd(0.2, 0.9, 0, 0, true, false), grads,
       {0.81, -2.38, 0.88, 0.8240000000000001, -2.7319999999999998, 0.2819999999999999, 0.4116000000000001,
        -2.5787999999999998, 0.10379999999999988, 0.22044000000000005, -2.7159199999999997, 0.13341999999999984});
-  std::printf("C40: %d failure(s)\n", g_fail);
-  return g_fail;
+  return probe::finish("C40");
 }

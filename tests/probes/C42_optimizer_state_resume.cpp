@@ -22,33 +22,11 @@
 #include <tapegrad/optim/rmsprop.h>
 #include <tapegrad/optim/sgd.h>
 
+#include "probe_harness.h"
+
 using namespace tapegrad;
-static int g_fail = 0;
-
-static void check(const std::string& what, const std::vector<double>& got, const std::vector<double>& want,
-                  double tol) {
-  bool ok = got.size() == want.size();
-  double worst = 0;
-  for (std::size_t i = 0; ok && i < got.size(); ++i) {
-    const double d = std::abs(got[i] - want[i]) / std::max(1.0, std::abs(want[i]));
-    if (!std::isfinite(got[i]) || !(d <= tol)) ok = false;
-    if (std::isfinite(d)) worst = std::max(worst, d);
-  }
-  std::printf("%s %s (max err %.3g, tol %.0e)\n", ok ? "PASS" : "FAIL", what.c_str(), worst, tol);
-  if (!ok) {
-    ++g_fail;
-    std::printf("   got :");
-    for (double v : got) std::printf(" %.12g", v);
-    std::printf("\n   want:");
-    for (double v : want) std::printf(" %.12g", v);
-    std::printf("\n");
-  }
-}
-
-static void verdict(bool ok, const std::string& what) {
-  std::printf("%s %s\n", ok ? "PASS" : "FAIL", what.c_str());
-  if (!ok) ++g_fail;
-}
+using probe::check;
+using probe::verdict;
 
 using Make = std::function<std::unique_ptr<optim::Optimizer>(std::vector<Tensor>)>;
 
@@ -94,8 +72,7 @@ static void resume(const std::string& what, const Make& make, const std::vector<
                 std::to_string(wrong34[0]) + ", ...)",
             got, want34, tol);
     } catch (const std::exception& e) {
-      ++g_fail;
-      std::printf("FAIL %s threw: %s\n", dn.c_str(), e.what());
+      probe::threw(dn, e);
     }
   }
 }
@@ -133,6 +110,5 @@ int main() {
           -1.5309472873502197},
          {-1.035324238039539, -0.9277306104827288, -1.2210790561589289, -0.7870281896056766, -1.178989811772533,
           -1.0323777318721878});
-  std::printf("C42: %d failure(s)\n", g_fail);
-  return g_fail;
+  return probe::finish("C42");
 }

@@ -19,33 +19,11 @@
 #include <tapegrad/optim/lr_scheduler.h>
 #include <tapegrad/optim/sgd.h>
 
+#include "probe_harness.h"
+
 using namespace tapegrad;
-static int g_fail = 0;
-
-static void check(const std::string& what, const std::vector<double>& got, const std::vector<double>& want,
-                  double tol) {
-  bool ok = got.size() == want.size();
-  double worst = 0;
-  for (std::size_t i = 0; ok && i < got.size(); ++i) {
-    const double d = std::abs(got[i] - want[i]) / std::max(1.0, std::abs(want[i]));
-    if (!std::isfinite(got[i]) || !(d <= tol)) ok = false;
-    if (std::isfinite(d)) worst = std::max(worst, d);
-  }
-  std::printf("%s %s (max err %.3g, tol %.0e)\n", ok ? "PASS" : "FAIL", what.c_str(), worst, tol);
-  if (!ok) {
-    ++g_fail;
-    std::printf("   got :");
-    for (double v : got) std::printf(" %.12g", v);
-    std::printf("\n   want:");
-    for (double v : want) std::printf(" %.12g", v);
-    std::printf("\n");
-  }
-}
-
-static void verdict(bool ok, const std::string& what) {
-  std::printf("%s %s\n", ok ? "PASS" : "FAIL", what.c_str());
-  if (!ok) ++g_fail;
-}
+using probe::check;
+using probe::verdict;
 
 using Make = std::function<std::unique_ptr<optim::LRScheduler>(optim::Optimizer&)>;
 
@@ -74,8 +52,7 @@ int main() {
     try {
       check(what, chain(a, b, n, lr), want, tol);
     } catch (const std::exception& e) {
-      ++g_fail;
-      std::printf("FAIL %s threw: %s\n", what.c_str(), e.what());
+      probe::threw(what, e);
     }
   };
   run("StepLR(2, 0.5) + ExponentialLR(0.9), lr 1, epochs 0..6",
@@ -90,6 +67,5 @@ int main() {
       [](optim::Optimizer& o) { return std::make_unique<optim::LinearLR>(o, 0.25, 1.0, 3); },
       [](optim::Optimizer& o) { return std::make_unique<optim::StepLR>(o, 1, 0.5); }, 5, 1.0,
       {0.25, 0.25, 0.1875, 0.125, 0.0625, 0.03125});
-  std::printf("C43: %d failure(s)\n", g_fail);
-  return g_fail;
+  return probe::finish("C43");
 }

@@ -11,39 +11,18 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
+#include <functional>
 #include <limits>
 #include <string>
 #include <vector>
 #include <tapegrad/core/core.h>
 #include <tapegrad/core/ops/softmax.h>
 
+#include "probe_harness.h"
+
 using namespace tapegrad;
-static int g_fail = 0;
-
-static void check(const std::string& what, const std::vector<double>& got, const std::vector<double>& want,
-                  double tol) {
-  bool ok = got.size() == want.size();
-  double worst = 0;
-  for (std::size_t i = 0; ok && i < got.size(); ++i) {
-    const double d = std::abs(got[i] - want[i]) / std::max(1.0, std::abs(want[i]));
-    if (!std::isfinite(got[i]) || !(d <= tol)) ok = false;
-    if (std::isfinite(d)) worst = std::max(worst, d);
-  }
-  std::printf("%s %s (max err %.3g, tol %.0e)\n", ok ? "PASS" : "FAIL", what.c_str(), worst, tol);
-  if (!ok) {
-    ++g_fail;
-    std::printf("   got :");
-    for (double v : got) std::printf(" %.12g", v);
-    std::printf("\n   want:");
-    for (double v : want) std::printf(" %.12g", v);
-    std::printf("\n");
-  }
-}
-
-static void verdict(bool ok, const std::string& what) {
-  std::printf("%s %s\n", ok ? "PASS" : "FAIL", what.c_str());
-  if (!ok) ++g_fail;
-}
+using probe::check;
+using probe::verdict;
 
 static void check_special(const std::string& what, const std::vector<double>& got, const std::vector<double>& want,
                           double tol) {
@@ -53,15 +32,7 @@ static void check_special(const std::string& what, const std::vector<double>& go
     else if (std::isinf(want[i])) ok = got[i] == want[i];
     else ok = std::isfinite(got[i]) && std::abs(got[i] - want[i]) <= tol * std::max(1.0, std::abs(want[i]));
   }
-  std::printf("%s %s\n", ok ? "PASS" : "FAIL", what.c_str());
-  if (!ok) {
-    ++g_fail;
-    std::printf("   got :");
-    for (double v : got) std::printf(" %.12g", v);
-    std::printf("\n   want:");
-    for (double v : want) std::printf(" %.12g", v);
-    std::printf("\n");
-  }
+  probe::report(ok, what, got, want);
 }
 
 static std::vector<double> rows02(const std::vector<double>& v) {  // rows 0 and 2 of a (3, 4) result
@@ -77,57 +48,46 @@ int main() {
   for (Dtype dt : {Dtype::Float64, Dtype::Float32}) {
     const std::string dn = dt == Dtype::Float64 ? "float64 " : "float32 ";
     const double tol = dt == Dtype::Float64 ? 1e-12 : 1e-6;
+    // op on x as (3, 4), dim 1: its output against want_y (NaN and ±inf exactly), then the gradient
+    // of rows 0 and 2 after backward(dy) against want_dx
+    auto run = [&](const std::string& name, const std::function<Tensor(const Tensor&)>& op, const std::string& y_what,
+                   const std::vector<double>& want_y, const Tensor& dy, const std::string& dx_what,
+                   const std::vector<double>& want_dx, double dx_tol) {
+      try {
+        Tensor t = Tensor::from_vector(x, {3, 4}, dt);
+        t.requires_grad_();
+        Tensor y = op(t);
+        check_special(dn + y_what, y.to_vector(), want_y, tol);
+        y.backward(dy);
+        check(dn + dx_what, rows02(t.grad().to_vector()), want_dx, dx_tol);
+      } catch (const std::exception& e) {
+        probe::threw(dn + name, e);
+      }
+    };
+    const Tensor dy = Tensor::from_vector(g, {3, 4}, dt);
+    run("softmax", [](const Tensor& t) { return softmax(t, 1); }, "softmax: masked entries 0, all -inf row NaN",
+        {0.26894142136999516, 0.0, 0.7310585786300049, 0.0, nan, nan, nan, nan, 0.7310585786300049, 0.0,
+         0.26894142136999516, 0.0},
+        dy, "softmax grad, rows with some -inf (finite, 0 at masked entries)",
+        {0.39322386648296376, 0.0, -0.3932238664829637, 0.0, -0.09830596662074097, 0.0, 0.09830596662074093, 0.0}, tol);
+    run("log_softmax", [](const Tensor& t) { return log_softmax(t, 1); }, "log_softmax: masked entries -inf, all -inf row NaN, |x| = 1000 exact",
+        {-1.3132616875182228, -inf, -0.31326168751822286, -inf, nan, nan, nan, nan, -0.31326168751822286, -inf,
+         -1.3132616875182228, -2000.3132616875182},
+        dy, "log_softmax grad, rows with some -inf (g - softmax*sum g; = g at masked entries)",
+        {0.32764644657501224, 2.0, -2.827646446575012, 0.5, -1.3276464465750122, -1.0, 0.32764644657501224, 2.0}, tol);
+    run("logsumexp", [](const Tensor& t) { return logsumexp(t, 1); }, "logsumexp: [1.313262, -inf (all -inf row), 1000.313262]",
+        {1.3132616875182228, -inf, 1000.3132616875182}, Tensor::ones({3}, dt),
+        "logsumexp grad = softmax, rows with some -inf",
+        {0.2689414213699951, 0.0, 0.7310585786300049, 0.0, 0.7310585786300168, 0.0, 0.2689414213699995, 0.0},
+        // float32: exp(x - logsumexp) with logsumexp ~ 1000 rounded to float32 (ulp 6e-5); torch float32 gives
+        // 0.73107994 here too
+        dt == Dtype::Float64 ? tol : 5e-5);
     try {
-      Tensor t = Tensor::from_vector(x, {3, 4}, dt);
-      t.requires_grad_();
-      Tensor y = softmax(t, 1);
-      check_special(dn + "softmax: masked entries 0, all -inf row NaN", y.to_vector(),
-                    {0.26894142136999516, 0.0, 0.7310585786300049, 0.0, nan, nan, nan, nan, 0.7310585786300049, 0.0,
-                     0.26894142136999516, 0.0},
-                    tol);
-      y.backward(Tensor::from_vector(g, {3, 4}, dt));
-      check(dn + "softmax grad, rows with some -inf (finite, 0 at masked entries)", rows02(t.grad().to_vector()),
-            {0.39322386648296376, 0.0, -0.3932238664829637, 0.0, -0.09830596662074097, 0.0, 0.09830596662074093, 0.0},
-            tol);
-    } catch (const std::exception& e) {
-      ++g_fail;
-      std::printf("FAIL %ssoftmax threw: %s\n", dn.c_str(), e.what());
-    }
-    try {
-      Tensor t = Tensor::from_vector(x, {3, 4}, dt);
-      t.requires_grad_();
-      Tensor y = log_softmax(t, 1);
-      check_special(dn + "log_softmax: masked entries -inf, all -inf row NaN, |x| = 1000 exact", y.to_vector(),
-                    {-1.3132616875182228, -inf, -0.31326168751822286, -inf, nan, nan, nan, nan, -0.31326168751822286,
-                     -inf, -1.3132616875182228, -2000.3132616875182},
-                    tol);
-      y.backward(Tensor::from_vector(g, {3, 4}, dt));
-      check(dn + "log_softmax grad, rows with some -inf (g - softmax*sum g; = g at masked entries)",
-            rows02(t.grad().to_vector()),
-            {0.32764644657501224, 2.0, -2.827646446575012, 0.5, -1.3276464465750122, -1.0, 0.32764644657501224, 2.0}, tol);
-    } catch (const std::exception& e) {
-      ++g_fail;
-      std::printf("FAIL %slog_softmax threw: %s\n", dn.c_str(), e.what());
-    }
-    try {
-      Tensor t = Tensor::from_vector(x, {3, 4}, dt);
-      t.requires_grad_();
-      Tensor y = logsumexp(t, 1);
-      check_special(dn + "logsumexp: [1.313262, -inf (all -inf row), 1000.313262]", y.to_vector(),
-                    {1.3132616875182228, -inf, 1000.3132616875182}, tol);
-      y.backward(Tensor::ones({3}, dt));
-      check(dn + "logsumexp grad = softmax, rows with some -inf", rows02(t.grad().to_vector()),
-            {0.2689414213699951, 0.0, 0.7310585786300049, 0.0, 0.7310585786300168, 0.0, 0.2689414213699995, 0.0},
-            // float32: exp(x - logsumexp) with logsumexp ~ 1000 rounded to float32 (ulp 6e-5); torch float32 gives
-            // 0.73107994 here too
-            dt == Dtype::Float64 ? tol : 5e-5);
       Tensor u = Tensor::from_vector({-inf, 2.0, inf}, {1, 3}, dt);
       check_special(dn + "logsumexp with a +inf entry = +inf", logsumexp(u, 1).to_vector(), {inf}, tol);
     } catch (const std::exception& e) {
-      ++g_fail;
-      std::printf("FAIL %slogsumexp threw: %s\n", dn.c_str(), e.what());
+      probe::threw(dn + "logsumexp", e);
     }
   }
-  std::printf("C44: %d failure(s)\n", g_fail);
-  return g_fail;
+  return probe::finish("C44");
 }

@@ -22,12 +22,8 @@ using train_test::TempDir;
 
 namespace {
 
-struct Net {
-  Generator gen{7}, init{8};
-  data::Dataset train_ds = train_test::blobs(200, 1), val_ds = train_test::blobs(60, 2);
-  std::shared_ptr<models::MLP> model = train_test::mlp(init, &gen);
-  optim::Adam opt{model->parameters(), optim::AdamOptions{0.01}};
-  data::DataLoader loader{train_ds, {32, true, true}, gen};
+struct Net : train_test::BlobsSetup {
+  Net() : BlobsSetup(200, 60) {}
   FitResult fit(const FitOptions& o, std::vector<CallbackPtr> cbs) {
     return train::fit(*model, loader, layers::CrossEntropyLoss{}, opt, nullptr, o, std::move(cbs));
   }

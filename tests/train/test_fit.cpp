@@ -29,13 +29,9 @@ using train_test::TempDir;
 namespace {
 
 // One complete training setup, rebuilt identically from the same seeds.
-struct Run {
-  Generator gen{7}, init{8};
-  data::Dataset train_ds = train_test::blobs(300, 1), val_ds = train_test::blobs(90, 2);
-  std::shared_ptr<models::MLP> model = train_test::mlp(init, &gen);
-  optim::Adam opt{model->parameters(), optim::AdamOptions{0.01}};
+struct Run : train_test::BlobsSetup {
+  Run() : BlobsSetup(300, 90) {}
   optim::StepLR sched{opt, 2, 0.5};
-  data::DataLoader loader{train_ds, {32, true, true}, gen};
   FitOptions options() {
     FitOptions o;
     o.epochs = 6;

@@ -24,12 +24,8 @@ using train_test::TempDir;
 
 namespace {
 
-struct Net {
-  Generator gen{7}, init{8};
-  data::Dataset train_ds = train_test::blobs(300, 1), val_ds = train_test::blobs(90, 2);
-  std::shared_ptr<models::MLP> model = train_test::mlp(init, &gen);
-  optim::Adam opt{model->parameters(), optim::AdamOptions{0.01}};
-  data::DataLoader loader{train_ds, {32, true, true}, gen};
+struct Net : train_test::BlobsSetup {
+  Net() : BlobsSetup(300, 90) {}
   FitOptions options(int epochs) {
     FitOptions o;
     o.epochs = epochs;

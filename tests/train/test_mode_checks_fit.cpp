@@ -35,12 +35,8 @@ struct TrainModeValidation : Callback {
   }
 };
 
-struct Setup {
-  Generator gen{7}, init{8};
-  data::Dataset train_ds = train_test::blobs(120, 1), val_ds = train_test::blobs(60, 2);
-  std::shared_ptr<models::MLP> model = train_test::mlp(init, &gen);
-  optim::Adam opt{model->parameters(), optim::AdamOptions{0.01}};
-  data::DataLoader loader{train_ds, {30, true, true}, gen};
+struct Setup : train_test::BlobsSetup {
+  Setup() : BlobsSetup(120, 60, 30) {}
   FitResult fit(const FitOptions& o, bool mistake) {
     std::vector<CallbackPtr> cbs;
     if (mistake) cbs.push_back(std::make_shared<TrainModeValidation>(&val_ds));

@@ -10,8 +10,12 @@
 #include <vector>
 
 #include <tapegrad/core/random.h>
+#include <tapegrad/data/dataloader.h>
 #include <tapegrad/data/dataset.h>
 #include <tapegrad/models/mlp.h>
+#include <tapegrad/optim/adam.h>
+
+#include "temp_dir_support.h"
 
 namespace train_test {
 
@@ -42,22 +46,23 @@ inline std::shared_ptr<tapegrad::models::MLP> mlp(tapegrad::Generator& init, tap
   return std::make_shared<tapegrad::models::MLP>(std::vector<std::int64_t>{8, 16, 3}, o, init);
 }
 
-/// A fresh folder under the system's temp folder, removed with its contents.
-struct TempDir {
-  std::filesystem::path path;
-  TempDir() {
-    static int counter = 0;
-    path = std::filesystem::temp_directory_path() /
-           ("tapegrad_train_" + std::to_string(::getpid()) + "_" + std::to_string(counter++));
-    std::filesystem::create_directories(path);
-  }
-  ~TempDir() {
-    std::error_code ec;
-    std::filesystem::remove_all(path, ec);
-  }
-  TempDir(const TempDir&) = delete;
-  TempDir& operator=(const TempDir&) = delete;
-  std::string file(const std::string& name) const { return (path / name).string(); }
+/// The fit tests' setup, rebuilt identically from the same seeds: blobs(n_train, 1) to train
+/// on and blobs(n_val, 2) to validate on, mlp() (init seed 8, dropout from gen, seed 7),
+/// Adam at lr 0.01 and a shuffling loader of `batch` rows that drops the last short batch.
+struct BlobsSetup {
+  BlobsSetup(std::int64_t n_train, std::int64_t n_val, std::int64_t batch = 32)
+      : train_ds(blobs(n_train, 1)),
+        val_ds(blobs(n_val, 2)),
+        model(mlp(init, &gen)),
+        opt{model->parameters(), tapegrad::optim::AdamOptions{0.01}},
+        loader{train_ds, {batch, true, true}, gen} {}
+  tapegrad::Generator gen{7}, init{8};
+  tapegrad::data::Dataset train_ds, val_ds;
+  std::shared_ptr<tapegrad::models::MLP> model;
+  tapegrad::optim::Adam opt;
+  tapegrad::data::DataLoader loader;
 };
+
+using tapegrad::test::TempDir;
 
 }  // namespace train_test
