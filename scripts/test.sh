@@ -47,7 +47,11 @@ stages=" ${TAPEGRAD_TEST_STAGES:-docs asan fuzz native release} "
 jobs="$(nproc)"
 fuzz_seconds="${TAPEGRAD_FUZZ_SECONDS:-60}"
 launcher=()
-command -v ccache > /dev/null && launcher=(-DCMAKE_CXX_COMPILER_LAUNCHER=ccache)
+if command -v ccache > /dev/null; then
+  launcher=(-DCMAKE_CXX_COMPILER_LAUNCHER=ccache)
+  # the tests' precompiled header (tests/CMakeLists.txt) is cached only with these
+  export CCACHE_SLOPPINESS="${CCACHE_SLOPPINESS:-pch_defines,time_macros}"
+fi
 started=$SECONDS
 asan_dir="${ASAN_BUILD_DIR:-build-asan}"
 fuzz_dir="${FUZZ_BUILD_DIR:-build-fuzz}"
