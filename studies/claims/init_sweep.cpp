@@ -13,18 +13,16 @@
 #include "kit/stats.h"
 #include "kit_names.h"
 #include "kit/option_checks.h"
+#include "kit/training_options.h"
 
 namespace claims {
 
 using namespace tapegrad;
 
 InitOptions quick_init_options(InitOptions o) {
-  o.seeds = 1;
+  o = studies::kit::with_quick_size(o, {.seeds = 1, .epochs = 1, .train_size = 1024, .test_size = 1000});
   o.scales = {0.1, 1, 10};
   o.depths = {2, 4};
-  o.epochs = 1;
-  o.train_size = 1024;
-  o.test_size = 1000;
   return o;
 }
 
@@ -37,14 +35,9 @@ void check_init_options(const InitOptions& o) {
     if (dd < 1 || dd > 10000)
       throw std::invalid_argument("--depths: expected hidden-layer counts from 1 to 10000, got " + std::to_string(dd));
   studies::kit::check_at_least("--width", o.width, 1);
-  studies::kit::check_at_least("--seeds", o.seeds, 1);
-  studies::kit::check_at_least("--epochs", o.epochs, 1);
-  studies::kit::check_batch(o.batch, o.train_size);
-  studies::kit::check_rate("--lr", o.lr);
   if (!(o.tolerance >= 0 && std::isfinite(o.tolerance)))
     throw std::invalid_argument("--tolerance: expected points >= 0, got " + fmt9(o.tolerance));
-  studies::kit::check_sizes(o.train_size, o.test_size);
-  studies::kit::check_threads(o.threads);
+  studies::kit::check_training_options(o);
 }
 
 double InitRun::acc() const { return out.crashed ? crash_acc : out.test_acc; }
