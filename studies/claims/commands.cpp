@@ -18,18 +18,14 @@ namespace claims {
 
 namespace {
 
-using studies::kit::add_seed_options;
-using studies::kit::add_threads_option;
-using studies::kit::CliContext;
-using studies::kit::Study;
-using studies::kit::StudyData;
-using studies::kit::subcommand;
+namespace kit = studies::kit;
+using kit::add_seed_options, kit::add_threads_option, kit::CliContext, kit::Study, kit::StudyData, kit::subcommand;
 
 // A study on Fashion-MNIST: the options' --train-size and --test-size images, then the run.
 template <class O, class R>
 std::function<R(const O&, const CliContext&)> on_fashion(R (*run)(const O&, const StudyData&)) {
   return [run](const O& o, const CliContext& ctx) {
-    return run(o, studies::kit::load_data(ctx.data_dir, o.train_size, o.test_size));
+    return run(o, kit::load_data(ctx.data_dir, o.train_size, o.test_size));
   };
 }
 // --train-size and --test-size, their help after `prefix` ("MLP: ").
@@ -38,19 +34,25 @@ void add_sizes(CLI::App& sc, std::int64_t& train, std::int64_t& test, const std:
   sc.add_option("--test-size", test, prefix + (prefix.empty() ? "Test images" : "test images") + " (0: all 10,000)")
       ->capture_default_str();
 }
+// --seeds and --seed, --epochs, --batch and --lr (`lr_help`) when the options have them, then
+// --train-size and --test-size: what kit::check_training_options checks, in its order.
+template <class O>
+void add_training(CLI::App& sc, O& o, const std::string& lr_help = "") {
+  add_seed_options(sc, o.seeds, o.seed);
+  sc.add_option("--epochs", o.epochs, "Epochs")->capture_default_str();
+  if constexpr (requires { o.batch; }) sc.add_option("--batch", o.batch, "Minibatch size")->capture_default_str();
+  if constexpr (requires { o.lr; }) sc.add_option("--lr", o.lr, lr_help)->capture_default_str();
+  add_sizes(sc, o.train_size, o.test_size);
+}
 
-studies::kit::Subcommand variance_shift(bool quick) {
+kit::Subcommand variance_shift(bool quick) {
   return subcommand(Study<ShiftOptions, ShiftResult>{
       "variance-shift", "Dropout before vs after BN: running_var against real_var, recalibration", "claims_variance_shift",
       true, quick_shift_options,
       [](CLI::App& sc, ShiftOptions& o) {
         sc.add_option("--ps", o.ps, "Dropout probabilities p (PyTorch: the drop probability)")->capture_default_str();
-        add_seed_options(sc, o.seeds, o.seed);
-        sc.add_option("--epochs", o.epochs, "Epochs")->capture_default_str();
-        sc.add_option("--batch", o.batch, "Minibatch size")->capture_default_str();
-        sc.add_option("--lr", o.lr, "SGD lr (momentum 0.9)")->capture_default_str();
+        add_training(sc, o, "SGD lr (momentum 0.9)");
         sc.add_option("--bn-momentum", o.bn_momentum, "BN running-stat momentum (PyTorch convention)")->capture_default_str();
-        add_sizes(sc, o.train_size, o.test_size);
         sc.add_option("--hidden", o.hidden, "Hidden widths (one Linear -> BN -> ReLU block each)")->capture_default_str();
         add_threads_option(sc, o.threads);
       },
@@ -58,7 +60,7 @@ studies::kit::Subcommand variance_shift(bool quick) {
 }
 
 // ics and landscape: the deep linear network's probes, one of the two.
-studies::kit::Subcommand deep_linear(bool quick, bool ics) {
+kit::Subcommand deep_linear(bool quick, bool ics) {
   return subcommand(Study<LinearOptions, LinearResult>{
       ics ? "ics" : "landscape",
       ics ? "Internal covariate shift (Santurkar et al. Def. 2.1) on the deep linear network"
@@ -82,24 +84,21 @@ studies::kit::Subcommand deep_linear(bool quick, bool ics) {
       ics ? write_ics : write_landscape, ics ? ics_summary : landscape_summary}, quick);
 }
 
-studies::kit::Subcommand lr_sweep(bool quick) {
+kit::Subcommand lr_sweep(bool quick) {
   return subcommand(Study<SweepOptions, SweepResult>{
       "lr-sweep", "BN vs plain from --lr-min to the first diverging rate in sqrt(10) steps", "claims_lr_sweep", true,
       quick_sweep_options,
       [](CLI::App& sc, SweepOptions& o) {
         sc.add_option("--lr-min", o.lr_min, "Smallest rate")->capture_default_str();
         sc.add_option("--lr-max", o.lr_max, "Largest rate")->capture_default_str();
-        add_seed_options(sc, o.seeds, o.seed);
-        sc.add_option("--epochs", o.epochs, "Epochs")->capture_default_str();
-        sc.add_option("--batch", o.batch, "Minibatch size")->capture_default_str();
-        add_sizes(sc, o.train_size, o.test_size);
+        add_training(sc, o);
         sc.add_option("--arch", o.arch, "mlp or cnn (normstudy's CNN, the block of models::CNN)")->capture_default_str();
         add_threads_option(sc, o.threads);
       },
       check_sweep_options, on_fashion(run_lr_sweep), write_sweep, sweep_summary}, quick);
 }
 
-studies::kit::Subcommand noisy_bn(bool quick) {
+kit::Subcommand noisy_bn(bool quick) {
   return subcommand(Study<NoisyOptions, NoisyResult>{
       "noisy-bn", "Santurkar et al.'s Algorithm 1 noise after BN (and after a plain layer), both nets", "claims_noisy_bn",
       true, quick_noisy_options,
@@ -122,18 +121,14 @@ studies::kit::Subcommand noisy_bn(bool quick) {
 }
 
 // ics-mlp and landscape-mlp: the same probes on the Fashion-MNIST MLP.
-studies::kit::Subcommand mlp_probes(bool quick, bool ics) {
+kit::Subcommand mlp_probes(bool quick, bool ics) {
   return subcommand(Study<MlpProbeOptions, LinearResult>{
       ics ? "ics-mlp" : "landscape-mlp",
       ics ? "Internal covariate shift (Def. 2.1) on the Fashion-MNIST MLP, BN vs plain"
           : "Loss range, gradient predictiveness, effective beta on the Fashion-MNIST MLP",
       ics ? "claims_ics_mlp" : "claims_landscape_mlp", true, quick_mlp_probe_options,
       [ics](CLI::App& sc, MlpProbeOptions& o) {
-        add_seed_options(sc, o.seeds, o.seed);
-        sc.add_option("--epochs", o.epochs, "Epochs")->capture_default_str();
-        sc.add_option("--batch", o.batch, "Minibatch size")->capture_default_str();
-        sc.add_option("--lr", o.lr, "SGD lr (no momentum)")->capture_default_str();
-        add_sizes(sc, o.train_size, o.test_size);
+        add_training(sc, o, "SGD lr (no momentum)");
         sc.add_option("--hidden", o.hidden, "Hidden widths")->capture_default_str();
         sc.add_option("--every", o.every, "Probe every k-th step (and at the first and last)")->capture_default_str();
         add_threads_option(sc, o.threads);
@@ -144,12 +139,12 @@ studies::kit::Subcommand mlp_probes(bool quick, bool ics) {
       },
       check_mlp_probe_options,
       [ics](const MlpProbeOptions& o, const CliContext& ctx) {
-        return run_mlp_probes(o, studies::kit::load_data(ctx.data_dir, o.train_size, o.test_size), ics, !ics);
+        return run_mlp_probes(o, kit::load_data(ctx.data_dir, o.train_size, o.test_size), ics, !ics);
       },
       ics ? write_ics : write_landscape, ics ? ics_summary : landscape_summary}, quick);
 }
 
-studies::kit::Subcommand init_sweep(bool quick) {
+kit::Subcommand init_sweep(bool quick) {
   return subcommand(Study<InitOptions, InitResult>{
       "init-sweep", "Weight scale x depth, BN vs plain at a fixed lr: the region within 2 points of the best",
       "claims_init_sweep", true, quick_init_options,
@@ -157,11 +152,7 @@ studies::kit::Subcommand init_sweep(bool quick) {
         sc.add_option("--scales", o.scales, "Weight scales s (x the Kaiming std sqrt(2/fan_in))")->capture_default_str();
         sc.add_option("--depths", o.depths, "Hidden-layer counts")->capture_default_str();
         sc.add_option("--width", o.width, "Hidden width")->capture_default_str();
-        add_seed_options(sc, o.seeds, o.seed);
-        sc.add_option("--epochs", o.epochs, "Epochs")->capture_default_str();
-        sc.add_option("--batch", o.batch, "Minibatch size")->capture_default_str();
-        sc.add_option("--lr", o.lr, "SGD lr (momentum 0.9), the same for every cell")->capture_default_str();
-        add_sizes(sc, o.train_size, o.test_size);
+        add_training(sc, o, "SGD lr (momentum 0.9), the same for every cell");
         sc.add_option("--tolerance", o.tolerance, "Points of test accuracy from the best that count as good")
             ->capture_default_str();
         add_threads_option(sc, o.threads);
@@ -169,7 +160,7 @@ studies::kit::Subcommand init_sweep(bool quick) {
       check_init_options, on_fashion(run_init_sweep), write_init, init_summary}, quick);
 }
 
-studies::kit::Subcommand reg_gap(bool quick) {
+kit::Subcommand reg_gap(bool quick) {
   return subcommand(Study<GapOptions, GapResult>{
       "reg-gap", "Train - test gap, BN vs plain, across batch sizes at a matched and at each one's best lr",
       "claims_reg_gap", true, quick_gap_options,
@@ -177,16 +168,14 @@ studies::kit::Subcommand reg_gap(bool quick) {
         sc.add_option("--batches", o.batches, "Batch sizes")->capture_default_str();
         sc.add_option("--lrs", o.lrs, "SGD rates (momentum 0.9)")->capture_default_str();
         sc.add_option("--matched-lr", o.matched_lr, "The rate both nets share (one of --lrs)")->capture_default_str();
-        add_seed_options(sc, o.seeds, o.seed);
-        sc.add_option("--epochs", o.epochs, "Epochs")->capture_default_str();
-        add_sizes(sc, o.train_size, o.test_size);
+        add_training(sc, o);
         sc.add_option("--hidden", o.hidden, "Hidden widths")->capture_default_str();
         add_threads_option(sc, o.threads);
       },
       check_gap_options, on_fashion(run_reg_gap), write_gap, gap_summary}, quick);
 }
 
-studies::kit::Subcommand lr_sweep_linear(bool quick) {
+kit::Subcommand lr_sweep_linear(bool quick) {
   return subcommand(Study<LinearSweepOptions, LinearSweepResult>{
       "lr-sweep-linear", "BN vs plain on the deep linear network, lr in sqrt(10) steps to divergence",
       "claims_lr_sweep_linear", false, quick_linear_sweep_options,
@@ -205,7 +194,7 @@ studies::kit::Subcommand lr_sweep_linear(bool quick) {
       linear_sweep_summary}, quick);
 }
 
-studies::kit::Subcommand init_sweep_linear(bool quick) {
+kit::Subcommand init_sweep_linear(bool quick) {
   return subcommand(Study<InitLinearOptions, InitResult>{
       "init-sweep-linear", "Glorot scale x depth on the deep linear network, BN vs plain: R2 within 2 points of the best",
       "claims_init_sweep_linear", false, quick_init_linear_options,
@@ -222,7 +211,7 @@ studies::kit::Subcommand init_sweep_linear(bool quick) {
       write_init, init_summary}, quick);
 }
 
-studies::kit::Subcommand hessian(bool quick) {
+kit::Subcommand hessian(bool quick) {
   return subcommand(Study<HessianOptions, HessianResult>{
       "hessian", "Hessian spectrum over training: lambda_max, outliers, the gradient's top-k share (Ghorbani et al. 2019)",
       "claims_hessian", true, quick_hessian_options,
@@ -252,7 +241,7 @@ studies::kit::Subcommand hessian(bool quick) {
       [](const HessianOptions& o, const CliContext& ctx) {
         // Fashion-MNIST is read only when a Fashion-MNIST net is probed (training images only).
         const bool fashion = std::find(o.nets.begin(), o.nets.end(), "fashion") != o.nets.end();
-        return run_hessian(o, fashion ? studies::kit::load_data(ctx.data_dir, o.train_size, 1) : StudyData{});
+        return run_hessian(o, fashion ? kit::load_data(ctx.data_dir, o.train_size, 1) : StudyData{});
       },
       write_hessian, hessian_summary}, quick);
 }

@@ -94,12 +94,7 @@ InitResult run_init_sweep(const InitOptions& o, const studies::kit::StudyData& d
     spec.weight_scale = x.scale;
     Generator init(x.seed);
     Mlp m = build_mlp(spec, d.train.num_features(), 10, init);
-    TrainSpec t;
-    t.epochs = o.epochs;
-    t.batch = o.batch;
-    t.lr = o.lr;
-    t.momentum = 0.9;
-    t.shuffle_seed = x.seed + 1000003;
+    const TrainSpec t{.epochs = o.epochs, .batch = o.batch, .lr = o.lr, .shuffle_seed = x.seed + 1000003};
     x.out = train_mlp(m, t, d);
     spdlog::info("init-sweep {} depth {} scale {} seed {}: {}", x.bn ? "bn" : "plain", x.depth, fmt4(x.scale), x.seed,
                  x.out.crashed ? std::string("crashed") : "test " + fmt4(100 * x.out.test_acc) + "%");

@@ -94,12 +94,7 @@ LinearRun train_one(const MlpProbeOptions& o, const studies::kit::StudyData& d, 
     pr.start.push_back(pr.params.size());
     for (const auto& t : g) pr.params.push_back(t);
   }
-  TrainSpec t;
-  t.epochs = o.epochs;
-  t.batch = o.batch;
-  t.lr = o.lr;
-  t.momentum = 0;
-  t.shuffle_seed = seed + 1000003;
+  const TrainSpec t{.epochs = o.epochs, .batch = o.batch, .lr = o.lr, .momentum = 0, .shuffle_seed = seed + 1000003};
   const std::int64_t total = o.epochs * (o.train_size / o.batch);
   Grads G, Gp;
   auto probe = [&](std::int64_t step, const Tensor& X, const Tensor& y) {

@@ -115,11 +115,7 @@ NoisyResult run_noisy_bn(const NoisyOptions& o, const studies::kit::StudyData& d
     spec.noise_seed = 1000 * run.seed + 500;
     Generator init(run.seed);
     Mlp m = build_mlp(spec, d.train.num_features(), 10, init);
-    TrainSpec t;
-    t.epochs = o.epochs;
-    t.batch = o.batch;
-    t.lr = o.lr;
-    t.shuffle_seed = run.seed + 1000003;
+    const TrainSpec t{.epochs = o.epochs, .batch = o.batch, .lr = o.lr, .shuffle_seed = run.seed + 1000003};
     run.out = train_mlp(m, t, d);
     spdlog::info("noisy-bn mlp {} seed {}: loss {:.4g}, test {:.4g}%", variant(run.bn, run.noise), run.seed,
                  run.out.last_epoch_loss, 100 * run.out.test_acc);

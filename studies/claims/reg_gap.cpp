@@ -110,12 +110,7 @@ GapResult run_reg_gap(const GapOptions& o, const studies::kit::StudyData& d) {
     spec.bn = x.bn;
     Generator init(x.seed);
     Mlp m = build_mlp(spec, d.train.num_features(), 10, init);
-    TrainSpec t;
-    t.epochs = o.epochs;
-    t.batch = x.batch;
-    t.lr = x.lr;
-    t.momentum = 0.9;
-    t.shuffle_seed = x.seed + 1000003;
+    const TrainSpec t{.epochs = o.epochs, .batch = x.batch, .lr = x.lr, .shuffle_seed = x.seed + 1000003};
     x.out = train_mlp(m, t, d);
     for (const auto& b : m.bns) {
       const auto g = b->weight.to_vector();
