@@ -13,18 +13,16 @@
 #include "kit/stats.h"
 #include "kit_names.h"
 #include "kit/option_checks.h"
+#include "kit/training_options.h"
 
 namespace claims {
 
 using namespace tapegrad;
 
 InitOptions quick_init_options(InitOptions o) {
-  o.seeds = 1;
+  o = studies::kit::with_quick_size(o, {.seeds = 1, .epochs = 1, .train_size = 1024, .test_size = 1000});
   o.scales = {0.1, 1, 10};
   o.depths = {2, 4};
-  o.epochs = 1;
-  o.train_size = 1024;
-  o.test_size = 1000;
   return o;
 }
 
@@ -37,14 +35,9 @@ void check_init_options(const InitOptions& o) {
     if (dd < 1 || dd > 10000)
       throw std::invalid_argument("--depths: expected hidden-layer counts from 1 to 10000, got " + std::to_string(dd));
   studies::kit::check_at_least("--width", o.width, 1);
-  studies::kit::check_at_least("--seeds", o.seeds, 1);
-  studies::kit::check_at_least("--epochs", o.epochs, 1);
-  studies::kit::check_batch(o.batch, o.train_size);
-  studies::kit::check_rate("--lr", o.lr);
   if (!(o.tolerance >= 0 && std::isfinite(o.tolerance)))
     throw std::invalid_argument("--tolerance: expected points >= 0, got " + fmt9(o.tolerance));
-  studies::kit::check_sizes(o.train_size, o.test_size);
-  studies::kit::check_threads(o.threads);
+  studies::kit::check_training_options(o);
 }
 
 double InitRun::acc() const { return out.crashed ? crash_acc : out.test_acc; }
@@ -101,12 +94,7 @@ InitResult run_init_sweep(const InitOptions& o, const studies::kit::StudyData& d
     spec.weight_scale = x.scale;
     Generator init(x.seed);
     Mlp m = build_mlp(spec, d.train.num_features(), 10, init);
-    TrainSpec t;
-    t.epochs = o.epochs;
-    t.batch = o.batch;
-    t.lr = o.lr;
-    t.momentum = 0.9;
-    t.shuffle_seed = x.seed + 1000003;
+    const TrainSpec t{.epochs = o.epochs, .batch = o.batch, .lr = o.lr, .shuffle_seed = x.seed + 1000003};
     x.out = train_mlp(m, t, d);
     spdlog::info("init-sweep {} depth {} scale {} seed {}: {}", x.bn ? "bn" : "plain", x.depth, fmt4(x.scale), x.seed,
                  x.out.crashed ? std::string("crashed") : "test " + fmt4(100 * x.out.test_acc) + "%");

@@ -12,6 +12,7 @@
 #include "kit/stats.h"
 #include "kit_names.h"
 #include "kit/option_checks.h"
+#include "kit/training_options.h"
 #include <tapegrad/data/dataloader.h>
 #include <tapegrad/optim/sgd.h>
 
@@ -20,10 +21,7 @@ namespace claims {
 using namespace tapegrad;
 
 SweepOptions quick_sweep_options(SweepOptions o) {
-  o.seeds = 1;
-  o.epochs = 1;
-  o.train_size = 2048;
-  o.test_size = 2000;
+  o = studies::kit::with_quick_size(o, {.seeds = 1, .epochs = 1, .train_size = 2048, .test_size = 2000});
   o.lr_min = 1e-2;
   o.lr_max = 1e2;
   return o;
@@ -32,11 +30,7 @@ SweepOptions quick_sweep_options(SweepOptions o) {
 void check_sweep_options(const SweepOptions& o) {
   if (!(o.lr_min > 0 && std::isfinite(o.lr_max) && o.lr_max >= o.lr_min))
     throw std::invalid_argument("--lr-min/--lr-max: expected 0 < min <= max, got " + fmt9(o.lr_min) + " " + fmt9(o.lr_max));
-  studies::kit::check_at_least("--seeds", o.seeds, 1);
-  studies::kit::check_at_least("--epochs", o.epochs, 1);
-  studies::kit::check_batch(o.batch, o.train_size);
-  studies::kit::check_sizes(o.train_size, o.test_size);
-  studies::kit::check_threads(o.threads);
+  studies::kit::check_training_options(o);
   if (o.arch != "mlp" && o.arch != "cnn") throw std::invalid_argument("--arch: expected mlp or cnn, got " + o.arch);
 }
 
@@ -63,14 +57,8 @@ SweepRun train_one(const SweepOptions& o, const studies::kit::StudyData& d, bool
   mc.arch = o.arch;
   Generator init(seed), shuffle(seed + 1000003);
   studies::kit::Model m = studies::kit::build_model(mc, d.train.num_features(), 10, init);
-  optim::SGDOptions so;
-  so.lr = lr;
-  optim::SGD opt(m.net->parameters(), so);
-  data::DataLoaderOptions lo;
-  lo.batch_size = o.batch;
-  lo.shuffle = true;
-  lo.drop_last = true;
-  data::DataLoader loader(d.train, lo, shuffle);
+  optim::SGD opt(m.net->parameters(), {.lr = lr});
+  data::DataLoader loader = studies::kit::shuffled_batches(d.train, o.batch, shuffle);
   m.net->train();
   std::int64_t step = 0;
   for (int e = 1; e <= o.epochs && !run.diverged; ++e) {

@@ -74,16 +74,9 @@ namespace claims {
 TrainOutcome train_mlp(Mlp& m, const TrainSpec& t, const studies::kit::StudyData& d,
                        const std::function<void(std::int64_t, const Tensor&, const Tensor&)>& before_step) {
   TrainOutcome out;
-  optim::SGDOptions so;
-  so.lr = t.lr;
-  so.momentum = t.momentum;
-  optim::SGD opt(m.net->parameters(), so);
+  optim::SGD opt(m.net->parameters(), {.lr = t.lr, .momentum = t.momentum});
   Generator shuffle(t.shuffle_seed);
-  data::DataLoaderOptions lo;
-  lo.batch_size = t.batch;
-  lo.shuffle = true;
-  lo.drop_last = true;
-  data::DataLoader loader(d.train, lo, shuffle);
+  data::DataLoader loader = studies::kit::shuffled_batches(d.train, t.batch, shuffle);
   m.net->train();
   std::int64_t step = 0;
   for (int e = 1; e <= t.epochs && !out.crashed; ++e) {

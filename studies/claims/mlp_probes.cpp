@@ -11,6 +11,7 @@
 #include <tapegrad/debug/buffers.h>
 #include <tapegrad/layers/losses.h>
 #include "kit/option_checks.h"
+#include "kit/training_options.h"
 
 namespace claims {
 
@@ -19,26 +20,18 @@ using studies::kit::fmt4;
 using studies::kit::fmt9;
 
 MlpProbeOptions quick_mlp_probe_options(MlpProbeOptions o) {
-  o.seeds = 2;
-  o.epochs = 1;
-  o.train_size = 1024;
-  o.test_size = 1000;
+  o = studies::kit::with_quick_size(o, {.seeds = 2, .epochs = 1, .train_size = 1024, .test_size = 1000});
   o.every = 4;
   o.grid = 5;
   return o;
 }
 
 void check_mlp_probe_options(const MlpProbeOptions& o) {
-  studies::kit::check_at_least("--seeds", o.seeds, 1);
-  studies::kit::check_at_least("--epochs", o.epochs, 1);
-  studies::kit::check_batch(o.batch, o.train_size);
-  studies::kit::check_rate("--lr", o.lr);
-  studies::kit::check_sizes(o.train_size, o.test_size);
+  studies::kit::check_training_options(o);
   studies::kit::check_at_least("--every", o.every, 1);
   studies::kit::check_at_least("--grid", o.grid, 2);
   if (!(o.eta_min > 0 && o.eta_max > o.eta_min && std::isfinite(o.eta_max)))
     throw std::invalid_argument("--eta-min/--eta-max: expected 0 < min < max, got " + fmt9(o.eta_min) + " " + fmt9(o.eta_max));
-  studies::kit::check_threads(o.threads);
 }
 
 namespace {
@@ -101,12 +94,7 @@ LinearRun train_one(const MlpProbeOptions& o, const studies::kit::StudyData& d, 
     pr.start.push_back(pr.params.size());
     for (const auto& t : g) pr.params.push_back(t);
   }
-  TrainSpec t;
-  t.epochs = o.epochs;
-  t.batch = o.batch;
-  t.lr = o.lr;
-  t.momentum = 0;
-  t.shuffle_seed = seed + 1000003;
+  const TrainSpec t{.epochs = o.epochs, .batch = o.batch, .lr = o.lr, .momentum = 0, .shuffle_seed = seed + 1000003};
   const std::int64_t total = o.epochs * (o.train_size / o.batch);
   Grads G, Gp;
   auto probe = [&](std::int64_t step, const Tensor& X, const Tensor& y) {

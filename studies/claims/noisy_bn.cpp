@@ -13,30 +13,23 @@
 #include "kit/stats.h"
 #include "kit_names.h"
 #include "kit/option_checks.h"
+#include "kit/training_options.h"
 
 namespace claims {
 
 using namespace tapegrad;
 
 NoisyOptions quick_noisy_options(NoisyOptions o) {
-  o.seeds = 2;
+  o = studies::kit::with_quick_size(o, {.seeds = 2, .epochs = 1, .train_size = 2048, .test_size = 2000});
   o.linear.steps = 100;
   o.linear.every = 25;
-  o.epochs = 1;
-  o.train_size = 2048;
-  o.test_size = 2000;
   return o;
 }
 
 void check_noisy_options(const NoisyOptions& o) {
   check_noise_options(o.noise);
   check_linear_options(o.linear);
-  studies::kit::check_at_least("--seeds", o.seeds, 1);
-  studies::kit::check_at_least("--epochs", o.epochs, 1);
-  studies::kit::check_batch(o.batch, o.train_size);
-  studies::kit::check_rate("--lr", o.lr);
-  studies::kit::check_sizes(o.train_size, o.test_size);
-  studies::kit::check_threads(o.threads);
+  studies::kit::check_training_options(o);
 }
 
 namespace {
@@ -122,11 +115,7 @@ NoisyResult run_noisy_bn(const NoisyOptions& o, const studies::kit::StudyData& d
     spec.noise_seed = 1000 * run.seed + 500;
     Generator init(run.seed);
     Mlp m = build_mlp(spec, d.train.num_features(), 10, init);
-    TrainSpec t;
-    t.epochs = o.epochs;
-    t.batch = o.batch;
-    t.lr = o.lr;
-    t.shuffle_seed = run.seed + 1000003;
+    const TrainSpec t{.epochs = o.epochs, .batch = o.batch, .lr = o.lr, .shuffle_seed = run.seed + 1000003};
     run.out = train_mlp(m, t, d);
     spdlog::info("noisy-bn mlp {} seed {}: loss {:.4g}, test {:.4g}%", variant(run.bn, run.noise), run.seed,
                  run.out.last_epoch_loss, 100 * run.out.test_acc);

@@ -12,19 +12,17 @@
 #include "kit/stats.h"
 #include "kit_names.h"
 #include "kit/option_checks.h"
+#include "kit/training_options.h"
 
 namespace claims {
 
 using namespace tapegrad;
 
 GapOptions quick_gap_options(GapOptions o) {
-  o.seeds = 1;
+  o = studies::kit::with_quick_size(o, {.seeds = 1, .epochs = 2, .train_size = 1024, .test_size = 1000});
   o.batches = {32, 128};
   o.lrs = {0.03};
   o.matched_lr = 0.03;
-  o.epochs = 2;
-  o.train_size = 1024;
-  o.test_size = 1000;
   return o;
 }
 
@@ -42,10 +40,7 @@ void check_gap_options(const GapOptions& o) {
     has = has || lr == o.matched_lr;
   }
   if (!has) throw std::invalid_argument("--matched-lr: expected one of --lrs, got " + fmt9(o.matched_lr));
-  studies::kit::check_at_least("--seeds", o.seeds, 1);
-  studies::kit::check_at_least("--epochs", o.epochs, 1);
-  studies::kit::check_sizes(o.train_size, o.test_size);
-  studies::kit::check_threads(o.threads);
+  studies::kit::check_training_options(o);
 }
 
 namespace {
@@ -115,12 +110,7 @@ GapResult run_reg_gap(const GapOptions& o, const studies::kit::StudyData& d) {
     spec.bn = x.bn;
     Generator init(x.seed);
     Mlp m = build_mlp(spec, d.train.num_features(), 10, init);
-    TrainSpec t;
-    t.epochs = o.epochs;
-    t.batch = x.batch;
-    t.lr = x.lr;
-    t.momentum = 0.9;
-    t.shuffle_seed = x.seed + 1000003;
+    const TrainSpec t{.epochs = o.epochs, .batch = x.batch, .lr = x.lr, .shuffle_seed = x.seed + 1000003};
     x.out = train_mlp(m, t, d);
     for (const auto& b : m.bns) {
       const auto g = b->weight.to_vector();

@@ -40,11 +40,7 @@ struct GapRun {
   std::vector<double> gamma_abs;  ///< BN: mean |γ| per BN layer after training
   double gap() const { return out.train_acc - out.test_acc; }
 };
-struct GapResult {
-  GapOptions options;
-  std::vector<GapRun> runs;
-  double seconds = 0;
-};
+using GapResult = studies::kit::GridResult<GapOptions, GapRun>;
 
 GapResult run_reg_gap(const GapOptions& o, const studies::kit::StudyData& d);
 std::string gap_csv(const GapResult& r);

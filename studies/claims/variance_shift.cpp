@@ -14,6 +14,7 @@
 #include "kit/stats.h"
 #include "kit_names.h"
 #include "kit/option_checks.h"
+#include "kit/training_options.h"
 #include <tapegrad/data/dataloader.h>
 #include <tapegrad/debug/recalibrate.h>
 #include <tapegrad/layers/activation.h>
@@ -38,15 +39,10 @@ void check_shift_options(const ShiftOptions& o) {
   if (o.ps.empty()) throw std::invalid_argument("--ps: expected at least one Dropout probability");
   for (double p : o.ps)
     if (!(p > 0 && p < 1)) throw std::invalid_argument("--ps: expected probabilities in (0, 1), got " + fmt9(p));
-  studies::kit::check_at_least("--seeds", o.seeds, 1);
-  studies::kit::check_at_least("--epochs", o.epochs, 1);
-  studies::kit::check_batch(o.batch, o.train_size);
-  studies::kit::check_rate("--lr", o.lr);
+  studies::kit::check_training_options(o);
   if (!(o.bn_momentum > 0 && o.bn_momentum <= 1))
     throw std::invalid_argument("--bn-momentum: expected a number in (0, 1], got " + fmt9(o.bn_momentum));
-  studies::kit::check_sizes(o.train_size, o.test_size);
   studies::kit::check_widths("--hidden", o.hidden);
-  studies::kit::check_threads(o.threads);
 }
 
 namespace {
@@ -89,15 +85,8 @@ ShiftRun train_one(const ShiftOptions& o, const studies::kit::StudyData& d, doub
   run.seed = seed;
   Generator init(seed), drop(seed + 7919), shuffle(seed + 1000003);
   ShiftNet s = build(o, before, p, d.train.num_features(), init, drop);
-  optim::SGDOptions so;
-  so.lr = o.lr;
-  so.momentum = 0.9;
-  optim::SGD opt(s.net->parameters(), so);
-  data::DataLoaderOptions lo;
-  lo.batch_size = o.batch;
-  lo.shuffle = true;
-  lo.drop_last = true;
-  data::DataLoader loader(d.train, lo, shuffle);
+  optim::SGD opt(s.net->parameters(), {.lr = o.lr, .momentum = 0.9});
+  data::DataLoader loader = studies::kit::shuffled_batches(d.train, o.batch, shuffle);
   s.net->train();
   for (int e = 1; e <= o.epochs && !run.crashed; ++e)
     for (auto b : loader)

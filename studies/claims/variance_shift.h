@@ -63,11 +63,8 @@ struct ShiftRun {
   double train_acc = 0, test_acc = 0;              ///< eval mode, running statistics from training
   double train_acc_recal = 0, test_acc_recal = 0;  ///< after recalibrate_batch_norm
 };
-struct ShiftResult {
-  ShiftOptions options;
-  std::vector<ShiftRun> runs;  ///< p-major, then placement (before, after), then seed
-  double seconds = 0;
-};
+/// runs: p-major, then placement (before, after), then seed.
+using ShiftResult = studies::kit::GridResult<ShiftOptions, ShiftRun>;
 
 ShiftResult run_variance_shift(const ShiftOptions& o, const studies::kit::StudyData& d);
 std::string shift_csv(const ShiftResult& r);

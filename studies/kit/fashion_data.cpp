@@ -40,4 +40,12 @@ StudyData load_data(const std::string& dir, std::int64_t train_size, std::int64_
   return {st.transform(train), st.transform(test)};
 }
 
+data::DataLoader shuffled_batches(const data::Dataset& train, std::int64_t batch, Generator& shuffle) {
+  data::DataLoaderOptions lo;
+  lo.batch_size = batch;
+  lo.shuffle = true;
+  lo.drop_last = true;
+  return data::DataLoader(train, lo, shuffle);
+}
+
 }  // namespace studies::kit

@@ -4,6 +4,8 @@
 #include <cstdint>
 #include <string>
 
+#include <tapegrad/core/random.h>
+#include <tapegrad/data/dataloader.h>
 #include <tapegrad/data/dataset.h>
 
 namespace studies::kit {
@@ -19,6 +21,11 @@ struct StudyData {
 /// (check_sizes) or exceeds the images the files hold.
 StudyData load_data(const std::string& dir, std::int64_t train_size, std::int64_t test_size,
                     std::uint64_t subset_seed = 1234);
+
+/// The loader the Fashion-MNIST studies train with: `train` in batches of `batch`, reshuffled
+/// every epoch by `shuffle` (which must outlive the loader), the remainder dropped.
+tapegrad::data::DataLoader shuffled_batches(const tapegrad::data::Dataset& train, std::int64_t batch,
+                                            tapegrad::Generator& shuffle);
 
 /// Throws std::invalid_argument naming the option: --train-size < 1 or above 60,000,
 /// --test-size < 0 or above 10,000 (0 means all).

@@ -24,4 +24,13 @@ double run_grid(std::vector<Run>& runs, int threads, F&& one_run) {
   return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
 }
 
+/// A grid study's result: the options it ran with, its runs in grid order and the wall time
+/// in seconds (run_grid's).
+template <class Options, class Run>
+struct GridResult {
+  Options options;
+  std::vector<Run> runs;
+  double seconds = 0;
+};
+
 }  // namespace studies::kit

@@ -118,10 +118,7 @@ BatchSizeRun train_one(const BatchSizeOptions& o, const StudyData& d, NormKind k
   r.lr = scaled_lr(o, m);
   Generator init(seed);
   Model model = build_model(run_model_config(o, kind, o.replicas), d.train.num_features(), 10, init);
-  optim::SGDOptions so;
-  so.lr = r.lr;
-  so.momentum = o.sgd_momentum;
-  optim::SGD opt(model.net->parameters(), so);
+  optim::SGD opt(model.net->parameters(), {.lr = r.lr, .momentum = o.sgd_momentum});
   Generator shuffle(run_shuffle_seed(seed));
   data::DataLoader loader(d.train, run_loader_options(o, m), shuffle);
   const std::int64_t total = loader.num_batches() * o.epochs;

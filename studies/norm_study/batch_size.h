@@ -49,11 +49,8 @@ struct BatchSizeRun {
   double seconds = 0;     ///< wall time of the run (not in the CSV)
 };
 
-struct BatchSizeResult {
-  BatchSizeOptions options;
-  std::vector<BatchSizeRun> runs;  ///< kind-major, then m, then seed
-  double seconds = 0;
-};
+/// runs: kind-major, then m, then seed.
+using BatchSizeResult = studies::kit::GridResult<BatchSizeOptions, BatchSizeRun>;
 
 /// The CNN's defaults (model "cnn"; see the README for the protocol): o with model = "cnn"
 /// and every field not named in `keep` (CLI option names such as "--epochs") replaced.

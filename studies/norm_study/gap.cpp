@@ -13,6 +13,7 @@
 #include <tapegrad/optim/sgd.h>
 #include "kit/stats.h"
 #include "kit/option_checks.h"
+#include "kit/training_options.h"
 
 namespace normstudy {
 
@@ -22,11 +23,8 @@ using studies::kit::MeanStd;
 namespace fs = std::filesystem;
 
 GapOptions quick_gap_options(GapOptions o) {
-  o.seeds = 2;
-  o.epochs = 3;
+  o = studies::kit::with_quick_size(o, {.seeds = 2, .epochs = 3, .train_size = 2048, .test_size = 2000});
   o.drop_epoch = 2;
-  o.train_size = 2048;
-  o.test_size = 2000;
   return o;
 }
 
@@ -43,16 +41,9 @@ GapRun train_gap(const GapOptions& o, const StudyData& d, std::optional<double> 
   mc.bn_momentum = momentum;
   Generator init(seed);
   Model model = build_model(mc, d.train.num_features(), 10, init);
-  optim::SGDOptions so;
-  so.lr = o.lr;
-  so.momentum = 0.9;
-  optim::SGD opt(model.net->parameters(), so);
+  optim::SGD opt(model.net->parameters(), {.lr = o.lr, .momentum = 0.9});
   Generator shuffle(seed + 1000003);
-  data::DataLoaderOptions lo;
-  lo.batch_size = o.batch;
-  lo.shuffle = true;
-  lo.drop_last = true;
-  data::DataLoader loader(d.train, lo, shuffle);
+  data::DataLoader loader = studies::kit::shuffled_batches(d.train, o.batch, shuffle);
   model.net->train();
   for (int e = 1; e <= o.epochs; ++e) {
     const double lr = (o.drop_epoch > 0 && e > o.drop_epoch) ? o.lr * 0.1 : o.lr;
@@ -80,14 +71,9 @@ GapRun train_gap(const GapOptions& o, const StudyData& d, std::optional<double> 
 }  // namespace
 
 void check_gap_options(const GapOptions& o) {
-  studies::kit::check_at_least("--seeds", o.seeds, 1);
-  studies::kit::check_at_least("--epochs", o.epochs, 1);
   if (o.drop_epoch < 0)
     throw std::invalid_argument("--drop-epoch: expected >= 0 (0: never), got " + std::to_string(o.drop_epoch));
-  studies::kit::check_batch(o.batch, o.train_size);
-  studies::kit::check_rate("--lr", o.lr);
-  check_sizes(o.train_size, o.test_size);
-  check_threads(o.threads);
+  studies::kit::check_training_options(o);
 }
 
 GapResult run_gap(const GapOptions& o, const StudyData& d) {

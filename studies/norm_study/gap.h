@@ -43,11 +43,8 @@ struct GapRun {
   std::uint64_t seed = 0;
   std::vector<GapPoint> points;  ///< one per epoch
 };
-struct GapResult {
-  GapOptions options;
-  std::vector<GapRun> runs;  ///< momentum-major, then seed
-  double seconds = 0;
-};
+/// runs: momentum-major, then seed.
+using GapResult = studies::kit::GridResult<GapOptions, GapRun>;
 
 /// Throws std::invalid_argument naming the option: seeds, epochs >= 1, drop epoch >= 0,
 /// batch in 2..train size, lr finite > 0, sizes (check_sizes), threads >= 1.

@@ -18,6 +18,7 @@
 #include "kit/mode_bug_catalogue.h"
 #include "kit/option_checks.h"
 #include "kit/temp_dir.h"
+#include "kit/training_options.h"
 #include <tapegrad/layers/checkpoint.h>
 #include <tapegrad/optim/sgd.h>
 
@@ -27,10 +28,7 @@ using namespace tapegrad;
 namespace fs = std::filesystem;
 
 BugOptions quick_bug_options(BugOptions o) {
-  o.epochs = 1;
-  o.train_size = 2048;
-  o.test_size = 2000;
-  o.seeds = 2;
+  o = studies::kit::with_quick_size(o, {.seeds = 2, .epochs = 1, .train_size = 2048, .test_size = 2000});
   return o;
 }
 
@@ -70,16 +68,9 @@ Trained train_bn(const BugOptions& o, const StudyData& d, const TrainSpec& t) {
   Generator init(o.seed);
   out.model = build_model(mc, d.train.num_features(), 10, init);
   auto& net = *out.model.net;
-  optim::SGDOptions so;
-  so.lr = t.lr;
-  so.momentum = 0.9;
-  optim::SGD opt(net.parameters(), so);
+  optim::SGD opt(net.parameters(), {.lr = t.lr, .momentum = 0.9});
   Generator shuffle(o.seed + 1000003);
-  data::DataLoaderOptions lo;
-  lo.batch_size = t.batch;
-  lo.shuffle = true;
-  lo.drop_last = true;
-  data::DataLoader loader(d.train, lo, shuffle);
+  data::DataLoader loader = studies::kit::shuffled_batches(d.train, t.batch, shuffle);
   std::unique_ptr<debug::ModeAudit> audit;
   if (t.audit) {
     debug::ModeAuditOptions ao;
@@ -162,16 +153,9 @@ Finetune finetune(const BugOptions& o, const StudyData& d, const data::Dataset& 
   Generator init(o.seed);
   Model m = build_model(mc, d.train.num_features(), 10, init);
   m.net->load_state_dict(pre, true);
-  optim::SGDOptions so;
-  so.lr = o.lr * 0.2;
-  so.momentum = 0.9;
-  optim::SGD opt(m.net->parameters(), so);
+  optim::SGD opt(m.net->parameters(), {.lr = o.lr * 0.2, .momentum = 0.9});
   Generator shuffle(o.seed + 77);
-  data::DataLoaderOptions lo;
-  lo.batch_size = o.batch;
-  lo.shuffle = true;
-  lo.drop_last = true;
-  data::DataLoader loader(sh_train, lo, shuffle);
+  data::DataLoader loader = studies::kit::shuffled_batches(sh_train, o.batch, shuffle);
   debug::ModeAuditOptions ao;
   ao.log_limit = 0;
   debug::ModeAudit audit(*m.net, ao);

@@ -52,10 +52,7 @@ BatchSizeRun train_one_rank(const BatchSizeOptions& o, const StudyData& d, NormK
   distributed::DDPOptions ddp_options;
   ddp_options.broadcast_buffers = kind != NormKind::Sync;  // rank 0's running statistics persist
   distributed::DistributedDataParallel ddp(net, ddp_options);
-  optim::SGDOptions so;
-  so.lr = r.lr;
-  so.momentum = o.sgd_momentum;
-  optim::SGD opt(net->parameters(), so);
+  optim::SGD opt(net->parameters(), {.lr = r.lr, .momentum = o.sgd_momentum});
   Generator shuffle(run_shuffle_seed(seed));  // the in-process run's global batches, on every rank
   data::DataLoader loader(d.train, run_loader_options(o, m), shuffle);
   const std::int64_t total = loader.num_batches() * o.epochs;
