@@ -1,5 +1,5 @@
-// DataLoader: the epoch order, and batches gathered from a Dataset or built from a
-// SampleSource with per-sample transforms. The worker threads are in prefetch.cpp.
+// DataLoader: the epoch order (from the sampler), and batches gathered from a Dataset or
+// built from a SampleSource with per-sample transforms. The worker threads are in prefetch.cpp.
 #include <tapegrad/data/dataloader.h>
 
 #include <algorithm>
@@ -15,21 +15,19 @@ DataLoader::DataLoader(Dataset dataset, DataLoaderOptions options, Generator& ge
     throw std::invalid_argument("DataLoader: a transform needs images X (N, C, H, W), got " +
                                 (dataset_.X.defined() ? "X of rank " + std::to_string(dataset_.X.dim())
                                                       : std::string("an empty dataset")));
-  order_.resize(static_cast<std::size_t>(size()));
-  for (std::int64_t i = 0; i < size(); ++i) order_[static_cast<std::size_t>(i)] = i;
+  init_sampler();
 }
 
 DataLoader::DataLoader(std::shared_ptr<const SampleSource> source, DataLoaderOptions options, Generator& gen)
     : source_(std::move(source)), options_(std::move(options)), gen_(&gen) {
   if (!source_) throw std::invalid_argument("DataLoader: the sample source is null");
   check_options();
-  order_.resize(static_cast<std::size_t>(size()));
-  for (std::int64_t i = 0; i < size(); ++i) order_[static_cast<std::size_t>(i)] = i;
+  init_sampler();
 }
 
 DataLoader::DataLoader(const DataLoader& o)
-    : dataset_(o.dataset_), source_(o.source_), options_(o.options_), gen_(o.gen_), order_(o.order_),
-      epoch_seed_(o.epoch_seed_) {}
+    : dataset_(o.dataset_), source_(o.source_), options_(o.options_), gen_(o.gen_), sampler_(o.sampler_),
+      order_(o.order_), epoch_seed_(o.epoch_seed_) {}
 
 DataLoader& DataLoader::operator=(const DataLoader& o) {
   if (this == &o) return *this;
@@ -38,6 +36,7 @@ DataLoader& DataLoader::operator=(const DataLoader& o) {
   source_ = o.source_;
   options_ = o.options_;
   gen_ = o.gen_;
+  sampler_ = o.sampler_;
   order_ = o.order_;
   epoch_seed_ = o.epoch_seed_;
   return *this;
@@ -51,9 +50,32 @@ void DataLoader::check_options() const {
   if (options_.prefetch_factor < 1)
     throw std::invalid_argument("DataLoader: expected prefetch_factor >= 1, got " +
                                 std::to_string(options_.prefetch_factor));
+  if (options_.sampler && options_.shuffle)
+    throw std::invalid_argument("DataLoader: shuffle and sampler are mutually exclusive: got shuffle = true and a "
+                                "sampler (the sampler orders the indices; shuffle through it, e.g. "
+                                "DistributedSamplerOptions::shuffle)");
 }
 
-std::int64_t DataLoader::size() const { return source_ ? source_->size() : dataset_.size(); }
+void DataLoader::init_sampler() {
+  const std::int64_t n = dataset_size();
+  if (!options_.sampler) {  // the loader's own order, 0..N-1 until the first reset()
+    if (options_.shuffle)
+      sampler_ = std::make_shared<RandomSampler>(n, *gen_);
+    else
+      sampler_ = std::make_shared<SequentialSampler>(n);
+    order_.resize(static_cast<std::size_t>(n));
+    for (std::int64_t i = 0; i < n; ++i) order_[static_cast<std::size_t>(i)] = i;
+    return;
+  }
+  if (const std::optional<std::int64_t> m = options_.sampler->dataset_size(); m && *m != n)
+    throw std::invalid_argument("DataLoader: the sampler was made for a dataset of " + std::to_string(*m) +
+                                " samples, this one has " + std::to_string(n));
+  sampler_ = options_.sampler;  // the order comes at reset()
+}
+
+std::int64_t DataLoader::dataset_size() const { return source_ ? source_->size() : dataset_.size(); }
+
+std::int64_t DataLoader::size() const { return sampler_->size(); }
 
 std::int64_t DataLoader::num_batches() const {
   const std::int64_t n = size(), b = options_.batch_size;
@@ -62,11 +84,19 @@ std::int64_t DataLoader::num_batches() const {
 
 void DataLoader::reset() {
   stop_workers();
-  if (options_.shuffle) {
-    order_ = randperm(size(), *gen_);
-  } else {
-    for (std::int64_t i = 0; i < size(); ++i) order_[static_cast<std::size_t>(i)] = i;
+  std::vector<std::int64_t> order = sampler_->epoch_indices();
+  if (options_.sampler) {  // a given sampler's order is checked before it is used
+    const std::int64_t n = dataset_size();
+    if (static_cast<std::int64_t>(order.size()) != size())
+      throw std::logic_error("DataLoader: the sampler gave " + std::to_string(order.size()) +
+                             " indices for the epoch, expected its size() " + std::to_string(size()));
+    for (std::size_t k = 0; k < order.size(); ++k)
+      if (order[k] < 0 || order[k] >= n)
+        throw std::out_of_range("DataLoader: the sampler's index " + std::to_string(order[k]) + " (position " +
+                                std::to_string(k) + " of the epoch) is outside 0 .. " + std::to_string(n - 1) +
+                                " (the dataset's " + std::to_string(n) + " samples)");
   }
+  order_ = std::move(order);
   if (!options_.transform.transforms.empty()) epoch_seed_ = gen_->next_u64();
   if (options_.num_workers > 0 && num_batches() > 0) start_workers();
 }
@@ -76,18 +106,23 @@ std::int64_t DataLoader::batch_rows(std::int64_t i) const {
   return std::min(i * b + b, size()) - i * b;
 }
 
-Batch DataLoader::batch(std::int64_t i) const {
+void DataLoader::check_batch(std::int64_t i) const {
   if (i < 0 || i >= num_batches())
     throw std::out_of_range("DataLoader::batch: index " + std::to_string(i) + " out of range for " +
                             std::to_string(num_batches()) + " batches");
+  if (static_cast<std::int64_t>(order_.size()) != size())
+    throw std::logic_error("DataLoader::batch: no epoch started: call reset() (or begin()) first, which takes the "
+                           "epoch's order from the sampler");
+}
+
+Batch DataLoader::batch(std::int64_t i) const {
+  check_batch(i);
   if (std::optional<Batch> b = take_prefetched(i)) return std::move(*b);
   return build(i, 0, batch_rows(i));
 }
 
 Batch DataLoader::batch(std::int64_t i, std::int64_t row_begin, std::int64_t rows) const {
-  if (i < 0 || i >= num_batches())
-    throw std::out_of_range("DataLoader::batch: index " + std::to_string(i) + " out of range for " +
-                            std::to_string(num_batches()) + " batches");
+  check_batch(i);
   const std::int64_t size = batch_rows(i);
   if (row_begin < 0 || rows < 0 || row_begin + rows > size)
     throw std::out_of_range("DataLoader::batch: rows [" + std::to_string(row_begin) + ", " +

@@ -2,8 +2,9 @@
 // DataLoader: mini-batches over a Dataset, PyTorch's torch.utils.data.DataLoader for
 // in-memory tensors (batch_size, shuffle with a seeded generator, drop_last), or over a
 // SampleSource whose samples are produced on demand (an ImageFolder decoding files), with
-// per-sample transforms (augmentation) and worker threads that prepare the next batches
-// while the caller trains on the current one.
+// per-sample transforms (augmentation), worker threads that prepare the next batches
+// while the caller trains on the current one, and an optional Sampler giving the index
+// order per epoch (data/sampler.h; e.g. distributed::DistributedSampler, a rank's share).
 #include <cstdint>
 #include <memory>
 #include <optional>
@@ -12,6 +13,7 @@
 #include <tapegrad/core/random.h>
 #include <tapegrad/data/dataset.h>
 #include <tapegrad/data/sample_source.h>
+#include <tapegrad/data/sampler.h>
 #include <tapegrad/data/transforms.h>
 
 namespace tapegrad::data {
@@ -21,6 +23,7 @@ struct DataLoaderOptions {
   /// Samples per batch B, >= 1 (default 64).
   std::int64_t batch_size = 64;
   /// Draw a new random order each epoch from the loader's generator (default false: 0..N-1).
+  /// Mutually exclusive with `sampler`, as in PyTorch.
   bool shuffle = false;
   /// Drop the last batch when it is smaller than batch_size (a batch of one sample
   /// breaks BatchNorm's training mode).
@@ -40,6 +43,13 @@ struct DataLoaderOptions {
   /// Batches prepared ahead per worker, the bound of the queue (PyTorch's prefetch_factor;
   /// default 2, >= 1).
   std::int64_t prefetch_factor = 2;
+  /// Where each epoch's index order comes from (PyTorch's sampler=): reset() takes the
+  /// sampler's epoch_indices() and batches them in order, so size() is the sampler's size()
+  /// (with distributed::DistributedSampler: this rank's share, batch_size per rank). Shared,
+  /// not copied, by copies of the loader; with shuffle = true the constructor throws. Null
+  /// (the default): the loader's own order, RandomSampler(N, gen) with shuffle, else
+  /// SequentialSampler(N).
+  std::shared_ptr<Sampler> sampler;
 };
 
 /// One mini-batch in the dataset's shapes (copies): X (B, *) float32 ((B, D) rows,
@@ -58,6 +68,9 @@ struct Batch {
 /// exactly as PyTorch draws one randperm per epoch: restoring the generator's state
 /// therefore restores the next epoch's order (and, with a transform, its augmentation).
 /// The loader keeps a reference to the generator and a copy of the dataset handles.
+/// With a sampler (DataLoaderOptions::sampler) the order is the sampler's instead, asked
+/// once per reset(); the transform's epoch seed is still drawn from the generator, and
+/// no batch exists before the first reset().
 ///
 /// With num_workers > 0, reset() starts the workers on the epoch's batches in order; they
 /// keep at most num_workers · prefetch_factor finished batches ahead of the caller.
@@ -70,7 +83,8 @@ class DataLoader {
  public:
   /// Batches `dataset` with `options`, shuffling with `gen` (kept by reference: it must
   /// outlive the loader). Throws std::invalid_argument for batch_size < 1, num_workers < 0,
-  /// prefetch_factor < 1, or a transform with a dataset that is not images (N, C, H, W).
+  /// prefetch_factor < 1, a transform with a dataset that is not images (N, C, H, W), shuffle
+  /// together with a sampler, or a sampler made for another dataset size than N.
   DataLoader(Dataset dataset, DataLoaderOptions options, Generator& gen = default_generator());
   /// Batches the samples of `source` (kept alive by the loader) as (B, C, H, W) float32 and
   /// (B) int64 targets. Throws as above, and std::invalid_argument for a null source.
@@ -83,10 +97,12 @@ class DataLoader {
   /// As the copy constructor (this loader's workers are stopped first).
   DataLoader& operator=(const DataLoader& other);
 
-  /// Batches per epoch: ceil(N / B), or floor(N / B) with drop_last.
+  /// Batches per epoch: ceil(size() / B), or floor(size() / B) with drop_last.
   std::int64_t num_batches() const;
-  /// N, the number of samples.
+  /// Samples per epoch: the sampler's size() (N without a sampler).
   std::int64_t size() const;
+  /// N, the number of samples of the dataset or source.
+  std::int64_t dataset_size() const;
   /// The dataset being batched (an empty one for a SampleSource loader).
   const Dataset& dataset() const { return dataset_; }
   /// The sample source being batched, or nullptr for an in-memory Dataset.
@@ -94,11 +110,22 @@ class DataLoader {
   /// The options given at construction.
   const DataLoaderOptions& options() const { return options_; }
 
-  /// Starts an epoch: stops the workers, draws the order (shuffle) or resets it to 0..N-1,
-  /// draws the epoch seed (with a transform), starts the workers (num_workers > 0).
+  /// The sampler giving the order: the one given in the options, or the loader's own.
+  Sampler& sampler() const { return *sampler_; }
+  /// Forwards to sampler().set_epoch(epoch) (PyTorch's DistributedSampler.set_epoch): call
+  /// before reset() each epoch, with the same value on every rank; train::fit calls it with
+  /// epoch - 1 (0 first). Without a sampler it changes nothing.
+  void set_epoch(std::int64_t epoch) { sampler_->set_epoch(epoch); }
+
+  /// Starts an epoch: stops the workers, takes the order from the sampler (a permutation
+  /// drawn from the generator with shuffle, 0..N-1 without), draws the epoch seed (with a
+  /// transform), starts the workers (num_workers > 0). With a given sampler, throws
+  /// std::out_of_range for an index outside 0 .. N-1 and std::logic_error for a count other
+  /// than its size(); the previous order is then kept.
   void reset();
   /// Batch i of the current epoch (0 <= i < num_batches()); throws std::out_of_range, and
-  /// what building the batch threw (a file that cannot be decoded, a transform's error).
+  /// what building the batch threw (a file that cannot be decoded, a transform's error);
+  /// std::logic_error before the first reset() with a sampler.
   Batch batch(std::int64_t i) const;
   /// Rows [row_begin, row_begin + rows) of batch i only, gathering nothing else: a rank's
   /// share of a global batch in data-parallel training (every rank draws the same order).
@@ -136,6 +163,8 @@ class DataLoader {
  private:
   struct Workers;  // the prefetching threads (prefetch.cpp)
   void check_options() const;
+  void init_sampler();                                     ///< the given sampler, or the loader's own
+  void check_batch(std::int64_t i) const;  ///< i in range, an epoch started
   std::int64_t batch_rows(std::int64_t i) const;  ///< rows of batch i
   // Rows [row_begin, row_begin + rows) of batch i, built on the calling thread.
   Batch build(std::int64_t i, std::int64_t row_begin, std::int64_t rows) const;
@@ -148,6 +177,7 @@ class DataLoader {
   std::shared_ptr<const SampleSource> source_;
   DataLoaderOptions options_;
   Generator* gen_;
+  std::shared_ptr<Sampler> sampler_;
   std::vector<std::int64_t> order_;
   std::uint64_t epoch_seed_ = 0;
   mutable std::shared_ptr<Workers> workers_;  // never shared: shared_ptr for its type-erased deleter

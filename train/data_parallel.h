@@ -8,7 +8,12 @@
 // global batch of B rows is drawn identically on every rank (the loader's shared generator)
 // and rank r trains on rows [r·B/R, (r+1)·B/R) only, so the per-rank batch is B/R; gradients
 // are averaged over ranks, so with SyncBatchNorm the run is the single-process run at batch B
-// (up to float rounding). Evaluation is split by batches with single-process totals.
+// (up to float rounding). Or the loader has a distributed::DistributedSampler
+// (DataLoaderOptions::sampler, batch_size B/R): each rank's loader batches, decodes and
+// prefetches (num_workers) its own share, and fit trains on its whole batches. The global
+// batches are then other ones (the sampler's strided shares of its own permutation, padded),
+// so such a run is not the single-process run's order. Evaluation is split by batches with
+// single-process totals.
 // Checkpoints are written by rank 0 only (then a barrier); resume reads the same file on
 // every rank.
 #include <cstdint>
@@ -72,7 +77,9 @@ class DataParallel {
 /// every rank naming the first rank that differs from rank 0 and both values ("fit: the
 /// ranks' data differ: rank 0 has 80 training rows, rank 1 has 96 ..."), and on every rank
 /// for a partial last batch (drop_last = false) whose rows do not divide by the ranks,
-/// naming its rows and the fix (drop_last = true, or a divisible size).
+/// naming its rows and the fix (drop_last = true, or a divisible size); with a loader that
+/// gives this rank's share (loader_gives_rank_share) the rows and batches compared are the
+/// share's, the dataset sizes are compared too, and a partial last batch is not split.
 void check_same_data(DataParallel& parallel, const data::DataLoader& loader, const data::Dataset* validation,
                      std::int64_t eval_batch_size);
 /// Collective: what evaluate() checks first in a data-parallel run (world_size() > 1): the
@@ -80,6 +87,14 @@ void check_same_data(DataParallel& parallel, const data::DataLoader& loader, con
 /// every rank naming both ("evaluate: the ranks' data differ: rank 0 has rows 10, rank 1 has
 /// 14 ...").
 void check_same_eval_data(DataParallel& parallel, const data::Dataset& ds, std::int64_t batch_size);
+/// Whether fit() trains on `loader`'s whole batches as this rank's share: true when its
+/// sampler splits the dataset over parallel.world_size() ranks at parallel.rank() (a
+/// distributed::DistributedSampler), false when the sampler gives the whole dataset
+/// (num_replicas() 1: the loader's own order, whose global batches fit splits by rows).
+/// Throws std::invalid_argument for a sampler of another replica count or rank, naming both
+/// ("fit: the loader's sampler splits the data over 3 replicas (rank 0), the run has 2 ranks
+/// (this is rank 0)").
+bool loader_gives_rank_share(const DataParallel& parallel, const data::DataLoader& loader);
 /// Rows of global batch i each of `world_size` ranks trains on: the batch's rows (batch_size,
 /// or fewer for a partial last batch) / world_size. Throws std::out_of_range for a bad i.
 std::int64_t rows_per_rank(const data::DataLoader& loader, std::int64_t i, int world_size);

@@ -76,6 +76,7 @@ class BatchGuard {
   Generator gen_saved_;
 };
 
+// world: the ranks splitting each global batch by rows (1 when the loader gives this rank's share).
 void check_options(const FitOptions& o, const data::DataLoader& loader, int world) {
   if (o.epochs < 1) throw std::invalid_argument("fit: expected epochs >= 1, got " + std::to_string(o.epochs));
   if (o.max_epochs && *o.max_epochs < 0)
@@ -223,7 +224,10 @@ static FitResult fit_epochs(layers::Module& model, data::DataLoader& loader, con
                             std::vector<CallbackPtr> callbacks) {
   DataParallel* par = o.parallel.get();
   const int world = par ? par->world_size() : 1, rank = par ? par->rank() : 0;
-  check_options(o, loader, world);
+  // a DistributedSampler's loader batches this rank's share: whole batches, prefetched
+  const bool share = par && loader_gives_rank_share(*par, loader);
+  const bool split = par && !share;  // otherwise rows of each global batch
+  check_options(o, loader, split ? world : 1);
   if (!loss_fn) throw std::invalid_argument("fit: expected a loss function, got an empty one");
   for (const auto& cb : callbacks)
     if (!cb) throw std::invalid_argument("fit: a callback is null");
@@ -262,15 +266,16 @@ static FitResult fit_epochs(layers::Module& model, data::DataLoader& loader, con
     const double cpu0 = process_cpu_seconds();
     double loss_sum = 0;
     std::int64_t rows = 0;
-    loader.reset();  // the epoch's order, the same on every rank (shared generator)
+    loader.set_epoch(epoch - 1);  // a DistributedSampler reshuffles per epoch (0 first)
+    loader.reset();  // the epoch's order: the same on every rank (shared generator), or this rank's share
     BatchGuard guard(model, o.generator);
     for (std::int64_t i = 0; i < st.batches; ++i) {
       const std::string where = " at epoch " + std::to_string(epoch) + ", batch " + std::to_string(i);
       const std::string rejected =
           " (the batch was rejected: parameters, buffers, optimizer state and generator are as before it)";
       guard.save();
-      const std::int64_t n = par ? rows_per_rank(loader, i, world) : 0;  // a partial last batch: fewer
-      const data::Batch b = par ? loader.batch(i, rank * n, n) : loader.batch(i);
+      const std::int64_t n = split ? rows_per_rank(loader, i, world) : 0;  // a partial last batch: fewer
+      const data::Batch b = split ? loader.batch(i, rank * n, n) : loader.batch(i);
       Tensor out = par ? par->forward(b.X) : model(b.X);
       Tensor loss = loss_fn(out, b.y);
       const double l = loss.item();
@@ -359,7 +364,10 @@ FitResult fit(layers::Module& model, data::DataLoader& loader, const LossFn& los
               optim::LRScheduler* sched, const FitOptions& o, std::vector<CallbackPtr> callbacks) {
   DataParallel* par = o.parallel.get();
   if (par && par->world_size() > 1) {
-    check_options(o, loader, par->world_size());
+    // a sampler for another rank may be wrong on one rank only: end the job rather than hang
+    bool share = false;
+    run_parallel_guarded(par, [&] { share = loader_gives_rank_share(*par, loader); });
+    check_options(o, loader, share ? 1 : par->world_size());
     check_same_data(*par, loader, o.validation, o.eval_batch_size);
   }
   FitResult result;

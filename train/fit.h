@@ -10,7 +10,8 @@
 //   auto history = train::fit(model, loader, layers::CrossEntropyLoss{}, opt, nullptr, o,
 //                             {std::make_shared<train::EarlyStopping>(), ...});
 //
-// Each epoch: model.train(); loader.reset() (the epoch's order); per batch forward, loss,
+// Each epoch: model.train(); loader.set_epoch(epoch - 1) and loader.reset() (the epoch's
+// order; set_epoch reaches a DistributedSampler, the loader's own order ignores it); per batch forward, loss,
 // zero_grad, backward, [data parallel: gradient averaging], [clipping], optimizer.step();
 // then validation (train::evaluate: eval mode under NoGradGuard, previous mode restored), the
 // scheduler's step (one per epoch), the callbacks.
@@ -75,7 +76,10 @@ struct FitOptions {
   /// Data-parallel training (data_parallel.h); prepare() must have been called on the model
   /// before the optimizer was built. The loader's batch size is then the global batch and
   /// must be divisible by the world size; so must a partial last batch (drop_last = false),
-  /// which is split evenly. Before the first epoch every rank checks that all ranks have the
+  /// which is split evenly. A loader with a distributed::DistributedSampler over the ranks
+  /// (loader_gives_rank_share) instead batches this rank's share: its batch size is per
+  /// rank, fit trains on its whole batches (prefetched by its workers) and calls
+  /// loader.set_epoch(epoch - 1) before each epoch. Before the first epoch every rank checks that all ranks have the
   /// same data (check_same_data: rows, batching, validation; std::invalid_argument on every
   /// rank otherwise); the epochs then run under run_parallel_guarded: an exception on one
   /// rank (a callback, the loss, a diverged loss) ends the whole job with its message

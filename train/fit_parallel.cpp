@@ -35,7 +35,7 @@ void check_same_values(DataParallel& par, const std::string& who, const std::vec
 
 std::string shown_fit(std::size_t k, std::int64_t v) {
   if (k == 2) return v ? "true" : "false";
-  if (k >= 3 && v < 0) return "none (no validation set)";
+  if ((k == 3 || k == 4) && v < 0) return "none (no validation set)";
   return std::to_string(v);
 }
 std::string shown_plain(std::size_t, std::int64_t v) { return std::to_string(v); }
@@ -48,10 +48,12 @@ void check_same_data(DataParallel& par, const data::DataLoader& loader, const da
   const std::int64_t rows = loader.size(), batch = loader.options().batch_size;
   const bool drop_last = loader.options().drop_last;
   // what fixes the collectives of an epoch: the batch count and the validation batches
-  check_same_values(par, "fit", {"training rows", "batch_size", "drop_last", "validation rows", "eval_batch_size"},
+  check_same_values(par, "fit",
+                    {"training rows", "batch_size", "drop_last", "validation rows", "eval_batch_size", "dataset samples"},
                     {rows, batch, drop_last ? 1 : 0, validation ? validation->size() : -1,
-                     validation ? eval_batch_size : -1},
+                     validation ? eval_batch_size : -1, loader.dataset_size()},
                     shown_fit);
+  if (loader_gives_rank_share(par, loader)) return;  // whole batches per rank: nothing is split
   const std::int64_t last = rows % batch;
   if (!drop_last && last % world != 0)
     throw std::invalid_argument("fit: the last batch has " + std::to_string(last) + " rows (" + std::to_string(rows) +
@@ -63,6 +65,17 @@ void check_same_data(DataParallel& par, const data::DataLoader& loader, const da
 
 void check_same_eval_data(DataParallel& par, const data::Dataset& ds, std::int64_t batch_size) {
   check_same_values(par, "evaluate", {"rows", "batch_size"}, {ds.size(), batch_size}, shown_plain);
+}
+
+bool loader_gives_rank_share(const DataParallel& par, const data::DataLoader& loader) {
+  const data::Sampler& s = loader.sampler();
+  if (s.num_replicas() == 1) return false;
+  if (s.num_replicas() != par.world_size() || s.rank() != par.rank())
+    throw std::invalid_argument("fit: the loader's sampler splits the data over " + std::to_string(s.num_replicas()) +
+                                " replicas (rank " + std::to_string(s.rank()) + "), the run has " +
+                                std::to_string(par.world_size()) + " ranks (this is rank " +
+                                std::to_string(par.rank()) + ")");
+  return true;
 }
 
 std::int64_t rows_per_rank(const data::DataLoader& loader, std::int64_t i, int world) {

@@ -3,7 +3,7 @@
 //   train_images --data DIR [--augment] [--val-split 0.1] [--epochs 10] --checkpoint m.safetensors
 //                [--test DIR] [--schedule cosine] [--threads N] [--drop-last] [--val-size N]
 //   train_images --predict FILE --checkpoint m.safetensors      # prints the class name
-//   mpirun -np R train_images --data DIR --drop-last ...         # data parallel over R ranks
+//   mpirun -np R train_images --data DIR ...                     # data parallel over R ranks
 //
 // DIR/<class>/*.{png,jpg,jpeg} is read by data::ImageFolder (decoded lazily, on --workers
 // threads while the step runs); --val-split holds out a random part for validation; a
@@ -12,8 +12,10 @@
 // checkpoint keeps the weights (of the best validation epoch when there is a validation part,
 // else the last), the class names, the normalisation and the image shape, so --predict needs
 // nothing else; --test DIR evaluates those weights on another folder with the same classes.
-// Under mpirun every rank reads the same folder and draws the same order; each trains on its
-// rows of every batch (train::fit's data parallel), rank 0 prints and writes the checkpoint.
+// Under mpirun every rank reads the same folder and draws the same split; a
+// distributed::DistributedSampler gives each rank its share of the training part (the
+// loader's batch is --batch-size / R, decoded on --workers threads), train::fit averages the
+// gradients, rank 0 prints and writes the checkpoint.
 #include <CLI/CLI.hpp>
 
 #include <cmath>
@@ -29,6 +31,7 @@
 #include <tapegrad/tapegrad.h>
 #include <tapegrad/train/data_parallel.h>
 #ifdef TAPEGRAD_IMAGES_MPI
+#include <tapegrad/distributed/distributed_sampler.h>
 #include <tapegrad/distributed/environment.h>
 #endif
 
@@ -134,12 +137,22 @@ int train_folder(const Config& c) {
   lo.batch_size = c.batch_size;
   lo.shuffle = true;
   lo.drop_last = c.drop_last;
-  // Under mpirun fit asks each rank's rows of a batch, which the loader builds on the calling
-  // thread: workers would only prefetch whole batches nobody takes.
-  lo.num_workers = c.parallel ? 0 : c.workers;
-  if (c.parallel && c.workers > 0 && is_main(c))
-    std::printf("--workers %lld: not used under mpirun (each rank decodes its rows of a batch on its own thread)\n",
-                static_cast<long long>(c.workers));
+  lo.num_workers = c.workers;
+#ifdef TAPEGRAD_IMAGES_MPI
+  if (c.parallel) {  // each rank batches, decodes and prefetches its own share only
+    const int world = c.parallel->world_size();
+    distributed::DistributedSamplerOptions so;
+    so.seed = c.seed;  // the same permutation on every rank, reshuffled per epoch by fit's set_epoch
+    auto sampler = std::make_shared<distributed::DistributedSampler>(train_part->size(), world, c.parallel->rank(), so);
+    lo.shuffle = false;  // the sampler shuffles
+    lo.batch_size = c.batch_size / world;
+    if (is_main(c))
+      std::printf("each rank: %lld of %lld training images an epoch (DistributedSampler), %lld worker threads\n",
+                  static_cast<long long>(sampler->num_samples()), static_cast<long long>(train_part->size()),
+                  static_cast<long long>(c.workers));
+    lo.sampler = std::move(sampler);
+  }
+#endif
   if (c.augment) {
     lo.transform.transforms.push_back(data::RandomCrop({shape[1], shape[2]}, 2));
     lo.transform.transforms.push_back(data::RandomHorizontalFlip());
@@ -247,7 +260,7 @@ int main(int argc, char** argv) {
   app.add_option("--test", c.test, "after training, the accuracy on this folder (the same class folders)");
   app.add_option("--schedule", c.schedule, "learning-rate schedule over the epochs: none | cosine")->capture_default_str();
   app.add_option("--threads", c.threads, "compute threads (0: all cores)")->capture_default_str();
-  app.add_flag("--drop-last", c.drop_last, "drop the last partial batch of each epoch (needed under mpirun unless it divides)");
+  app.add_flag("--drop-last", c.drop_last, "drop the last partial batch of each epoch");
   app.add_flag("--distributed", distributed, "initialise MPI even when no MPI launcher is detected");
   app.add_option("--workers", c.workers, "threads decoding the next batches")->capture_default_str();
   const CLI::Validator non_negative(

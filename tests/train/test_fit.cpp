@@ -21,6 +21,10 @@
 #include <tapegrad/train/metrics_log.h>
 #include <tapegrad/train/model_checkpoint.h>
 #include "train/train_test_support.h"
+#if __has_include(<tapegrad/distributed/distributed_sampler.h>)
+#include <tapegrad/distributed/distributed_sampler.h>
+#define TAPEGRAD_TEST_DISTRIBUTED_SAMPLER 1
+#endif
 
 using namespace tapegrad;
 using namespace tapegrad::train;
@@ -331,4 +335,32 @@ TEST_CASE("fit with a data-parallel runtime checks the batch split and prepare()
                     Catch::Contains("batch_size 33 is not divisible by the 2 ranks"));
   if (!mpi_available())
     CHECK_THROWS_WITH(make_mpi_data_parallel(false), Catch::Contains("no MPI"));
+}
+
+TEST_CASE("fit with a data-parallel runtime and a sampler: a rank's share needs the run's ranks",
+          "[train][fit][errors][sampler]") {
+  Run a;
+  FitOptions o = a.options();
+  const auto par = std::make_shared<Unprepared>();  // rank 0 of 2
+  o.parallel = par;
+  // a sampler of the whole dataset: global batches split by rows, so the batch size must divide
+  data::DataLoader whole(a.train_ds, {.batch_size = 33, .sampler = std::make_shared<data::SequentialSampler>(300)});
+  CHECK_FALSE(loader_gives_rank_share(*par, whole));
+  CHECK_THROWS_WITH(fit(*a.model, whole, layers::CrossEntropyLoss{}, a.opt, nullptr, o),
+                    Catch::Contains("batch_size 33 is not divisible by the 2 ranks"));
+#ifdef TAPEGRAD_TEST_DISTRIBUTED_SAMPLER
+  namespace dist = tapegrad::distributed;
+  // this rank's share: the batch size is per rank, nothing to divide; prepare() is checked next
+  data::DataLoader share(a.train_ds, {.batch_size = 33, .sampler = std::make_shared<dist::DistributedSampler>(300, 2, 0)});
+  CHECK(loader_gives_rank_share(*par, share));
+  CHECK_THROWS_WITH(fit(*a.model, share, layers::CrossEntropyLoss{}, a.opt, nullptr, o), Catch::Contains("prepare(model)"));
+  data::DataLoader three(a.train_ds, {.batch_size = 8, .sampler = std::make_shared<dist::DistributedSampler>(300, 3, 0)});
+  const char* msg = "fit: the loader's sampler splits the data over 3 replicas (rank 0), the run has 2 ranks (this is rank 0)";
+  CHECK_THROWS_MATCHES(loader_gives_rank_share(*par, three), std::invalid_argument, Catch::Matchers::Message(msg));
+  CHECK_THROWS_MATCHES(fit(*a.model, three, layers::CrossEntropyLoss{}, a.opt, nullptr, o), std::invalid_argument,
+                       Catch::Matchers::Message(msg));
+  data::DataLoader other(a.train_ds, {.batch_size = 8, .sampler = std::make_shared<dist::DistributedSampler>(300, 2, 1)});
+  CHECK_THROWS_WITH(loader_gives_rank_share(*par, other),
+                    Catch::Contains("splits the data over 2 replicas (rank 1), the run has 2 ranks (this is rank 0)"));
+#endif
 }
