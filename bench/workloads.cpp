@@ -9,6 +9,7 @@
 #include <tapegrad/core/ops.h>
 #include <tapegrad/core/ops/gemm_backends.h>
 #include <tapegrad/core/parallel.h>
+#include <tapegrad/layers/fuse_modules.h>
 #include <tapegrad/layers/losses.h>
 #include <tapegrad/models/mlp.h>
 
@@ -22,7 +23,9 @@ std::shared_ptr<tg::layers::Sequential> make_net(const std::vector<std::int64_t>
   mo.norm = batchnorm ? tg::models::Norm::Batch : tg::models::Norm::None;
   mo.bn_momentum = bn_momentum;
   mo.act_clip = act_clip;
-  return std::make_shared<tg::models::MLP>(sizes, mo, gen);
+  auto net = std::make_shared<tg::models::MLP>(sizes, mo, gen);
+  tg::layers::fuse_modules(*net);  // as the chapter's runs (kit::train_run)
+  return net;
 }
 
 TrainStep::TrainStep(const std::vector<std::int64_t>& sizes, bool batchnorm, std::int64_t batch, double lr,

@@ -111,6 +111,10 @@ Tensor SyncBatchNorm::forward(const Tensor& x) {
 layers::ModulePtr convert_sync_batchnorm(layers::ModulePtr module) {
   if (!module) throw std::invalid_argument("convert_sync_batchnorm: the module is null");
   const std::string t = module->type_name();
+  if (t == "BatchNorm1dReLU")  // its ReLU (and Clamp) live inside it: a SyncBatchNorm in its place would drop them
+    throw std::invalid_argument(
+        "convert_sync_batchnorm: expected an unfused model, got a BatchNorm1dReLU (made by layers::fuse_modules); "
+        "convert first, then fuse (SyncBatchNorm is left unfused)");
   if (t == "BatchNorm1d" || t == "BatchNorm2d") {
     auto* bn = dynamic_cast<layers::BatchNormBase*>(module.get());
     if (!bn) return module;

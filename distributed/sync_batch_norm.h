@@ -57,7 +57,8 @@ class SyncBatchNorm : public layers::BatchNormBase {
 /// optimizer (and DistributedDataParallel) after converting. Children are swapped through
 /// Module::replace_child, which Sequential (and so models::MLP) follows; a custom module
 /// that calls a BatchNorm through its own member pointer keeps calling the old layer, so
-/// build such a model with SyncBatchNorm directly.
+/// build such a model with SyncBatchNorm directly. Throws std::invalid_argument for a null
+/// module and for a fused BatchNorm1dReLU (layers::fuse_modules): convert first, then fuse.
 layers::ModulePtr convert_sync_batchnorm(layers::ModulePtr module);
 
 }  // namespace tapegrad::distributed

@@ -13,6 +13,7 @@
 #include <tapegrad/io/onnx_proto.h>
 #include <tapegrad/layers/activation.h>
 #include <tapegrad/layers/batch_norm.h>
+#include <tapegrad/layers/batch_norm_relu.h>
 #include <tapegrad/layers/clamp.h>
 #include <tapegrad/layers/conv.h>
 #include <tapegrad/layers/dropout.h>
@@ -24,6 +25,7 @@
 #include <tapegrad/layers/layer_norm.h>
 #include <tapegrad/layers/linear.h>
 #include <tapegrad/layers/pooling.h>
+#include <tapegrad/layers/relu_clamp.h>
 #include <tapegrad/layers/sequential.h>
 
 namespace tapegrad::io {
@@ -133,14 +135,30 @@ class Exporter {
   GraphBuilder g;
 
   // Emits the nodes of module `m` applied to the value `in`, whose example is `x` (batch 2).
-  // Returns the output value's name and sets `y` to m's output on `x`.
-  std::string emit(layers::Module& m, const std::string& path, const std::string& in, const Tensor& x, Tensor& y) {
+  // Returns the output value's name and sets `y` to m's output on `x`. `after` names the
+  // nodes of a fused module's second and third op (BatchNorm1dReLU's Relu and Clip,
+  // ReLUClamp's Clip): the paths of the Identity children fuse_modules left in their places,
+  // so a fused model gives the unfused one's graph; empty: `path`.
+  std::string emit(layers::Module& m, const std::string& path, const std::string& in, const Tensor& x, Tensor& y,
+                   std::pair<std::string, std::string> after = {}) {
     if (auto* s = dynamic_cast<layers::Sequential*>(&m)) {
       std::string cur = in;
       Tensor cx = x;
+      // child j's path when it is an Identity (a fused pattern's placeholder), else `fallback`
+      auto slot = [&](std::size_t j, const std::string& fallback) {
+        return j < s->size() && dynamic_cast<layers::Identity*>((*s)[j].get()) ? key(path, std::to_string(j)) : fallback;
+      };
       for (std::size_t i = 0; i < s->size(); ++i) {
         Tensor cy;
-        cur = emit(*(*s)[i], key(path, std::to_string(i)), cur, cx, cy);
+        const std::string pi = key(path, std::to_string(i));
+        std::pair<std::string, std::string> next;
+        if (auto* f = dynamic_cast<layers::BatchNorm1dReLU*>((*s)[i].get())) {
+          next.first = slot(i + 1, pi);
+          if (f->clip) next.second = next.first == pi ? pi : slot(i + 2, pi);
+        } else if (dynamic_cast<layers::ReLUClamp*>((*s)[i].get())) {
+          next.second = slot(i + 1, pi);
+        }
+        cur = emit(*(*s)[i], pi, cur, cx, cy, next);
         cx = cy;
       }
       y = cx;
@@ -149,6 +167,20 @@ class Exporter {
     y = m(x);
     const std::int64_t rank = x.dim();
     const std::string& p = path;
+    const std::string& relu_path = after.first.empty() ? p : after.first;
+    const std::string& clip_path = after.second.empty() ? p : after.second;
+    if (auto* f = dynamic_cast<layers::BatchNorm1dReLU*>(&m)) {  // BatchNormalization, Relu [, Clip], as unfused
+      if (!f->options.track_running_stats)
+        throw std::invalid_argument("export_onnx: " + where(p, m) +
+                                    " has no running statistics (track_running_stats=false): in eval mode it "
+                                    "normalises with batch statistics, which ONNX's BatchNormalization does not");
+      std::string out = running_norm(p, in, rank, f->num_features, f->weight, f->bias, f->running_mean, f->running_var,
+                                     f->options.eps);
+      out = g.node("Relu", relu_path, {out});
+      if (f->clip) out = clip(clip_path, out, f->clip->first, f->clip->second);
+      return out;
+    }
+    if (auto* f = dynamic_cast<layers::ReLUClamp*>(&m)) return clip(clip_path, g.node("Relu", p, {in}), f->lo, f->hi);
     if (auto* l = dynamic_cast<layers::Linear*>(&m)) {
       if (rank == 2 && l->bias.defined())
         return g.node("Gemm", p, {in, g.constant(key(p, "weight"), l->weight), g.constant(key(p, "bias"), l->bias)},
@@ -226,8 +258,7 @@ class Exporter {
     if (auto* a = dynamic_cast<layers::LeakyReLU*>(&m))
       return g.node("LeakyRelu", p, {in}, {Attribute::of_float("alpha", static_cast<float>(a->negative_slope))});
     if (auto* a = dynamic_cast<layers::GELU*>(&m)) return gelu(p, in, a->approximate == "tanh");
-    if (auto* c = dynamic_cast<layers::Clamp*>(&m))
-      return g.node("Clip", p, {in, g.constant(key(p, "min"), {c->lo}, {}), g.constant(key(p, "max"), {c->hi}, {})});
+    if (auto* c = dynamic_cast<layers::Clamp*>(&m)) return clip(p, in, c->lo, c->hi);
     if (dynamic_cast<layers::Dropout*>(&m) || dynamic_cast<layers::Identity*>(&m)) return in;  // no node
     if (auto* f = dynamic_cast<layers::Flatten*>(&m)) {
       const std::int64_t start = f->start_dim < 0 ? f->start_dim + rank : f->start_dim;
@@ -303,12 +334,17 @@ class Exporter {
     }
     throw std::invalid_argument("export_onnx: cannot export " + where(p, m) +
                                 ": no ONNX mapping for that module type (supported: Sequential, Linear, Conv2d, "
-                                "BatchNorm1d/2d, LayerNorm, GroupNorm, InstanceNorm1d/2d, MaxPool2d, AvgPool2d, "
-                                "AdaptiveAvgPool2d, ReLU, Sigmoid, Tanh, LeakyReLU, GELU, Clamp, Flatten, Unflatten, "
+                                "BatchNorm1d/2d, BatchNorm1dReLU, LayerNorm, GroupNorm, InstanceNorm1d/2d, MaxPool2d, AvgPool2d, "
+                                "AdaptiveAvgPool2d, ReLU, Sigmoid, Tanh, LeakyReLU, GELU, Clamp, ReLUClamp, Flatten, Unflatten, "
                                 "Dropout, Identity)");
   }
 
  private:
+  // Clip(in, lo, hi), its bounds as the initializers "<p>.min" and "<p>.max".
+  std::string clip(const std::string& p, const std::string& in, double lo, double hi) {
+    return g.node("Clip", p, {in, g.constant(key(p, "min"), {lo}, {}), g.constant(key(p, "max"), {hi}, {})});
+  }
+
   std::string running_norm(const std::string& p, const std::string& in, std::int64_t rank, std::int64_t c,
                            const Tensor& weight, const Tensor& bias, const Tensor& mean, const Tensor& var, double eps) {
     const auto n = static_cast<std::size_t>(c);

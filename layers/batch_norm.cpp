@@ -33,6 +33,11 @@ BatchNormBase::BatchNormBase(std::int64_t c, BatchNormOptions opts) : num_featur
   register_norm_state(c, opts.dtype, opts.affine, opts.track_running_stats);
 }
 
+BatchNormBase::BatchNormBase(const BatchNormBase& src, ShareState) : num_features(src.num_features), options(src.options) {
+  share_norm_state(src);
+  train(src.is_training());
+}
+
 std::int64_t BatchNormBase::batches_tracked() const {
   return num_batches_tracked.defined() ? num_batches_tracked.data<std::int64_t>()[0] : 0;
 }

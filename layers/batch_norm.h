@@ -59,7 +59,7 @@ class BatchNormBase : public ChannelNormBase {
   Tensor forward(const Tensor& x) override;
   /// forward(x) followed by relu and, with `clip` = (lo, hi), lo <= 0 <= hi, by clamp(lo, hi),
   /// as one op (functional::batch_norm_relu: the same bits as the layers run apart). What
-  /// layers::Sequential calls for BatchNorm -> ReLU [-> Clamp]; throws what forward throws.
+  /// the fused BatchNorm1dReLU (layers/batch_norm_relu.h) runs; throws what forward throws.
   Tensor forward_relu(const Tensor& x, std::optional<std::pair<double, double>> clip);
   std::string extra_repr() const override;
   /// How many train-mode batches have updated the running statistics.
@@ -73,6 +73,11 @@ class BatchNormBase : public ChannelNormBase {
   // ChannelNormBase.
 
  protected:
+  /// Tag of the constructors that share another module's state (share_norm_state).
+  struct ShareState {};
+  /// A BatchNorm with `src`'s num_features and options whose parameters and buffers are
+  /// `src`'s tensors (the same handles); its mode is src's.
+  BatchNormBase(const BatchNormBase& src, ShareState);
   /// Throws std::invalid_argument naming the expected and actual shape.
   virtual void check_input(const Tensor& x) const = 0;
   /// Throws std::invalid_argument unless x.size(1) == num_features, naming both.
@@ -97,6 +102,8 @@ class BatchNorm1d : public BatchNormBase {
   std::string type_name() const override { return "BatchNorm1d"; }
 
  protected:
+  /// Shares `src`'s parameters and buffers (BatchNormBase's ShareState constructor).
+  BatchNorm1d(const BatchNorm1d& src, ShareState s) : BatchNormBase(src, s) {}
   void check_input(const Tensor& x) const override;
 };
 

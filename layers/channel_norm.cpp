@@ -16,6 +16,14 @@ void ChannelNormBase::register_norm_state(std::int64_t c, Dtype dtype, bool affi
   }
 }
 
+void ChannelNormBase::share_norm_state(const ChannelNormBase& src) {
+  if (src.weight.defined()) weight = register_parameter("weight", src.weight);
+  if (src.bias.defined()) bias = register_parameter("bias", src.bias);
+  if (src.running_mean.defined()) running_mean = register_buffer("running_mean", src.running_mean);
+  if (src.running_var.defined()) running_var = register_buffer("running_var", src.running_var);
+  if (src.num_batches_tracked.defined()) num_batches_tracked = register_buffer("num_batches_tracked", src.num_batches_tracked);
+}
+
 std::string ChannelNormBase::check_state_value(const std::string& name, const Tensor& value) const {
   if (std::string why = Module::check_state_value(name, value); !why.empty()) return why;
   if (!value.defined()) return "";

@@ -32,6 +32,10 @@ class ChannelNormBase : public Module {
   /// zeros (C), running_var = ones (C) (both of `dtype`) and num_batches_tracked = int64
   /// scalar 0 when `track_running_stats`.
   void register_norm_state(std::int64_t c, Dtype dtype, bool affine, bool track_running_stats);
+  /// Registers `src`'s weight, bias, running_mean, running_var and num_batches_tracked (those
+  /// defined) under the same names: the same tensors, not copies, so both modules (and an
+  /// optimizer holding src's parameters) see one state. For layers::fuse_modules.
+  void share_norm_state(const ChannelNormBase& src);
   /// Module's finiteness check, plus: running_var >= 0 (a variance) and
   /// num_batches_tracked >= 0 (a count). For load_state_dict.
   std::string check_state_value(const std::string& name, const Tensor& value) const override;

@@ -6,9 +6,13 @@
 #include <vector>
 
 #include <tapegrad/core/autograd.h>
+#include <tapegrad/layers/activation.h>
 #include <tapegrad/layers/batch_norm.h>
+#include <tapegrad/layers/batch_norm_relu.h>
+#include <tapegrad/layers/clamp.h>
 #include <tapegrad/layers/conv.h>
 #include <tapegrad/layers/fuse_clone.h>
+#include <tapegrad/layers/identity.h>
 #include <tapegrad/layers/linear.h>
 
 namespace tapegrad::layers {
@@ -19,6 +23,25 @@ std::string join_path(const std::string& prefix, const std::string& name) { retu
 
 const BatchNormBase* plain_batch_norm(const Module& m, const char* type) {
   return m.type_name() == type ? dynamic_cast<const BatchNormBase*>(&m) : nullptr;
+}
+
+// The BatchNorm1dReLU of layers::fuse_modules (exactly that class), else nullptr.
+const BatchNorm1dReLU* fused_batch_norm_relu(const Module& m) {
+  return m.type_name() == "BatchNorm1dReLU" ? dynamic_cast<const BatchNorm1dReLU*>(&m) : nullptr;
+}
+
+// After folding a BatchNorm1dReLU at child i into the Linear before it: its ReLU [and Clamp]
+// back as modules, in the places of the Identity children fuse_modules left (skipped), so the
+// result is the one the unfused model gives. Returns how many children after i were used.
+std::size_t push_activation(const BatchNorm1dReLU& f, const Sequential& seq, std::size_t i, Sequential& out) {
+  out.push_back(std::make_shared<ReLU>());
+  if (f.clip) out.push_back(std::make_shared<Clamp>(f.clip->first, f.clip->second));
+  std::size_t used = 0;
+  const std::size_t slots = f.clip ? 2 : 1;
+  while (used < slots && i + 1 + used < seq.size() && seq[i + 1 + used]->type_name() == "Identity" &&
+         dynamic_cast<const Identity*>(seq[i + 1 + used].get()))
+    ++used;
+  return used;
 }
 
 void check_model(Module& model) {
@@ -81,7 +104,8 @@ std::shared_ptr<Sequential> fuse_sequential(const Sequential& seq, const std::st
     const Module* next = i + 1 < seq.size() ? seq[i + 1].get() : nullptr;
     const std::string next_path = join_path(prefix, std::to_string(i + 1));
     if (const auto* lin = dynamic_cast<const Linear*>(&m); lin && next) {
-      if (const auto* bn = plain_batch_norm(*next, "BatchNorm1d")) {
+      const auto* fused = fused_batch_norm_relu(*next);
+      if (const BatchNormBase* bn = fused ? fused : plain_batch_norm(*next, "BatchNorm1d")) {
         check_width(lin->out_features, bn->num_features, path, m, next_path, *next);
         Generator init(0);
         auto f = std::make_shared<Linear>(lin->in_features, lin->out_features, true, lin->weight.dtype(), init);
@@ -90,6 +114,7 @@ std::shared_ptr<Sequential> fuse_sequential(const Sequential& seq, const std::st
         out->push_back(f);
         ++report.fused;
         ++i;
+        if (fused) i += push_activation(*fused, seq, i, *out);
         continue;
       }
     }

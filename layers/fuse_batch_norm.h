@@ -11,7 +11,9 @@ struct FuseReport {
   std::size_t fused = 0;  ///< BatchNorm layers folded into the layer before them
 };
 
-/// A copy of an eval-mode model in which every BatchNorm1d that directly follows a Linear,
+/// A copy of an eval-mode model in which every BatchNorm1d (or fuse_modules's BatchNorm1dReLU,
+/// whose ReLU [and Clamp] then come back as modules in the places of its Identity children, so
+/// a fused and an unfused model give the same copy) that directly follows a Linear,
 /// and every BatchNorm2d that directly follows a Conv2d, in the same Sequential, is folded
 /// into that layer's weights and removed. With s = γ/√(running_var + eps) per channel
 /// (γ = 1, β = 0 without affine):

@@ -4,6 +4,7 @@
 
 #include <tapegrad/layers/activation.h>
 #include <tapegrad/layers/batch_norm.h>
+#include <tapegrad/layers/batch_norm_relu.h>
 #include <tapegrad/layers/clamp.h>
 #include <tapegrad/layers/conv.h>
 #include <tapegrad/layers/dropout.h>
@@ -14,6 +15,7 @@
 #include <tapegrad/layers/layer_norm.h>
 #include <tapegrad/layers/linear.h>
 #include <tapegrad/layers/pooling.h>
+#include <tapegrad/layers/relu_clamp.h>
 #include <tapegrad/layers/sequential.h>
 
 namespace tapegrad::layers {
@@ -55,6 +57,8 @@ ModulePtr make_copy(const Module& m, const std::string& path) {
   if (const auto* c = as<Conv2d>(m))
     return std::make_shared<Conv2d>(c->in_channels, c->out_channels, c->kernel_size, c->stride, c->padding, c->dilation,
                                     c->groups, c->bias.defined(), dt, init);
+  if (const auto* b = as<BatchNorm1dReLU>(m); b && m.type_name() == "BatchNorm1dReLU")
+    return std::make_shared<BatchNorm1dReLU>(b->num_features, b->options, b->clip);
   if (m.type_name() == "BatchNorm1d" || m.type_name() == "BatchNorm2d") {
     // exact types only: subclasses (BatchRenorm, SyncBatchNorm) carry more than BatchNorm's state
     const auto* b = as<BatchNormBase>(m);
@@ -72,6 +76,7 @@ ModulePtr make_copy(const Module& m, const std::string& path) {
   if (const auto* a = as<LeakyReLU>(m)) return std::make_shared<LeakyReLU>(a->negative_slope);
   if (const auto* a = as<GELU>(m)) return std::make_shared<GELU>(a->approximate);
   if (const auto* a = as<Clamp>(m)) return std::make_shared<Clamp>(a->lo, a->hi);
+  if (const auto* a = as<ReLUClamp>(m)) return std::make_shared<ReLUClamp>(a->lo, a->hi);
   if (const auto* d = as<Dropout>(m)) return std::make_shared<Dropout>(d->p);
   if (as<Identity>(m)) return std::make_shared<Identity>();
   if (const auto* f = as<Flatten>(m)) return std::make_shared<Flatten>(f->start_dim, f->end_dim);
@@ -83,7 +88,7 @@ ModulePtr make_copy(const Module& m, const std::string& path) {
   if (const auto* p = as<AdaptiveAvgPool2d>(m)) return std::make_shared<AdaptiveAvgPool2d>(p->output_size);
   throw std::invalid_argument("cannot copy " + where + " (" + m.type_name() +
                               "): no copy is known for that module type (known: Sequential, Linear, Conv2d, "
-                              "BatchNorm1d/2d, LayerNorm, GroupNorm, InstanceNorm1d/2d, the activations, Clamp, "
+                              "BatchNorm1d/2d, BatchNorm1dReLU, LayerNorm, GroupNorm, InstanceNorm1d/2d, the activations, Clamp, ReLUClamp, "
                               "Dropout, Identity, Flatten, Unflatten, the 2-D pools)");
 }
 

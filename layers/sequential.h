@@ -7,7 +7,9 @@ namespace tapegrad::layers {
 
 /// Applies its children in order; children are named "0", "1", ... so state_dict keys
 /// are "0.weight", "1.running_mean", as in PyTorch. An error inside a child names it (see
-/// call_child): "in module '1' (BatchNorm1d): ... (model input: [10])".
+/// call_child): "in module '1' (BatchNorm1d): ... (model input: [10])". Runs each child as
+/// it is, whatever its type; layers::fuse_modules (layers/fuse_modules.h) rewrites the
+/// children into fused modules for speed.
 class Sequential : public Module {
  public:
   Sequential() = default;

@@ -20,6 +20,7 @@
 #include <tapegrad/layers/batch_norm.h>
 #include <tapegrad/layers/checkpoint.h>
 #include <tapegrad/layers/dropout.h>
+#include <tapegrad/layers/fuse_modules.h>
 #include <tapegrad/layers/layer_norm.h>
 #include <tapegrad/layers/linear.h>
 #include <tapegrad/layers/losses.h>
@@ -372,6 +373,7 @@ Result train(const Config& cfg) {
     throw std::invalid_argument("--batch-size " + std::to_string(cfg.batch_size) + " is not divisible by the " +
                                 std::to_string(world) + " ranks");
   if (par) par->prepare(model);  // before the optimizer: may swap BatchNorm for SyncBatchNorm
+  layers::fuse_modules(*model);  // after the swap, before the optimizer: BatchNorm1d -> ReLU as one op, the same bits
   auto opt = par ? par->make_optimizer(model->parameters(),
                                        [&](std::vector<Tensor> params) { return make_optimizer(cfg, std::move(params)); })
                  : make_optimizer(cfg, model->parameters());

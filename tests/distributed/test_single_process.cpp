@@ -11,6 +11,7 @@
 #include <tapegrad/distributed/distributed_sampler.h>
 #include <tapegrad/distributed/environment.h>
 #include <tapegrad/distributed/sync_batch_norm.h>
+#include <tapegrad/layers/fuse_modules.h>
 #include <tapegrad/models/mlp.h>
 
 using namespace tapegrad;
@@ -113,6 +114,22 @@ TEST_CASE("convert_sync_batchnorm swaps every BatchNorm, keeping values, keys an
   // a BatchNorm itself is returned converted
   auto bn = std::make_shared<layers::BatchNorm2d>(3);
   CHECK(dist::convert_sync_batchnorm(bn)->type_name() == "SyncBatchNorm");
+}
+
+TEST_CASE("convert_sync_batchnorm refuses a fused BatchNorm1dReLU and fuse_modules leaves SyncBatchNorm alone",
+          "[single][errors]") {
+  Generator gen(3);
+  auto fused = std::make_shared<models::MLP>(std::vector<std::int64_t>{4, 6, 2}, models::MLPOptions{.norm = models::Norm::Batch}, gen);
+  REQUIRE(layers::fuse_modules(*fused).batch_norm_relu == 1);
+  CHECK_THROWS_WITH(dist::convert_sync_batchnorm(fused),
+                    "convert_sync_batchnorm: expected an unfused model, got a BatchNorm1dReLU (made by "
+                    "layers::fuse_modules); convert first, then fuse (SyncBatchNorm is left unfused)");
+  auto net = std::make_shared<models::MLP>(std::vector<std::int64_t>{4, 6, 2}, models::MLPOptions{.norm = models::Norm::Batch}, gen);
+  dist::convert_sync_batchnorm(net);
+  const auto r = layers::fuse_modules(*net);
+  CHECK(r.batch_norm_relu == 0);
+  CHECK((*net)[1]->type_name() == "SyncBatchNorm");
+  CHECK((*net)[2]->type_name() == "ReLU");
 }
 
 TEST_CASE("DistributedSampler: disjoint shards covering the dataset, reshuffled per epoch", "[single][sampler]") {

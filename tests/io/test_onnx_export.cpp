@@ -2,6 +2,8 @@
 // outputs of exported models are compared with ONNX Runtime, OpenCV DNN and onnx.checker by
 // the onnx_engines ctest (tests/onnx_engines).
 #include <catch2/catch.hpp>
+#include <optional>
+#include <utility>
 
 #include <tapegrad/core/core.h>
 #include <tapegrad/core/mode_checks.h>
@@ -10,11 +12,14 @@
 #include <tapegrad/io/onnx_proto.h>
 #include <tapegrad/layers/activation.h>
 #include <tapegrad/layers/batch_norm.h>
+#include <tapegrad/layers/batch_norm_relu.h>
 #include <tapegrad/layers/conv.h>
 #include <tapegrad/layers/flatten.h>
+#include <tapegrad/layers/fuse_modules.h>
 #include <tapegrad/layers/linear.h>
 #include <tapegrad/layers/local_response_norm.h>
 #include <tapegrad/layers/pooling.h>
+#include <tapegrad/layers/sequential.h>
 #include <tapegrad/models/mlp.h>
 
 using namespace tapegrad;
@@ -51,6 +56,33 @@ TEST_CASE("export_onnx writes the weights under their state_dict keys and a symb
   const std::string lb = io::export_onnx(ln, {4});
   REQUIRE(lb.find("ReduceMean") != std::string::npos);
   REQUIRE(lb.find("LayerNormalization") == std::string::npos);
+}
+
+TEST_CASE("export_onnx writes a fuse_modules model as the unfused one, byte for byte", "[onnx][fuse_modules]") {
+  tapegrad::ModeChecksPause pause;  // untrained BatchNorm nets exported on purpose
+  for (auto norm : {models::Norm::Batch, models::Norm::None})
+    for (auto clip : {std::optional<double>(0.5), std::optional<double>()}) {
+      INFO("norm " << models::norm_name(norm) << ", act_clip " << (clip ? *clip : -1.0));
+      Generator g1(4), g2(4);
+      models::MLPOptions mo{.norm = norm, .act_clip = clip};
+      models::MLP plain({4, 6, 5, 3}, mo, g1), fused({4, 6, 5, 3}, mo, g2);
+      const auto r = layers::fuse_modules(fused);
+      CHECK(r.batch_norm_relu + r.relu_clamp == (norm == models::Norm::Batch || clip ? 2u : 0u));
+      plain.eval();
+      fused.eval();
+      const std::string a = io::export_onnx(plain, {4}), b = io::export_onnx(fused, {4});
+      CHECK(a == b);
+      // the activations under the unfused children's names: Linear 0, [BatchNorm 1,] ReLU, [Clamp]
+      const bool bn = norm == models::Norm::Batch;
+      CHECK(a.find(bn ? "2/Relu" : "1/Relu") != std::string::npos);
+      if (clip) CHECK(a.find(bn ? "3/Clip" : "2/Clip") != std::string::npos);
+    }
+  // a fused module alone (no Identity places after it): its nodes under its own name
+  tapegrad::layers::Sequential alone({std::make_shared<layers::Linear>(4, 3)});
+  alone.push_back(std::make_shared<layers::BatchNorm1dReLU>(3, layers::BatchNormOptions{}, std::pair<double, double>{-1, 1}));
+  alone.eval();
+  const std::string c = io::export_onnx(alone, {4});
+  for (const char* s : {"1.scale", "1/Relu", "1/Clip", "1.min", "1.max"}) CHECK(c.find(s) != std::string::npos);
 }
 
 TEST_CASE("export_onnx refuses what it cannot export, naming the module", "[onnx][errors]") {

@@ -1,5 +1,5 @@
 // The mode checks of the batch norms and of a non-strict load (core/mode_checks.h):
-// bn_train_no_grad (plain, fused Sequential BatchNorm1d -> ReLU, 2d, BatchRenorm, tracked InstanceNorm),
+// bn_train_no_grad (plain, fused BatchNorm1dReLU, 2d, BatchRenorm, tracked InstanceNorm),
 // never_updated_stats (once per layer), bn_buffers_not_loaded; each warns once with its text,
 // counts later occurrences, throws in Throw mode with nothing changed, is silent when paused.
 #include <catch2/catch.hpp>
@@ -15,6 +15,7 @@
 #include <tapegrad/layers/activation.h>
 #include <tapegrad/layers/batch_norm.h>
 #include <tapegrad/layers/batch_renorm.h>
+#include <tapegrad/layers/fuse_modules.h>
 #include <tapegrad/layers/instance_norm.h>
 #include <tapegrad/layers/linear.h>
 #include <tapegrad/layers/sequential.h>
@@ -34,10 +35,12 @@ Tensor batch(std::int64_t n, std::int64_t c, std::uint64_t seed) {
   return test::rand64({n, c}, seed).to(Dtype::Float32);
 }
 
-// Linear(3, 4) -> BatchNorm1d(4) -> ReLU: Sequential runs the last two fused.
-std::shared_ptr<Sequential> net() {
-  return std::make_shared<Sequential>(std::initializer_list<ModulePtr>{
+// Linear(3, 4) -> BatchNorm1d(4) -> ReLU; `fused`: the last two fused into a BatchNorm1dReLU.
+std::shared_ptr<Sequential> net(bool fused = false) {
+  auto m = std::make_shared<Sequential>(std::initializer_list<ModulePtr>{
       std::make_shared<Linear>(3, 4), std::make_shared<BatchNorm1d>(4), std::make_shared<ReLU>()});
+  if (fused) REQUIRE(fuse_modules(*m).batch_norm_relu == 1);
+  return m;
 }
 
 }  // namespace
@@ -62,9 +65,9 @@ TEST_CASE("bn_train_no_grad warns once naming the layer and counts later forward
   CHECK(mode_issue_count("bn_train_no_grad") == 2);
 }
 
-TEST_CASE("bn_train_no_grad covers the fused Sequential path BatchNorm2d and BatchRenorm", "[mode_checks][batchnorm]") {
+TEST_CASE("bn_train_no_grad covers the fused BatchNorm1dReLU, BatchNorm2d and BatchRenorm", "[mode_checks][batchnorm]") {
   Capture c(ModeChecks::Warn);
-  auto m = net();
+  auto m = net(true);
   BatchNorm2d bn2(3);
   BatchRenorm1d renorm(5);
   {
@@ -77,7 +80,7 @@ TEST_CASE("bn_train_no_grad covers the fused Sequential path BatchNorm2d and Bat
     CHECK(mode_issue_count("bn_train_no_grad") == 3);
   }
   REQUIRE(c.got.size() == 1);
-  CHECK(contains(c.got[0].message, "BatchNorm1d(4) ran forward in train mode"));
+  CHECK(contains(c.got[0].message, "BatchNorm1dReLU(4) ran forward in train mode"));  // the fused module, by its name
 }
 
 TEST_CASE("bn_train_no_grad covers InstanceNorm with running statistics", "[mode_checks][norms]") {
@@ -100,11 +103,11 @@ TEST_CASE("bn_train_no_grad covers InstanceNorm with running statistics", "[mode
 
 TEST_CASE("bn_train_no_grad throws in Throw mode before the running statistics change", "[mode_checks][batchnorm][errors]") {
   Capture c(ModeChecks::Throw);
-  auto m = net();
+  auto m = net(true);
   auto& bn = dynamic_cast<BatchNorm1d&>(*m->named_children()[1].second);
   NoGradGuard ng;
   CHECK_THROWS_AS((*m)(batch(6, 3, 2)), std::logic_error);
-  CHECK_THROWS_WITH(bn(batch(6, 4, 2)), Catch::Contains("BatchNorm1d(4) ran forward in train mode under NoGradGuard"));
+  CHECK_THROWS_WITH(bn(batch(6, 4, 2)), Catch::Contains("BatchNorm1dReLU(4) ran forward in train mode under NoGradGuard"));
   CHECK(bn.batches_tracked() == 0);
   CHECK(bn.running_mean.to_vector() == std::vector<double>(4, 0.0));
   CHECK(bn.running_var.to_vector() == std::vector<double>(4, 1.0));
@@ -157,8 +160,8 @@ TEST_CASE("never_updated_stats warns once per layer in eval mode on initial stat
   trained(batch(6, 4, 8));
   CHECK(mode_issue_count("never_updated_stats") == 2);
   CHECK(c.got.size() == 1);
-  // the fused path too
-  auto m = net();
+  // the fused BatchNorm1dReLU too
+  auto m = net(true);
   m->eval();
   (*m)(batch(6, 3, 9));
   CHECK(mode_issue_count("never_updated_stats") == 3);

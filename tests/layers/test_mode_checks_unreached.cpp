@@ -14,6 +14,7 @@
 #include <tapegrad/core/ops/reduce.h>
 #include <tapegrad/layers/activation.h>
 #include <tapegrad/layers/batch_norm.h>
+#include <tapegrad/layers/fuse_modules.h>
 #include <tapegrad/layers/instance_norm.h>
 #include <tapegrad/layers/linear.h>
 #include <tapegrad/layers/sequential.h>
@@ -49,8 +50,9 @@ TEST_CASE("bn_train_no_backward warns once when a train-mode graph is freed unre
 
 TEST_CASE("bn_train_no_backward is silent when the graph reaches backward", "[mode_checks][batchnorm]") {
   ModeChecksCapture c(ModeChecks::Warn);
-  // the fused Sequential path (BatchNorm1d -> ReLU on (N, C)) and BatchNorm2d
+  // the fused BatchNorm1dReLU (fuse_modules) and BatchNorm2d
   Sequential net({std::make_shared<Linear>(3, 4), std::make_shared<BatchNorm1d>(4), std::make_shared<ReLU>()});
+  REQUIRE(fuse_modules(net).batch_norm_relu == 1);
   BatchNorm2d bn2(3);
   for (int step = 0; step < 3; ++step) {
     sum(net(batch(6, 3, 10 + step))).backward();
@@ -65,10 +67,11 @@ TEST_CASE("bn_train_no_backward is silent when the graph reaches backward", "[mo
   CHECK(mode_issue_count("bn_train_no_backward") == 0);
 }
 
-TEST_CASE("bn_train_no_backward: the fused path, BatchNorm2d and a tracked InstanceNorm are watched",
+TEST_CASE("bn_train_no_backward: the fused BatchNorm1dReLU, BatchNorm2d and a tracked InstanceNorm are watched",
           "[mode_checks][batchnorm][norms]") {
   ModeChecksCapture c(ModeChecks::Warn);
   Sequential net({std::make_shared<Linear>(3, 4), std::make_shared<BatchNorm1d>(4), std::make_shared<ReLU>()});
+  REQUIRE(fuse_modules(net).batch_norm_relu == 1);
   { const Tensor y = net(batch(6, 3, 2)); }
   CHECK(mode_issue_count("bn_train_no_backward") == 1);
   BatchNorm2d bn2(3);
@@ -81,7 +84,7 @@ TEST_CASE("bn_train_no_backward: the fused path, BatchNorm2d and a tracked Insta
   { const Tensor y = in(test::rand64({2, 3, 4, 4}, 4).to(Dtype::Float32)); }
   CHECK(mode_issue_count("bn_train_no_backward") == 3);
   REQUIRE(c.got.size() == 1);
-  CHECK(contains(c.got[0].message, "BatchNorm1d(4)"));
+  CHECK(contains(c.got[0].message, "BatchNorm1dReLU(4)"));  // the fused module, named as it is
 }
 
 TEST_CASE("bn_train_no_backward is silent for eval mode, no running statistics, a pause, an unwinding exception",

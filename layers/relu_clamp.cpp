@@ -1,0 +1,24 @@
+#include <tapegrad/layers/relu_clamp.h>
+
+#include <sstream>
+#include <stdexcept>
+
+#include <tapegrad/core/ops/activation.h>
+
+namespace tapegrad::layers {
+
+ReLUClamp::ReLUClamp(double lo, double hi) : lo(lo), hi(hi) {
+  if (!(lo <= 0 && hi >= 0))  // also refuses NaN
+    throw std::invalid_argument("ReLUClamp: expected lo <= 0 <= hi, got lo=" + std::to_string(lo) +
+                                ", hi=" + std::to_string(hi));
+}
+
+Tensor ReLUClamp::forward(const Tensor& x) { return relu_clamp(x, lo, hi); }
+
+std::string ReLUClamp::extra_repr() const {
+  std::ostringstream os;
+  os << "min=" << lo << ", max=" << hi;
+  return os.str();
+}
+
+}  // namespace tapegrad::layers
