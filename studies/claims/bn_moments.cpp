@@ -5,6 +5,7 @@
 #include <stdexcept>
 #include <string>
 
+#include <tapegrad/core/mode_checks.h>
 #include <tapegrad/core/autograd.h>
 #include <tapegrad/core/ops/view_ops.h>
 #include <tapegrad/layers/hooks.h>
@@ -59,6 +60,7 @@ std::vector<ChannelMoments> eval_input_moments(layers::Module& model, const std:
   for (auto& [p, mod] : model.named_modules()) modes.emplace_back(mod, mod->is_training());
   {
     NoGradGuard ng;
+    ModeChecksPause pause;  // a measurement pass: what is read is each BN's input, not its statistics
     const std::uint64_t id = layers::hooks::add_forward_hook([st](layers::Module& m, const Tensor& in, const Tensor&) {
       for (std::size_t i = 0; i < st->targets.size(); ++i)
         if (st->targets[i] == &m) add_batch(st->out[i], st->m2[i], in);

@@ -6,6 +6,7 @@
 #include <string>
 
 #include "kit/run.h"
+#include <tapegrad/core/mode_checks.h>
 #include <tapegrad/core/ops.h>
 #include <tapegrad/layers/losses.h>
 #include <tapegrad/optim/clip_grad.h>
@@ -63,6 +64,8 @@ EpochStats sgd_epoch(tapegrad::layers::Module& net, tapegrad::optim::SGD& sgd, c
       st.crashed = true;
       st.crash_step = b + 1;
       st.crash_loss = lv;
+      tapegrad::ModeChecksPause pause;  // the diverged batch's graph is dropped unreached, on purpose
+      loss = Tensor();
       return st;
     }
     sgd.zero_grad();

@@ -10,6 +10,7 @@
 
 #include <tapegrad/core/core.h>
 #include <tapegrad/core/mode_checks.h>
+#include <tapegrad/layers/fuse_modules.h>
 #include <tapegrad/layers/activation.h>
 #include <tapegrad/layers/batch_norm.h>
 #include <tapegrad/layers/linear.h>
@@ -75,6 +76,7 @@ TEST_CASE("leak: a graph dropped without backward frees its nodes and tensors", 
   tapegrad::ModeChecksPause pause;  // train-mode forwards whose graphs never reach a backward, on purpose
   Generator gen(4);
   auto net = mlp(gen);
+  layers::fuse_modules(*net);  // BatchNorm1d -> ReLU as one module, one node
   const Tensor X = randn({16, 8}, Dtype::Float32, gen);
   const std::size_t base_bytes = live_bytes();
   const std::size_t base_tape = autograd::tape_size();

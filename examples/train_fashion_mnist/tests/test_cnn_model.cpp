@@ -5,6 +5,8 @@
 
 #include <filesystem>
 
+#include <tapegrad/core/mode_checks.h>
+
 #include "trainer.h"
 #include "fmnist_test_support.h"
 
@@ -32,6 +34,7 @@ fmnist::Config small_cnn_config() {
 }  // namespace
 
 TEST_CASE("the cnn model (--model cnn) builds Unflatten + models::CNN with the chosen norm", "[fmnist][cnn]") {
+  tapegrad::ModeChecksPause pause;  // untrained nets evaluated for their shapes: never-updated statistics, on purpose
   fmnist::Config c = small_cnn_config();
   Generator init(0), drop(1);
   for (const char* norm : {"batch", "group", "instance", "layer", "none"}) {

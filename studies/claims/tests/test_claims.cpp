@@ -13,6 +13,7 @@
 #include "deep_linear.h"
 #include "kit/gnuplot.h"
 #include "kit/temp_dir.h"
+#include <tapegrad/core/mode_checks.h>
 #include <tapegrad/core/autograd.h>
 #include <tapegrad/core/ops.h>
 #include <tapegrad/core/random.h>
@@ -35,6 +36,7 @@ double shift_ratio(double p, double mu) {
   net->train();
   {
     NoGradGuard ng;
+    ModeChecksPause pause;  // train-mode forwards under no-grad: the running_var they leave is measured
     for (std::int64_t b = 0; b < 20000; b += 500) (*net)(narrow(x, 0, b, 500));
   }
   const auto real = claims::eval_input_moments(*net, {bn.get()}, x);

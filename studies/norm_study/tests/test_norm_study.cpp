@@ -7,6 +7,7 @@
 
 #include <spdlog/spdlog.h>
 
+#include <tapegrad/core/mode_checks.h>
 #include <tapegrad/debug/buffers.h>
 #include "batch_size.h"
 #include <tapegrad/core/ops.h>
@@ -161,6 +162,7 @@ TEST_CASE("ghost batches with R = 1 are the wrapped BatchNorm", "[norm_study][gh
 }
 
 TEST_CASE("GhostBatchNorm keeps replica 0's running statistics and refuses uneven batches", "[norm_study][ghost]") {
+  tapegrad::ModeChecksPause pause;  // train-mode forwards whose graphs never reach a backward, on purpose
   auto bn = std::make_shared<layers::BatchNorm1d>(3, layers::BatchNormOptions{.dtype = Dtype::Float64});
   GhostBatchNorm ghost(bn, 2);
   Generator g(3);
@@ -181,6 +183,7 @@ TEST_CASE("GhostBatchNorm keeps replica 0's running statistics and refuses uneve
 
 TEST_CASE("GhostBatchNorm on (N, C, H, W) normalises each replica's rows with their own statistics",
           "[norm_study][ghost]") {
+  tapegrad::ModeChecksPause pause;  // train-mode forwards whose graphs never reach a backward, on purpose
   auto bn = std::make_shared<layers::BatchNorm2d>(3, layers::BatchNormOptions{.dtype = Dtype::Float64});
   GhostBatchNorm ghost(bn, 2);
   Generator g(4);
