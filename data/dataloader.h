@@ -49,7 +49,7 @@ struct DataLoaderOptions {
   /// not copied, by copies of the loader; with shuffle = true the constructor throws. Null
   /// (the default): the loader's own order, RandomSampler(N, gen) with shuffle, else
   /// SequentialSampler(N).
-  std::shared_ptr<Sampler> sampler;
+  std::shared_ptr<Sampler> sampler{};
 };
 
 /// One mini-batch in the dataset's shapes (copies): X (B, *) float32 ((B, D) rows,
