@@ -28,7 +28,7 @@ std::string convert_torch_to_safetensors(const std::string& in, const std::strin
     aliases += t.nbytes() > 0 && !seen.insert(t.impl()->storage.get()).second;
   }
   const std::uint64_t limit =
-      options.torch.max_bytes ? options.torch.max_bytes : torch_default_max_bytes(std::filesystem::file_size(in));
+      options.max_bytes ? options.max_bytes : torch_default_max_bytes(std::filesystem::file_size(in));
   if (bytes > limit)
     throw std::runtime_error("'" + in + "': the safetensors output would hold " + std::to_string(bytes) +
                              " bytes of tensor data (" + std::to_string(aliases) +

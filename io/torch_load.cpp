@@ -25,36 +25,46 @@ CheckpointFormat detect_checkpoint_format(const std::string& path) {
                                                                  : CheckpointFormat::Safetensors;
 }
 
+TorchReadOptions torch_read_options(const LoadOptions& options) {
+  TorchReadOptions t;
+  t.half_to_float32 = options.half_to_float32;
+  t.entry = options.entry;
+  t.max_bytes = options.max_bytes;
+  return t;
+}
+
+Archive read_archive(const std::string& path, const LoadOptions& options, CheckpointFormat* format,
+                     std::vector<std::string>* converted) {
+  const CheckpointFormat f = detect_checkpoint_format(path);
+  if (format) *format = f;
+  if (f == CheckpointFormat::Safetensors) return Archive::load(path);
+  std::vector<std::string> conv;
+  const layers::StateDict tensors = read_torch_file(path, torch_read_options(options), &conv);
+  if (converted) *converted = std::move(conv);
+  SafetensorsContent c;
+  for (const auto& [k, t] : tensors) c.tensors.emplace_back(k, t);
+  c.metadata["source_format"] = checkpoint_format_name(f);
+  return Archive(std::move(c), path);
+}
+
 ReadResult read_checkpoint(const std::string& path, const LoadOptions& options) {
   ReadResult r;
-  r.format = detect_checkpoint_format(path);
-  if (r.format == CheckpointFormat::Torch) {
-    r.tensors = read_torch_file(path, options.torch, &r.converted);
-  } else {
-    for (auto& [k, t] : load_safetensors(path).tensors) r.tensors.insert(k, t);
-  }
-  for (const auto& prefix : options.strip_prefixes) {
-    std::size_t n = 0;
-    for (auto& [k, t] : r.tensors) n += k.size() > prefix.size() && k.compare(0, prefix.size(), prefix) == 0;
-    r.tensors = layers::strip_prefix(r.tensors, prefix);
-    r.notes.push_back("stripped '" + prefix + "' from " + std::to_string(n) + " key" + (n == 1 ? "" : "s"));
-  }
-  if (!options.renames.empty()) {
-    r.tensors = layers::rename_keys(r.tensors, options.renames);
-    for (const auto& rn : options.renames) r.notes.push_back("renamed " + rn.from + " -> " + rn.to);
-  }
+  const Archive a = read_archive(path, options, &r.format, &r.converted);
+  r.tensors = layers::apply_key_changes(layers::state_dict_under(a, ""), options, &r.notes);
   return r;
 }
 
 layers::LoadResult load(layers::Module& module, const std::string& path, const LoadOptions& options) {
-  ReadResult r = read_checkpoint(path, options);
+  CheckpointFormat format = CheckpointFormat::Safetensors;
+  std::vector<std::string> converted;
+  const Archive a = read_archive(path, options, &format, &converted);
   layers::LoadResult res;
   try {
-    res = module.load_state_dict(r.tensors, options.strict);
+    res = module.load_from(a, options);
   } catch (const std::invalid_argument& e) {
-    throw std::invalid_argument("loading '" + path + "' (" + checkpoint_format_name(r.format) + "): " + e.what());
+    throw std::invalid_argument("loading '" + path + "' (" + checkpoint_format_name(format) + "): " + e.what());
   }
-  res.converted.insert(res.converted.begin(), r.converted.begin(), r.converted.end());
+  res.converted.insert(res.converted.begin(), converted.begin(), converted.end());
   return res;
 }
 

@@ -25,31 +25,40 @@ const char* checkpoint_format_name(CheckpointFormat f);
 /// (PyTorch < 1.6) torch.save file (io/torch_archive.h: kLegacyTorchSaveMessage).
 CheckpointFormat detect_checkpoint_format(const std::string& path);
 
-/// How io::load reads a file and maps its keys onto a module.
-struct LoadOptions {
-  bool strict = true;                        ///< Module::load_state_dict's strict
-  std::vector<std::string> strip_prefixes;   ///< strip_prefix for each, in order ("module.")
-  std::vector<layers::KeyRename> renames;    ///< rename_keys, after the prefixes
-  TorchReadOptions torch;                    ///< half_to_float32, entry, max_bytes (torch.save files)
-};
+/// How io::load reads a file and maps its keys onto a module: the one LoadOptions
+/// (layers/module.h: strict, check_values, strip_prefixes, renames, and for torch.save files
+/// half_to_float32, entry, max_bytes).
+using LoadOptions = layers::LoadOptions;
+
+/// The reader options of a torch.save file from `options` (half_to_float32, entry, max_bytes).
+TorchReadOptions torch_read_options(const LoadOptions& options);
 
 /// A file's tensors after the key changes, and what was changed.
 struct ReadResult {
-  layers::StateDict tensors;  ///< the tensors under their final keys
+  layers::StateDict tensors;  ///< the tensors under their final keys (a tapegrad file's extras left out)
   CheckpointFormat format = CheckpointFormat::Safetensors;  ///< what the file was
   std::vector<std::string> converted;  ///< "key: float16 -> float32 (in the file)"
   std::vector<std::string> notes;      ///< "stripped 'module.' from 5 keys", "renamed fc1 -> 0 (2 keys)"
 };
+
+/// The file at `path` as an Archive (core/archive.h), whatever wrote it: a safetensors file
+/// as it is, a torch.save file's state dict under its keys (metadata "source_format" =
+/// "torch.save"). `format` and `converted` (dtype casts made while reading) are filled when
+/// given. Throws std::runtime_error for an unreadable, corrupt or hostile file, naming the
+/// path and the problem.
+Archive read_archive(const std::string& path, const LoadOptions& options = {}, CheckpointFormat* format = nullptr,
+                     std::vector<std::string>* converted = nullptr);
 
 /// Reads `path` (either format) and applies options.strip_prefixes and options.renames.
 /// Throws std::runtime_error for an unreadable, corrupt or hostile file (naming the path and
 /// the problem) and std::invalid_argument for a prefix or rename that does not apply.
 ReadResult read_checkpoint(const std::string& path, const LoadOptions& options = {});
 
-/// read_checkpoint, then module.load_state_dict(tensors, options.strict). The result's
-/// `converted` also lists conversions made while reading. Strict and mismatched: throws
-/// std::invalid_argument naming the path, every problem and the key structure, and the module
-/// is unchanged.
+/// The one load for a module from a file of either format: read_archive, then
+/// module.load_from (the key changes, the strict and value checks and the per-layer fix-ups
+/// of layers/module.h, as layers::load). The result's `converted` also lists conversions made
+/// while reading. A failed load throws std::invalid_argument naming the path, the format,
+/// every problem and the key structure, and the module is unchanged.
 layers::LoadResult load(layers::Module& module, const std::string& path, const LoadOptions& options = {});
 
 }  // namespace tapegrad::io

@@ -45,6 +45,17 @@ std::string ChannelNormBase::check_state_value(const std::string& name, const Te
   return "";
 }
 
+void ChannelNormBase::upgrade_state_dict(const std::string& prefix, const StateDict& incoming, StateDict& added,
+                                         std::vector<std::string>& filled) const {
+  if (!num_batches_tracked.defined()) return;
+  const std::string key = prefix + "num_batches_tracked";
+  if (incoming.contains(key) || !incoming.contains(prefix + "running_mean") || !incoming.contains(prefix + "running_var"))
+    return;
+  added.insert(key, Tensor::zeros(num_batches_tracked.shape(), num_batches_tracked.dtype()));
+  filled.push_back(key + " = 0 (absent from the state dict, which has " + prefix + "running_mean and " + prefix +
+                   "running_var: a checkpoint from before PyTorch 0.4.1)");
+}
+
 void ChannelNormBase::reset_running_stats() {
   if (!running_mean.defined()) return;
   running_mean.fill_(0.0);

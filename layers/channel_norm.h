@@ -39,6 +39,11 @@ class ChannelNormBase : public Module {
   /// Module's finiteness check, plus: running_var >= 0 (a variance) and
   /// num_batches_tracked >= 0 (a count). For load_state_dict.
   std::string check_state_value(const std::string& name, const Tensor& value) const override;
+  /// PyTorch's _NormBase._load_from_state_dict: a checkpoint from before
+  /// num_batches_tracked existed (PyTorch < 0.4.1) holds running_mean and running_var
+  /// only; the counter is set to 0 and listed in LoadResult::filled.
+  void upgrade_state_dict(const std::string& prefix, const StateDict& incoming, StateDict& added,
+                          std::vector<std::string>& filled) const override;
 };
 
 }  // namespace tapegrad::layers

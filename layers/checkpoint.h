@@ -17,6 +17,11 @@
 //   const Tensor* m = ck.extras.find("standardizer.mean");
 // In the file an extra tensor "x" is stored as "extra/x" (so it can never be taken for a
 // module key; numpy/PyTorch readers see "extra/x") and user metadata keys as they are.
+//
+// Every function here goes through one Archive (core/archive.h), read once: save() is
+// Module::save_to + Archive::save, load() is Archive::load + Module::load_from. A torch.save
+// file loads through io::load (io/torch_load.h), the same Module::load_from and LoadOptions.
+#include <cstdint>
 #include <map>
 #include <string>
 #include <utility>
@@ -29,8 +34,8 @@ namespace tapegrad::layers {
 /// Value of the "format" metadata key of module checkpoints.
 inline constexpr const char* kCheckpointFormat = "tapegrad-checkpoint";
 
-/// Prefix of extra tensors' names in the file.
-inline constexpr const char* kExtraTensorPrefix = "extra/";
+/// Prefix of extra tensors' names in the file (Archive's kArchiveExtraPrefix).
+inline constexpr const char* kExtraTensorPrefix = kArchiveExtraPrefix;
 
 /// An application's tensors and string metadata carried beside a module's state.
 struct CheckpointExtras {
@@ -44,8 +49,8 @@ struct CheckpointExtras {
 
 /// How save() writes a checkpoint (designated initialisers: {.extra_tensors = ...}).
 struct SaveOptions {
-  std::vector<std::pair<std::string, Tensor>> extra_tensors;  ///< see CheckpointExtras::tensors
-  std::map<std::string, std::string> metadata;                ///< see CheckpointExtras::metadata
+  std::vector<std::pair<std::string, Tensor>> extra_tensors{};  ///< see CheckpointExtras::tensors
+  std::map<std::string, std::string> metadata{};              ///< see CheckpointExtras::metadata
   bool include_buffers = true;                                ///< as save()'s include_buffers
 };
 
@@ -76,15 +81,34 @@ LoadResult load(Module& module, const std::string& path, bool strict = true);
 /// load() with every option spelled out (LoadOptions::strict, LoadOptions::check_values).
 LoadResult load(Module& module, const std::string& path, const LoadOptions& options);
 
-/// What load_checkpoint returns: the load_state_dict result and the file's extras.
+/// A checkpoint read back into a module (load_checkpoint; for a training checkpoint
+/// train::load_model): what the load did and everything the file holds beside the module.
 struct LoadedCheckpoint {
   LoadResult result;        ///< what loading into the module did
-  CheckpointExtras extras;  ///< extra tensors (names without "extra/") and user metadata
+  /// Extra tensors and metadata: for a module checkpoint the "extra/" tensors (names without
+  /// the prefix) and the user metadata; for a training checkpoint every tensor that is not
+  /// model, optimizer or scheduler state, and all of its metadata (history, callback states).
+  CheckpointExtras extras;
+  /// Training checkpoints: the epoch the file was written after; 0 for a module checkpoint.
+  std::int64_t epoch = 0;
+  /// The extra tensor `name`, or nullptr (extras.find).
+  const Tensor* find(const std::string& name) const { return extras.find(name); }
 };
+
+/// Writes a module checkpoint (module.save_to, the extras under "extra/", the metadata at the
+/// top of this header) into `archive`. Throws as save(const Module&, const std::string&,
+/// const SaveOptions&), with `path` naming the file in messages.
+void write_checkpoint(Archive& archive, const Module& module, const SaveOptions& options,
+                      const std::string& path = "");
+/// Loads a module checkpoint already read into `archive` (its "extra/" tensors are left out),
+/// with load()'s checks and messages; the extras are returned beside the result.
+LoadedCheckpoint load_checkpoint(Module& module, const Archive& archive, const LoadOptions& options);
 
 /// load() that also returns the extras (a file without extras gives empty ones). The
 /// module is loaded exactly as load() does (strict: all or nothing), and throws as it.
 LoadedCheckpoint load_checkpoint(Module& module, const std::string& path, bool strict = true);
+/// load_checkpoint with every option spelled out (LoadOptions).
+LoadedCheckpoint load_checkpoint(Module& module, const std::string& path, const LoadOptions& options);
 
 /// The extras of a checkpoint file, without a module. Throws as load().
 CheckpointExtras load_checkpoint_extras(const std::string& path);

@@ -6,6 +6,7 @@
 #include <stdexcept>
 #include <typeinfo>
 #include <unordered_map>
+#include <unordered_set>
 
 #include <tapegrad/core/autograd.h>
 #include <tapegrad/layers/hooks.h>
@@ -178,14 +179,12 @@ std::string join_cut(const std::vector<std::string>& v, std::size_t limit) {
   return join(std::vector<std::string>(v.begin(), v.begin() + static_cast<std::ptrdiff_t>(limit))) + ", ... (" +
          std::to_string(v.size()) + " in all)";
 }
-bool ends_with(const std::string& s, const std::string& suffix) {
-  return s.size() >= suffix.size() && s.compare(s.size() - suffix.size(), suffix.size(), suffix) == 0;
-}
 }  // namespace
 
 std::string LoadResult::report() const {
   std::string out = "loaded " + std::to_string(loaded) + " tensor" + (loaded == 1 ? "" : "s");
   for (auto& c : converted) out += "\n  converted " + c;
+  for (auto& c : key_changes) out += "\n  " + c;
   for (auto& f : filled) out += "\n  filled " + f;
   for (auto& k : missing_keys) out += "\n  missing " + k;
   for (auto& k : unexpected_keys) out += "\n  unexpected " + k;
@@ -218,6 +217,40 @@ std::string Module::check_state_value(const std::string&, const Tensor& value) c
   return "";
 }
 
+void Module::upgrade_state_dict(const std::string&, const StateDict&, StateDict&, std::vector<std::string>&) const {}
+
+StateDict apply_key_changes(StateDict dict, const LoadOptions& options, std::vector<std::string>* key_changes) {
+  for (const auto& prefix : options.strip_prefixes) {
+    std::size_t n = 0;
+    for (auto& [k, t] : dict) n += k.size() > prefix.size() && k.compare(0, prefix.size(), prefix) == 0;
+    dict = strip_prefix(dict, prefix);
+    if (key_changes)
+      key_changes->push_back("stripped '" + prefix + "' from " + std::to_string(n) + " key" + (n == 1 ? "" : "s"));
+  }
+  if (!options.renames.empty()) {
+    dict = rename_keys(dict, options.renames);
+    if (key_changes)
+      for (const auto& rn : options.renames) key_changes->push_back("renamed " + rn.from + " -> " + rn.to);
+  }
+  return dict;
+}
+
+void Module::save_to(Archive& archive, const std::string& prefix, bool include_buffers) const {
+  std::unordered_set<std::string> params;
+  if (!include_buffers)
+    for (auto& [k, p] : named_parameters()) params.insert(k);
+  for (const auto& [k, t] : state_dict())
+    if (include_buffers || params.count(k)) archive.write(prefix + k, t);
+}
+
+LoadResult Module::load_from(const Archive& archive, const LoadOptions& options, const std::string& prefix) {
+  std::vector<std::string> changes;
+  const StateDict dict = apply_key_changes(state_dict_under(archive, prefix), options, &changes);
+  LoadResult res = load_state_dict(dict, options);
+  res.key_changes = std::move(changes);
+  return res;
+}
+
 LoadResult Module::load_state_dict(const StateDict& dict, bool strict) {
   return load_state_dict(dict, LoadOptions{strict, true});
 }
@@ -231,21 +264,12 @@ LoadResult Module::load_state_dict(const StateDict& dict, const LoadOptions& opt
     Tensor dst, src;
   };
   std::vector<Write> writes;
+  StateDict added;  // what the layers derive for keys older checkpoints lack
+  for (auto& [path, m] : named_modules()) m->upgrade_state_dict(path.empty() ? "" : path + ".", dict, added, res.filled);
   for (auto& [key, dst] : own) {
     const Tensor* src = dict.find(key);
+    if (!src) src = added.find(key);
     if (!src) {
-      // PyTorch's _NormBase._load_from_state_dict: a checkpoint from before num_batches_tracked
-      // existed holds running_mean and running_var only; the counter starts again at 0.
-      static const std::string kCounter = "num_batches_tracked";
-      if (key == kCounter || ends_with(key, "." + kCounter)) {
-        const std::string prefix = key.substr(0, key.size() - kCounter.size());
-        if (dict.contains(prefix + "running_mean") && dict.contains(prefix + "running_var")) {
-          writes.push_back({key, dst, Tensor::zeros(dst.shape(), dst.dtype())});
-          res.filled.push_back(key + " = 0 (absent from the state dict, which has " + prefix + "running_mean and " +
-                               prefix + "running_var: a checkpoint from before PyTorch 0.4.1)");
-          continue;
-        }
-      }
       res.missing_keys.push_back(key);
       continue;
     }

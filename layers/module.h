@@ -2,13 +2,16 @@
 // Module: the base of every layer. Holds named parameters (trainable, requires_grad),
 // buffers (state that is saved but never trained: running_mean, running_var,
 // num_batches_tracked) and child modules, and switches train/eval mode recursively.
+#include <cstdint>
 #include <memory>
 #include <string>
 #include <utility>
 #include <vector>
 
+#include <tapegrad/core/archive.h>
 #include <tapegrad/core/tensor.h>
 #include <tapegrad/layers/state_dict.h>
+#include <tapegrad/layers/state_dict_keys.h>
 
 namespace tapegrad::layers {
 
@@ -19,7 +22,10 @@ struct LoadResult {
   std::vector<std::string> unexpected_keys;  ///< in the dict, unknown to the module
   std::vector<std::string> mismatched;       ///< "key: expected [..] float32, got [..] int64"
   std::vector<std::string> converted;        ///< "key: float64 -> float32" (loaded, cast to the module's dtype)
-  std::vector<std::string> filled;           ///< "key = 0 (...)": absent num_batches_tracked set to 0
+  std::vector<std::string> filled;           ///< "key = 0 (...)": state a layer derived (Module::upgrade_state_dict)
+  /// Key changes made before matching (LoadOptions::strip_prefixes, renames): "stripped
+  /// 'module.' from 5 keys", "renamed fc1 -> 0".
+  std::vector<std::string> key_changes;
   /// How the dict's keys differ from the module's in structure (describe_key_structure in
   /// layers/state_dict_keys.h), "" when they do not or nothing is missing.
   std::string structure;
@@ -31,7 +37,8 @@ struct LoadResult {
   std::size_t loaded = 0;  ///< tensors written into the module
 };
 
-/// How load_state_dict (and layers::load) treat the incoming state.
+/// How a load treats the incoming state: Module::load_state_dict, Module::load_from,
+/// layers::load (safetensors) and io::load (safetensors or torch.save, format detected).
 struct LoadOptions {
   /// true: every key, shape and dtype must match (see load_state_dict); false: apply what
   /// matches and return the rest.
@@ -41,7 +48,26 @@ struct LoadOptions {
   /// running_var < 0, a num_batches_tracked < 0). false: load them as they are, for
   /// studying broken checkpoints.
   bool check_values = true;
+  /// Prefixes stripped from the incoming keys, in order, before matching (strip_prefix in
+  /// layers/state_dict_keys.h: DataParallel's "module."). Used by load_from and the file
+  /// loads; load_state_dict takes its dict as it is.
+  std::vector<std::string> strip_prefixes{};
+  /// Key-path renames applied after the prefixes (rename_keys in layers/state_dict_keys.h).
+  /// Used as strip_prefixes.
+  std::vector<KeyRename> renames{};
+  /// torch.save files (io::load, io/torch_tensors.h TorchReadOptions): float16 and bfloat16
+  /// tensors are cast to float32; false: such a tensor is refused, naming it.
+  bool half_to_float32 = false;
+  /// torch.save files: the key of the state dict inside a dict of things ({"epoch": 3,
+  /// "state_dict": {...}}); "" takes the top-level dict.
+  std::string entry{};
+  /// torch.save files: the bytes the reader may allocate (0: 4 x the file's size + 1 MiB).
+  std::uint64_t max_bytes = 0;
 };
+
+/// `dict` after options.strip_prefixes and options.renames, each change listed in
+/// `key_changes` when given. Throws std::invalid_argument as strip_prefix and rename_keys.
+StateDict apply_key_changes(StateDict dict, const LoadOptions& options, std::vector<std::string>* key_changes = nullptr);
 
 /// The base of every layer, like torch.nn.Module: named parameters (trainable,
 /// requires_grad), buffers (saved state that is never trained: running_mean, running_var,
@@ -125,6 +151,15 @@ class Module {
   /// LoadOptions::check_values); same checks, same atomicity.
   LoadResult load_state_dict(const StateDict& dict, const LoadOptions& options);
 
+  /// Writes state_dict() into `archive` under `prefix` ("model."); include_buffers false:
+  /// parameters only. The handles are the live tensors (read when the archive is saved).
+  /// Throws std::invalid_argument naming a key the archive already holds.
+  void save_to(Archive& archive, const std::string& prefix = "", bool include_buffers = true) const;
+  /// load_state_dict of the archive's tensors under `prefix` (Archive::with_prefix: an empty
+  /// prefix leaves the extras out), after options.strip_prefixes and options.renames (listed
+  /// in LoadResult::key_changes). Same checks, same atomicity, same throws.
+  LoadResult load_from(const Archive& archive, const LoadOptions& options = {}, const std::string& prefix = "");
+
   /// Converts every parameter and floating buffer to `dtype` in place (int64 buffers
   /// stay int64). Existing handles see the change.
   void to(Dtype dtype);
@@ -154,6 +189,13 @@ class Module {
   /// … at index i". The default refuses NaN and infinite floating values; modules with
   /// constrained state (running variances, counts) override it and call this first.
   virtual std::string check_state_value(const std::string& name, const Tensor& value) const;
+  /// PyTorch's _load_from_state_dict fix-up: called by load_state_dict for this module and
+  /// every descendant before any key is matched, with `prefix` the module's key prefix
+  /// ("features.1." or ""). A module whose older checkpoints lack state it can derive puts
+  /// it into `added` under its full key and describes it in `filled` (BatchNorm's
+  /// num_batches_tracked: ChannelNormBase). Default: nothing.
+  virtual void upgrade_state_dict(const std::string& prefix, const StateDict& incoming, StateDict& added,
+                                  std::vector<std::string>& filled) const;
 
  private:
   void collect(const std::string& prefix, bool recurse, bool params,

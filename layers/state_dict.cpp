@@ -43,4 +43,10 @@ std::vector<std::string> StateDict::keys() const {
   return k;
 }
 
+StateDict state_dict_under(const Archive& archive, const std::string& prefix) {
+  StateDict d;
+  for (auto& [k, t] : archive.with_prefix(prefix)) d.insert(k, t);
+  return d;
+}
+
 }  // namespace tapegrad::layers

@@ -6,6 +6,7 @@
 #include <utility>
 #include <vector>
 
+#include <tapegrad/core/archive.h>
 #include <tapegrad/core/tensor.h>
 
 namespace tapegrad::layers {
@@ -42,5 +43,9 @@ class StateDict {
   std::vector<Entry> entries_;
   std::unordered_map<std::string, std::size_t> index_;  // key -> position in entries_
 };
+
+/// The tensors of `archive` under `prefix`, prefix removed, in order (Archive::with_prefix:
+/// an empty prefix leaves the extras out).
+StateDict state_dict_under(const Archive& archive, const std::string& prefix);
 
 }  // namespace tapegrad::layers

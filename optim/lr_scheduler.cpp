@@ -160,4 +160,12 @@ double LinearWarmup::next_lr(std::size_t, double current) const {
   return current * (1. + (end_ - start_) / (t * start_ + (e - 1) * (end_ - start_)));
 }
 
+void LRScheduler::save_to(Archive& archive, const std::string& prefix) const {
+  for (const auto& [k, v] : state_dict()) archive.write(prefix + k, v);
+}
+
+void LRScheduler::load_from(const Archive& archive, const std::string& prefix) {
+  load_state_dict(layers::state_dict_under(archive, prefix));
+}
+
 }  // namespace tapegrad::optim

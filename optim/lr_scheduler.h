@@ -43,6 +43,11 @@ class LRScheduler {
   /// count that differs from the optimizer's, a last_epoch outside [-1, 10^9] or an lr that
   /// is negative or not finite (nothing changes then).
   void load_state_dict(const OptimizerState& state);
+  /// Writes state_dict() into `archive` under `prefix` ("scheduler."). Throws
+  /// std::invalid_argument naming a key the archive already holds.
+  void save_to(Archive& archive, const std::string& prefix) const;
+  /// load_state_dict of the archive's tensors under `prefix`; same checks and throws.
+  void load_from(const Archive& archive, const std::string& prefix);
 
  protected:
   /// Reads every group's current lr into base_lrs; last_epoch starts at -1 until

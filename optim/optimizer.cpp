@@ -213,4 +213,12 @@ void Optimizer::load_state_dict(const OptimizerState& dict) {
   for (std::size_t g = 0; g < groups; ++g) set_group_options(g, new_options[g]);
 }
 
+void Optimizer::save_to(Archive& archive, const std::string& prefix) const {
+  for (const auto& [k, v] : state_dict()) archive.write(prefix + k, v);
+}
+
+void Optimizer::load_from(const Archive& archive, const std::string& prefix) {
+  load_state_dict(layers::state_dict_under(archive, prefix));
+}
+
 }  // namespace tapegrad::optim

@@ -17,6 +17,7 @@
 #include <utility>
 #include <vector>
 
+#include <tapegrad/core/archive.h>
 #include <tapegrad/core/tensor.h>
 #include <tapegrad/layers/state_dict.h>
 
@@ -81,6 +82,11 @@ class Optimizer {
   /// [0, 2^53], finite moments, second moments >= 0). Throws std::invalid_argument listing
   /// every problem.
   void load_state_dict(const OptimizerState& state);
+  /// Writes state_dict() into `archive` under `prefix` ("optimizer."). Throws
+  /// std::invalid_argument naming a key the archive already holds.
+  void save_to(Archive& archive, const std::string& prefix) const;
+  /// load_state_dict of the archive's tensors under `prefix`; same checks and throws.
+  void load_from(const Archive& archive, const std::string& prefix);
 
  protected:
   /// Names a parameter's state may hold ("momentum_buffer", "step", ...).

@@ -10,6 +10,11 @@
 //
 // Resuming is bitwise exact: N steps straight give the same parameters, buffers and
 // optimizer state as k steps, save, load into fresh objects, N - k steps.
+//
+// The file is one Archive (core/archive.h): each part writes itself with its save_to
+// (Module, Optimizer, LRScheduler) and reads itself back with its load_from, from the archive
+// read once (train::fit's resume reads the history and the callbacks' states from the same
+// archive).
 #include <cstdint>
 #include <map>
 #include <string>
@@ -42,6 +47,18 @@ using CheckpointExtras = layers::CheckpointExtras;
 void save_training_checkpoint(const std::string& path, const layers::Module& model, const Optimizer& optimizer,
                               std::int64_t epoch, const LRScheduler* scheduler = nullptr,
                               const Generator* generator = nullptr, const CheckpointExtras* extras = nullptr);
+
+/// Writes what save_training_checkpoint saves into `archive` (the file's name `path` only
+/// for messages). Throws as save_training_checkpoint, before anything is written.
+void write_training_checkpoint(Archive& archive, const layers::Module& model, const Optimizer& optimizer,
+                               std::int64_t epoch, const LRScheduler* scheduler = nullptr,
+                               const Generator* generator = nullptr, const CheckpointExtras* extras = nullptr,
+                               const std::string& path = "");
+
+/// load_training_checkpoint from an archive already read (Archive::load), with the same
+/// checks, all or nothing, and the same throws; messages name archive.source().
+std::int64_t load_training_checkpoint(const Archive& archive, layers::Module& model, Optimizer& optimizer,
+                                      LRScheduler* scheduler = nullptr, Generator* generator = nullptr);
 
 /// Restores a training checkpoint and returns its epoch. All or nothing: the model load is
 /// strict, and if anything fails (corrupt file: std::runtime_error; missing/mismatched

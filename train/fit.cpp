@@ -7,7 +7,7 @@
 
 #include <tapegrad/core/autograd.h>
 #include <tapegrad/core/mode_checks.h>
-#include <tapegrad/core/safetensors.h>
+#include <tapegrad/core/archive.h>
 #include <tapegrad/optim/clip_grad.h>
 #include <tapegrad/train/early_stopping.h>
 #include <tapegrad/train/model_checkpoint.h>
@@ -103,13 +103,13 @@ void check_options(const FitOptions& o, const data::DataLoader& loader, int worl
 // "callback.<index>.<name>.<key>": matched by name and occurrence as well. A state the file
 // holds for a callback this run does not pass throws (resuming without it would not continue
 // the run: e.g. a ModelCheckpoint that forgot its best would overwrite the best file).
-std::vector<std::map<std::string, std::string>> callback_states(const std::string& path, const SafetensorsContent& file,
+std::vector<std::map<std::string, std::string>> callback_states(const std::string& path, const Archive& file,
                                                                 const std::vector<CallbackPtr>& callbacks) {
   const std::vector<std::string> names = callback_state_names(callbacks);
   std::map<std::string, std::map<std::string, std::string>> stored;  // by state name
   const std::string head = "callback.";
-  if (file.metadata.count(kCallbacksKey)) {
-    for (const auto& [k, v] : file.metadata) {
+  if (file.has_metadata(kCallbacksKey)) {
+    for (const auto& [k, v] : file.metadata()) {
       if (k.rfind(head, 0) != 0) continue;
       const std::string rest = k.substr(head.size());
       const std::size_t dot = rest.find('.');
@@ -117,7 +117,7 @@ std::vector<std::map<std::string, std::string>> callback_states(const std::strin
     }
   } else {
     std::map<long, std::pair<std::string, std::map<std::string, std::string>>> by_index;
-    for (const auto& [k, v] : file.metadata) {
+    for (const auto& [k, v] : file.metadata()) {
       if (k.rfind(head, 0) != 0) continue;
       const std::string rest = k.substr(head.size());
       const std::size_t dot = rest.find('.');
@@ -165,13 +165,14 @@ void check_best_epoch(const Callback& cb, std::int64_t epoch) {
                                 ", got " + std::to_string(best_epoch));
 }
 
-// The epoch count, history and callback states of a training checkpoint (the model,
-// optimizer, scheduler and generator are restored by load_training_checkpoint).
+// The epoch count, history and callback states of a training checkpoint, and through
+// load_training_checkpoint the model, optimizer, scheduler and generator: one archive, the
+// file read once.
 int resume_from(const std::string& path, layers::Module& model, optim::Optimizer& opt, optim::LRScheduler* sched,
                 Generator* gen, TrainState& st, const std::vector<CallbackPtr>& callbacks) {
-  const SafetensorsContent file = load_safetensors(path);  // runtime_error naming the path
+  const Archive file = Archive::load(path);  // read once (runtime_error naming the path)
   std::vector<EpochLogs> history;
-  if (auto it = file.metadata.find(kHistoryKey); it != file.metadata.end()) {
+  if (auto it = file.metadata().find(kHistoryKey); it != file.metadata().end()) {
     try {
       history = history_from_json(it->second);
     } catch (const std::invalid_argument& e) {
@@ -180,7 +181,7 @@ int resume_from(const std::string& path, layers::Module& model, optim::Optimizer
   }
   // The run's planned epoch count: written for the reader, not restored, but a file holding
   // another value there is not one this library wrote.
-  if (auto it = file.metadata.find("train.epochs"); it != file.metadata.end()) {
+  if (auto it = file.metadata().find("train.epochs"); it != file.metadata().end()) {
     try {
       if (parse_count(it->second, "train.epochs") < 1) throw std::invalid_argument("train.epochs: expected >= 1, got '0'");
     } catch (const std::invalid_argument& e) {
@@ -206,9 +207,9 @@ int resume_from(const std::string& path, layers::Module& model, optim::Optimizer
       throw std::invalid_argument("fit: resume '" + path + "': " + callback_state_names(callbacks)[i] + ": " + e.what());
     }
   }
-  const auto epoch = optim::load_training_checkpoint(path, model, opt, sched, gen);
+  const auto epoch = optim::load_training_checkpoint(file, model, opt, sched, gen);
   st.history = std::move(history);
-  if (auto it = file.metadata.find(kStoppedKey); it != file.metadata.end()) {  // the run had ended early
+  if (auto it = file.metadata().find(kStoppedKey); it != file.metadata().end()) {  // the run had ended early
     st.stop_training = true;
     st.stop_reason = it->second;
   }

@@ -4,7 +4,6 @@
 #include <stdexcept>
 
 #include <tapegrad/core/file_io.h>
-#include <tapegrad/core/safetensors.h>
 #include <tapegrad/train/early_stopping.h>
 
 namespace tapegrad::train {
@@ -39,10 +38,11 @@ void ModelCheckpoint::after_epoch_end(TrainState& s) {
   }
   if (s.is_main_process() && (improved || o_.save_last)) {  // ranks hold the same state: rank 0 writes
     const optim::CheckpointExtras extras = s.checkpoint_extras();  // with this epoch's best
-    if (improved)
-      optim::save_training_checkpoint(o_.path, *s.model, *s.optimizer, e.epoch, s.scheduler, s.generator, &extras);
-    if (o_.save_last)
-      optim::save_training_checkpoint(last_path(), *s.model, *s.optimizer, e.epoch, s.scheduler, s.generator, &extras);
+    Archive a;  // one archive, written to each file
+    optim::write_training_checkpoint(a, *s.model, *s.optimizer, e.epoch, s.scheduler, s.generator, &extras,
+                                     improved ? o_.path : last_path());
+    if (improved) a.save(o_.path);
+    if (o_.save_last) a.save(last_path());
   }
   if (s.parallel) s.parallel->barrier();  // the files exist before any rank goes on
 }
@@ -64,32 +64,30 @@ void ModelCheckpoint::load_state_dict(const std::map<std::string, std::string>& 
   best_epoch_ = best_epoch;
 }
 
-const Tensor* LoadedCheckpoint::find(const std::string& name) const {
-  for (const auto& [k, t] : tensors)
-    if (k == name) return &t;
-  return nullptr;
+LoadedCheckpoint load_model(const std::string& path, layers::Module& model, bool strict) {
+  return load_model(Archive::load(path), model, layers::LoadOptions{.strict = strict});
 }
 
-LoadedCheckpoint load_model(const std::string& path, layers::Module& model, bool strict) {
-  const SafetensorsContent c = load_safetensors(path);
-  layers::StateDict state;
+LoadedCheckpoint load_model(const Archive& archive, layers::Module& model, const layers::LoadOptions& options) {
+  const std::string& path = archive.source();
   LoadedCheckpoint out;
-  for (const auto& [k, v] : c.tensors) {
+  bool has_model = false;
+  for (const auto& [k, v] : archive.tensors()) {
     if (k.rfind("model.", 0) == 0)
-      state.insert(k.substr(6), v);
+      has_model = true;
     else if (k == "epoch")
       out.epoch = static_cast<std::int64_t>(v.item());
     else if (k.rfind("optimizer.", 0) != 0 && k.rfind("scheduler.", 0) != 0)
-      out.tensors.emplace_back(k, v);
+      out.extras.tensors.emplace_back(k, v);
   }
-  if (state.size() == 0)
+  if (!has_model)
     throw std::invalid_argument("load_model: '" + path + "' holds no model.* tensors (not a training checkpoint)");
   try {
-    model.load_state_dict(state, strict);
+    out.result = model.load_from(archive, options, "model.");
   } catch (const std::invalid_argument& e) {
     throw std::invalid_argument("load_model: '" + path + "': " + e.what());
   }
-  out.metadata = c.metadata;
+  out.extras.metadata = archive.metadata();
   return out;
 }
 
@@ -102,7 +100,7 @@ optim::CheckpointExtras standardizer_extras(const data::Standardizer& s, const s
 
 data::Standardizer read_standardizer(const LoadedCheckpoint& c, const std::string& prefix) {
   std::vector<std::pair<std::string, Tensor>> state;
-  for (const auto& [k, t] : c.tensors)
+  for (const auto& [k, t] : c.extras.tensors)
     if (k.rfind(prefix, 0) == 0) state.emplace_back(k.substr(prefix.size()), t);
   if (state.empty())
     throw std::invalid_argument("read_standardizer: the checkpoint holds no " + prefix + "mean / " + prefix +

@@ -20,6 +20,7 @@
 
 #include <tapegrad/core/tensor.h>
 #include <tapegrad/data/dataset.h>
+#include <tapegrad/layers/checkpoint.h>
 #include <tapegrad/layers/module.h>
 #include <tapegrad/optim/training_checkpoint.h>
 #include <tapegrad/train/callback.h>
@@ -66,22 +67,18 @@ class ModelCheckpoint : public Callback {
   int best_epoch_ = 0;
 };
 
-/// A training checkpoint read back for inference: the model part went into a module, the
-/// rest is here.
-struct LoadedCheckpoint {
-  /// The epoch the checkpoint was written after.
-  std::int64_t epoch = 0;
-  std::vector<std::pair<std::string, Tensor>> tensors;  ///< extras (no "model.", "optimizer.", "scheduler." keys)
-  /// The checkpoint's string metadata (history, callback states, user extras).
-  std::map<std::string, std::string> metadata;
-  /// The extra tensor `name`, or nullptr.
-  const Tensor* find(const std::string& name) const;
-};
+/// A training checkpoint read back for inference: the one checkpoint result type
+/// (layers/checkpoint.h). load_model fills `result`, `epoch` and `extras`: the tensors that
+/// are not model, optimizer or scheduler state, and all of the file's metadata.
+using LoadedCheckpoint = layers::LoadedCheckpoint;
 
 /// Loads the "model.*" tensors of a training checkpoint into `model` (strict: every key must
 /// match in name, shape and dtype, else std::invalid_argument listing them and nothing
 /// changes) and returns the rest. std::runtime_error for an unreadable or corrupt file.
 LoadedCheckpoint load_model(const std::string& path, layers::Module& model, bool strict = true);
+/// load_model from an archive already read (Archive::load), with every load option (strict,
+/// check_values, prefixes, renames); same checks and throws, messages name archive.source().
+LoadedCheckpoint load_model(const Archive& archive, layers::Module& model, const layers::LoadOptions& options = {});
 
 /// The input preprocessing as checkpoint extras: the Standardizer's state_dict() under
 /// `prefix` ("preprocess.mean", "preprocess.std" float64, "preprocess.feature_shape" int64)

@@ -67,9 +67,9 @@ int run_torch(const std::vector<std::string>& args) {
     };
     if (a == "--strip-prefix") o.strip_prefixes.push_back(value());
     else if (a == "--rename") o.renames.push_back(tapegrad::layers::parse_key_rename(value()));
-    else if (a == "--half-to-float32") o.torch.half_to_float32 = true;
-    else if (a == "--entry") o.torch.entry = value();
-    else if (a == "--max-bytes") o.torch.max_bytes = parse_count(a, value()); else if (a == "-h" || a == "--help") {
+    else if (a == "--half-to-float32") o.half_to_float32 = true;
+    else if (a == "--entry") o.entry = value();
+    else if (a == "--max-bytes") o.max_bytes = parse_count(a, value()); else if (a == "-h" || a == "--help") {
       std::cout << kTorchUsage;
       return 0;
     } else if (a.rfind("--", 0) == 0) {

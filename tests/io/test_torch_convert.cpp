@@ -68,7 +68,7 @@ TEST_CASE("convert: tensors aliasing one storage count against max_bytes in the 
                         Contains("--max-bytes"));
   CHECK_FALSE(std::filesystem::exists(out));
   io::LoadOptions o;
-  o.torch.max_bytes = 8'000'000;
+  o.max_bytes = 8'000'000;
   CHECK_THAT(io::convert_torch_to_safetensors(in, out, o), Contains("100 tensors, 6553600 bytes"));
   const SafetensorsContent c = load_safetensors(out);
   REQUIRE(c.tensors.size() == 100);

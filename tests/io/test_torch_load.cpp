@@ -13,6 +13,8 @@
 #include <tapegrad/models/mlp.h>
 
 #include "io/torch_test_support.h"
+#include "temp_dir_support.h"
+#include <tapegrad/layers/checkpoint.h>
 
 using namespace tapegrad;
 using Catch::Contains;
@@ -110,7 +112,7 @@ TEST_CASE("torch.save: float16 / bfloat16 convert to float32 only when asked", "
   CHECK(values(*m, "0.weight") == before);  // nothing loaded
 
   io::LoadOptions o;
-  o.torch.half_to_float32 = true;
+  o.half_to_float32 = true;
   const layers::LoadResult r = io::load(*m, fixture("mlp_f16.pt"), o);
   REQUIRE(r.converted.size() == 8);
   CHECK(r.converted.front() == "0.weight: float16 -> float32 (in the file)");
@@ -164,6 +166,34 @@ TEST_CASE("torch.save: DataParallel's module. prefix is named and stripped", "[i
   CHECK(rr.notes == std::vector<std::string>{"stripped 'module.' from 9 keys"});
   CHECK(io::load(*m, fixture("mlp_dp.pt"), o).ok());
   check_output(*m, "mlp", Dtype::Float32, 1e-5);
+}
+
+TEST_CASE("io::load reads either format through one archive: a tapegrad file with extras, value checks, key changes",
+          "[io]") {
+  auto m = mlp();
+  REQUIRE(io::load(*m, fixture("mlp_dp.pt"), io::LoadOptions{.strip_prefixes = {"module."}}).ok());
+  const std::vector<double> w = values(*m, "0.weight");
+  test::TempDir dir;
+  const std::string path = dir.file("m.safetensors");
+  layers::save(*m, path, layers::SaveOptions{.extra_tensors = {{"scale", Tensor::ones({2})}}, .metadata = {}});
+  auto n = mlp();
+  const layers::LoadResult r = io::load(*n, path);  // the "extra/" tensors are not module state
+  CHECK(r.ok());
+  CHECK(r.loaded == m->state_dict().size());
+  CHECK(values(*n, "0.weight") == w);
+  const io::ReadResult rr = io::read_checkpoint(path);
+  CHECK_FALSE(rr.tensors.contains("extra/scale"));
+  CHECK(io::read_archive(path).extras().size() == 1);
+  // the same LoadOptions as every load: value checks reach io::load
+  {
+    NoGradGuard ng;
+    Tensor(m->state_dict().at("1.running_var")).fill_(-1.0);
+  }
+  layers::save(*m, path);
+  CHECK_THROWS_WITH(io::load(*n, path), Contains("loading '" + path + "' (safetensors)") &&
+                                            Contains("1.running_var: expected values >= 0 (a variance)"));
+  CHECK(io::load(*n, path, io::LoadOptions{.check_values = false}).ok());
+  CHECK(values(*n, "1.running_var")[0] == -1.0);
 }
 
 TEST_CASE("torch.save: a checkpoint without num_batches_tracked loads, the counter filled with 0", "[io]") {

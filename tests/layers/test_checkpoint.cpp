@@ -17,6 +17,7 @@
 #include <tapegrad/core/safetensors.h>
 #include "golden_runner/support.h"
 #include "temp_dir_support.h"
+#include "layers/checkpoint_run_support.h"
 #include <tapegrad/layers/batch_norm.h>
 #include <tapegrad/layers/checkpoint.h>
 #include <tapegrad/layers/linear.h>
@@ -426,50 +427,9 @@ TEST_CASE("train_mlp golden: the final state saved to a file reproduces the eval
 
 // ---- exact resume -------------------------------------------------------------------------
 
-namespace {
-
-struct Run {
-  std::shared_ptr<models::MLP> model;
-  std::unique_ptr<optim::Optimizer> opt;
-  std::unique_ptr<optim::LRScheduler> sched;
-  Generator data{0};
-};
-
-Run make_run(bool adam, std::uint64_t init_seed) {
-  Run r;
-  Generator init(init_seed);
-  models::MLPOptions mo;
-  mo.norm = models::Norm::Batch;
-  r.model = std::make_shared<models::MLP>(std::vector<std::int64_t>{5, 16, 16, 3}, mo, init);
-  if (adam) {
-    optim::AdamOptions o;
-    o.lr = 0.01, o.weight_decay = 1e-3;
-    r.opt = std::make_unique<optim::Adam>(r.model->parameters(), o);
-    r.sched = std::make_unique<optim::CosineAnnealingLR>(*r.opt, 7, 1e-4);
-  } else {
-    optim::SGDOptions o;
-    o.lr = 0.1, o.momentum = 0.9, o.nesterov = true;
-    r.opt = std::make_unique<optim::SGD>(r.model->parameters(), o);
-    r.sched = std::make_unique<optim::StepLR>(*r.opt, 3, 0.5);
-  }
-  r.data.manual_seed(1234);
-  return r;
-}
-
-// One step: a batch drawn from the run's generator, MSE, backward, step, scheduler step.
-void train_steps(Run& r, int n) {
-  for (int i = 0; i < n; ++i) {
-    r.model->train();
-    r.opt->zero_grad();
-    const Tensor x = randn({8, 5}, Dtype::Float32, r.data);
-    const Tensor y = randn({8, 3}, Dtype::Float32, r.data);
-    layers::mse_loss((*r.model)(x), y).backward();
-    r.opt->step();
-    r.sched->step();
-  }
-}
-
-}  // namespace
+using checkpoint_run::Run;
+using checkpoint_run::make_run;
+using checkpoint_run::train_steps;
 
 TEST_CASE("resume is exact: 10 steps == 5 steps, save, load into fresh objects, 5 steps", "[checkpoint][optim]") {
   TempDir dir;

@@ -266,8 +266,8 @@ TEST_CASE("a checkpoint carries the preprocessing: a fresh model predicts a raw 
   Generator g1(0), g2(0);
   auto fresh = train_test::mlp(g1, &g2);
   const LoadedCheckpoint c = load_model(dir.file("best.safetensors"), *fresh);
-  CHECK(c.metadata.at("run.model") == "mlp 8,16,3 batch");
-  CHECK(c.metadata.at("preprocess.recipe") == "input = (x - preprocess.mean) / preprocess.std");
+  CHECK(c.extras.metadata.at("run.model") == "mlp 8,16,3 batch");
+  CHECK(c.extras.metadata.at("preprocess.recipe") == "input = (x - preprocess.mean) / preprocess.std");
   CHECK(c.find("optimizer.state.0.momentum_buffer") == nullptr);  // only the extras
   const data::Standardizer back = read_standardizer(c);
   CHECK(back.mean() == st.mean());
@@ -280,7 +280,7 @@ TEST_CASE("a checkpoint carries the preprocessing: a fresh model predicts a raw 
   CHECK(back.per_feature());
   CHECK_THROWS_WITH(read_standardizer(c, "scaler."), Catch::Contains("no scaler.mean / scaler.std"));
   LoadedCheckpoint broken = c;  // statistics without their feature shape
-  std::erase_if(broken.tensors, [](const auto& kv) { return kv.first == "preprocess.feature_shape"; });
+  std::erase_if(broken.extras.tensors, [](const auto& kv) { return kv.first == "preprocess.feature_shape"; });
   CHECK_THROWS_WITH(read_standardizer(broken), Catch::Contains("read_standardizer") && Catch::Contains("feature_shape"));
 }
 
