@@ -52,7 +52,9 @@ Isa cpu_isa() {
 
 std::vector<Isa> isa_variants() {
 #if TAPEGRAD_ISA_PORTABLE
-  return {Isa::Baseline, Isa::Avx2, Isa::Avx512};
+  std::vector<Isa> v{Isa::Baseline, Isa::Avx2, Isa::Avx512};
+  v.resize(TAPEGRAD_ISA_PORTABLE_TOP + 1);  // cmake -DTAPEGRAD_ISA_UP_TO_HOST=ON: up to the build machine's
+  return v;
 #else
   return {static_cast<Isa>(TAPEGRAD_ISA_BUILD_LEVEL)};
 #endif
@@ -75,7 +77,7 @@ void check_isa_runnable(Isa level, Isa cpu, const std::vector<Isa>& variants, co
   if (level > variants.back())
     throw std::invalid_argument(std::string(what) + ": ISA level " + isa_name(level) +
                                 " is above this build's highest variant (" + isa_name(variants.back()) +
-                                "; the build was compiled for one level, see cmake -DTAPEGRAD_ISA)");
+                                "; see cmake -DTAPEGRAD_ISA and -DTAPEGRAD_ISA_UP_TO_HOST)");
   if (level < variants.front())
     throw std::invalid_argument(std::string(what) + ": ISA level " + isa_name(level) +
                                 " is below this build's lowest variant (" + isa_name(variants.front()) +

@@ -40,7 +40,8 @@ Isa parse_isa(std::string_view text);
 Isa cpu_isa();
 
 /// The levels whose kernels this build carries, lowest first: {Baseline, Avx2, Avx512} in the
-/// portable build, the build's one level in a native / TAPEGRAD_ISA build.
+/// portable build (up to the build machine's level with cmake -DTAPEGRAD_ISA_UP_TO_HOST=ON),
+/// the build's one level in a native / TAPEGRAD_ISA build.
 std::vector<Isa> isa_variants();
 
 /// The level the kernels run at. On the first call (the first kernel call does it) the level

@@ -56,21 +56,33 @@
 #endif
 #define TAPEGRAD_ISA_INLINE_NS TAPEGRAD_ISA_CAT(isa_, TAPEGRAD_ISA_NS)
 
-#if TAPEGRAD_ISA_PORTABLE
+// The highest level a portable build compiles variants for (cmake -DTAPEGRAD_ISA_UP_TO_HOST=ON:
+// the build machine's; default 2, every level). The dispatch never picks a level above it.
+#if !defined(TAPEGRAD_ISA_PORTABLE_TOP)
+#define TAPEGRAD_ISA_PORTABLE_TOP 2
+#endif
+
+#if TAPEGRAD_ISA_PORTABLE && TAPEGRAD_ISA_PORTABLE_TOP >= 2
 #define TAPEGRAD_ISA_FOR_EACH_VARIANT(M) M(baseline) M(avx2) M(avx512)
 /// The variant of `fn` (a name valid in each of the namespaces baseline, avx2, avx512 of the
 /// calling scope) for isa(). Use once: `static const auto f = TAPEGRAD_ISA_SELECT(g<T>);`.
 #define TAPEGRAD_ISA_SELECT(...) \
   ::tapegrad::detail::isa_select(baseline::__VA_ARGS__, avx2::__VA_ARGS__, avx512::__VA_ARGS__)
+#define TAPEGRAD_KERNELS_FOR_EACH_LEVEL_(M, Table, name) \
+  M(baseline, Table, name) M(avx2, Table, name) M(avx512, Table, name)
+#elif TAPEGRAD_ISA_PORTABLE && TAPEGRAD_ISA_PORTABLE_TOP == 1
+#define TAPEGRAD_ISA_FOR_EACH_VARIANT(M) M(baseline) M(avx2)
+#define TAPEGRAD_ISA_SELECT(...) \
+  ::tapegrad::detail::isa_select(baseline::__VA_ARGS__, avx2::__VA_ARGS__, avx2::__VA_ARGS__)
+#define TAPEGRAD_KERNELS_FOR_EACH_LEVEL_(M, Table, name) M(baseline, Table, name) M(avx2, Table, name)
+#elif TAPEGRAD_ISA_PORTABLE
+#define TAPEGRAD_ISA_FOR_EACH_VARIANT(M) M(baseline)
+#define TAPEGRAD_ISA_SELECT(...) \
+  ::tapegrad::detail::isa_select(baseline::__VA_ARGS__, baseline::__VA_ARGS__, baseline::__VA_ARGS__)
+#define TAPEGRAD_KERNELS_FOR_EACH_LEVEL_(M, Table, name) M(baseline, Table, name)
 #else
 #define TAPEGRAD_ISA_FOR_EACH_VARIANT(M) M(TAPEGRAD_ISA_NS)
 #define TAPEGRAD_ISA_SELECT(...) ::tapegrad::detail::isa_single(TAPEGRAD_ISA_NS::__VA_ARGS__)
-#endif
-
-#if TAPEGRAD_ISA_PORTABLE
-#define TAPEGRAD_KERNELS_FOR_EACH_LEVEL_(M, Table, name) \
-  M(baseline, Table, name) M(avx2, Table, name) M(avx512, Table, name)
-#else
 #define TAPEGRAD_KERNELS_FOR_EACH_LEVEL_(M, Table, name) M(TAPEGRAD_ISA_NS, Table, name)
 #endif
 #define TAPEGRAD_KERNELS_LEVEL_DECL_(ns, Table, name) \
@@ -110,11 +122,14 @@
   template const Table<float>& name<float>();                                         \
   template const Table<double>& name<double>();
 
-#if TAPEGRAD_ISA_PORTABLE
+#if TAPEGRAD_ISA_PORTABLE && TAPEGRAD_ISA_PORTABLE_TOP >= 2
 /// Every level's table of family `ns::name` for element type T this build carries, as a
 /// std::vector<tapegrad::detail::KernelLevel<Table<T>>> (for the tests; the CPU may not run all).
 #define TAPEGRAD_KERNEL_LEVELS(ns, name, T)                                                           \
   ::tapegrad::detail::kernel_levels(&ns::baseline::name<T>(), &ns::avx2::name<T>(), &ns::avx512::name<T>())
+#elif TAPEGRAD_ISA_PORTABLE && TAPEGRAD_ISA_PORTABLE_TOP == 1
+#define TAPEGRAD_KERNEL_LEVELS(ns, name, T) \
+  ::tapegrad::detail::kernel_levels(&ns::baseline::name<T>(), &ns::avx2::name<T>())
 #else
 #define TAPEGRAD_KERNEL_LEVELS(ns, name, T) \
   ::tapegrad::detail::kernel_levels(&ns::TAPEGRAD_ISA_NS::name<T>())
@@ -131,6 +146,11 @@ struct KernelLevel {
 template <class Table>
 std::vector<KernelLevel<Table>> kernel_levels(const Table* baseline, const Table* avx2, const Table* avx512) {
   return {{Isa::Baseline, baseline}, {Isa::Avx2, avx2}, {Isa::Avx512, avx512}};
+}
+/// The baseline and avx2 tables of a portable build capped at avx2 (TAPEGRAD_ISA_PORTABLE_TOP 1).
+template <class Table>
+std::vector<KernelLevel<Table>> kernel_levels(const Table* baseline, const Table* avx2) {
+  return {{Isa::Baseline, baseline}, {Isa::Avx2, avx2}};
 }
 /// The one level's table of a single-level build (the build's level).
 template <class Table>
