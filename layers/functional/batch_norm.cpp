@@ -6,11 +6,11 @@
 // backward reads x and dy once for its two reductions and once more to write dx. Outputs
 // too large for the cache are written with streaming stores, so they cost no extra read.
 // The (N, C) case (S = 1) runs the kernels of kernels/batch_norm_nc.h, the S > 1 case those
-// of kernels/batch_norm_ncs.h (both compiled per ISA level, kernels/cpu/); this file keeps the argument
-// checks, the split among threads and the tape node; the running statistics are updated by
-// RunningStats (running_stats.cpp).
+// of kernels/batch_norm_ncs.h (both compiled per ISA level, kernels/cpu/); this file keeps
+// the split among threads and the tape node; the argument checks are in
+// batch_norm_checks.cpp, and the running statistics are updated by RunningStats
+// (running_stats.cpp).
 #include <tapegrad/layers/functional/batch_norm.h>
-
 
 #include <algorithm>
 #include <cmath>
@@ -29,6 +29,7 @@
 #include <tapegrad/core/parallel.h>
 #include <tapegrad/layers/functional/batch_norm_double_backward.h>
 #include <tapegrad/layers/functional/empty_input.h>
+#include <tapegrad/layers/functional/kernels/batch_norm_checks.h>
 #include <tapegrad/layers/functional/kernels/batch_norm_nc.h>
 #include <tapegrad/layers/functional/kernels/batch_norm_ncs.h>
 #include <tapegrad/layers/functional/kernels/moments.h>
@@ -38,15 +39,8 @@
 namespace tapegrad::layers::functional {
 namespace {
 
-struct Dims {
-  std::int64_t N, C, S;
-};
-
-Dims dims_of(const Tensor& x) {
-  std::int64_t S = 1;
-  for (std::int64_t d = 2; d < x.dim(); ++d) S *= x.size(d);
-  return {x.size(0), x.size(1), S};
-}
+using Dims = detail::BnDims;
+using detail::bn_dims_of;
 
 // Per-thread reusable buffers for the per-channel temporaries (kernels::scratch), one tag a use.
 struct ThreadStatsTag {};
@@ -228,34 +222,6 @@ void backward_impl(const Tensor& g, const T* xp, Dims d, const double* mean, con
   gs.add(0, std::move(gx));
 }
 
-void check_channel_tensor(const std::string& who, const Tensor& t, const char* what, const Tensor& x, std::int64_t C) {
-  if (!t.defined()) return;
-  if (t.dim() != 1 || t.size(0) != C)  // compared without building a Shape (no allocation per call)
-    throw std::invalid_argument(who + ": expected " + what + " of shape [" + std::to_string(C) +
-                                "] for input of shape " + shape_str(x.shape()) + ", got " + shape_str(t.shape()));
-  if (t.dtype() != x.dtype())
-    throw std::invalid_argument(who + ": " + what + " has dtype " + dtype_name(t.dtype()) + " but the input is " +
-                                dtype_name(x.dtype()));
-}
-
-// What every entry point checks first: x (N, C, *) floating, weight / bias (C) of x's dtype,
-// eps, and the running statistics (momentum, shapes, dtypes). Once per call.
-Dims check_common(const std::string& who, const Tensor& x, const Tensor& weight, const Tensor& bias,
-                  const RunningStats& running, double eps) {
-  if (!x.defined() || x.dim() < 2)
-    throw std::invalid_argument(who + ": expected input of shape (N, C, *), got " +
-                                (x.defined() ? shape_str(x.shape()) : std::string("an undefined tensor")));
-  if (!is_floating(x.dtype()))
-    throw std::invalid_argument(who + ": expected a float input, got " + dtype_name(x.dtype()));
-  const Dims d = dims_of(x);
-  check_channel_tensor(who, weight, "weight", x, d.C);
-  check_channel_tensor(who, bias, "bias", x, d.C);
-  if (!(eps >= 0 && std::isfinite(eps)))
-    throw std::invalid_argument(who + ": eps must be >= 0 and finite, got " + std::to_string(eps));
-  running.check(who, x);
-  return d;
-}
-
 // Records the backward of a train- or eval-mode normalisation of x with the statistics
 // stats = [mean (C), rstd (C)] taken over m values per channel. `given`: the statistics came
 // from elsewhere (batch_norm_with_stats), so a create_graph backward cannot recompute them
@@ -290,7 +256,7 @@ void record_backward(Tensor& out, const Tensor& x, const Tensor& weight, const T
 
 void batch_moments(const Tensor& x, Tensor& mean_out, Tensor& var_out) {
   if (x.dim() < 2) throw std::invalid_argument("batch_moments: expected (N, C, *), got " + shape_str(x.shape()));
-  const Dims d = dims_of(x);
+  const Dims d = bn_dims_of(x);
   std::vector<double> mean, var;
   if (d.N * d.S == 0) {
     mean.assign(static_cast<std::size_t>(d.C), std::nan(""));
@@ -322,7 +288,7 @@ namespace {
 Tensor normalise(const Tensor& x, const Tensor& weight, const Tensor& bias, const RunningStats& running,
                  bool use_batch_stats, double eps, const std::string& who, Dims& d, std::vector<double>& stats,
                  bool& empty, int act = kernels::kBnActNone, double hi = 0, Tensor* pre = nullptr) {
-  d = check_common(who, x, weight, bias, running, eps);
+  d = detail::bn_check_common(who, x, weight, bias, running, eps);
   if (!use_batch_stats && !running.defined())
     throw std::invalid_argument(who + ": eval mode (training=false) needs running_mean and running_var");
   const std::int64_t m = d.N * d.S;
@@ -472,7 +438,7 @@ Tensor batch_norm_relu(const Tensor& x, const Tensor& weight, const Tensor& bias
 
 Tensor batch_norm_with_stats(const Tensor& x, const BatchStats& given, const Tensor& weight, const Tensor& bias,
                              const RunningStats& running, double eps, const std::string& who) {
-  const Dims d = check_common(who, x, weight, bias, running, eps);
+  const Dims d = detail::bn_check_common(who, x, weight, bias, running, eps);
   for (const auto& [t, what] : {std::pair{&given.mean, "mean"}, std::pair{&given.var, "var"}})
     if (!t->defined() || t->dtype() != Dtype::Float64 || t->dim() != 1 || t->size(0) != d.C)
       throw std::invalid_argument(who + ": expected the batch " + what + " as float64 of shape [" +
