@@ -16,7 +16,7 @@
 #include <string>
 #include <vector>
 
-#include <tapegrad/io/onnx_convert.h>
+#include "onnx_convert.h"
 #include <tapegrad/io/torch_convert.h>
 
 namespace {
@@ -95,7 +95,7 @@ const char* kOnnxUsage =
 
 int run_onnx(const std::vector<std::string>& args) {
   std::vector<std::string> positional;
-  tapegrad::io::OnnxConvertOptions o;
+  fmnist::OnnxConvertOptions o;
   for (const auto& a : args) {
     if (a == "--fuse-batch-norm") o.fuse_batch_norm = true;
     else if (a == "--no-fold-preprocessing") o.fold_preprocessing = false;
@@ -111,7 +111,7 @@ int run_onnx(const std::vector<std::string>& args) {
   if (positional.size() != 2)
     throw Usage("expected CHECKPOINT and OUT.onnx, got " + std::to_string(positional.size()) + " file arguments");
   check_not_input(positional[0], positional[1]);
-  std::cout << tapegrad::io::convert_checkpoint_to_onnx(positional[0], positional[1], o) << "\n";
+  std::cout << fmnist::convert_checkpoint_to_onnx(positional[0], positional[1], o) << "\n";
   return 0;
 }
 

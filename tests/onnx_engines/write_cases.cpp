@@ -13,7 +13,7 @@
 #include <nlohmann/json.hpp>
 #include <tapegrad/debug/warnings.h>
 #include <tapegrad/tapegrad.h>
-#include <tapegrad/io/onnx_convert.h>
+#include "onnx_convert.h"
 #include <tapegrad/io/onnx_export.h>
 #include <tapegrad/layers/fuse_batch_norm.h>
 
@@ -97,9 +97,9 @@ nlohmann::json checkpoint_case(const std::string& dir, const std::string& name, 
   metadata["preprocess"] = "x = pixels / 255; input = (x - preprocess.mean) / preprocess.std";
   const std::string ckpt = dir + "/" + name + ".safetensors";
   save_safetensors(ckpt, tensors, metadata);
-  io::OnnxConvertOptions o;
+  fmnist::OnnxConvertOptions o;
   o.fuse_batch_norm = fuse;
-  std::cout << io::convert_checkpoint_to_onnx(ckpt, dir + "/" + name + ".onnx", o) << "\n";
+  std::cout << fmnist::convert_checkpoint_to_onnx(ckpt, dir + "/" + name + ".onnx", o) << "\n";
   auto forward = [&](const Tensor& x) {
     Tensor z = x.to(Dtype::Float64);
     NoGradGuard ng;

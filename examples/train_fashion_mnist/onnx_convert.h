@@ -1,12 +1,14 @@
 #pragma once
 // Checkpoints of train_fashion_mnist as ONNX models: `tapegrad_convert onnx CHECKPOINT OUT.onnx`.
+// The trainer's code (it rebuilds the trainer's model from its metadata), not the library's:
+// io/onnx_export.h is the library's ONNX writer.
 #include <memory>
 #include <string>
 
 #include <tapegrad/core/safetensors.h>
 #include <tapegrad/layers/sequential.h>
 
-namespace tapegrad::io {
+namespace fmnist {
 
 /// What convert_checkpoint_to_onnx does to the model on the way.
 struct OnnxConvertOptions {
@@ -26,8 +28,8 @@ struct OnnxConvertOptions {
 /// start with "model." loaded strictly, in eval mode. Throws std::invalid_argument naming the key and
 /// the value when the metadata is missing or malformed, and load_state_dict's error when the
 /// tensors do not fit.
-std::shared_ptr<layers::Sequential> model_from_fmnist_checkpoint(const SafetensorsContent& checkpoint,
-                                                                 const std::string& path);
+std::shared_ptr<tapegrad::layers::Sequential> model_from_fmnist_checkpoint(const tapegrad::SafetensorsContent& checkpoint,
+                                                                           const std::string& path);
 
 /// Reads `checkpoint`, rebuilds its model (model_from_fmnist_checkpoint), optionally fuses
 /// BatchNorm, and writes it to `out` as ONNX (export_onnx) with input "input" (N, 784) and
@@ -39,4 +41,4 @@ std::shared_ptr<layers::Sequential> model_from_fmnist_checkpoint(const Safetenso
 std::string convert_checkpoint_to_onnx(const std::string& checkpoint, const std::string& out,
                                        const OnnxConvertOptions& options = {});
 
-}  // namespace tapegrad::io
+}  // namespace fmnist

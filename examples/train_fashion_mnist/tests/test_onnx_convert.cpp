@@ -11,7 +11,7 @@
 #include <tapegrad/core/core.h>
 #include <tapegrad/core/mode_checks.h>
 #include <tapegrad/core/safetensors.h>
-#include <tapegrad/io/onnx_convert.h>
+#include "onnx_convert.h"
 #include <tapegrad/layers/flatten.h>
 #include <tapegrad/models/cnn.h>
 #include <tapegrad/models/mlp.h>
@@ -55,16 +55,16 @@ TEST_CASE("convert_checkpoint_to_onnx exports a train_fashion_mnist checkpoint",
   const std::string dir = temp_dir();
   const std::string ckpt = write_checkpoint(dir + "/mlp.safetensors", kMeta, true);
   const std::string out = dir + "/mlp.onnx";
-  const std::string summary = io::convert_checkpoint_to_onnx(ckpt, out);
+  const std::string summary = fmnist::convert_checkpoint_to_onnx(ckpt, out);
   REQUIRE_THAT(summary, Catch::Contains("standardisation folded in") && Catch::Contains("(N, 784) -> output (N, 10)"));
   const std::string bytes = read_file(out);
   for (const char* s : {"preprocess.mean", "fmnist.hidden", "pixels / 255", "0.weight", "Gemm"})
     REQUIRE(bytes.find(s) != std::string::npos);
 
-  io::OnnxConvertOptions o;
+  fmnist::OnnxConvertOptions o;
   o.fuse_batch_norm = true;
   o.fold_preprocessing = false;
-  REQUIRE_THAT(io::convert_checkpoint_to_onnx(ckpt, out, o), Catch::Contains("fused 1 BatchNorm layers"));
+  REQUIRE_THAT(fmnist::convert_checkpoint_to_onnx(ckpt, out, o), Catch::Contains("fused 1 BatchNorm layers"));
   const std::string fused = read_file(out);
   REQUIRE(fused.find("preprocess.mean = 0.286") != std::string::npos);  // the recipe in the metadata
   REQUIRE(fused.find("1.scale") == std::string::npos);                  // no BatchNorm left
@@ -76,18 +76,18 @@ TEST_CASE("convert_checkpoint_to_onnx refuses checkpoints without what it needs"
   auto meta = kMeta;
   meta.erase("fmnist.norm");
   const std::string no_arch = write_checkpoint(dir + "/a.safetensors", meta, true);
-  REQUIRE_THROWS_WITH(io::convert_checkpoint_to_onnx(no_arch, dir + "/a.onnx"),
+  REQUIRE_THROWS_WITH(fmnist::convert_checkpoint_to_onnx(no_arch, dir + "/a.onnx"),
                       Catch::Contains("holds no architecture: metadata key 'fmnist.norm' is missing"));
   const std::string no_pre = write_checkpoint(dir + "/b.safetensors", kMeta, false);
-  REQUIRE_THROWS_WITH(io::convert_checkpoint_to_onnx(no_pre, dir + "/b.onnx"),
+  REQUIRE_THROWS_WITH(fmnist::convert_checkpoint_to_onnx(no_pre, dir + "/b.onnx"),
                       Catch::Contains("holds no preprocessing") && Catch::Contains("--no-fold-preprocessing"));
   meta = kMeta;
   meta["fmnist.hidden"] = "16,x";
   const std::string bad = write_checkpoint(dir + "/c.safetensors", meta, true);
-  REQUIRE_THROWS_WITH(io::convert_checkpoint_to_onnx(bad, dir + "/c.onnx"),
+  REQUIRE_THROWS_WITH(fmnist::convert_checkpoint_to_onnx(bad, dir + "/c.onnx"),
                       Catch::Contains("fmnist.hidden: expected positive integers separated by commas, got '16,x'"));
   const std::string wrong = write_checkpoint(dir + "/d.safetensors", kMeta, true, {784, 20, 10});
-  REQUIRE_THROWS_WITH(io::convert_checkpoint_to_onnx(wrong, dir + "/d.onnx"), Catch::Contains("0.weight"));
+  REQUIRE_THROWS_WITH(fmnist::convert_checkpoint_to_onnx(wrong, dir + "/d.onnx"), Catch::Contains("0.weight"));
   REQUIRE_FALSE(std::filesystem::exists(dir + "/d.onnx"));
   std::filesystem::remove_all(dir);
 }
@@ -108,10 +108,10 @@ TEST_CASE("convert_checkpoint_to_onnx parses integer metadata as whole integers 
                                                 {"fmnist.norm", "group"},      {"fmnist.dropout", "0"},
                                                 {"fmnist.cnn.channels", "4,8"}, {"fmnist.cnn.head", "16"},
                                                 {"fmnist.cnn.groups", "4"}};
-  io::OnnxConvertOptions o;
+  fmnist::OnnxConvertOptions o;
   o.fold_preprocessing = false;
   save_safetensors(dir + "/good.safetensors", tensors, good);
-  REQUIRE_THAT(io::convert_checkpoint_to_onnx(dir + "/good.safetensors", dir + "/good.onnx", o), Catch::Contains("wrote"));
+  REQUIRE_THAT(fmnist::convert_checkpoint_to_onnx(dir + "/good.safetensors", dir + "/good.onnx", o), Catch::Contains("wrote"));
   // "16.9" was read as 16 (a model built from a value the file does not hold); "1e30" and
   // "nan" were cast from double to int64 (undefined), the error showed -9223372036854775808
   const std::vector<std::pair<std::string, std::string>> bad{
@@ -125,8 +125,8 @@ TEST_CASE("convert_checkpoint_to_onnx parses integer metadata as whole integers 
     const std::string ckpt = dir + "/bad.safetensors";
     save_safetensors(ckpt, tensors, meta);
     INFO(key << " = '" << value << "'");
-    REQUIRE_THROWS_AS(io::convert_checkpoint_to_onnx(ckpt, dir + "/bad.onnx", o), std::invalid_argument);
-    REQUIRE_THROWS_WITH(io::convert_checkpoint_to_onnx(ckpt, dir + "/bad.onnx", o),
+    REQUIRE_THROWS_AS(fmnist::convert_checkpoint_to_onnx(ckpt, dir + "/bad.onnx", o), std::invalid_argument);
+    REQUIRE_THROWS_WITH(fmnist::convert_checkpoint_to_onnx(ckpt, dir + "/bad.onnx", o),
                         Catch::Contains(key + ": expected") && Catch::Contains("got '" + value + "'") &&
                             !Catch::Contains("-9223372036854775808"));
     REQUIRE_FALSE(std::filesystem::exists(dir + "/bad.onnx"));
@@ -140,19 +140,19 @@ TEST_CASE("convert_checkpoint_to_onnx refuses an architecture larger than the ch
   auto meta = kMeta;
   meta["fmnist.hidden"] = "1000000000,1000000000";
   const std::string mlp = write_checkpoint(dir + "/wide.safetensors", meta, true);
-  REQUIRE_THROWS_WITH(io::convert_checkpoint_to_onnx(mlp, dir + "/wide.onnx"),
+  REQUIRE_THROWS_WITH(fmnist::convert_checkpoint_to_onnx(mlp, dir + "/wide.onnx"),
                       Catch::Contains("fmnist.hidden: declares") &&
                           Catch::Contains("parameters, more than the checkpoint's model tensors hold"));
   meta = kMeta;
   meta["fmnist.model"] = "cnn";
   meta["fmnist.cnn.channels"] = "4,3000000000";
   const std::string cnn = write_checkpoint(dir + "/cnn.safetensors", meta, true);
-  REQUIRE_THROWS_WITH(io::convert_checkpoint_to_onnx(cnn, dir + "/cnn.onnx"),
+  REQUIRE_THROWS_WITH(fmnist::convert_checkpoint_to_onnx(cnn, dir + "/cnn.onnx"),
                       Catch::Contains("fmnist.cnn.channels: declares"));
   meta["fmnist.cnn.channels"] = "4,8";
   meta["fmnist.cnn.head"] = "1e300";  // was cast to int64 unchecked
   const std::string head = write_checkpoint(dir + "/head.safetensors", meta, true);
-  REQUIRE_THROWS_WITH(io::convert_checkpoint_to_onnx(head, dir + "/head.onnx"),
+  REQUIRE_THROWS_WITH(fmnist::convert_checkpoint_to_onnx(head, dir + "/head.onnx"),
                       Catch::Contains("fmnist.cnn.head: expected an integer from 0 to"));
   REQUIRE_FALSE(std::filesystem::exists(dir + "/wide.onnx"));
   std::filesystem::remove_all(dir);

@@ -1,4 +1,4 @@
-#include <tapegrad/io/onnx_convert.h>
+#include "onnx_convert.h"
 
 #include <cstdint>
 
@@ -15,7 +15,10 @@
 #include <tapegrad/models/cnn.h>
 #include <tapegrad/models/mlp.h>
 
-namespace tapegrad::io {
+namespace fmnist {
+
+using namespace tapegrad;
+using namespace tapegrad::io;
 
 namespace {
 
@@ -181,4 +184,4 @@ std::string convert_checkpoint_to_onnx(const std::string& checkpoint, const std:
   return summary + "wrote " + out + ": input (N, 784) -> output (N, 10) logits";
 }
 
-}  // namespace tapegrad::io
+}  // namespace fmnist
