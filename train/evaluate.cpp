@@ -11,7 +11,7 @@
 #include <tapegrad/core/ops/index_ops.h>
 #include <tapegrad/core/ops/view_ops.h>
 #include <tapegrad/layers/functional/losses.h>
-#include <tapegrad/models/evaluate.h>
+#include <tapegrad/train/evaluate_batches.h>
 
 namespace tapegrad::train {
 
@@ -31,13 +31,13 @@ Evaluation evaluate_batches_split(layers::Module& model, const data::Dataset& ds
   std::vector<std::int64_t> counts(static_cast<std::size_t>(batches), 0);
   std::int64_t classes = 0;
   std::vector<std::int64_t> confusion;
-  // models::evaluate_batches: eval mode, no tape, every module's mode restored; this rank's
+  // train::evaluate_batches: eval mode, no tape, every module's mode restored; this rank's
   // batches rank, rank + R, ... only.
-  models::EvaluateOptions eo;
+  train::BatchEvalOptions eo;
   eo.batch_size = batch_size;
   eo.first_batch = rank;
   eo.batch_step = world;
-  models::evaluate_batches(model, ds.X, eo, [&](std::int64_t k, std::int64_t begin, std::int64_t end, const Tensor& out) {
+  train::evaluate_batches(model, ds.X, eo, [&](std::int64_t k, std::int64_t begin, std::int64_t end, const Tensor& out) {
     const Tensor target = ds.y.defined() ? narrow(ds.y, 0, begin, end - begin).clone() : Tensor();
     const std::size_t slot = static_cast<std::size_t>(k);
     if (class_targets && out.dim() == 2) {
@@ -117,10 +117,10 @@ Tensor predict(layers::Module& model, const Tensor& X, std::int64_t batch_size) 
     throw std::invalid_argument("predict: expected inputs with a rows dimension (N, ...), got " +
                                 (X.defined() ? shape_str(X.shape()) : std::string("an undefined tensor")));
   const std::int64_t n = X.size(0);
-  models::EvaluateOptions eo;  // eval mode, no tape, modes restored
+  train::BatchEvalOptions eo;  // eval mode, no tape, modes restored
   eo.batch_size = n <= batch_size ? 0 : batch_size;  // one batch: X itself
   std::vector<Tensor> parts;
-  models::evaluate_batches(model, X, eo, [&](std::int64_t, std::int64_t, std::int64_t, const Tensor& out) {
+  train::evaluate_batches(model, X, eo, [&](std::int64_t, std::int64_t, std::int64_t, const Tensor& out) {
     parts.push_back(out);
   });
   if (parts.size() == 1) return parts.front();

@@ -24,7 +24,7 @@
 #include <tapegrad/layers/losses.h>
 #include <tapegrad/layers/pooling.h>
 #include <tapegrad/models/cnn.h>
-#include <tapegrad/models/evaluate.h>
+#include <tapegrad/train/evaluate_batches.h>
 #include <tapegrad/debug/buffers.h>
 #include "kit/ghost_batch.h"
 
@@ -209,24 +209,24 @@ void renorm_schedule(Model& m, std::int64_t step, std::int64_t total) {
 }
 
 namespace {
-Eval to_eval(const models::ClassifierEvaluation& e) { return {e.accuracy(), e.mean_loss()}; }
+Eval to_eval(const train::ClassifierEvaluation& e) { return {e.accuracy(), e.mean_loss()}; }
 }  // namespace
 
 Eval evaluate_eval_mode(layers::Module& net, const data::Dataset& ds) {
-  models::ClassifierOptions o;
+  train::ClassifierEvalOptions o;
   o.batch_size = 1000;
   o.loss_dtype = Dtype::Float64;
-  return to_eval(models::evaluate_classifier(net, ds.X, ds.y, o));
+  return to_eval(train::evaluate_classifier(net, ds.X, ds.y, o));
 }
 
 Eval evaluate_train_mode(layers::Module& net, const data::Dataset& ds, std::int64_t batch) {
   const auto saved = debug::snapshot_buffers(net);
-  models::ClassifierOptions o;
+  train::ClassifierEvalOptions o;
   o.batch_size = batch;
   o.drop_last = true;
   o.train_mode = true;
   o.loss_dtype = Dtype::Float64;
-  const Eval e = to_eval(models::evaluate_classifier(net, ds.X, ds.y, o));
+  const Eval e = to_eval(train::evaluate_classifier(net, ds.X, ds.y, o));
   debug::restore_buffers(net, saved);
   return e;
 }

@@ -70,7 +70,7 @@ struct Eval {
   double accuracy = 0, loss = 0;
 };
 /// Eval mode (running statistics), batches of 1000, no grad; modes restored
-/// (models::evaluate_classifier, float64 loss).
+/// (train::evaluate_classifier, float64 loss).
 Eval evaluate_eval_mode(tapegrad::layers::Module& net, const tapegrad::data::Dataset& ds);
 /// Train mode with batch statistics of consecutive batches of `batch` rows (the remainder
 /// dropped), no grad, every buffer restored afterwards (debug::snapshot_buffers; no side

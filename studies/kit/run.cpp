@@ -13,7 +13,7 @@
 #include <tapegrad/debug/buffers.h>
 #include <tapegrad/layers/fuse_modules.h>
 #include <tapegrad/layers/losses.h>
-#include <tapegrad/models/evaluate.h>
+#include <tapegrad/train/evaluate_batches.h>
 #include <tapegrad/optim/sgd.h>
 
 namespace studies::kit {
@@ -49,10 +49,10 @@ tapegrad::models::MLPOptions mlp_options(const RunConfig& cfg) {
 }
 
 double evaluate(tapegrad::models::MLP& model, const Tensor& x, const Tensor& y, EvalPolicy policy) {
-  tapegrad::models::EvaluateOptions o;  // the whole set as one batch
+  tapegrad::train::BatchEvalOptions o;  // the whole set as one batch
   o.train_mode = policy == EvalPolicy::Train;
   double loss = 0;
-  tapegrad::models::evaluate_batches(model, x, o, [&](std::int64_t, std::int64_t, std::int64_t, const Tensor& out) {
+  tapegrad::train::evaluate_batches(model, x, o, [&](std::int64_t, std::int64_t, std::int64_t, const Tensor& out) {
     loss = tapegrad::layers::mse_loss(out, y).item();
   });
   return loss;

@@ -16,7 +16,7 @@
 #include <tapegrad/debug/mode_audit.h>
 #include <tapegrad/layers/batch_norm.h>
 #include <tapegrad/layers/losses.h>
-#include <tapegrad/models/evaluate.h>
+#include <tapegrad/train/evaluate_batches.h>
 #include <tapegrad/models/mlp.h>
 #include <tapegrad/optim/sgd.h>
 
@@ -95,7 +95,7 @@ std::vector<std::string> batch_norm_paths(layers::Module& net) {
 double eval_mse(layers::Module& net, const Tensor& x, const Tensor& y) {
   AuditPause pause;
   double loss = 0;
-  models::evaluate_batches(net, x, {}, [&](std::int64_t, std::int64_t, std::int64_t, const Tensor& out) {
+  train::evaluate_batches(net, x, {}, [&](std::int64_t, std::int64_t, std::int64_t, const Tensor& out) {
     loss = layers::mse_loss(out, y).item();
   });
   return loss;

@@ -1,6 +1,6 @@
-// models/evaluate.h: batched evaluation without the tape (batches, drop_last, rank slices,
+// train/evaluate_batches.h: batched evaluation without the tape (batches, drop_last, rank slices,
 // modes restored, train mode's running statistics), the classifier's totals against
-// hand-computed values, and its errors. models::CNN's norm factory.
+// hand-computed values, and its errors.
 #include <catch2/catch.hpp>
 
 #include <cmath>
@@ -14,8 +14,7 @@
 #include <tapegrad/layers/batch_norm.h>
 #include <tapegrad/layers/linear.h>
 #include <tapegrad/layers/sequential.h>
-#include <tapegrad/models/cnn.h>
-#include <tapegrad/models/evaluate.h>
+#include <tapegrad/train/evaluate_batches.h>
 
 using namespace tapegrad;
 
@@ -40,13 +39,13 @@ Tensor rows(const std::vector<double>& v, std::int64_t cols) {
 }
 }  // namespace
 
-TEST_CASE("evaluate_batches: consecutive batches, the last partial one unless drop_last", "[models][evaluate]") {
+TEST_CASE("evaluate_batches: consecutive batches, the last partial one unless drop_last", "[train][evaluate]") {
   Recorder r;
   const Tensor X = rows({0, 1, 2, 3, 4, 5, 6}, 1);
-  models::EvaluateOptions o;
+  train::BatchEvalOptions o;
   o.batch_size = 3;
   std::vector<std::int64_t> ks, begins, ends;
-  models::evaluate_batches(r, X, o, [&](std::int64_t k, std::int64_t b, std::int64_t e, const Tensor& out) {
+  train::evaluate_batches(r, X, o, [&](std::int64_t k, std::int64_t b, std::int64_t e, const Tensor& out) {
     ks.push_back(k), begins.push_back(b), ends.push_back(e);
     CHECK(out.size(0) == e - b);
   });
@@ -56,18 +55,18 @@ TEST_CASE("evaluate_batches: consecutive batches, the last partial one unless dr
   REQUIRE(r.calls.size() == 3);
   CHECK(r.calls[1].rows == std::vector<double>{3, 4, 5});
   CHECK(r.calls[2].rows == std::vector<double>{6});
-  CHECK(models::num_batches(7, o) == 3);
+  CHECK(train::num_batches(7, o) == 3);
 
   o.drop_last = true;
   r.calls.clear();
-  models::evaluate_batches(r, X, o, [](std::int64_t, std::int64_t, std::int64_t, const Tensor&) {});
+  train::evaluate_batches(r, X, o, [](std::int64_t, std::int64_t, std::int64_t, const Tensor&) {});
   CHECK(r.calls.size() == 2);
-  CHECK(models::num_batches(7, o) == 2);
+  CHECK(train::num_batches(7, o) == 2);
 
   // batch_size 0: the whole input, the same tensor (no copy)
   o = {};
   Tensor seen;
-  models::evaluate_batches(r, X, o, [&](std::int64_t k, std::int64_t b, std::int64_t e, const Tensor& out) {
+  train::evaluate_batches(r, X, o, [&](std::int64_t k, std::int64_t b, std::int64_t e, const Tensor& out) {
     CHECK(k == 0);
     CHECK(b == 0);
     CHECK(e == 7);
@@ -76,22 +75,22 @@ TEST_CASE("evaluate_batches: consecutive batches, the last partial one unless dr
   CHECK(seen.shares_storage_with(X));
 }
 
-TEST_CASE("evaluate_batches: a rank's slice of the batches keeps the global indices", "[models][evaluate]") {
+TEST_CASE("evaluate_batches: a rank's slice of the batches keeps the global indices", "[train][evaluate]") {
   Recorder r;
   const Tensor X = rows({0, 1, 2, 3, 4, 5, 6, 7, 8, 9}, 1);
-  models::EvaluateOptions o;
+  train::BatchEvalOptions o;
   o.batch_size = 2;  // 5 batches
   o.first_batch = 1;
   o.batch_step = 3;  // rank 1 of 3: batches 1 and 4
   std::vector<std::int64_t> ks;
-  models::evaluate_batches(r, X, o, [&](std::int64_t k, std::int64_t, std::int64_t, const Tensor&) { ks.push_back(k); });
+  train::evaluate_batches(r, X, o, [&](std::int64_t k, std::int64_t, std::int64_t, const Tensor&) { ks.push_back(k); });
   CHECK(ks == std::vector<std::int64_t>{1, 4});
   REQUIRE(r.calls.size() == 2);
   CHECK(r.calls[0].rows == std::vector<double>{2, 3});
   CHECK(r.calls[1].rows == std::vector<double>{8, 9});
 }
 
-TEST_CASE("evaluate_batches: no tape, the requested mode, every module's mode restored", "[models][evaluate]") {
+TEST_CASE("evaluate_batches: no tape, the requested mode, every module's mode restored", "[train][evaluate]") {
   auto inner = std::make_shared<Recorder>();
   auto outer = std::make_shared<layers::Sequential>();
   outer->push_back(inner);
@@ -100,9 +99,9 @@ TEST_CASE("evaluate_batches: no tape, the requested mode, every module's mode re
   const Tensor X = rows({1, 2}, 1);
   for (bool train_mode : {false, true}) {
     inner->calls.clear();
-    models::EvaluateOptions o;
+    train::BatchEvalOptions o;
     o.train_mode = train_mode;
-    models::evaluate_batches(*outer, X, o, [](std::int64_t, std::int64_t, std::int64_t, const Tensor&) {});
+    train::evaluate_batches(*outer, X, o, [](std::int64_t, std::int64_t, std::int64_t, const Tensor&) {});
     REQUIRE(inner->calls.size() == 1);
     CHECK_FALSE(inner->calls[0].grad_enabled);
     CHECK(inner->calls[0].training == train_mode);
@@ -111,7 +110,7 @@ TEST_CASE("evaluate_batches: no tape, the requested mode, every module's mode re
   }
   CHECK(grad_mode_enabled());
   // also when the callback throws
-  CHECK_THROWS_AS(models::evaluate_batches(*outer, X, {},
+  CHECK_THROWS_AS(train::evaluate_batches(*outer, X, {},
                                            [](std::int64_t, std::int64_t, std::int64_t, const Tensor&) {
                                              throw std::runtime_error("stop");
                                            }),
@@ -122,7 +121,7 @@ TEST_CASE("evaluate_batches: no tape, the requested mode, every module's mode re
   CHECK(autograd::tape_size() == 0);
 }
 
-TEST_CASE("evaluate_classifier: counts, confusion and cross-entropy sums by hand", "[models][evaluate]") {
+TEST_CASE("evaluate_classifier: counts, confusion and cross-entropy sums by hand", "[train][evaluate]") {
   Recorder r;  // the logits are the input rows
   // 3 classes, 5 rows; argmax takes the first maximum (row 3: tie between 0 and 2 -> 0)
   const Tensor X = rows({2, 0, 0,  //
@@ -132,10 +131,10 @@ TEST_CASE("evaluate_classifier: counts, confusion and cross-entropy sums by hand
                          0, 2, 0},
                         3);
   const Tensor y = Tensor::from_vector({0, 2, 2, 2, 1}, {5}, Dtype::Int64);
-  models::ClassifierOptions o;
+  train::ClassifierEvalOptions o;
   o.batch_size = 2;
   o.loss_dtype = Dtype::Float64;
-  const auto e = models::evaluate_classifier(r, X, y, o);
+  const auto e = train::evaluate_classifier(r, X, y, o);
   // cross-entropy of a row with logits l and label t: logsumexp(l) - l[t]
   auto ce = [](std::vector<double> l, int t) {
     double s = 0;
@@ -162,7 +161,7 @@ TEST_CASE("evaluate_classifier: counts, confusion and cross-entropy sums by hand
   // a rank's slice: only its batches are scored, the others stay 0
   o.first_batch = 1;
   o.batch_step = 2;
-  const auto part = models::evaluate_classifier(r, X, y, o);
+  const auto part = train::evaluate_classifier(r, X, y, o);
   CHECK(part.count == 2);
   CHECK(part.batch_correct == std::vector<std::int64_t>{0, 1, 0});
   CHECK(part.batch_loss[0] == 0.0);
@@ -170,29 +169,29 @@ TEST_CASE("evaluate_classifier: counts, confusion and cross-entropy sums by hand
 
   // no row evaluated: NaN accuracy and loss
   o.first_batch = 5;
-  const auto none = models::evaluate_classifier(r, X, y, o);
+  const auto none = train::evaluate_classifier(r, X, y, o);
   CHECK(none.count == 0);
   CHECK(std::isnan(none.accuracy()));
   CHECK(none.confusion.empty());
 }
 
 TEST_CASE("evaluate_classifier: train mode uses batch statistics and moves the running statistics",
-          "[models][evaluate]") {
+          "[train][evaluate]") {
   tapegrad::ModeChecksPause pause;  // fresh statistics evaluated on purpose
   layers::BatchNormOptions bo;
   bo.dtype = Dtype::Float64;
   auto bn = std::make_shared<layers::BatchNorm1d>(2, bo);
   const Tensor X = rows({1, 0, 3, 0, 5, 1, 7, 1}, 2);
   const Tensor y = Tensor::from_vector({0, 0, 1, 1}, {4}, Dtype::Int64);
-  models::ClassifierOptions o;
+  train::ClassifierEvalOptions o;
   o.batch_size = 2;
   o.loss_dtype = Dtype::Float64;
   bn->eval();
-  models::evaluate_classifier(*bn, X, y, o);
+  train::evaluate_classifier(*bn, X, y, o);
   CHECK(bn->running_mean.to_vector() == std::vector<double>{0, 0});  // eval mode: untouched
   CHECK_FALSE(bn->is_training());
   o.train_mode = true;
-  const auto e = models::evaluate_classifier(*bn, X, y, o);
+  const auto e = train::evaluate_classifier(*bn, X, y, o);
   // batch statistics: each batch's rows normalise to (-1, +1) in column 0, column 1 is
   // constant in each batch (0 then 1) -> 0: a row predicts 0 where column 0 is +1, else 1
   CHECK(e.correct == 2);  // rows 1 (predicts 0) and 2 (predicts 1); rows 0 and 3 are wrong
@@ -203,70 +202,23 @@ TEST_CASE("evaluate_classifier: train mode uses batch statistics and moves the r
   CHECK_FALSE(bn->is_training());
 }
 
-TEST_CASE("evaluate_classifier: errors name the value", "[models][evaluate][errors]") {
+TEST_CASE("evaluate_classifier: errors name the value", "[train][evaluate][errors]") {
   Recorder r;
   const Tensor X = rows({0, 1, 1, 0}, 2);
-  models::ClassifierOptions o;
+  train::ClassifierEvalOptions o;
   o.batch_size = -1;
-  CHECK_THROWS_WITH(models::evaluate_classifier(r, X, Tensor::from_vector({0, 1}, {2}, Dtype::Int64), o),
+  CHECK_THROWS_WITH(train::evaluate_classifier(r, X, Tensor::from_vector({0, 1}, {2}, Dtype::Int64), o),
                     Catch::Contains("batch_size >= 0") && Catch::Contains("-1"));
   o.batch_size = 1;
   o.batch_step = 0;
-  CHECK_THROWS_WITH(models::evaluate_classifier(r, X, Tensor::from_vector({0, 1}, {2}, Dtype::Int64), o),
+  CHECK_THROWS_WITH(train::evaluate_classifier(r, X, Tensor::from_vector({0, 1}, {2}, Dtype::Int64), o),
                     Catch::Contains("batch_step >= 1"));
   o.batch_step = 1;
-  CHECK_THROWS_WITH(models::evaluate_classifier(r, X, Tensor::from_vector({0, 1, 1}, {3}, Dtype::Int64), o),
+  CHECK_THROWS_WITH(train::evaluate_classifier(r, X, Tensor::from_vector({0, 1, 1}, {3}, Dtype::Int64), o),
                     Catch::Contains("[2]") && Catch::Contains("3 rows"));
-  CHECK_THROWS_WITH(models::evaluate_classifier(r, X, Tensor::from_vector({0, 2}, {2}, Dtype::Int64), o),
+  CHECK_THROWS_WITH(train::evaluate_classifier(r, X, Tensor::from_vector({0, 2}, {2}, Dtype::Int64), o),
                     Catch::Contains("label 2 of row 1 outside [0, 2)"));
-  CHECK_THROWS_WITH(models::evaluate_batches(r, Tensor::from_vector({1.0}, {}, Dtype::Float64), {},
+  CHECK_THROWS_WITH(train::evaluate_batches(r, Tensor::from_vector({1.0}, {}, Dtype::Float64), {},
                                              [](std::int64_t, std::int64_t, std::int64_t, const Tensor&) {}),
                     Catch::Contains("0-d"));
-}
-
-TEST_CASE("CNN norm_factory: called per conv block and for the head, in layer order", "[models][cnn]") {
-  tapegrad::ModeChecksPause pause;  // fresh statistics evaluated on purpose
-  struct Call {
-    std::int64_t features;
-    bool conv;
-    Shape shape;
-  };
-  std::vector<Call> calls;
-  models::CNNOptions o;
-  o.height = o.width = 8;
-  o.channels = {3, 4};
-  o.hidden = 5;
-  o.dtype = Dtype::Float64;
-  o.norm_factory = [&](std::int64_t f, bool conv, const Shape& s) -> layers::ModulePtr {
-    calls.push_back({f, conv, s});
-    if (!conv) return nullptr;  // no head norm
-    layers::BatchNormOptions bo;
-    bo.dtype = Dtype::Float64;
-    return std::make_shared<layers::BatchNorm2d>(f, bo);
-  };
-  Generator g(3);
-  models::CNN net(o, g);
-  REQUIRE(calls.size() == 3);
-  CHECK(calls[0].features == 3);
-  CHECK(calls[0].conv);
-  CHECK(calls[0].shape == Shape{3, 8, 8});
-  CHECK(calls[1].shape == Shape{4, 4, 4});
-  CHECK(calls[2].features == 5);
-  CHECK_FALSE(calls[2].conv);
-  CHECK(calls[2].shape == Shape{5});
-  // conv, bn, relu, pool, conv, bn, relu, pool, flatten, linear, relu, linear
-  std::vector<std::string> types;
-  for (auto& [name, m] : net.named_children()) types.push_back(m->type_name());
-  CHECK(types == std::vector<std::string>{"Conv2d", "BatchNorm2d", "ReLU", "MaxPool2d", "Conv2d", "BatchNorm2d", "ReLU",
-                                          "MaxPool2d", "Flatten", "Linear", "ReLU", "Linear"});
-  // the same weights as the built-in batch norm choice (weights drawn in layer order)
-  models::CNNOptions b = o;
-  b.norm_factory = nullptr;
-  b.norm = models::ConvNorm::Batch;
-  Generator g2(3);
-  models::CNN builtin(b, g2);
-  CHECK(net.parameters()[0].to_vector() == builtin.parameters()[0].to_vector());
-  const Tensor x = Tensor::from_vector(std::vector<double>(2 * 64, 0.5), {2, 1, 8, 8}, Dtype::Float64);
-  net.eval();
-  CHECK(net(x).shape() == Shape{2, 10});
 }

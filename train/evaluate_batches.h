@@ -1,7 +1,9 @@
 #pragma once
 // Batched evaluation without the tape: a model runs on consecutive row batches of its input
 // under NoGradGuard, in eval mode (running statistics) or, on request, in train mode (batch
-// statistics), and every module's previous mode is restored afterwards.
+// statistics), and every module's previous mode is restored afterwards. This is the loop
+// under train::evaluate and train::predict (train/evaluate.h), for tensors and a per-batch
+// callback; evaluate() over a Dataset (with a loss, in parallel) is the usual call.
 #include <cstdint>
 #include <functional>
 #include <vector>
@@ -10,10 +12,10 @@
 #include <tapegrad/core/tensor.h>
 #include <tapegrad/layers/module.h>
 
-namespace tapegrad::models {
+namespace tapegrad::train {
 
 /// How evaluate_batches splits its input and in which mode it runs the model.
-struct EvaluateOptions {
+struct BatchEvalOptions {
   std::int64_t batch_size = 0;   ///< rows per batch; 0: the whole input as one batch (not copied)
   bool drop_last = false;        ///< skip a last batch shorter than batch_size
   /// Train mode: the model normalises with batch statistics, and BatchNorm's running
@@ -29,7 +31,7 @@ struct EvaluateOptions {
 
 /// Batches of `rows` rows under `o` (the last partial one counted unless drop_last).
 /// Throws std::invalid_argument as evaluate_batches does.
-std::int64_t num_batches(std::int64_t rows, const EvaluateOptions& o);
+std::int64_t num_batches(std::int64_t rows, const BatchEvalOptions& o);
 
 /// One evaluated batch: its index k (0-based, over all batches), rows [begin, end) of the
 /// input, and the model's output for them.
@@ -40,11 +42,11 @@ using BatchFn = std::function<void(std::int64_t k, std::int64_t begin, std::int6
 /// when fn or the model throws). A batch's rows are copied into a fresh tensor; with
 /// batch_size 0 the model sees X itself. Throws std::invalid_argument for batch_size < 0,
 /// first_batch < 0, batch_step < 1, or an X without a batch dimension (0-d).
-void evaluate_batches(layers::Module& model, const Tensor& X, const EvaluateOptions& o, const BatchFn& fn);
+void evaluate_batches(layers::Module& model, const Tensor& X, const BatchEvalOptions& o, const BatchFn& fn);
 
 /// A classifier's evaluation against integer labels: logits (N, classes) -> argmax (first
 /// maximum) and cross-entropy (nats) against y (N,) of Int64 class indices.
-struct ClassifierOptions : EvaluateOptions {
+struct ClassifierEvalOptions : BatchEvalOptions {
   Dtype loss_dtype = Dtype::Float32;  ///< logits are converted to this before argmax and the loss
 };
 
@@ -66,6 +68,6 @@ struct ClassifierEvaluation {
 /// Runs evaluate_batches and scores every batch. Throws std::invalid_argument for y not of
 /// N rows, or a label outside [0, classes) (naming the label and its row).
 ClassifierEvaluation evaluate_classifier(layers::Module& model, const Tensor& X, const Tensor& y,
-                                         const ClassifierOptions& o = {});
+                                         const ClassifierEvalOptions& o = {});
 
-}  // namespace tapegrad::models
+}  // namespace tapegrad::train

@@ -1,4 +1,4 @@
-#include <tapegrad/models/evaluate.h>
+#include <tapegrad/train/evaluate_batches.h>
 
 #include <algorithm>
 #include <cmath>
@@ -13,11 +13,11 @@
 #include <tapegrad/core/ops/view_ops.h>
 #include <tapegrad/layers/functional/losses.h>
 
-namespace tapegrad::models {
+namespace tapegrad::train {
 
 namespace {
 
-void check(const Tensor& X, const EvaluateOptions& o) {
+void check(const Tensor& X, const BatchEvalOptions& o) {
   if (o.batch_size < 0)
     throw std::invalid_argument("evaluate: expected batch_size >= 0 (0: one batch), got " + std::to_string(o.batch_size));
   if (o.first_batch < 0 || o.batch_step < 1)
@@ -45,14 +45,14 @@ class ModesRestorer {
 
 }  // namespace
 
-std::int64_t num_batches(std::int64_t rows, const EvaluateOptions& o) {
+std::int64_t num_batches(std::int64_t rows, const BatchEvalOptions& o) {
   if (o.batch_size < 0)
     throw std::invalid_argument("evaluate: expected batch_size >= 0 (0: one batch), got " + std::to_string(o.batch_size));
   if (o.batch_size == 0) return rows > 0 ? 1 : 0;
   return o.drop_last ? rows / o.batch_size : (rows + o.batch_size - 1) / o.batch_size;
 }
 
-void evaluate_batches(layers::Module& model, const Tensor& X, const EvaluateOptions& o, const BatchFn& fn) {
+void evaluate_batches(layers::Module& model, const Tensor& X, const BatchEvalOptions& o, const BatchFn& fn) {
   check(X, o);
   const std::int64_t n = X.size(0), batches = num_batches(n, o);
   ModesRestorer restore(model);
@@ -80,7 +80,7 @@ double ClassifierEvaluation::mean_loss() const {
 }
 
 ClassifierEvaluation evaluate_classifier(layers::Module& model, const Tensor& X, const Tensor& y,
-                                         const ClassifierOptions& o) {
+                                         const ClassifierEvalOptions& o) {
   check(X, o);
   if (y.dim() != 1 || y.size(0) != X.size(0))
     throw std::invalid_argument("evaluate_classifier: expected labels of shape [" + std::to_string(X.size(0)) +
@@ -120,4 +120,4 @@ ClassifierEvaluation evaluate_classifier(layers::Module& model, const Tensor& X,
   return r;
 }
 
-}  // namespace tapegrad::models
+}  // namespace tapegrad::train
