@@ -1,5 +1,5 @@
 // read_csv's skip_rows: a count line above the header (scikit-learn's bundled digits.csv.gz
-// and breast_cancer.csv); its errors and line numbers: test_errors_kfold_csv.cpp.
+// and breast_cancer.csv); its errors, and line numbers counting the skipped lines.
 #include <catch2/catch.hpp>
 
 #include <tapegrad/data/csv.h>
@@ -27,4 +27,16 @@ TEST_CASE("read_csv skip_rows skips a count line above the data", "[data][csv]")
   const Dataset h = parse_csv("# comment, with a comma\nx,y,label\n1,2,0\n3,4,1\n", {.label = "label", .skip_rows = 1});
   CHECK(h.X.shape() == Shape{2, 2});
   CHECK(h.y.data<std::int64_t>()[1] == 1);
+}
+
+TEST_CASE("read_csv skip_rows: line numbers count the skipped lines; errors", "[data][csv][errors]") {
+  CHECK_THROWS_WITH(parse_csv("3,2\n1,2,0\n1,x,1\n", {.header = false, .skip_rows = 1}, "s.csv"),
+                    Catch::Contains("'s.csv' line 3") && Catch::Contains("(index 1)") &&
+                        Catch::Contains("expected a number, got 'x'"));
+  CHECK_THROWS_WITH(parse_csv("a\nb\n", {.skip_rows = -1}, "n.csv"),
+                    "read_csv: 'n.csv': expected skip_rows >= 0, got -1");
+  CHECK_THROWS_WITH(parse_csv("a,b\n1,2\n", {.skip_rows = 2}, "all.csv"),
+                    "read_csv: 'all.csv': skip_rows = 2 skips every line (the file has 2 lines)");
+  CHECK_THROWS_WITH(parse_csv("a,b\n1,2", {.skip_rows = 5}, "all.csv"),
+                    "read_csv: 'all.csv': skip_rows = 5 skips every line (the file has 2 lines)");
 }

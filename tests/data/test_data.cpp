@@ -16,6 +16,7 @@
 #include <tapegrad/data/fashion_mnist.h>
 #include <tapegrad/data/idx.h>
 
+#include "fashion_mnist_support.h"
 #include "temp_dir_support.h"
 
 using namespace tapegrad;
@@ -342,10 +343,7 @@ TEST_CASE("train_val_split holds out disjoint rows and standardisation uses trai
 }
 
 TEST_CASE("Fashion-MNIST: the installed files load with the published counts and labels", "[data]") {
-  if (!fs::exists(std::string(kFashionMnistDir) + "/t10k-labels-idx1-ubyte.gz")) {
-    WARN("Fashion-MNIST not installed (dataset-fashion-mnist); skipping");
-    return;
-  }
+  TAPEGRAD_REQUIRE_FASHION_MNIST();
   // numpy over the gzip files: t10k labels[:10] = [9 2 1 1 6 1 4 6 5 7], image 0 pixel
   // sum 33456, bincount 1000 per class; all test pixels / 255: mean 0.2868492807122849
   // (float64; the float32 pixels here agree to ~1e-7).

@@ -12,6 +12,7 @@
 
 #include <tapegrad/data/fashion_mnist.h>
 #include <tapegrad/data/image_folder.h>
+#include "fashion_mnist_support.h"
 #include "test_errors_support.h"
 #include "image_dir_support.h"
 
@@ -158,10 +159,7 @@ TEST_CASE("class_names_metadata: the class names round-trip through checkpoint m
 }
 
 TEST_CASE("fixtures/fmnist_png: the script's PNGs hold the Fashion-MNIST IDX bytes", "[data][image]") {
-  if (!fs::exists(std::string(kFashionMnistDir) + "/t10k-images-idx3-ubyte.gz")) {
-    WARN("Fashion-MNIST not installed (dataset-fashion-mnist); skipping");
-    return;
-  }
+  TAPEGRAD_REQUIRE_FASHION_MNIST();
   const ImageFolder f((fs::path(TAPEGRAD_TESTS_DIR) / "fixtures" / "fmnist_png" / "test").string());
   REQUIRE(f.size() == 10);
   REQUIRE(f.sample_shape() == Shape{1, 28, 28});

@@ -1,10 +1,10 @@
 // data::KFold: folds partition the indices, scikit-learn's fold sizes and (without shuffle)
-// its exact folds, seeded shuffles, fold_ids agreeing with split
-// (its errors: test_errors_kfold_csv.cpp).
+// its exact folds, seeded shuffles, fold_ids agreeing with split, and its errors.
 #include <catch2/catch.hpp>
 
 #include <algorithm>
 #include <set>
+#include <stdexcept>
 
 #include <tapegrad/data/kfold.h>
 
@@ -91,4 +91,11 @@ TEST_CASE("KFold fold_ids agrees with split", "[data][kfold]") {
   for (std::size_t f = 0; f < folds.size(); ++f)
     for (std::int64_t r : folds[f].test) CHECK(ids[static_cast<std::size_t>(r)] == static_cast<std::int64_t>(f));
   CHECK(KFold({.n_splits = 3}).fold_ids(7) == I{0, 0, 0, 1, 1, 2, 2});
+}
+
+TEST_CASE("KFold errors name the expected and actual values", "[data][kfold][errors]") {
+  CHECK_THROWS_WITH(KFold({.n_splits = 1}), "KFold: expected n_splits >= 2, got 1");
+  CHECK_THROWS_WITH(KFold({.n_splits = 5}).split(4),
+                    "KFold: cannot make n_splits = 5 folds of 4 rows (expected at least 5 rows)");
+  CHECK_THROWS_AS(KFold().fold_ids(0), std::invalid_argument);
 }

@@ -19,6 +19,7 @@
 #include <tapegrad/train/metrics_log.h>
 #include <tapegrad/train/model_checkpoint.h>
 #include <tapegrad/train/progress_bar.h>
+#include "skip_support.h"
 #include "train/train_test_support.h"
 
 using namespace tapegrad;
@@ -193,10 +194,7 @@ TEST_CASE("LearningCurves draws the PNG through gnuplot without a shell", "[trai
   const std::string script = lc.script(s.history);
   CHECK_THAT(script, Catch::Contains("set output '" + dir.file("it''s curves.png") + "'"));
   CHECK_THAT(script, Catch::Contains("title 'val\\_accuracy'") && Catch::Contains("$d0_1 << EOD\n1 0.80000000000000004\n"));
-  if (!gnuplot_available()) {
-    WARN("gnuplot with pngcairo not installed; the figure itself is not checked");
-    return;
-  }
+  if (!gnuplot_available()) TAPEGRAD_MISSING("gnuplot with pngcairo not installed (gnuplot-nox, scripts/setup.sh): the figure is not checked");
   lc.on_fit_begin(s);
   lc.on_fit_end(s);
   REQUIRE(lc.written());
@@ -231,10 +229,7 @@ TEST_CASE("LearningCurves shows keys and title as written: val_loss is not val w
   LearningCurvesOptions cr = o;
   cr.panels = {{"a\rb"}};
   CHECK_THROWS_WITH(LearningCurves(cr), Catch::Contains("carriage return"));
-  if (!gnuplot_available()) {
-    WARN("gnuplot with pngcairo not installed; the figure itself is not checked");
-    return;
-  }
+  if (!gnuplot_available()) TAPEGRAD_MISSING("gnuplot with pngcairo not installed (gnuplot-nox, scripts/setup.sh): the figure is not checked");
   TrainState s;
   s.history = sample_history();
   lc.on_fit_begin(s);

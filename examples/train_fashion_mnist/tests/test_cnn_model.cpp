@@ -15,7 +15,6 @@ namespace fs = std::filesystem;
 
 namespace {
 
-bool have_fmnist() { return fmnist_test::have_fashion_mnist(); }
 
 fmnist::Config small_cnn_config() {
   fmnist::Config c;
@@ -59,10 +58,7 @@ TEST_CASE("the cnn model (--model cnn) builds Unflatten + models::CNN with the c
 }
 
 TEST_CASE("an interrupted and resumed CNN run matches the uninterrupted one exactly", "[fmnist][cnn]") {
-  if (!have_fmnist()) {
-    WARN("dataset-fashion-mnist not installed; skipping");
-    return;
-  }
+  TAPEGRAD_REQUIRE_FASHION_MNIST();
   const fs::path dir = fs::temp_directory_path() / ("tapegrad_fmnist_cnn_" + std::to_string(::getpid()));
   fs::create_directories(dir);
   fmnist::Config c = small_cnn_config();

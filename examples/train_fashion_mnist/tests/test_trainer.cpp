@@ -20,7 +20,6 @@ namespace fs = std::filesystem;
 namespace {
 
 using fmnist_test::TempDir;
-bool have_data() { return fmnist_test::have_fashion_mnist(); }
 
 fmnist::Config small_config() {
   fmnist::Config c;
@@ -88,10 +87,7 @@ TEST_CASE("model layout and evaluate() in eval mode without tape and with the mo
 }
 
 TEST_CASE("2 epochs on 2000 images reach over 70% test accuracy", "[fmnist]") {
-  if (!have_data()) {
-    WARN("dataset-fashion-mnist not installed; skipping");
-    return;
-  }
+  TAPEGRAD_REQUIRE_FASHION_MNIST();
   const fmnist::Result r = fmnist::train(small_config());
   REQUIRE(r.history.size() == 2);
   INFO("train loss " << r.history[0].train_loss << " -> " << r.history[1].train_loss << ", val acc "
@@ -106,10 +102,7 @@ TEST_CASE("2 epochs on 2000 images reach over 70% test accuracy", "[fmnist]") {
 }
 
 TEST_CASE("an interrupted and resumed run matches the uninterrupted one exactly", "[fmnist]") {
-  if (!have_data()) {
-    WARN("dataset-fashion-mnist not installed; skipping");
-    return;
-  }
+  TAPEGRAD_REQUIRE_FASHION_MNIST();
   TempDir dir;
   fmnist::Config c = small_config();
   c.checkpoint = dir.file("full.safetensors");
@@ -218,10 +211,7 @@ TEST_CASE("output and resume paths are checked before any work", "[fmnist][paths
 }
 
 TEST_CASE("a checkpoint alone reproduces the predictions: preprocessing and architecture are saved", "[fmnist]") {
-  if (!have_data()) {
-    WARN("dataset-fashion-mnist not installed; skipping");
-    return;
-  }
+  TAPEGRAD_REQUIRE_FASHION_MNIST();
   TempDir dir;
   fmnist::Config c = small_config();
   c.checkpoint = dir.file("best.safetensors");
@@ -261,10 +251,7 @@ TEST_CASE("a checkpoint alone reproduces the predictions: preprocessing and arch
 }
 
 TEST_CASE("resuming with another --epochs, model, widths, norm or data is refused, naming what differs", "[fmnist]") {
-  if (!have_data()) {
-    WARN("dataset-fashion-mnist not installed; skipping");
-    return;
-  }
+  TAPEGRAD_REQUIRE_FASHION_MNIST();
   TempDir dir;
   fmnist::Config c = small_config();
   c.limit = 600;
@@ -329,10 +316,7 @@ TEST_CASE("read_checkpoint_info reads integer metadata as whole integers naming 
 }
 
 TEST_CASE("a resume trusts no out-of-range counter: EpochLog's best epoch and the best file's epoch", "[fmnist]") {
-  if (!have_data()) {
-    WARN("dataset-fashion-mnist not installed; skipping");
-    return;
-  }
+  TAPEGRAD_REQUIRE_FASHION_MNIST();
   TempDir dir;
   fmnist::Config c = small_config();
   c.limit = 600;

@@ -12,6 +12,7 @@
 #include <tapegrad/core/gradcheck.h>
 #include <tapegrad/core/ops.h>
 #include <tapegrad/core/parallel.h>
+#include "../../../tests/skip_support.h"
 #include "kit/data.h"
 #include <tapegrad/layers/batch_norm.h>
 #include <tapegrad/layers/checkpoint.h>
@@ -243,9 +244,8 @@ TEST_CASE("a short run of every experiment writes every CSV column and figure", 
   CHECK(md.find("| batch_lr0.1_d4 | batch | 0.1 | 4 |") != std::string::npos);
 
   if (!gnuplot_available()) {
-    WARN("gnuplot is not installed: figures not checked");
     CHECK(pngs.empty());
-    return;
+    TAPEGRAD_MISSING("gnuplot is not installed (gnuplot-nox, scripts/setup.sh): the figures are not checked");
   }
   for (const char* f : {"convergence_eval.png", "convergence_train.png", "learning-rate_eval.png",
                         "learning-rate_train.png", "depth_eval.png", "depth_train.png"}) {
@@ -417,10 +417,7 @@ TEST_CASE("gnuplot strings are single-quoted with quotes doubled; newlines refus
 }
 
 TEST_CASE("hostile output folders: figures are written and nothing is executed", "[bn_experiments][paths]") {
-  if (!gnuplot_available()) {
-    WARN("gnuplot is not installed: figures not checked");
-    return;
-  }
+  if (!gnuplot_available()) TAPEGRAD_MISSING("gnuplot is not installed (gnuplot-nox, scripts/setup.sh): the figures are not checked");
   StudyOptions o = small_options();
   o.epochs = 2;
   o.seeds = 1;

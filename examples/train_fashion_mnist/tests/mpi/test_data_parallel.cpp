@@ -28,7 +28,6 @@ namespace fs = std::filesystem;
 
 namespace {
 
-bool have_data() { return fmnist_test::have_fashion_mnist(); }
 
 // n rows of 20 features and labels in [0, 7), the same on every rank.
 data::Dataset random_dataset(std::int64_t n, std::uint64_t seed) {
@@ -113,10 +112,7 @@ TEST_CASE("evaluation split across ranks equals one process's, bit for bit", "[f
 }
 
 TEST_CASE("train() with SyncBatchNorm on R ranks follows one process at the global batch", "[fmnist][mpi]") {
-  if (!have_data()) {
-    WARN("dataset-fashion-mnist not installed; skipping");
-    return;
-  }
+  TAPEGRAD_REQUIRE_FASHION_MNIST();
   fmnist::Config c = small_config();
   c.dropout = 0;  // the ranks' rows share one generator: masks would differ from one process's
   const fmnist::Result one = fmnist::train(c);  // every rank, alone
@@ -145,10 +141,7 @@ TEST_CASE("train() with SyncBatchNorm on R ranks follows one process at the glob
 }
 
 TEST_CASE("an interrupted R-rank run resumes exactly; rank 0 writes the checkpoints", "[fmnist][mpi]") {
-  if (!have_data()) {
-    WARN("dataset-fashion-mnist not installed; skipping");
-    return;
-  }
+  TAPEGRAD_REQUIRE_FASHION_MNIST();
   const int R = distributed::world_size();
   const std::string base = "mpi_resume_np" + std::to_string(R);  // in the test's working directory
   fmnist::Config c = small_config();
