@@ -9,14 +9,14 @@
 // TAPEGRAD_ISA_INLINE_NS (isa_baseline, isa_avx2, isa_avx512): the linker keeps one copy
 // of a symbol, so an inline function shared by an AVX-512 TU and a baseline TU would run
 // AVX-512 code on every CPU. scripts/check_isa_symbols.sh verifies the libraries.
-// A baseline TU declares the variants (TAPEGRAD_ISA_FOR_EACH_VARIANT) and picks one with
-// TAPEGRAD_ISA_SELECT, once.
 //
 // Kernel families (ATen's DispatchStub form): a family's header declares its table, a struct of
 // function pointers templated on the element type, and TAPEGRAD_DECLARE_KERNELS(Table, name);
 // each level's variant file defines the kernels and TAPEGRAD_REGISTER_KERNELS(Table, name, ...)
 // with the table's initializer; one baseline TU of the folder has TAPEGRAD_DEFINE_KERNELS(Table,
 // name). Callers run `name<T>().member(...)`; tests walk TAPEGRAD_KERNEL_LEVELS(ns, name, T).
+// Every kernel with variants is in such a family (layers/functional/kernels/, core/kernels/,
+// optim/kernels/; each folder's variant files under kernels/cpu/).
 //
 // Other builds (cmake -DTAPEGRAD_ISA=native|avx2|avx512) compile everything for one level:
 // the kernel source is compiled once, TAPEGRAD_ISA_NS is the build's level, and

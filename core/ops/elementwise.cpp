@@ -10,12 +10,6 @@
 
 namespace tapegrad {
 namespace {
-void check_binary(const Tensor& a, const Tensor& b, const char* op) {
-  kernels::check_floating(a, op);
-  kernels::check_floating(b, op);
-  kernels::check_same_dtype(a, b, op);
-}
-
 // a op b: same shapes and a scalar b through the per-ISA loops (core/kernels/pointwise.h),
 // other broadcasts through kernels::broadcast_binary with f (the same operation).
 template <class T, class F>
@@ -41,7 +35,7 @@ Tensor binary(const Tensor& a, T s, kernels::BinaryOp op) {
 }  // namespace
 
 Tensor add(const Tensor& a, const Tensor& b) {
-  check_binary(a, b, "add");
+  kernels::check_floating_pair(a, b, "add");
   Tensor out = TAPEGRAD_DISPATCH_FLOAT(a.dtype(), "add", [&] {
     return binary<scalar_t>(a, b, kernels::BinaryOp::Add, "add", [](scalar_t x, scalar_t y) { return x + y; });
   });
@@ -55,7 +49,7 @@ Tensor add(const Tensor& a, const Tensor& b) {
 }
 
 Tensor sub(const Tensor& a, const Tensor& b) {
-  check_binary(a, b, "sub");
+  kernels::check_floating_pair(a, b, "sub");
   Tensor out = TAPEGRAD_DISPATCH_FLOAT(a.dtype(), "sub", [&] {
     return binary<scalar_t>(a, b, kernels::BinaryOp::Sub, "sub", [](scalar_t x, scalar_t y) { return x - y; });
   });
@@ -69,7 +63,7 @@ Tensor sub(const Tensor& a, const Tensor& b) {
 }
 
 Tensor mul(const Tensor& a, const Tensor& b) {
-  check_binary(a, b, "mul");
+  kernels::check_floating_pair(a, b, "mul");
   Tensor out = TAPEGRAD_DISPATCH_FLOAT(a.dtype(), "mul", [&] {
     return binary<scalar_t>(a, b, kernels::BinaryOp::Mul, "mul", [](scalar_t x, scalar_t y) { return x * y; });
   });
@@ -84,7 +78,7 @@ Tensor mul(const Tensor& a, const Tensor& b) {
 }
 
 Tensor div(const Tensor& a, const Tensor& b) {
-  check_binary(a, b, "div");
+  kernels::check_floating_pair(a, b, "div");
   Tensor out = TAPEGRAD_DISPATCH_FLOAT(a.dtype(), "div", [&] {
     return binary<scalar_t>(a, b, kernels::BinaryOp::Div, "div", [](scalar_t x, scalar_t y) { return x / y; });
   });

@@ -165,9 +165,7 @@ Tensor stack(const std::vector<Tensor>& ts, std::int64_t dim) {
 
 Tensor where(const Tensor& cond, const Tensor& a, const Tensor& b) {
   if (!cond.defined()) throw std::invalid_argument("where: the condition is undefined");
-  kernels::check_floating(a, "where");
-  kernels::check_floating(b, "where");
-  kernels::check_same_dtype(a, b, "where");
+  kernels::check_floating_pair(a, b, "where");
   Shape os;
   try {
     os = broadcast_shapes(broadcast_shapes(cond.shape(), a.shape(), "where"), b.shape(), "where");

@@ -20,4 +20,10 @@ void check_floating(const Tensor& t, const char* op) {
                                 dtype_name(t.dtype()));
 }
 
+void check_floating_pair(const Tensor& a, const Tensor& b, const char* op) {
+  check_floating(a, op);
+  check_floating(b, op);
+  check_same_dtype(a, b, op);
+}
+
 }  // namespace tapegrad::kernels

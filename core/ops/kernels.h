@@ -19,6 +19,9 @@ namespace tapegrad::kernels {
 void check_same_dtype(const Tensor& a, const Tensor& b, const char* op);
 /// Throws unless t is float32/float64.
 void check_floating(const Tensor& t, const char* op);
+/// The operands of a binary op: both float32/float64 and of one dtype (check_floating on
+/// each, then check_same_dtype).
+void check_floating_pair(const Tensor& a, const Tensor& b, const char* op);
 
 /// out[i] = f(x[i]) over a new tensor of x's shape.
 template <class T, class F>

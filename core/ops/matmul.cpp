@@ -50,8 +50,7 @@ void run_gemm(GemmBackend use, bool ta, bool tb, const Tensor& a, const Tensor& 
   T* C = c.data<T>();
   if (use == GemmBackend::Xsmm && !xsmm_gemm(ta, tb, A, B, C, M, N, K, accumulate)) use = GemmBackend::Eigen;
   if (use == GemmBackend::Eigen) {
-    static const auto eigen = TAPEGRAD_ISA_SELECT(eigen_gemm<T>);  // core/kernels/gemm_eigen.h
-    eigen(ta, tb, A, B, C, M, N, K, ar, ac, br, bc, accumulate);
+    gemm_eigen<T>().gemm(ta, tb, A, B, C, M, N, K, ar, ac, br, bc, accumulate);  // core/kernels/gemm_eigen.h
   } else if (use == GemmBackend::Blas) {
     const auto TA = ta ? CblasTrans : CblasNoTrans, TB = tb ? CblasTrans : CblasNoTrans;
     const int m = static_cast<int>(M), n = static_cast<int>(N), k = static_cast<int>(K);
@@ -137,9 +136,7 @@ Tensor gemm_new(bool ta, bool tb, const Tensor& a, const Tensor& b) {
 }  // namespace
 
 Tensor matmul(const Tensor& a, const Tensor& b) {
-  kernels::check_floating(a, "matmul");
-  kernels::check_floating(b, "matmul");
-  kernels::check_same_dtype(a, b, "matmul");
+  kernels::check_floating_pair(a, b, "matmul");
   if (a.dim() != 2 || b.dim() != 2 || a.shape()[1] != b.shape()[0])
     throw std::invalid_argument("matmul: expected (M, K) @ (K, N), got " + shape_str(a.shape()) + " @ " +
                                 shape_str(b.shape()));
@@ -182,7 +179,7 @@ Tensor linear(const Tensor& x, const Tensor& weight, const Tensor& bias) {
   Tensor y2 = Tensor::empty({rows, out_f}, x.dtype());
   if (bias.defined()) {
     TAPEGRAD_DISPATCH_FLOAT(x.dtype(), "linear", [&] {
-      kernels::fill_rows<scalar_t>(y2.data<scalar_t>(), bias.data<scalar_t>(), rows, out_f);  // per ISA level
+      kernels::pointwise<scalar_t>().fill_rows(y2.data<scalar_t>(), bias.data<scalar_t>(), rows, out_f);  // per ISA level
     });
   }
   detail::gemm(false, true, x2, weight, y2, bias.defined());

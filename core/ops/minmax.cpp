@@ -16,12 +16,6 @@ namespace {
 
 // ---- maximum / minimum ------------------------------------------------------------
 
-void check_binary(const Tensor& a, const Tensor& b, const char* op) {
-  kernels::check_floating(a, op);
-  kernels::check_floating(b, op);
-  kernels::check_same_dtype(a, b, op);
-}
-
 // Gradient of maximum (IsMax) or minimum for input `which` (0 = a, 1 = b), in the
 // output's shape: g where that input won, g/2 on a tie, 0 where it lost. NaN makes
 // both comparisons false, so both inputs get g (as PyTorch's formula does).
@@ -47,7 +41,7 @@ Tensor pick_grad(const Tensor& g, const Tensor& a, const Tensor& b, int which) {
 template <bool IsMax>
 Tensor binary_extreme(const Tensor& a, const Tensor& b) {
   const char* op = IsMax ? "maximum" : "minimum";
-  check_binary(a, b, op);
+  kernels::check_floating_pair(a, b, op);
   Tensor out = TAPEGRAD_DISPATCH_FLOAT(a.dtype(), op, [&] {
     return kernels::broadcast_binary<scalar_t>(a, b, op, [](scalar_t x, scalar_t y) {
       const bool take_x = IsMax ? x > y : x < y;

@@ -38,7 +38,7 @@ void reduce_block(const T* x, T* out, std::int64_t outer, std::int64_t R, std::i
     o = m.rowwise().sum();
     return;
   }
-  kernels::sum_rows<T>(x, out, outer, R, inner);  // per ISA level (core/kernels/pointwise.h)
+  kernels::pointwise<T>().sum_rows(x, out, outer, R, inner);  // per ISA level (core/kernels/pointwise.h)
 }
 
 // Plain-value sum over sorted axes, keeping them as size 1 (no recording).

@@ -128,7 +128,7 @@ Tensor forward_impl(const Tensor& x, const Tensor& w, const Tensor& b, const Con
         if (!pl.direct) kernels::im2col<T>(xd.data<T>() + xoff, cols.data<T>(), g, L);
         Tensor out = view2d(y, (n * pl.Cout + gi * pl.Og) * L, pl.Og, L);
         tapegrad::detail::gemm(false, false, view2d(wd, gi * pl.Og * K, pl.Og, K), a, out, false);
-        if (bp) tapegrad::kernels::add_row_values<T>(out.data<T>(), bp + gi * pl.Og, pl.Og, L);  // per ISA level
+        if (bp) tapegrad::kernels::pointwise<T>().add_row_values(out.data<T>(), bp + gi * pl.Og, pl.Og, L);  // per ISA level
       }
   });
   return y;

@@ -1,5 +1,5 @@
-// The element-wise kernels compiled per ISA level (core/kernels/pointwise.h): every variant
-// this build carries and the CPU runs (baseline, avx2, avx512 in the portable build on an
+// The element-wise kernels compiled per ISA level (core/kernels/pointwise.h): every registered
+// table this build carries and the CPU runs (baseline, avx2, avx512 in the portable build on an
 // AVX-512 machine; the build's one level otherwise), called directly, against float64
 // references computed here, at lengths that take whole vectors, a tail, or nothing; then the
 // dispatched entry points and the ops on both sides of the parallel grain and the fill_rows
@@ -30,38 +30,19 @@ using kernels::BinaryOp;
 
 namespace {
 
-// One level's variants of the kernels, for T.
+// One level's registered table of the element-wise family, with its level.
 template <class T>
-struct Variant {
+struct Variant : kernels::PointwiseKernels<T> {
   Isa level;
-  void (*relu_forward)(const T*, T*, std::int64_t, std::int64_t);
-  void (*relu_backward)(const T*, const T*, T*, std::int64_t, std::int64_t);
-  void (*clamp_forward)(const T*, T*, std::int64_t, std::int64_t, T, T);
-  void (*clamp_backward)(const T*, const T*, T*, std::int64_t, std::int64_t, T, T);
-  void (*relu_clamp_forward)(const T*, T*, std::int64_t, std::int64_t, T);
-  void (*relu_clamp_backward)(const T*, const T*, T*, std::int64_t, std::int64_t, T);
-  void (*binary_same)(BinaryOp, const T*, const T*, T*, std::int64_t, std::int64_t);
-  void (*binary_scalar)(BinaryOp, const T*, T, T*, std::int64_t, std::int64_t);
-  void (*fill_rows)(T*, const T*, std::int64_t, std::int64_t);
-  void (*add_row_values)(T*, const T*, std::int64_t, std::int64_t);
-  void (*sum_rows)(const T*, T*, std::int64_t, std::int64_t, std::int64_t);
 };
 
-// The level's name; ns is expanded first (a single-level build passes TAPEGRAD_ISA_NS).
-#define TEST_POINTWISE_VARIANT(ns)                                                                                    \
-  v.push_back(Variant<T>{parse_isa(TEST_ISA_NAME(ns)), &kernels::ns::relu_forward<T>, &kernels::ns::relu_backward<T>, \
-                         &kernels::ns::clamp_forward<T>, &kernels::ns::clamp_backward<T>,                             \
-                         &kernels::ns::relu_clamp_forward<T>, &kernels::ns::relu_clamp_backward<T>,                   \
-                         &kernels::ns::binary_same<T>, &kernels::ns::binary_scalar<T>,                                \
-                         &kernels::ns::fill_rows<T>, &kernels::ns::add_row_values<T>,                                 \
-                         &kernels::ns::sum_rows<T>});
-
-// The variants this build carries that this CPU runs.
+// The levels this build carries that this CPU runs.
 template <class T>
 std::vector<Variant<T>> runnable_variants() {
   std::vector<Variant<T>> v;
-  TAPEGRAD_ISA_FOR_EACH_VARIANT(TEST_POINTWISE_VARIANT)
-  return tapegrad::test::runnable_on_this_cpu(v);
+  for (const auto& l : test::runnable_on_this_cpu(TAPEGRAD_KERNEL_LEVELS(kernels, pointwise, T)))
+    v.push_back(Variant<T>{{*l.table}, l.level});
+  return v;
 }
 
 // Values of both signs, zeros of both signs, values on the clamp bounds, a NaN and infinities.

@@ -23,26 +23,19 @@ namespace ok = tapegrad::optim::kernels;
 
 namespace {
 
+// One level's registered table of the update family, with its level.
 template <class T>
-struct UpdateVariant {
+struct UpdateVariant : ok::UpdateKernels<T> {
   Isa level;
-  void (*sgd_plain)(T*, const T*, T, std::int64_t, std::int64_t);
-  void (*sgd_update)(T*, const T*, T*, const ok::SgdScalars<T>&, std::int64_t, std::int64_t);
-  void (*adam_update)(T*, const T*, T*, T*, T*, bool, const ok::AdamScalars<T>&, std::int64_t, std::int64_t);
-  void (*clip_value)(T*, T, std::int64_t, std::int64_t);
-  void (*scale_inplace)(T*, T, std::int64_t, std::int64_t);
 };
 
-// The level's name; ns is expanded first (a single-level build passes TAPEGRAD_ISA_NS).
-#define TEST_UPDATE_VARIANT(ns)                                                                             \
-  v.push_back(UpdateVariant<T>{parse_isa(TEST_ISA_NAME(ns)), &ok::ns::sgd_plain<T>, &ok::ns::sgd_update<T>, \
-                               &ok::ns::adam_update<T>, &ok::ns::clip_value<T>, &ok::ns::scale_inplace<T>});
-
+// The levels this build carries that this CPU runs.
 template <class T>
 std::vector<UpdateVariant<T>> runnable_variants() {
   std::vector<UpdateVariant<T>> v;
-  TAPEGRAD_ISA_FOR_EACH_VARIANT(TEST_UPDATE_VARIANT)
-  return tapegrad::test::runnable_on_this_cpu(v);
+  for (const auto& l : tapegrad::test::runnable_on_this_cpu(TAPEGRAD_KERNEL_LEVELS(ok, update, T)))
+    v.push_back(UpdateVariant<T>{{*l.table}, l.level});
+  return v;
 }
 
 template <class T>

@@ -1,5 +1,6 @@
-// The element-wise loops of core/kernels/pointwise.h over [b, e), compiled once per ISA level
-// (tapegrad_add_isa_variants in core/CMakeLists.txt). Forward and backward of each op side by side.
+// The element-wise kernel family of core/kernels/pointwise.h, compiled once per ISA level (every
+// file of core/kernels/cpu/: tapegrad_add_isa_variant_folder in core/CMakeLists.txt), and its
+// table for this level. Forward and backward of each op side by side.
 #include <tapegrad/core/kernels/pointwise.h>
 
 #include <tapegrad/core/ops/reduce.h>
@@ -128,20 +129,11 @@ void sum_rows(const T* x, T* out, std::int64_t outer, std::int64_t R, std::int64
   }
 }
 
-#define TAPEGRAD_POINTWISE_INSTANTIATE(T)                                                                     \
-  template void relu_forward<T>(const T*, T*, std::int64_t, std::int64_t);                                   \
-  template void relu_backward<T>(const T*, const T*, T*, std::int64_t, std::int64_t);                        \
-  template void clamp_forward<T>(const T*, T*, std::int64_t, std::int64_t, T, T);                            \
-  template void clamp_backward<T>(const T*, const T*, T*, std::int64_t, std::int64_t, T, T);                 \
-  template void relu_clamp_forward<T>(const T*, T*, std::int64_t, std::int64_t, T);                          \
-  template void relu_clamp_backward<T>(const T*, const T*, T*, std::int64_t, std::int64_t, T);               \
-  template void binary_same<T>(BinaryOp, const T*, const T*, T*, std::int64_t, std::int64_t);                \
-  template void binary_scalar<T>(BinaryOp, const T*, T, T*, std::int64_t, std::int64_t);                    \
-  template void fill_rows<T>(T*, const T*, std::int64_t, std::int64_t);                                      \
-  template void add_row_values<T>(T*, const T*, std::int64_t, std::int64_t);                                 \
-  template void sum_rows<T>(const T*, T*, std::int64_t, std::int64_t, std::int64_t);
-TAPEGRAD_POINTWISE_INSTANTIATE(float)
-TAPEGRAD_POINTWISE_INSTANTIATE(double)
-#undef TAPEGRAD_POINTWISE_INSTANTIATE
+TAPEGRAD_REGISTER_KERNELS(PointwiseKernels, pointwise, .relu_forward = &relu_forward<T>,
+                          .relu_backward = &relu_backward<T>, .clamp_forward = &clamp_forward<T>,
+                          .clamp_backward = &clamp_backward<T>, .relu_clamp_forward = &relu_clamp_forward<T>,
+                          .relu_clamp_backward = &relu_clamp_backward<T>, .binary_same = &binary_same<T>,
+                          .binary_scalar = &binary_scalar<T>, .fill_rows = &fill_rows<T>,
+                          .add_row_values = &add_row_values<T>, .sum_rows = &sum_rows<T>)
 
 }  // namespace tapegrad::kernels::TAPEGRAD_ISA_NS

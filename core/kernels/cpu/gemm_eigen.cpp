@@ -1,6 +1,6 @@
 // Eigen's packed GEMM for the small products libxsmm does not take (core/ops/gemm_backends.h),
-// compiled once per ISA level (core/kernels/gemm_eigen.h): Eigen picks its packet width and
-// kernel blocking from the translation unit's flags.
+// compiled once per ISA level (core/kernels/gemm_eigen.h; every file of core/kernels/cpu/):
+// Eigen picks its packet width and kernel blocking from the translation unit's flags.
 #include <tapegrad/core/kernels/isa_dispatch.h>
 // Every Eigen symbol of this variant lives in Eigen_<level> (no Eigen header was included
 // before this line in this translation unit).
@@ -48,9 +48,6 @@ void eigen_gemm(bool ta, bool tb, const T* A, const T* B, T* C, std::int64_t M, 
   else c.noalias() += a.transpose() * b.transpose();
 }
 
-template void eigen_gemm<float>(bool, bool, const float*, const float*, float*, std::int64_t, std::int64_t,
-                                std::int64_t, std::int64_t, std::int64_t, std::int64_t, std::int64_t, bool);
-template void eigen_gemm<double>(bool, bool, const double*, const double*, double*, std::int64_t, std::int64_t,
-                                 std::int64_t, std::int64_t, std::int64_t, std::int64_t, std::int64_t, bool);
+TAPEGRAD_REGISTER_KERNELS(GemmEigenKernels, gemm_eigen, .gemm = &eigen_gemm<T>)
 
 }  // namespace tapegrad::detail::TAPEGRAD_ISA_NS

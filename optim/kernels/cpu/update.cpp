@@ -1,5 +1,6 @@
-// The optimizer updates and clipping loops of update.h over [b, e), compiled once per ISA
-// level (tapegrad_add_isa_variants in optim/CMakeLists.txt).
+// The optimizer update and clipping kernel family of optim/kernels/update.h, compiled once per
+// ISA level (every file of optim/kernels/cpu/: tapegrad_add_isa_variant_folder in
+// optim/CMakeLists.txt), and its table for this level.
 #include <tapegrad/optim/kernels/update.h>
 
 #include <cmath>
@@ -76,14 +77,8 @@ void scale_inplace(T* x, T c, std::int64_t b, std::int64_t e) {
   for (std::int64_t i = b; i < e; ++i) x[i] *= c;
 }
 
-#define TAPEGRAD_OPTIM_UPDATE_INSTANTIATE(T)                                                                      \
-  template void sgd_plain<T>(T*, const T*, T, std::int64_t, std::int64_t);                                        \
-  template void sgd_update<T>(T*, const T*, T*, const SgdScalars<T>&, std::int64_t, std::int64_t);                \
-  template void adam_update<T>(T*, const T*, T*, T*, T*, bool, const AdamScalars<T>&, std::int64_t, std::int64_t); \
-  template void clip_value<T>(T*, T, std::int64_t, std::int64_t);                                                 \
-  template void scale_inplace<T>(T*, T, std::int64_t, std::int64_t);
-TAPEGRAD_OPTIM_UPDATE_INSTANTIATE(float)
-TAPEGRAD_OPTIM_UPDATE_INSTANTIATE(double)
-#undef TAPEGRAD_OPTIM_UPDATE_INSTANTIATE
+TAPEGRAD_REGISTER_KERNELS(UpdateKernels, update, .sgd_plain = &sgd_plain<T>, .sgd_update = &sgd_update<T>,
+                          .adam_update = &adam_update<T>, .clip_value = &clip_value<T>,
+                          .scale_inplace = &scale_inplace<T>)
 
 }  // namespace tapegrad::optim::kernels::TAPEGRAD_ISA_NS
