@@ -106,9 +106,14 @@ endfunction()
 
 # Runs every test added so far in the calling directory with TAPEGRAD_MODE_CHECKS=throw
 # (core/mode_checks.h), so a mode check firing on a deliberate use fails the test. Called at
-# the end of the examples' and studies' CMakeLists.txt (after their set_tests_properties).
+# the end of every CMakeLists.txt that adds tests (after their set_tests_properties); EXCEPT
+# <regex> leaves out the tests whose name matches (a test that checks the default warnings).
 function(tapegrad_mode_checks_throw)
+  cmake_parse_arguments(ARG "" "EXCEPT" "" ${ARGN})
   get_property(_tests DIRECTORY PROPERTY TESTS)
+  if(ARG_EXCEPT AND _tests)
+    list(FILTER _tests EXCLUDE REGEX "${ARG_EXCEPT}")
+  endif()
   if(_tests)
     set_property(TEST ${_tests} APPEND PROPERTY ENVIRONMENT TAPEGRAD_MODE_CHECKS=throw)
   endif()

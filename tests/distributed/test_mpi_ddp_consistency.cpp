@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "ddp_test_nets.h"
+#include <tapegrad/core/mode_checks.h>
 #include <tapegrad/core/autograd.h>
 #include <tapegrad/core/ops.h>
 #include <tapegrad/core/random.h>
@@ -56,6 +57,7 @@ TEST_CASE("DDP: a parameter frozen on one rank before construction fails on ever
 
 TEST_CASE("DDP: a parameter frozen on one rank after construction fails on every rank, then steps work",
           "[np2][ddp]") {
+  ModeChecksPause pause;  // a step refused mid-backward, on purpose
   REQUIRE(dist::world_size() == 2);
   auto net = small_net();
   dist::DistributedDataParallel ddp(net);
@@ -80,6 +82,7 @@ TEST_CASE("DDP: a parameter frozen on one rank after construction fails on every
 }
 
 TEST_CASE("DDP: one rank in eval() and the other in train() fails on every rank", "[np2][ddp]") {
+  ModeChecksPause pause;  // a refused step and an eval() forward on fresh statistics, on purpose
   REQUIRE(dist::world_size() == 2);
   auto net = small_net();
   dist::DistributedDataParallel ddp(net);

@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "ddp_test_nets.h"
+#include <tapegrad/core/mode_checks.h>
 #include <tapegrad/core/autograd.h>
 #include <tapegrad/core/ops.h>
 #include <tapegrad/core/random.h>
@@ -81,6 +82,7 @@ TEST_CASE("DDP: after finish() every rank holds rank 0's buffers as its forward 
 
 TEST_CASE("DDP: a training forward without backward leaves the next forward to start from rank 0's buffers",
           "[np2][ddp][deferred]") {
+  ModeChecksPause pause;  // a training forward without backward, on purpose
   REQUIRE(dist::world_size() == 2);
   auto net = small_net();
   dist::DistributedDataParallel ddp(net);

@@ -16,6 +16,7 @@
 #include <vector>
 
 #include "ddp_test_nets.h"
+#include <tapegrad/core/mode_checks.h>
 #include <tapegrad/core/autograd.h>
 #include <tapegrad/core/ops.h>
 #include <tapegrad/core/random.h>
@@ -145,6 +146,7 @@ TEST_CASE("DDP overlapped in buckets, packed or in place, equals the plain allre
 
 TEST_CASE("DDP: a train forward under no-grad starts from rank 0's buffers (broadcast before it runs)",
           "[np2][ddp][overlap]") {
+  ModeChecksPause pause;  // train-mode forwards under no-grad, on purpose
   auto m = bn_mlp(Dtype::Float64);
   dist::DistributedDataParallel ddp(m);
   for (int s = 0; s < 3; ++s) {

@@ -11,6 +11,7 @@
 #include <memory>
 
 #include <nlohmann/json.hpp>
+#include <tapegrad/core/mode_checks.h>
 #include <tapegrad/debug/warnings.h>
 #include <tapegrad/tapegrad.h>
 #include "onnx_convert.h"
@@ -24,6 +25,7 @@ namespace {
 // Non-trivial running statistics (train-mode batches of shifted inputs) and affine parameters.
 void warm_up(layers::Module& m, const Shape& in, Generator& gen) {
   m.train();
+  ModeChecksPause pause;  // train-mode forwards under NoGradGuard, on purpose: they set the statistics
   for (int i = 0; i < 3; ++i) {
     Tensor x = randn(in, Dtype::Float32, gen);
     NoGradGuard ng;
