@@ -222,6 +222,8 @@ SafetensorsContent parse_safetensors(const std::uint8_t* data, std::size_t size)
       }
       continue;
     }
+    // what the writer refuses (save_safetensors: empty tensor name) is refused on reading too
+    if (name.empty()) fail("a tensor has an empty name (expected a non-empty key)", at());
     if (!v.is_object()) fail("entry '" + name + "' is not an object", at());
     Entry e{name, Dtype::Float32, {}, 0, 0};
     if (!v.contains("dtype") || !v["dtype"].is_string()) fail("entry '" + name + "' has no dtype string", at());

@@ -243,6 +243,9 @@ TEST_CASE("corrupt or hostile safetensors files throw naming the problem and the
                            "a": {"dtype": "F32", "shape": [1], "data_offsets": [4, 8]}})",
                        8);
     REQUIRE_THAT(parse_error(f), Contains("duplicate tensor name 'a'"));
+    // an empty name, which save_safetensors cannot write (found by fuzz_safetensors)
+    f = make_file(R"({"": {"dtype": "F64", "shape": [], "data_offsets": [0, 8]}})", 8);
+    REQUIRE_THAT(parse_error(f), Contains("a tensor has an empty name (expected a non-empty key)"));
     f = make_file(R"({"__metadata__": {"epoch": 3}})", 0);
     REQUIRE_THAT(parse_error(f), Contains("__metadata__ value of 'epoch' is not a string"));
     f = make_file(R"({"a": {"shape": [1], "data_offsets": [0, 4]}})", 4);
