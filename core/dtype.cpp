@@ -2,16 +2,16 @@
 
 #include <stdexcept>
 
+#include <tapegrad/core/enum_names.h>
+
 namespace tapegrad {
 
-const char* dtype_name(Dtype d) {
-  switch (d) {
-    case Dtype::Float32: return "float32";
-    case Dtype::Float64: return "float64";
-    case Dtype::Int64: return "int64";
-  }
-  return "unknown";
-}
+namespace {
+constexpr NamedValue<Dtype> kDtypeNames[] = {
+    {Dtype::Float32, "float32"}, {Dtype::Float64, "float64"}, {Dtype::Int64, "int64"}};
+}  // namespace
+
+const char* dtype_name(Dtype d) { return name_of(kDtypeNames, d, "unknown"); }
 
 namespace detail {
 void throw_not_floating(const char* op, Dtype d) {

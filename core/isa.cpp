@@ -7,6 +7,7 @@
 #include <stdexcept>
 #include <string>
 
+#include <tapegrad/core/enum_names.h>
 #include <tapegrad/core/kernels/isa_dispatch.h>
 
 namespace tapegrad {
@@ -18,20 +19,14 @@ std::atomic<int> g_fixed{-1};  // the fixed level, -1 until the first isa()
 
 Isa lowest_variant() { return isa_variants().front(); }
 
+constexpr NamedValue<Isa> kIsaNames[] = {{Isa::Baseline, "baseline"}, {Isa::Avx2, "avx2"}, {Isa::Avx512, "avx512"}};
+
 }  // namespace
 
-const char* isa_name(Isa level) {
-  switch (level) {
-    case Isa::Baseline: return "baseline";
-    case Isa::Avx2: return "avx2";
-    case Isa::Avx512: return "avx512";
-  }
-  return "?";
-}
+const char* isa_name(Isa level) { return name_of(kIsaNames, level); }
 
 Isa parse_isa(std::string_view text) {
-  for (Isa l : {Isa::Baseline, Isa::Avx2, Isa::Avx512})
-    if (text == isa_name(l)) return l;
+  if (const std::optional<Isa> level = value_named(kIsaNames, text)) return *level;
   throw std::invalid_argument("ISA level: expected baseline, avx2 or avx512, got '" + std::string(text) + "'");
 }
 

@@ -6,11 +6,6 @@
 namespace tapegrad::detail {
 namespace {
 
-#if defined(__SANITIZE_ADDRESS__)
-constexpr bool kPool = false;
-#else
-constexpr bool kPool = true;
-#endif
 constexpr std::size_t kStep = 16, kMaxBytes = 1024, kClasses = kMaxBytes / kStep;
 constexpr std::size_t kListBytes = std::size_t(64) << 10;  // per size class and thread
 
@@ -48,7 +43,7 @@ void register_drainer() {
 }  // namespace
 
 void* pool_allocate(std::size_t bytes) {
-  if (kPool && bytes != 0 && bytes <= kMaxBytes) {
+  if (kRecycleMemory && bytes != 0 && bytes <= kMaxBytes) {
     const std::size_t c = (bytes - 1) / kStep;
     if (Block* b = lists.head[c]) {
       lists.head[c] = b->next;
@@ -61,7 +56,7 @@ void* pool_allocate(std::size_t bytes) {
 }
 
 void pool_deallocate(void* p, std::size_t bytes) noexcept {
-  if (kPool && bytes != 0 && bytes <= kMaxBytes && !lists.draining) {
+  if (kRecycleMemory && bytes != 0 && bytes <= kMaxBytes && !lists.draining) {
     const std::size_t c = (bytes - 1) / kStep;
     if (lists.count[c] < kListBytes / ((c + 1) * kStep)) {
       if (!lists.registered) {  // construct the thread's Drainer: it empties the lists at exit

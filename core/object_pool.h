@@ -11,6 +11,13 @@
 
 namespace tapegrad {
 namespace detail {
+/// Whether freed memory is kept for reuse (this pool, and the Storage cache of
+/// core/storage.cpp): false under AddressSanitizer, so that a use after free stays detectable.
+#if defined(__SANITIZE_ADDRESS__)
+inline constexpr bool kRecycleMemory = false;
+#else
+inline constexpr bool kRecycleMemory = true;
+#endif
 /// `bytes` of memory aligned for any object of at most 16-byte alignment.
 void* pool_allocate(std::size_t bytes);
 /// Returns a block from pool_allocate(bytes) (same `bytes`).

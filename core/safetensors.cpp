@@ -1,5 +1,6 @@
 #include <tapegrad/core/safetensors.h>
 #include <tapegrad/core/safetensors_checksum.h>
+#include <tapegrad/core/enum_names.h>
 
 #include <fcntl.h>
 #include <sys/stat.h>
@@ -28,21 +29,8 @@ namespace {
 
 using json = nlohmann::json;
 
-const char* dtype_tag(Dtype d) {
-  switch (d) {
-    case Dtype::Float32: return "F32";
-    case Dtype::Float64: return "F64";
-    case Dtype::Int64: return "I64";
-  }
-  return "?";
-}
-
-std::optional<Dtype> dtype_from_tag(const std::string& s) {
-  if (s == "F32") return Dtype::Float32;
-  if (s == "F64") return Dtype::Float64;
-  if (s == "I64") return Dtype::Int64;
-  return std::nullopt;
-}
+// The safetensors dtype tags, written and read.
+constexpr NamedValue<Dtype> kDtypeTags[] = {{Dtype::Float32, "F32"}, {Dtype::Float64, "F64"}, {Dtype::Int64, "I64"}};
 
 [[noreturn]] void fail(const std::string& what, std::uint64_t offset) {
   throw std::runtime_error("safetensors: " + what + " (at byte offset " + std::to_string(offset) + ")");
@@ -140,7 +128,7 @@ std::vector<std::uint8_t> serialize_safetensors(const std::vector<std::pair<std:
       if (text.size() > 1) text += ',';
       text += json(name).dump();
       text += ":{\"dtype\":\"";
-      text += dtype_tag(t.dtype());
+      text += name_of(kDtypeTags, t.dtype());
       text += "\",\"shape\":" + json(t.shape()).dump();
       text += ",\"data_offsets\":[" + std::to_string(offset) + "," + std::to_string(offset + t.nbytes()) + "]}";
       offset += t.nbytes();
@@ -227,7 +215,7 @@ SafetensorsContent parse_safetensors(const std::uint8_t* data, std::size_t size)
     if (!v.is_object()) fail("entry '" + name + "' is not an object", at());
     Entry e{name, Dtype::Float32, {}, 0, 0};
     if (!v.contains("dtype") || !v["dtype"].is_string()) fail("entry '" + name + "' has no dtype string", at());
-    const auto dt = dtype_from_tag(v["dtype"].get<std::string>());
+    const auto dt = value_named(kDtypeTags, v["dtype"].get<std::string>());
     if (!dt)
       fail("entry '" + name + "' has unknown dtype '" + v["dtype"].get<std::string>() + "' (expected F32, F64 or I64)",
            at());

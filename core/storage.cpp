@@ -7,6 +7,8 @@
 #include <new>
 #include <vector>
 
+#include <tapegrad/core/object_pool.h>
+
 namespace tapegrad {
 namespace {
 
@@ -14,12 +16,8 @@ namespace {
 // 1 KiB, then 8 classes per power of two (at most 12.5% slack). Steady-state training
 // then neither calls the system allocator (whose aligned path is slow and fragments the
 // heap for small blocks) nor page-faults on fresh large buffers.
-// Under AddressSanitizer nothing is recycled, so use-after-free stays detectable.
-#if defined(__SANITIZE_ADDRESS__)
-constexpr bool kRecycle = false;
-#else
-constexpr bool kRecycle = true;
-#endif
+// Under AddressSanitizer nothing is recycled (detail::kRecycleMemory), so use-after-free
+// stays detectable.
 constexpr std::size_t kCacheMaxBytes = std::size_t(4) << 30;
 constexpr std::size_t kSmallMax = 1024;
 constexpr std::size_t kClasses = 16 + 54 * 8;
@@ -107,7 +105,7 @@ Storage::~Storage() {
   {
     std::lock_guard<SpinLock> lock(c.mu);
     c.stats.bytes_in_use -= cls.bytes;
-    if (kRecycle && c.stats.bytes_cached + cls.bytes <= kCacheMaxBytes) {
+    if (detail::kRecycleMemory && c.stats.bytes_cached + cls.bytes <= kCacheMaxBytes) {
       try {
         c.free_blocks[cls.index].push_back(ptr_);
         c.stats.bytes_cached += cls.bytes;

@@ -30,6 +30,18 @@ void for_dtype(Dtype d, F&& f) {
   }
 }
 
+// t[i] = f(t[i], v) in place for every element, v = value in t's element type.
+template <class F>
+void update_with_scalar(const Tensor& t, double value, F f) {
+  for_dtype(t.dtype(), [&](auto z) {
+    using T = decltype(z);
+    T* p = static_cast<T*>(t.raw_data());
+    const T v = static_cast<T>(value);
+    const std::int64_t n = t.numel();
+    for (std::int64_t i = 0; i < n; ++i) p[i] = f(p[i], v);
+  });
+}
+
 void require_defined(const Tensor& t, const char* what) {
   if (!t.defined()) throw std::logic_error(std::string(what) + ": the tensor is undefined");
 }
@@ -188,13 +200,7 @@ Tensor Tensor::to(Dtype d) const {
 
 Tensor& Tensor::fill_(double value) {
   check_inplace_allowed(*this, "fill_");
-  for_dtype(dtype(), [&](auto z) {
-    using T = decltype(z);
-    T* p = static_cast<T*>(raw_data());
-    const T v = static_cast<T>(value);
-    const std::int64_t n = numel();
-    for (std::int64_t i = 0; i < n; ++i) p[i] = v;
-  });
+  update_with_scalar(*this, value, [](auto, auto v) { return v; });
   return *this;
 }
 
@@ -234,13 +240,7 @@ Tensor& Tensor::add_(const Tensor& other, double alpha) {
 
 Tensor& Tensor::mul_(double value) {
   check_inplace_allowed(*this, "mul_");
-  for_dtype(dtype(), [&](auto z) {
-    using T = decltype(z);
-    T* p = static_cast<T*>(raw_data());
-    const T v = static_cast<T>(value);
-    const std::int64_t n = numel();
-    for (std::int64_t i = 0; i < n; ++i) p[i] *= v;
-  });
+  update_with_scalar(*this, value, [](auto x, auto v) { return x * v; });
   return *this;
 }
 

@@ -44,6 +44,12 @@ ImageFormat sniff_image_format(const std::uint8_t* bytes, std::size_t size, cons
                            " bytes, no PNG signature or JPEG SOI marker at the start)");
 }
 
+std::string image_size_refusal(std::int64_t width, std::int64_t height, std::int64_t max_pixels) {
+  if (width >= 1 && height >= 1 && width * height <= max_pixels) return "";
+  return "size " + std::to_string(width) + " x " + std::to_string(height) + " (W x H) is outside 1 .. " +
+         std::to_string(max_pixels) + " pixels";
+}
+
 Image8 decode_image(const std::uint8_t* bytes, std::size_t size, const std::string& source, std::int64_t max_pixels) {
   return sniff_image_format(bytes, size, source) == ImageFormat::PNG ? decode_png(bytes, size, source, max_pixels)
                                                                      : decode_jpeg(bytes, size, source, max_pixels);

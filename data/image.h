@@ -26,6 +26,11 @@ namespace tapegrad::data {
 /// Checked from the header, before any pixel buffer is allocated.
 constexpr std::int64_t kMaxImagePixels = std::int64_t{1} << 26;
 
+/// Why a W x H image is not decoded: "" when W, H >= 1 and W · H <= max_pixels, else
+/// "size W x H (W x H) is outside 1 .. <max_pixels> pixels" (decode_png's and decode_jpeg's
+/// message, after the file name).
+std::string image_size_refusal(std::int64_t width, std::int64_t height, std::int64_t max_pixels);
+
 /// A decoded 8-bit image, interleaved: pixels[(y · width + x) · channels + c].
 struct Image8 {
   /// H, rows.

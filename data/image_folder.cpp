@@ -10,6 +10,8 @@
 #include <system_error>
 #include <vector>
 
+#include <tapegrad/data/describe.h>
+
 namespace tapegrad::data {
 namespace fs = std::filesystem;
 namespace {
@@ -18,12 +20,6 @@ bool is_image_name(const std::string& name) {
   std::string ext = fs::path(name).extension().string();
   std::transform(ext.begin(), ext.end(), ext.begin(), [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
   return ext == ".png" || ext == ".jpg" || ext == ".jpeg";
-}
-
-std::string shape_str(const Shape& s) {
-  std::string out = "(";
-  for (std::size_t i = 0; i < s.size(); ++i) out += (i ? ", " : "") + std::to_string(s[i]);
-  return out + ")";
 }
 
 // Entries of `dir` (names, sorted), directories or regular files only, hidden ones skipped.
@@ -43,7 +39,7 @@ std::vector<std::string> sorted_entries(const fs::path& dir, bool directories) {
 
 void check_options(const ImageFolderOptions& o) {
   if (!o.size.empty() && (o.size.size() != 2 || o.size[0] < 1 || o.size[1] < 1))
-    throw std::invalid_argument("ImageFolder: size must be (H, W) with H, W >= 1, got " + shape_str(o.size));
+    throw std::invalid_argument("ImageFolder: size must be (H, W) with H, W >= 1, got " + tuple_str(o.size));
   if (o.channels != 0 && o.channels != 1 && o.channels != 3)
     throw std::invalid_argument("ImageFolder: channels must be 0 (as in the files), 1 or 3, got " +
                                 std::to_string(o.channels));
@@ -123,8 +119,8 @@ Tensor ImageFolder::get(std::int64_t i) const {
   const std::string& file = path(i);
   Tensor t = read_image(file, options_);
   if (!sample_shape_.empty() && t.shape() != sample_shape_)
-    throw std::runtime_error("ImageFolder: '" + file + "' is " + shape_str(t.shape()) + " (C, H, W), the first image '" +
-                             files_[0] + "' is " + shape_str(sample_shape_) +
+    throw std::runtime_error("ImageFolder: '" + file + "' is " + tuple_str(t.shape()) + " (C, H, W), the first image '" +
+                             files_[0] + "' is " + tuple_str(sample_shape_) +
                              "; ask for a common size (ImageFolderOptions::size) or channels to mix them");
   return t;
 }
@@ -152,14 +148,11 @@ Dataset ImageFolder::load() const {
 }
 
 Tensor resize(const Tensor& image, const Shape& size) {
-  if (!image.defined() || image.dtype() != Dtype::Float32 || image.dim() != 3)
-    throw std::invalid_argument("resize: expected a float32 image (C, H, W), got " +
-                                (image.defined() ? std::string(dtype_name(image.dtype())) + " " + shape_str(image.shape())
-                                                 : std::string("an undefined tensor")));
+  check_float_image("resize", image);
   if (size.size() != 2 || size[0] < 1 || size[1] < 1)
-    throw std::invalid_argument("resize: size must be (H, W) with H, W >= 1, got " + shape_str(size));
+    throw std::invalid_argument("resize: size must be (H, W) with H, W >= 1, got " + tuple_str(size));
   const std::int64_t C = image.size(0), H = image.size(1), W = image.size(2), OH = size[0], OW = size[1];
-  if (H < 1 || W < 1) throw std::invalid_argument("resize: cannot resize an empty image " + shape_str(image.shape()));
+  if (H < 1 || W < 1) throw std::invalid_argument("resize: cannot resize an empty image " + tuple_str(image.shape()));
   Tensor out = Tensor::empty({C, OH, OW}, Dtype::Float32);
   const float* src = image.data<float>();
   float* dst = out.data<float>();

@@ -44,42 +44,36 @@ void jpeg_progress(j_common_ptr cinfo) {
   }
 }
 
-struct Header {
-  JDIMENSION width = 0, height = 0;
-  int channels = 0;
-};
-
+// The setjmp frame: returns false with err.message set when libjpeg failed, true with the
+// image in `img` or a reason in `refused`. `img` is the caller's, so the longjmp skips no
+// destructor.
 bool read_jpeg_into(jpeg_decompress_struct& cinfo, JpegError& err, jpeg_progress_mgr& progress,
-                    const std::uint8_t* bytes, std::size_t size, std::int64_t max_pixels, Header& h,
-                    std::vector<std::uint8_t>& pixels, std::string& refused) {
+                    const std::uint8_t* bytes, std::size_t size, std::int64_t max_pixels, Image8& img,
+                    std::string& refused) {
   if (setjmp(err.jump)) return false;
   jpeg_create_decompress(&cinfo);  // clears every field but err
   cinfo.progress = &progress;
   jpeg_mem_src(&cinfo, bytes, static_cast<unsigned long>(size));
   jpeg_read_header(&cinfo, TRUE);
-  h.width = cinfo.image_width;
-  h.height = cinfo.image_height;
-  if (h.width == 0 || h.height == 0 ||
-      static_cast<std::int64_t>(h.width) * static_cast<std::int64_t>(h.height) > max_pixels) {
-    refused = "size " + std::to_string(h.width) + " x " + std::to_string(h.height) + " (W x H) is outside 1 .. " +
-              std::to_string(max_pixels) + " pixels";
-    return true;
-  }
+  img.width = cinfo.image_width;
+  img.height = cinfo.image_height;
+  refused = image_size_refusal(img.width, img.height, max_pixels);
+  if (!refused.empty()) return true;
   if (cinfo.jpeg_color_space == JCS_CMYK || cinfo.jpeg_color_space == JCS_YCCK) {
     refused = "CMYK/YCCK JPEG files are not supported (grey and colour only)";
     return true;
   }
   cinfo.out_color_space = cinfo.num_components == 1 ? JCS_GRAYSCALE : JCS_RGB;
   jpeg_start_decompress(&cinfo);
-  h.channels = cinfo.output_components;
-  if ((h.channels != 1 && h.channels != 3) || cinfo.output_width != h.width || cinfo.output_height != h.height) {
-    refused = "unsupported pixel layout (" + std::to_string(h.channels) + " channels)";
+  img.channels = cinfo.output_components;
+  if ((img.channels != 1 && img.channels != 3) || cinfo.output_width != img.width || cinfo.output_height != img.height) {
+    refused = "unsupported pixel layout (" + std::to_string(img.channels) + " channels)";
     return true;
   }
-  const std::size_t stride = static_cast<std::size_t>(h.width) * static_cast<std::size_t>(h.channels);
-  pixels.resize(stride * h.height);
+  const std::size_t stride = static_cast<std::size_t>(img.width) * static_cast<std::size_t>(img.channels);
+  img.pixels.resize(stride * cinfo.output_height);
   while (cinfo.output_scanline < cinfo.output_height) {
-    JSAMPROW row = pixels.data() + static_cast<std::size_t>(cinfo.output_scanline) * stride;
+    JSAMPROW row = img.pixels.data() + static_cast<std::size_t>(cinfo.output_scanline) * stride;
     jpeg_read_scanlines(&cinfo, &row, 1);
   }
   jpeg_finish_decompress(&cinfo);
@@ -99,18 +93,12 @@ Image8 decode_jpeg(const std::uint8_t* bytes, std::size_t size, const std::strin
   err.mgr.emit_message = jpeg_emit_message;
   jpeg_progress_mgr progress{};
   progress.progress_monitor = jpeg_progress;
-  Header h;
-  std::vector<std::uint8_t> pixels;
+  Image8 img;
   std::string refused;
-  const bool ok = read_jpeg_into(cinfo, err, progress, bytes, size, max_pixels, h, pixels, refused);
+  const bool ok = read_jpeg_into(cinfo, err, progress, bytes, size, max_pixels, img, refused);
   jpeg_destroy_decompress(&cinfo);
   if (!ok) throw std::runtime_error(at + "corrupt or truncated JPEG file (" + std::string(err.message) + ")");
   if (!refused.empty()) throw std::runtime_error(at + refused);
-  Image8 img;
-  img.height = h.height;
-  img.width = h.width;
-  img.channels = h.channels;
-  img.pixels = std::move(pixels);
   return img;
 }
 

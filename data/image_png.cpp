@@ -41,29 +41,21 @@ void png_read_fn(png_structp png, png_bytep out, png_size_t length) {
   src->pos += length;
 }
 
-struct Header {
-  png_uint_32 width = 0, height = 0;
-  int channels = 0;
-};
-
-// The setjmp frame: returns false with src.message set when libpng failed. `pixels` and
-// `rows` are the caller's, so the longjmp skips no destructor.
-bool read_png_into(png_structp png, png_infop info, PngSource& src, std::int64_t max_pixels, Header& h,
-                   std::vector<std::uint8_t>& pixels, std::vector<png_bytep>& rows, std::string& refused) {
+// The setjmp frame: returns false with src.message set when libpng failed, true with the
+// image in `img` or a reason in `refused`. `img` and `rows` are the caller's, so the longjmp
+// skips no destructor.
+bool read_png_into(png_structp png, png_infop info, PngSource& src, std::int64_t max_pixels, Image8& img,
+                   std::vector<png_bytep>& rows, std::string& refused) {
   if (setjmp(png_jmpbuf(png))) return false;
   png_set_read_fn(png, &src, png_read_fn);
   // libpng's own bounds: the image size, and one ancillary chunk at 8 MiB.
   png_set_user_limits(png, 0x7fffffffU, 0x7fffffffU);
   png_set_chunk_malloc_max(png, 8u << 20);
   png_read_info(png, info);
-  h.width = png_get_image_width(png, info);
-  h.height = png_get_image_height(png, info);
-  if (h.width == 0 || h.height == 0 ||
-      static_cast<std::int64_t>(h.width) * static_cast<std::int64_t>(h.height) > max_pixels) {
-    refused = "size " + std::to_string(h.width) + " x " + std::to_string(h.height) + " (W x H) is outside 1 .. " +
-              std::to_string(max_pixels) + " pixels";
-    return true;
-  }
+  img.width = png_get_image_width(png, info);
+  img.height = png_get_image_height(png, info);
+  refused = image_size_refusal(img.width, img.height, max_pixels);
+  if (!refused.empty()) return true;
   const int color = png_get_color_type(png, info);
   const int depth = png_get_bit_depth(png, info);
   if (color == PNG_COLOR_TYPE_PALETTE) {
@@ -75,17 +67,18 @@ bool read_png_into(png_structp png, png_infop info, PngSource& src, std::int64_t
   if (depth == 16) png_set_strip_16(png);
   png_set_interlace_handling(png);
   png_read_update_info(png, info);
-  h.channels = png_get_channels(png, info);
+  img.channels = png_get_channels(png, info);
   const png_size_t rowbytes = png_get_rowbytes(png, info);
-  if ((h.channels != 1 && h.channels != 3 && h.channels != 4) ||
-      rowbytes != static_cast<png_size_t>(h.width) * static_cast<png_size_t>(h.channels)) {
-    refused = "unsupported pixel layout (" + std::to_string(h.channels) + " channels, " + std::to_string(rowbytes) +
+  if ((img.channels != 1 && img.channels != 3 && img.channels != 4) ||
+      rowbytes != static_cast<png_size_t>(img.width) * static_cast<png_size_t>(img.channels)) {
+    refused = "unsupported pixel layout (" + std::to_string(img.channels) + " channels, " + std::to_string(rowbytes) +
               " bytes per row)";
     return true;
   }
-  pixels.resize(static_cast<std::size_t>(rowbytes) * h.height);
-  rows.resize(h.height);
-  for (png_uint_32 y = 0; y < h.height; ++y) rows[y] = pixels.data() + static_cast<std::size_t>(y) * rowbytes;
+  const std::size_t height = static_cast<std::size_t>(img.height);
+  img.pixels.resize(static_cast<std::size_t>(rowbytes) * height);
+  rows.resize(height);
+  for (std::size_t y = 0; y < height; ++y) rows[y] = img.pixels.data() + y * rowbytes;
   png_read_image(png, rows.data());
   png_read_end(png, nullptr);  // the chunks after the pixels, through IEND (CRCs checked)
   return true;
@@ -106,11 +99,10 @@ Image8 decode_png(const std::uint8_t* bytes, std::size_t size, const std::string
     png_destroy_read_struct(&png, nullptr, nullptr);
     throw std::runtime_error(at + "libpng could not start (out of memory)");
   }
-  Header h;
-  std::vector<std::uint8_t> pixels;
+  Image8 img;
   std::vector<png_bytep> rows;
   std::string refused;
-  const bool ok = read_png_into(png, info, src, max_pixels, h, pixels, rows, refused);
+  const bool ok = read_png_into(png, info, src, max_pixels, img, rows, refused);
   png_destroy_read_struct(&png, &info, nullptr);
   if (!ok) {
     if (src.truncated)
@@ -119,11 +111,6 @@ Image8 decode_png(const std::uint8_t* bytes, std::size_t size, const std::string
     throw std::runtime_error(at + "corrupt PNG file (" + std::string(src.message) + ")");
   }
   if (!refused.empty()) throw std::runtime_error(at + refused);
-  Image8 img;
-  img.height = h.height;
-  img.width = h.width;
-  img.channels = h.channels;
-  img.pixels = std::move(pixels);
   return img;
 }
 

@@ -6,16 +6,9 @@
 #include <stdexcept>
 #include <string>
 
+#include <tapegrad/data/describe.h>
+
 namespace tapegrad::data {
-namespace {
-
-std::string shape_str(const Shape& s) {
-  std::string out = "(";
-  for (std::size_t i = 0; i < s.size(); ++i) out += (i ? ", " : "") + std::to_string(s[i]);
-  return out + ")";
-}
-
-}  // namespace
 
 Normalize::Normalize(std::vector<double> mean, std::vector<double> std) : mean_(std::move(mean)), std_(std::move(std)) {
   if (mean_.empty() || mean_.size() != std_.size())
@@ -34,8 +27,7 @@ Normalize::Normalize(std::vector<double> mean, std::vector<double> std) : mean_(
 Normalize Normalize::fit(const Tensor& X) {
   if (!X.defined() || X.dtype() != Dtype::Float32 || X.dim() != 4 || X.numel() == 0)
     throw std::invalid_argument("Normalize::fit: expected a non-empty float32 batch (N, C, H, W), got " +
-                                (X.defined() ? std::string(dtype_name(X.dtype())) + " " + shape_str(X.shape())
-                                             : std::string("an undefined tensor")));
+                                describe_tensor(X));
   const std::int64_t N = X.size(0), C = X.size(1), P = X.size(2) * X.size(3);
   const float* p = X.data<float>();
   std::vector<double> mean(static_cast<std::size_t>(C), 0.0), sd(static_cast<std::size_t>(C), 0.0);
@@ -62,7 +54,7 @@ Normalize Normalize::fit(const SampleSource& source) {
   const Shape& s = source.sample_shape();
   if (source.size() < 1 || s.size() != 3)
     throw std::invalid_argument("Normalize::fit: expected a non-empty source of images (C, H, W), got " +
-                                std::to_string(source.size()) + " samples of " + shape_str(s));
+                                std::to_string(source.size()) + " samples of " + tuple_str(s));
   const std::int64_t C = s[0], P = s[1] * s[2], N = source.size();
   std::vector<double> mean(static_cast<std::size_t>(C), 0.0), sd(static_cast<std::size_t>(C), 0.0);
   // one sample at a time; each channel's sum still runs over (n, i) in order, so the sums
@@ -100,8 +92,7 @@ Tensor Normalize::operator()(const Tensor& image) const {
       image.size(image.dim() - 3) != C)
     throw std::invalid_argument("Normalize: expected a float32 image (C, H, W) or batch (N, C, H, W) with C = " +
                                 std::to_string(C) + ", got " +
-                                (image.defined() ? std::string(dtype_name(image.dtype())) + " " + shape_str(image.shape())
-                                                 : std::string("an undefined tensor")));
+                                describe_tensor(image));
   const std::int64_t N = image.dim() == 4 ? image.size(0) : 1;
   const std::int64_t P = image.size(image.dim() - 2) * image.size(image.dim() - 1);
   Tensor out = Tensor::empty(image.shape(), Dtype::Float32);
@@ -129,8 +120,7 @@ Normalize Normalize::from_state_dict(const std::vector<std::pair<std::string, Te
       if (name != key) continue;
       if (!t.defined() || t.dtype() != Dtype::Float64 || t.dim() != 1)
         throw std::invalid_argument("Normalize::from_state_dict: \"" + key + "\" must be float64 (C), got " +
-                                    (t.defined() ? std::string(dtype_name(t.dtype())) + " " + shape_str(t.shape())
-                                                 : std::string("an undefined tensor")));
+                                    describe_tensor(t));
       return std::vector<double>(t.data<double>(), t.data<double>() + t.numel());
     }
     throw std::invalid_argument("Normalize::from_state_dict: no \"" + key + "\" tensor");

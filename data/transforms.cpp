@@ -6,27 +6,15 @@
 #include <stdexcept>
 #include <string>
 
+#include <tapegrad/data/describe.h>
 #include <tapegrad/data/image_folder.h>
 
 namespace tapegrad::data {
 namespace {
 
-std::string shape_str(const Shape& s) {
-  std::string out = "(";
-  for (std::size_t i = 0; i < s.size(); ++i) out += (i ? ", " : "") + std::to_string(s[i]);
-  return out + ")";
-}
-
 void check_window(const char* who, const Shape& size) {
   if (size.size() != 2 || size[0] < 1 || size[1] < 1)
-    throw std::invalid_argument(std::string(who) + ": size must be (h, w) with h, w >= 1, got " + shape_str(size));
-}
-
-void check_image(const char* who, const Tensor& image) {
-  if (!image.defined() || image.dtype() != Dtype::Float32 || image.dim() != 3)
-    throw std::invalid_argument(std::string(who) + ": expected a float32 image (C, H, W), got " +
-                                (image.defined() ? std::string(dtype_name(image.dtype())) + " " + shape_str(image.shape())
-                                                 : std::string("an undefined tensor")));
+    throw std::invalid_argument(std::string(who) + ": size must be (h, w) with h, w >= 1, got " + tuple_str(size));
 }
 
 // The (h, w) window of image (C, H, W) whose top-left corner is (top, left) in the image
@@ -84,11 +72,11 @@ Tensor Resize::operator()(const Tensor& image, Generator&) const { return resize
 CenterCrop::CenterCrop(Shape s) : size(std::move(s)) { check_window("CenterCrop", size); }
 
 Tensor CenterCrop::operator()(const Tensor& image, Generator&) const {
-  check_image("CenterCrop", image);
+  check_float_image("CenterCrop", image);
   const std::int64_t H = image.size(1), W = image.size(2);
   if (H < size[0] || W < size[1])
-    throw std::invalid_argument("CenterCrop: window " + shape_str(size) + " (h, w) is larger than the image " +
-                                shape_str(image.shape()) + " (C, H, W)");
+    throw std::invalid_argument("CenterCrop: window " + tuple_str(size) + " (h, w) is larger than the image " +
+                                tuple_str(image.shape()) + " (C, H, W)");
   return window(image, half_round_even(H - size[0]), half_round_even(W - size[1]), size[0], size[1], 0);
 }
 
@@ -98,11 +86,11 @@ RandomCrop::RandomCrop(Shape s, std::int64_t pad) : size(std::move(s)), padding(
 }
 
 Tensor RandomCrop::operator()(const Tensor& image, Generator& gen) const {
-  check_image("RandomCrop", image);
+  check_float_image("RandomCrop", image);
   const std::int64_t H = image.size(1) + 2 * padding, W = image.size(2) + 2 * padding;
   if (H < size[0] || W < size[1])
-    throw std::invalid_argument("RandomCrop: window " + shape_str(size) + " (h, w) is larger than the image " +
-                                shape_str(image.shape()) + " (C, H, W) padded by " + std::to_string(padding));
+    throw std::invalid_argument("RandomCrop: window " + tuple_str(size) + " (h, w) is larger than the image " +
+                                tuple_str(image.shape()) + " (C, H, W) padded by " + std::to_string(padding));
   std::int64_t top = 0, left = 0;
   if (H != size[0] || W != size[1]) {
     top = gen.randint(H - size[0] + 1);
@@ -117,7 +105,7 @@ RandomHorizontalFlip::RandomHorizontalFlip(double prob) : p(prob) {
 }
 
 Tensor RandomHorizontalFlip::operator()(const Tensor& image, Generator& gen) const {
-  check_image("RandomHorizontalFlip", image);
+  check_float_image("RandomHorizontalFlip", image);
   const bool flip = gen.uniform() < p;
   const std::int64_t rows = image.size(0) * image.size(1), W = image.size(2);
   Tensor out = Tensor::empty(image.shape(), Dtype::Float32);

@@ -14,20 +14,6 @@
 #include <tapegrad/debug/row_selection.h>
 
 namespace tapegrad::debug {
-namespace {
-
-// Restores the buffers at scope exit, also when a forward throws.
-class BufferRestore {
- public:
-  explicit BufferRestore(layers::Module& m) : m_(m), saved_(snapshot_buffers(m)) {}
-  ~BufferRestore() { restore_buffers(m_, saved_); }
-
- private:
-  layers::Module& m_;
-  layers::StateDict saved_;
-};
-
-}  // namespace
 
 BatchDependenceResult batch_dependence(layers::Module& model, const Tensor& x, BatchDependenceOptions opt) {
   if (!x.defined() || x.dim() < 1 || x.size(0) < 1)

@@ -23,6 +23,21 @@ layers::StateDict snapshot_state(const layers::Module& module);
 /// buffer or its shape differs (expected vs actual); nothing is written in that case.
 void restore_buffers(layers::Module& module, const layers::StateDict& snapshot);
 
+/// RAII: snapshot_buffers(module) at construction, restore_buffers at scope exit (also when a
+/// forward throws in between). `module` must outlive the guard.
+class BufferRestore {
+ public:
+  /// Snapshots the buffers of `module`.
+  explicit BufferRestore(layers::Module& module) : module_(module), saved_(snapshot_buffers(module)) {}
+  ~BufferRestore() { restore_buffers(module_, saved_); }
+  BufferRestore(const BufferRestore&) = delete;
+  BufferRestore& operator=(const BufferRestore&) = delete;
+
+ private:
+  layers::Module& module_;
+  layers::StateDict saved_;
+};
+
 /// One entry of `before` whose value differs in `after`.
 struct BufferChange {
   std::string key;                     ///< the buffer's state_dict key

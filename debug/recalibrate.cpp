@@ -15,31 +15,6 @@
 namespace tapegrad::debug {
 namespace {
 
-class HookGuard {
- public:
-  explicit HookGuard(std::uint64_t id) : id_(id) {}
-  ~HookGuard() { layers::hooks::remove_hook(id_); }
-  HookGuard(const HookGuard&) = delete;
-  HookGuard& operator=(const HookGuard&) = delete;
-
- private:
-  std::uint64_t id_;
-};
-
-// Every module's mode, restored at scope exit (root first: children override).
-class ModeRestore {
- public:
-  explicit ModeRestore(layers::Module& m) {
-    for (auto& [p, mod] : m.named_modules()) modes_.emplace_back(mod, mod->is_training());
-  }
-  ~ModeRestore() {
-    for (auto& [mod, mode] : modes_) mod->train(mode);
-  }
-
- private:
-  std::vector<std::pair<layers::Module*, bool>> modes_;
-};
-
 // Per-channel count, mean and sum of squared deviations, merged batch by batch
 // (Chan, Golub & LeVeque 1979), in float64.
 struct Moments {
@@ -82,7 +57,7 @@ RecalibrationReport recalibrate_batch_norm(layers::Module& model, const BatchSou
   RecalibrationReport report;
   if (bns.empty()) return report;
 
-  ModeRestore modes(model);
+  layers::ModeRestore modes(model);
   NoGradGuard no_grad;
   AuditPause pause;
   model.eval();
@@ -95,10 +70,10 @@ RecalibrationReport recalibrate_batch_norm(layers::Module& model, const BatchSou
   // Pass 0: the order in which the BatchNorms run (forward order), and the batch count.
   auto seen = std::make_shared<std::vector<std::size_t>>();
   {
-    HookGuard hook(layers::hooks::add_forward_hook([seen, targets](layers::Module& m, const Tensor&, const Tensor&) {
+    layers::hooks::ScopedForwardHook hook([seen, targets](layers::Module& m, const Tensor&, const Tensor&) {
       for (std::size_t i = 0; i < targets.size(); ++i)
         if (targets[i] == &m && std::find(seen->begin(), seen->end(), i) == seen->end()) seen->push_back(i);
-    }));
+    });
     batches([&](const Tensor& x) {
       model(x);
       ++report.batches;
@@ -118,9 +93,9 @@ RecalibrationReport recalibrate_batch_norm(layers::Module& model, const BatchSou
     auto acc = std::make_shared<Moments>();
     {
       const layers::Module* target = bn;
-      HookGuard hook(layers::hooks::add_forward_hook([acc, target](layers::Module& m, const Tensor& in, const Tensor&) {
+      layers::hooks::ScopedForwardHook hook([acc, target](layers::Module& m, const Tensor& in, const Tensor&) {
         if (&m == target) acc->add(in);
-      }));
+      });
       batches([&](const Tensor& x) { model(x); });
     }
     const Moments& mo = *acc;

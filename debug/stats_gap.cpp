@@ -14,35 +14,6 @@
 #include <tapegrad/layers/hooks.h>
 
 namespace tapegrad::debug {
-namespace {
-
-// Restores every module's mode and every buffer at scope exit.
-class ModelRestore {
- public:
-  explicit ModelRestore(layers::Module& m) : m_(m), buffers_(snapshot_buffers(m)) {
-    for (auto& [p, mod] : m.named_modules()) modes_.emplace_back(mod, mod->is_training());
-  }
-  ~ModelRestore() {
-    for (auto& [mod, mode] : modes_) mod->train(mode);  // root first: children override
-    restore_buffers(m_, buffers_);
-  }
-
- private:
-  layers::Module& m_;
-  layers::StateDict buffers_;
-  std::vector<std::pair<layers::Module*, bool>> modes_;
-};
-
-class HookGuard {
- public:
-  explicit HookGuard(std::uint64_t id) : id_(id) {}
-  ~HookGuard() { layers::hooks::remove_hook(id_); }
-
- private:
-  std::uint64_t id_;
-};
-
-}  // namespace
 
 StatsGapReport running_stats_gap(layers::Module& model, const Tensor& x) {
   if (!x.defined() || x.dim() < 2 || x.size(0) < 2)
@@ -53,13 +24,14 @@ StatsGapReport running_stats_gap(layers::Module& model, const Tensor& x) {
     if (auto* bn = dynamic_cast<layers::BatchNormBase*>(m); bn && bn->running_mean.defined()) bns.emplace_back(p, bn);
   std::vector<Tensor> inputs(bns.size());
   {
-    ModelRestore restore(model);
+    BufferRestore buffers(model);
+    layers::ModeRestore modes(model);  // destroyed first: the modes come back before the buffers
     NoGradGuard ng;
     AuditPause pause;
-    HookGuard hook(layers::hooks::add_forward_hook([&](layers::Module& m, const Tensor& in, const Tensor&) {
+    layers::hooks::ScopedForwardHook hook([&](layers::Module& m, const Tensor& in, const Tensor&) {
       for (std::size_t i = 0; i < bns.size(); ++i)
         if (bns[i].second == &m) inputs[i] = in;
-    }));
+    });
     model.train();
     model(x);
   }

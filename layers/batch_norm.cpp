@@ -85,10 +85,7 @@ Tensor BatchNormBase::forward_relu(const Tensor& x, std::optional<std::pair<doub
 }
 
 void BatchNormBase::check_dtype(const Tensor& x) const {
-  const Tensor& state = running_mean.defined() ? running_mean : weight;  // follows Module::to
-  if (state.defined() && x.dtype() != state.dtype())
-    throw std::invalid_argument(type_name() + ": input dtype " + dtype_name(x.dtype()) + " does not match the module's " +
-                                dtype_name(state.dtype()) + " (convert with .to() or Module::to())");
+  check_input_dtype(x, running_mean.defined() ? running_mean : weight);  // the state follows Module::to
 }
 
 std::string BatchNormBase::extra_repr() const {

@@ -18,7 +18,9 @@ Clamp::Clamp(double lo_, double hi_) : lo(lo_), hi(hi_) {
 
 Tensor Clamp::forward(const Tensor& x) { return clamp(x, lo, hi); }
 
-std::string Clamp::extra_repr() const {
+std::string Clamp::extra_repr() const { return clamp_bounds_repr(lo, hi); }
+
+std::string clamp_bounds_repr(double lo, double hi) {
   std::ostringstream os;
   os << "min=" << lo << ", max=" << hi;
   return os.str();

@@ -21,4 +21,7 @@ class Clamp : public Module {
   ///@}
 };
 
+/// "min=-10, max=10": the extra_repr of Clamp and of ReLUClamp.
+std::string clamp_bounds_repr(double lo, double hi);
+
 }  // namespace tapegrad::layers

@@ -31,10 +31,7 @@ Tensor GroupNorm::forward(const Tensor& x) {
   if (x.dim() < 2 || x.size(1) != num_channels)
     throw std::invalid_argument("GroupNorm: expected input of shape (N, " + std::to_string(num_channels) +
                                 ", *), got " + shape_str(x.shape()));
-  if (weight.defined() && x.dtype() != weight.dtype())
-    throw std::invalid_argument("GroupNorm: input dtype " + std::string(dtype_name(x.dtype())) +
-                                " does not match the module's " + dtype_name(weight.dtype()) +
-                                " (convert with .to() or Module::to())");
+  check_input_dtype(x, weight);
   return functional::group_norm(x, num_groups, weight, bias, eps);
 }
 

@@ -69,6 +69,20 @@ std::uint64_t add_forward_hook(ForwardHook hook);
 /// Removes the forward hook with this id (nothing when there is none).
 void remove_hook(std::uint64_t id);
 
+/// RAII: a forward hook installed for the guard's lifetime (add_forward_hook, then
+/// remove_hook at scope exit).
+class ScopedForwardHook {
+ public:
+  /// Installs `hook`.
+  explicit ScopedForwardHook(ForwardHook hook) : id_(add_forward_hook(std::move(hook))) {}
+  ~ScopedForwardHook() { remove_hook(id_); }
+  ScopedForwardHook(const ScopedForwardHook&) = delete;
+  ScopedForwardHook& operator=(const ScopedForwardHook&) = delete;
+
+ private:
+  std::uint64_t id_;
+};
+
 /// Invoked by Module::operator().
 void run_forward_hooks(Module& module, const Tensor& input, const Tensor& output);
 /// Whether any forward hook is registered (Module::operator() skips the call otherwise).

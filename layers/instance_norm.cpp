@@ -39,10 +39,7 @@ Tensor InstanceNormBase::forward(const Tensor& x) {
     throw std::invalid_argument(type_name() + ": expected " + std::to_string(num_features) + " channels (dim " +
                                 (unbatched ? "0" : "1") + "), got input of shape " + shape_str(x.shape()));
   // The module's dtype is that of its tensors (Module::to may have converted them).
-  const Tensor& state = weight.defined() ? weight : running_mean;
-  if (state.defined() && x.dtype() != state.dtype())
-    throw std::invalid_argument(type_name() + ": input dtype " + dtype_name(x.dtype()) + " does not match the module's " +
-                                dtype_name(state.dtype()) + " (convert with .to() or Module::to())");
+  check_input_dtype(x, weight.defined() ? weight : running_mean);
   Tensor xb = x;
   if (unbatched) {
     Shape s = x.shape();

@@ -26,10 +26,7 @@ LayerNorm::LayerNorm(Shape shape, double e, bool affine, bool use_bias, Dtype dt
 }
 
 Tensor LayerNorm::forward(const Tensor& x) {
-  if (x.defined() && weight.defined() && x.dtype() != weight.dtype())
-    throw std::invalid_argument("LayerNorm: input dtype " + std::string(dtype_name(x.dtype())) +
-                                " does not match the module's " + dtype_name(weight.dtype()) +
-                                " (convert with .to() or Module::to())");
+  if (x.defined()) check_input_dtype(x, weight);
   return functional::layer_norm(x, normalized_shape, weight, bias, eps);
 }
 

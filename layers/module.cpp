@@ -33,6 +33,13 @@ bool throw_same_type(const std::exception& e, const std::string& msg) {
   return false;
 }
 constexpr const char* kInModule = "in module '";
+
+// The tensors of (name, tensor) pairs, in order.
+std::vector<Tensor> tensors_of(const std::vector<std::pair<std::string, Tensor>>& named) {
+  std::vector<Tensor> out;
+  for (auto& [n, t] : named) out.push_back(t);
+  return out;
+}
 }  // namespace
 
 Tensor call_child(Module& child, const std::string& name, const Tensor& input) {
@@ -121,11 +128,7 @@ std::vector<std::pair<std::string, Tensor>> Module::named_parameters(bool recurs
   return out;
 }
 
-std::vector<Tensor> Module::parameters(bool recurse) const {
-  std::vector<Tensor> out;
-  for (auto& [n, t] : named_parameters(recurse)) out.push_back(t);
-  return out;
-}
+std::vector<Tensor> Module::parameters(bool recurse) const { return tensors_of(named_parameters(recurse)); }
 
 std::vector<std::pair<std::string, Tensor>> Module::named_buffers(bool recurse) const {
   std::vector<std::pair<std::string, Tensor>> out;
@@ -133,11 +136,7 @@ std::vector<std::pair<std::string, Tensor>> Module::named_buffers(bool recurse) 
   return out;
 }
 
-std::vector<Tensor> Module::buffers(bool recurse) const {
-  std::vector<Tensor> out;
-  for (auto& [n, t] : named_buffers(recurse)) out.push_back(t);
-  return out;
-}
+std::vector<Tensor> Module::buffers(bool recurse) const { return tensors_of(named_buffers(recurse)); }
 
 std::vector<std::pair<std::string, Module*>> Module::named_modules() {
   std::vector<std::pair<std::string, Module*>> out{{"", this}};
@@ -357,6 +356,16 @@ std::string Module::repr() const {
   std::string s;
   repr_into(s, 0);
   return s;
+}
+
+void Module::check_input_dtype(const Tensor& x, const Tensor& state) const {
+  if (state.defined() && x.dtype() != state.dtype())
+    throw std::invalid_argument(type_name() + ": input dtype " + dtype_name(x.dtype()) + " does not match the module's " +
+                                dtype_name(state.dtype()) + " (convert with .to() or Module::to())");
+}
+
+ModeRestore::ModeRestore(Module& model) {
+  for (auto& [name, mod] : model.named_modules()) modes_.emplace_back(mod, mod->is_training());
 }
 
 }  // namespace tapegrad::layers

@@ -182,6 +182,10 @@ class Module {
   }
   /// register_module without the typed return; same checks, same throws.
   void add_child(const std::string& name, std::shared_ptr<Module> child);
+  /// Throws std::invalid_argument "<type_name()>: input dtype float64 does not match the
+  /// module's float32 (convert with .to() or Module::to())" when `state` (the tensor that
+  /// follows Module::to, e.g. the weight) is defined and x's dtype differs; x must be defined.
+  void check_input_dtype(const Tensor& x, const Tensor& state) const;
   /// Called after the mode of this module changed (e.g. to reset per-mode caches).
   virtual void on_mode_change() {}
   /// What is impossible about `value` as this module's own parameter or buffer `name`
@@ -220,6 +224,23 @@ using ModulePtr = std::shared_ptr<Module>;
 /// ("in module 'features.2' (BatchNorm1d): "). Other exception types pass unchanged.
 /// PyTorch does not do this; it finds the module without a debugger.
 Tensor call_child(Module& child, const std::string& name, const Tensor& input);
+
+/// RAII: records the train/eval mode of `model` and of every module below it, and sets each
+/// back at scope exit, parent before children (named_modules' order), so that every module
+/// gets its own mode back although train() recurses.
+class ModeRestore {
+ public:
+  /// Records the modes of `model` and its descendants (`model` must outlive the guard).
+  explicit ModeRestore(Module& model);
+  ~ModeRestore() {
+    for (auto& [module, training] : modes_) module->train(training);
+  }
+  ModeRestore(const ModeRestore&) = delete;
+  ModeRestore& operator=(const ModeRestore&) = delete;
+
+ private:
+  std::vector<std::pair<Module*, bool>> modes_;
+};
 
 /// RAII for a container's forward: marks the outermost container call on this thread, so
 /// that an exception leaving it (see call_child) also gets " (model input: [10])": the

@@ -1,9 +1,9 @@
 #include <tapegrad/layers/relu_clamp.h>
 
-#include <sstream>
 #include <stdexcept>
 
 #include <tapegrad/core/ops/activation.h>
+#include <tapegrad/layers/clamp.h>
 
 namespace tapegrad::layers {
 
@@ -15,10 +15,6 @@ ReLUClamp::ReLUClamp(double lo, double hi) : lo(lo), hi(hi) {
 
 Tensor ReLUClamp::forward(const Tensor& x) { return relu_clamp(x, lo, hi); }
 
-std::string ReLUClamp::extra_repr() const {
-  std::ostringstream os;
-  os << "min=" << lo << ", max=" << hi;
-  return os.str();
-}
+std::string ReLUClamp::extra_repr() const { return clamp_bounds_repr(lo, hi); }
 
 }  // namespace tapegrad::layers

@@ -3,6 +3,7 @@
 #include <memory>
 #include <stdexcept>
 
+#include <tapegrad/core/enum_names.h>
 #include <tapegrad/layers/activation.h>
 #include <tapegrad/layers/batch_norm.h>
 #include <tapegrad/layers/conv.h>
@@ -15,22 +16,19 @@
 
 namespace tapegrad::models {
 
-std::string conv_norm_name(ConvNorm n) {
-  switch (n) {
-    case ConvNorm::None: return "none";
-    case ConvNorm::Batch: return "batch";
-    case ConvNorm::Group: return "group";
-    case ConvNorm::Instance: return "instance";
-    case ConvNorm::Layer: return "layer";
-  }
-  return "?";
-}
+namespace {
 
-ConvNorm parse_conv_norm(const std::string& s) {
-  for (ConvNorm n : {ConvNorm::None, ConvNorm::Batch, ConvNorm::Group, ConvNorm::Instance, ConvNorm::Layer})
-    if (conv_norm_name(n) == s) return n;
-  throw std::invalid_argument("unknown norm '" + s + "': expected none, batch, group, instance or layer");
-}
+constexpr NamedValue<ConvNorm> kConvNormNames[] = {{ConvNorm::None, "none"},
+                                                   {ConvNorm::Batch, "batch"},
+                                                   {ConvNorm::Group, "group"},
+                                                   {ConvNorm::Instance, "instance"},
+                                                   {ConvNorm::Layer, "layer"}};
+
+}  // namespace
+
+std::string conv_norm_name(ConvNorm n) { return name_of(kConvNormNames, n); }
+
+ConvNorm parse_conv_norm(const std::string& s) { return parse_named(kConvNormNames, s, "norm"); }
 
 namespace {
 

@@ -3,6 +3,7 @@
 #include <memory>
 #include <stdexcept>
 
+#include <tapegrad/core/enum_names.h>
 #include <tapegrad/layers/activation.h>
 #include <tapegrad/layers/batch_norm.h>
 #include <tapegrad/layers/clamp.h>
@@ -13,23 +14,14 @@
 
 namespace tapegrad::models {
 
-std::string norm_name(Norm n) {
-  switch (n) {
-    case Norm::None: return "none";
-    case Norm::Batch: return "batch";
-    case Norm::Layer: return "layer";
-    case Norm::Group: return "group";
-  }
-  return "?";
-}
+namespace {
+constexpr NamedValue<Norm> kNormNames[] = {
+    {Norm::None, "none"}, {Norm::Batch, "batch"}, {Norm::Layer, "layer"}, {Norm::Group, "group"}};
+}  // namespace
 
-Norm parse_norm(const std::string& s) {
-  if (s == "none") return Norm::None;
-  if (s == "batch") return Norm::Batch;
-  if (s == "layer") return Norm::Layer;
-  if (s == "group") return Norm::Group;
-  throw std::invalid_argument("unknown norm '" + s + "': expected none, batch, layer or group");
-}
+std::string norm_name(Norm n) { return name_of(kNormNames, n); }
+
+Norm parse_norm(const std::string& s) { return parse_named(kNormNames, s, "norm"); }
 
 namespace {
 layers::ModulePtr make_norm(Norm norm, std::int64_t width, const MLPOptions& o) {

@@ -26,23 +26,6 @@ void check(const Tensor& X, const BatchEvalOptions& o) {
   if (X.dim() < 1) throw std::invalid_argument("evaluate: expected an input with a batch dimension, got a 0-d tensor");
 }
 
-// Every module's own mode, parent before children (named_modules' order), so setting each in
-// that order restores them all even though train() recurses.
-class ModesRestorer {
- public:
-  explicit ModesRestorer(layers::Module& model) {
-    for (auto& [name, mod] : model.named_modules()) modes_.emplace_back(mod, mod->is_training());
-  }
-  ~ModesRestorer() {
-    for (auto& [mod, training] : modes_) mod->train(training);
-  }
-  ModesRestorer(const ModesRestorer&) = delete;
-  ModesRestorer& operator=(const ModesRestorer&) = delete;
-
- private:
-  std::vector<std::pair<layers::Module*, bool>> modes_;
-};
-
 }  // namespace
 
 std::int64_t num_batches(std::int64_t rows, const BatchEvalOptions& o) {
@@ -55,7 +38,7 @@ std::int64_t num_batches(std::int64_t rows, const BatchEvalOptions& o) {
 void evaluate_batches(layers::Module& model, const Tensor& X, const BatchEvalOptions& o, const BatchFn& fn) {
   check(X, o);
   const std::int64_t n = X.size(0), batches = num_batches(n, o);
-  ModesRestorer restore(model);
+  layers::ModeRestore restore(model);
   model.train(o.train_mode);
   NoGradGuard no_grad;
   std::optional<ModeChecksPause> deliberate;  // train_mode asks for a train-mode forward without the tape

@@ -14,44 +14,26 @@
 namespace tapegrad {
 
 Tensor sigmoid(const Tensor& x) {
-  kernels::check_floating(x, "sigmoid");
-  Tensor out = TAPEGRAD_DISPATCH_FLOAT(x.dtype(), "sigmoid", [&] {
-    return kernels::map_unary<scalar_t>(x, [](scalar_t v) {
-      // e^(-|v|) never overflows; both branches are the same function
-      if (v >= scalar_t(0)) return scalar_t(1) / (scalar_t(1) + std::exp(-v));
-      const scalar_t e = std::exp(v);
-      return e / (scalar_t(1) + e);
-    });
+  Tensor out = kernels::map_floating(x, "sigmoid", [](auto v) {
+    // e^(-|v|) never overflows; both branches are the same function
+    using T = decltype(v);
+    if (v >= T(0)) return T(1) / (T(1) + std::exp(-v));
+    const T e = std::exp(v);
+    return e / (T(1) + e);
   });
-  if (autograd::needs_grad({&x}))
-    autograd::record("sigmoid", out, {x}, [y = out.detach()](const Tensor& g, GradSink& gs) {
-      // dσ/dx = σ·(1 - σ)
-      if (autograd::creating_graph()) {
-        const Tensor s = gs.output(y);
-        return gs.add(0, mul(g, mul(s, add(neg(s), 1.0))));
-      }
-      gs.add(0, TAPEGRAD_DISPATCH_FLOAT(g.dtype(), "sigmoid_backward", [&] {
-               return kernels::map_binary_same<scalar_t>(
-                   g, y, [](scalar_t gv, scalar_t yv) { return gv * yv * (scalar_t(1) - yv); });
-             }));
-    }, autograd::kSavesOutput | autograd::kSecondOrder);
+  // dσ/dx = σ·(1 - σ)
+  kernels::record_pointwise("sigmoid", out, x, kernels::Saved::Output,
+                            [](auto gv, auto yv) { return gv * yv * (decltype(yv)(1) - yv); },
+                            [](const Tensor& g, const Tensor& s) { return mul(g, mul(s, add(neg(s), 1.0))); });
   return out;
 }
 
 Tensor tanh(const Tensor& x) {
-  kernels::check_floating(x, "tanh");
-  Tensor out = TAPEGRAD_DISPATCH_FLOAT(x.dtype(), "tanh", [&] {
-    return kernels::map_unary<scalar_t>(x, [](scalar_t v) { return std::tanh(v); });
-  });
-  if (autograd::needs_grad({&x}))
-    autograd::record("tanh", out, {x}, [y = out.detach()](const Tensor& g, GradSink& gs) {
-      // d tanh/dx = 1 - tanh²
-      if (autograd::creating_graph()) return gs.add(0, mul(g, add(neg(square(gs.output(y))), 1.0)));
-      gs.add(0, TAPEGRAD_DISPATCH_FLOAT(g.dtype(), "tanh_backward", [&] {
-               return kernels::map_binary_same<scalar_t>(
-                   g, y, [](scalar_t gv, scalar_t yv) { return gv * (scalar_t(1) - yv * yv); });
-             }));
-    }, autograd::kSavesOutput | autograd::kSecondOrder);
+  Tensor out = kernels::map_floating(x, "tanh", [](auto v) { return std::tanh(v); });
+  // d tanh/dx = 1 - tanh²
+  kernels::record_pointwise("tanh", out, x, kernels::Saved::Output,
+                            [](auto gv, auto yv) { return gv * (decltype(yv)(1) - yv * yv); },
+                            [](const Tensor& g, const Tensor& y) { return mul(g, add(neg(square(y)), 1.0)); });
   return out;
 }
 

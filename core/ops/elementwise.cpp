@@ -10,35 +10,39 @@
 
 namespace tapegrad {
 namespace {
-// a op b: same shapes and a scalar b through the per-ISA loops (core/kernels/pointwise.h),
-// other broadcasts through kernels::broadcast_binary with f (the same operation).
-template <class T, class F>
+// a op b for float operands of one dtype (checked, naming `name`): same shapes and a scalar
+// b through the per-ISA loops (core/kernels/pointwise.h), other broadcasts through
+// kernels::broadcast_binary with f (the same operation, called on the element type).
+template <class F>
 Tensor binary(const Tensor& a, const Tensor& b, kernels::BinaryOp op, const char* name, F f) {
-  if (a.shape() == b.shape() || (b.numel() == 1 && b.dim() <= a.dim())) {  // then the output has a's shape
-    Tensor out = Tensor::empty(a.shape(), a.dtype());
-    if (a.shape() == b.shape())
-      kernels::binary_same<T>(op, a.data<T>(), b.data<T>(), out.data<T>(), a.numel());
-    else
-      kernels::binary_scalar<T>(op, a.data<T>(), b.data<T>()[0], out.data<T>(), a.numel());
-    return out;
-  }
-  return kernels::broadcast_binary<T>(a, b, name, f);
+  kernels::check_floating_pair(a, b, name);
+  return TAPEGRAD_DISPATCH_FLOAT(a.dtype(), name, [&] {
+    using T = scalar_t;
+    if (a.shape() == b.shape() || (b.numel() == 1 && b.dim() <= a.dim())) {  // then the output has a's shape
+      Tensor out = Tensor::empty(a.shape(), a.dtype());
+      if (a.shape() == b.shape())
+        kernels::binary_same<T>(op, a.data<T>(), b.data<T>(), out.data<T>(), a.numel());
+      else
+        kernels::binary_scalar<T>(op, a.data<T>(), b.data<T>()[0], out.data<T>(), a.numel());
+      return out;
+    }
+    return kernels::broadcast_binary<T>(a, b, name, f);
+  });
 }
 
-// a op s for a scalar s, through the per-ISA loops.
-template <class T>
-Tensor binary(const Tensor& a, T s, kernels::BinaryOp op) {
-  Tensor out = Tensor::empty(a.shape(), a.dtype());
-  kernels::binary_scalar<T>(op, a.data<T>(), s, out.data<T>(), a.numel());
-  return out;
+// a op s for a float a (checked, naming `name`) and a scalar s, through the per-ISA loops.
+Tensor binary(const Tensor& a, double s, kernels::BinaryOp op, const char* name) {
+  kernels::check_floating(a, name);
+  return TAPEGRAD_DISPATCH_FLOAT(a.dtype(), name, [&] {
+    Tensor out = Tensor::empty(a.shape(), a.dtype());
+    kernels::binary_scalar<scalar_t>(op, a.data<scalar_t>(), static_cast<scalar_t>(s), out.data<scalar_t>(), a.numel());
+    return out;
+  });
 }
 }  // namespace
 
 Tensor add(const Tensor& a, const Tensor& b) {
-  kernels::check_floating_pair(a, b, "add");
-  Tensor out = TAPEGRAD_DISPATCH_FLOAT(a.dtype(), "add", [&] {
-    return binary<scalar_t>(a, b, kernels::BinaryOp::Add, "add", [](scalar_t x, scalar_t y) { return x + y; });
-  });
+  Tensor out = binary(a, b, kernels::BinaryOp::Add, "add", [](auto x, auto y) { return x + y; });
   if (autograd::needs_grad({&a, &b})) {
     autograd::record("add", out, {a, b}, [sa = a.shape(), sb = b.shape()](const Tensor& g, GradSink& gs) {
       if (gs.needs(0)) gs.add(0, sum_to(g, sa));
@@ -49,10 +53,7 @@ Tensor add(const Tensor& a, const Tensor& b) {
 }
 
 Tensor sub(const Tensor& a, const Tensor& b) {
-  kernels::check_floating_pair(a, b, "sub");
-  Tensor out = TAPEGRAD_DISPATCH_FLOAT(a.dtype(), "sub", [&] {
-    return binary<scalar_t>(a, b, kernels::BinaryOp::Sub, "sub", [](scalar_t x, scalar_t y) { return x - y; });
-  });
+  Tensor out = binary(a, b, kernels::BinaryOp::Sub, "sub", [](auto x, auto y) { return x - y; });
   if (autograd::needs_grad({&a, &b})) {
     autograd::record("sub", out, {a, b}, [sa = a.shape(), sb = b.shape()](const Tensor& g, GradSink& gs) {
       if (gs.needs(0)) gs.add(0, sum_to(g, sa));
@@ -63,10 +64,7 @@ Tensor sub(const Tensor& a, const Tensor& b) {
 }
 
 Tensor mul(const Tensor& a, const Tensor& b) {
-  kernels::check_floating_pair(a, b, "mul");
-  Tensor out = TAPEGRAD_DISPATCH_FLOAT(a.dtype(), "mul", [&] {
-    return binary<scalar_t>(a, b, kernels::BinaryOp::Mul, "mul", [](scalar_t x, scalar_t y) { return x * y; });
-  });
+  Tensor out = binary(a, b, kernels::BinaryOp::Mul, "mul", [](auto x, auto y) { return x * y; });
   if (autograd::needs_grad({&a, &b})) {
     // d(ab)/da = b, d(ab)/db = a
     autograd::record("mul", out, {a, b}, [a, b](const Tensor& g, GradSink& gs) {
@@ -78,10 +76,7 @@ Tensor mul(const Tensor& a, const Tensor& b) {
 }
 
 Tensor div(const Tensor& a, const Tensor& b) {
-  kernels::check_floating_pair(a, b, "div");
-  Tensor out = TAPEGRAD_DISPATCH_FLOAT(a.dtype(), "div", [&] {
-    return binary<scalar_t>(a, b, kernels::BinaryOp::Div, "div", [](scalar_t x, scalar_t y) { return x / y; });
-  });
+  Tensor out = binary(a, b, kernels::BinaryOp::Div, "div", [](auto x, auto y) { return x / y; });
   if (autograd::needs_grad({&a, &b})) {
     // d(a/b)/da = 1/b, d(a/b)/db = -a/b²
     autograd::record("div", out, {a, b}, [a, b](const Tensor& g, GradSink& gs) {
@@ -93,20 +88,14 @@ Tensor div(const Tensor& a, const Tensor& b) {
 }
 
 Tensor add(const Tensor& a, double s) {
-  kernels::check_floating(a, "add");
-  Tensor out = TAPEGRAD_DISPATCH_FLOAT(a.dtype(), "add", [&] {
-    return binary<scalar_t>(a, static_cast<scalar_t>(s), kernels::BinaryOp::Add);
-  });
+  Tensor out = binary(a, s, kernels::BinaryOp::Add, "add");
   if (autograd::needs_grad({&a}))
     autograd::record("add_scalar", out, {a}, [](const Tensor& g, GradSink& gs) { gs.add(0, g); }, autograd::kSavesNothing | autograd::kSecondOrder);
   return out;
 }
 
 Tensor mul(const Tensor& a, double s) {
-  kernels::check_floating(a, "mul");
-  Tensor out = TAPEGRAD_DISPATCH_FLOAT(a.dtype(), "mul", [&] {
-    return binary<scalar_t>(a, static_cast<scalar_t>(s), kernels::BinaryOp::Mul);
-  });
+  Tensor out = binary(a, s, kernels::BinaryOp::Mul, "mul");
   if (autograd::needs_grad({&a}))
     autograd::record("mul_scalar", out, {a}, [s](const Tensor& g, GradSink& gs) { gs.add(0, mul(g, s)); }, autograd::kSavesNothing | autograd::kSecondOrder);
   return out;

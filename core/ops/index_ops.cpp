@@ -46,18 +46,9 @@ std::shared_ptr<std::vector<std::uint8_t>> expand_mask(const Tensor& m, const Sh
     st[r - m.shape().size() + i] = m.shape()[i] == 1 ? 0 : cs[i];
   auto out = std::make_shared<std::vector<std::uint8_t>>(static_cast<std::size_t>(numel_of(shape)));
   auto fill = [&](auto* p) {
-    std::vector<std::int64_t> idx(r, 0);
-    std::int64_t off = 0;
-    for (std::size_t k = 0; k < out->size(); ++k) {
-      (*out)[k] = p[off] != 0;
-      for (std::size_t d = r; d-- > 0;) {
-        ++idx[d];
-        off += st[d];
-        if (idx[d] < shape[d]) break;
-        off -= st[d] * shape[d];
-        idx[d] = 0;
-      }
-    }
+    kernels::for_each_strided(shape, st, [&](std::int64_t k, std::int64_t off) {
+      (*out)[static_cast<std::size_t>(k)] = p[off] != 0;
+    });
   };
   switch (m.dtype()) {
     case Dtype::Float32: fill(m.data<float>()); break;

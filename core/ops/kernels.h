@@ -52,6 +52,42 @@ Tensor map_binary_same(const Tensor& x, const Tensor& y, F f) {
   return out;
 }
 
+/// map_unary in x's dtype: check_floating(x, op), then out[i] = f(x[i]) with f called on the
+/// element type (a generic lambda, `[](auto v) { return std::exp(v); }`).
+template <class F>
+Tensor map_floating(const Tensor& x, const char* op, F f) {
+  check_floating(x, op);
+  return TAPEGRAD_DISPATCH_FLOAT(x.dtype(), op, [&] { return map_unary<scalar_t>(x, f); });
+}
+
+/// map_binary_same in x's dtype (float32/float64; y of the same shape and dtype): out[i] =
+/// f(x[i], y[i]) with f called on the element type. `op` names the op in a dtype error.
+template <class F>
+Tensor map_floating_same(const Tensor& x, const Tensor& y, const char* op, F f) {
+  return TAPEGRAD_DISPATCH_FLOAT(x.dtype(), op, [&] { return map_binary_same<scalar_t>(x, y, f); });
+}
+
+/// Walks `shape` in row-major order, calling f(k, off) for its k-th element, with off =
+/// Σ_d idx[d]·strides[d] the element's offset in a strided source (strides in elements; 0 on
+/// a broadcast dimension).
+template <class F>
+void for_each_strided(const Shape& shape, const std::vector<std::int64_t>& strides, F f) {
+  const std::size_t r = shape.size();
+  const std::int64_t n = numel_of(shape);
+  std::vector<std::int64_t> idx(r, 0);
+  std::int64_t off = 0;
+  for (std::int64_t k = 0; k < n; ++k) {
+    f(k, off);
+    for (std::size_t d = r; d-- > 0;) {  // advance the multi-index, last dimension fastest
+      ++idx[d];
+      off += strides[d];
+      if (idx[d] < shape[d]) break;
+      off -= strides[d] * shape[d];
+      idx[d] = 0;
+    }
+  }
+}
+
 /// out = f(a, b) with NumPy broadcasting; `op` names the op in shape errors.
 template <class T, class F>
 Tensor broadcast_binary(const Tensor& a, const Tensor& b, const char* op, F f) {
@@ -126,6 +162,24 @@ template <class Backward>
 Tensor piecewise_linear_grad(const Tensor& g, Backward backward) {
   if (!autograd::creating_graph()) return backward(g);
   return mul(g, backward(Tensor::ones(g.shape(), g.dtype())));
+}
+
+/// What the backward of a pointwise op reads: its input or its output.
+enum class Saved { Input, Output };
+
+/// Records the backward of a pointwise op out = f(x), when x needs a gradient, whose
+/// derivative reads one saved tensor s (x, or out when `saved` is Saved::Output): dx[i] =
+/// first(g[i], s[i]) on the element type, or, in a create_graph pass, graph(g, s) from
+/// differentiable ops. `name` names the tape node (and the backward in a dtype error).
+template <class First, class Graph>
+void record_pointwise(const char* name, Tensor& out, const Tensor& x, Saved saved, First first, Graph graph) {
+  if (!autograd::needs_grad({&x})) return;
+  const bool output = saved == Saved::Output;
+  autograd::record(name, out, {x}, [s = output ? out.detach() : x, output, name, first, graph](const Tensor& g,
+                                                                                               GradSink& gs) {
+    if (autograd::creating_graph()) return gs.add(0, graph(g, output ? gs.output(s) : s));
+    gs.add(0, map_floating_same(g, s, name, first));
+  }, (output ? autograd::kSavesOutput : autograd::kSavesInputs) | autograd::kSecondOrder);
 }
 
 }  // namespace tapegrad::kernels

@@ -5,6 +5,7 @@
 #include <cstring>
 
 #include <tapegrad/core/autograd.h>
+#include <tapegrad/core/ops/kernels.h>
 
 namespace tapegrad {
 
@@ -57,19 +58,9 @@ Tensor permute_values(const Tensor& x, const std::vector<std::int64_t>& dims) {
   const std::size_t es = dtype_size(x.dtype());
   const char* src = static_cast<const char*>(x.raw_data());
   char* dst = static_cast<char*>(out.raw_data());
-  const std::int64_t n = out.numel();
-  std::vector<std::int64_t> idx(r, 0);
-  std::int64_t off = 0;
-  for (std::int64_t k = 0; k < n; ++k) {
+  kernels::for_each_strided(os, st, [&](std::int64_t k, std::int64_t off) {
     std::memcpy(dst + k * es, src + off * es, es);
-    for (std::size_t d = r; d-- > 0;) {
-      ++idx[d];
-      off += st[d];
-      if (idx[d] < os[d]) break;
-      off -= st[d] * os[d];
-      idx[d] = 0;
-    }
-  }
+  });
   return out;
 }
 }  // namespace

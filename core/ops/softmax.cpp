@@ -21,9 +21,12 @@ namespace {
 struct Rows {
   std::int64_t outer = 1, C = 1, inner = 1;
   std::int64_t dim = 0;
+  bool scalar = true;  // x is 0-d
   std::int64_t count() const { return outer * inner; }
   // offset of element 0 of row k
   std::int64_t base(std::int64_t k) const { return (k / inner) * C * inner + k % inner; }
+  // the axes a row spans, for the reductions of the differentiable backward
+  std::vector<std::int64_t> axes() const { return scalar ? std::vector<std::int64_t>{} : std::vector{dim}; }
 };
 
 Rows rows_of(const Tensor& x, std::int64_t dim_in, const char* op) {
@@ -36,6 +39,7 @@ Rows rows_of(const Tensor& x, std::int64_t dim_in, const char* op) {
   }
   const Shape& s = x.shape();
   if (s.empty()) return r;
+  r.scalar = false;
   for (std::int64_t d = 0; d < r.dim; ++d) r.outer *= s[d];
   r.C = s[r.dim];
   for (std::size_t d = r.dim + 1; d < s.size(); ++d) r.inner *= s[d];
@@ -102,69 +106,62 @@ Tensor softmax_values(const Tensor& x, const Rows& r) {
   });
 }
 
+// The first-order backward of a row-wise op: per row, a = Σ_c dot(g_c, y_c), then
+// dx_c = f(g_c, y_c, a), y the op's output.
+template <class Dot, class F>
+Tensor row_backward(const Tensor& g, const Tensor& y, const Rows& r, const char* name, Dot dot, F f) {
+  return TAPEGRAD_DISPATCH_FLOAT(g.dtype(), name, [&] {
+    Tensor o = Tensor::empty(g.shape(), g.dtype());
+    const scalar_t *pg = g.data<scalar_t>(), *py = y.data<scalar_t>();
+    scalar_t* po = o.data<scalar_t>();
+    for_rows<scalar_t>(r, [&](std::int64_t k) {
+      const std::int64_t b = r.base(k);
+      scalar_t a = 0;
+      for (std::int64_t c = 0; c < r.C; ++c) a += dot(pg[b + c * r.inner], py[b + c * r.inner]);
+      for (std::int64_t c = 0; c < r.C; ++c) {
+        const std::int64_t i = b + c * r.inner;
+        po[i] = f(pg[i], py[i], a);
+      }
+    });
+    return o;
+  });
+}
+
+// softmax or log_softmax along dim, with its backward; y is the op's output.
+template <Kind K>
+Tensor softmax_op(const Tensor& x, std::int64_t dim) {
+  constexpr bool kSoftmax = K == Kind::Softmax;
+  const Rows r = rows_of(x, dim, kSoftmax ? "softmax" : "log_softmax");
+  Tensor out = softmax_values<K>(x, r);
+  if (autograd::needs_grad({&x}))
+    autograd::record(kSoftmax ? "softmax" : "log_softmax", out, {x}, [y = out.detach(), r](const Tensor& g,
+                                                                                           GradSink& gs) {
+      if constexpr (kSoftmax) {
+        // dx_c = y_c·(g_c - Σⱼ gⱼyⱼ)
+        if (autograd::creating_graph()) {
+          const Tensor s = gs.output(y);
+          return gs.add(0, mul(s, sub(g, sum(mul(g, s), r.axes(), true))));
+        }
+        gs.add(0, row_backward(g, y, r, "softmax_backward", [](auto gv, auto yv) { return gv * yv; },
+                               [](auto gv, auto yv, auto dot) { return yv * (gv - dot); }));
+      } else {
+        // dx_c = g_c - softmax_c·Σⱼ gⱼ, softmax = exp(y)
+        if (autograd::creating_graph()) {
+          const Tensor s = exp(gs.output(y));
+          return gs.add(0, sub(g, mul(s, sum(g, r.axes(), true))));
+        }
+        gs.add(0, row_backward(g, y, r, "log_softmax_backward", [](auto gv, auto) { return gv; },
+                               [](auto gv, auto yv, auto gsum) { return gv - std::exp(yv) * gsum; }));
+      }
+    }, autograd::kSavesOutput | autograd::kSecondOrder);
+  return out;
+}
+
 }  // namespace
 
-Tensor softmax(const Tensor& x, std::int64_t dim) {
-  const Rows r = rows_of(x, dim, "softmax");
-  Tensor out = softmax_values<Kind::Softmax>(x, r);
-  if (autograd::needs_grad({&x}))
-    autograd::record("softmax", out, {x}, [y = out.detach(), r](const Tensor& g, GradSink& gs) {
-      // dx_c = y_c·(g_c - Σⱼ gⱼyⱼ)
-      if (autograd::creating_graph()) {
-        const Tensor s = gs.output(y);
-        const std::vector<std::int64_t> axis = s.dim() == 0 ? std::vector<std::int64_t>{} : std::vector{r.dim};
-        return gs.add(0, mul(s, sub(g, sum(mul(g, s), axis, true))));
-      }
-      Tensor gi = TAPEGRAD_DISPATCH_FLOAT(g.dtype(), "softmax_backward", [&] {
-        Tensor o = Tensor::empty(g.shape(), g.dtype());
-        const scalar_t *pg = g.data<scalar_t>(), *py = y.data<scalar_t>();
-        scalar_t* po = o.data<scalar_t>();
-        for_rows<scalar_t>(r, [&](std::int64_t k) {
-          const std::int64_t b = r.base(k);
-          scalar_t dot = 0;
-          for (std::int64_t c = 0; c < r.C; ++c) dot += pg[b + c * r.inner] * py[b + c * r.inner];
-          for (std::int64_t c = 0; c < r.C; ++c) {
-            const std::int64_t i = b + c * r.inner;
-            po[i] = py[i] * (pg[i] - dot);
-          }
-        });
-        return o;
-      });
-      gs.add(0, std::move(gi));
-    }, autograd::kSavesOutput | autograd::kSecondOrder);
-  return out;
-}
+Tensor softmax(const Tensor& x, std::int64_t dim) { return softmax_op<Kind::Softmax>(x, dim); }
 
-Tensor log_softmax(const Tensor& x, std::int64_t dim) {
-  const Rows r = rows_of(x, dim, "log_softmax");
-  Tensor out = softmax_values<Kind::LogSoftmax>(x, r);
-  if (autograd::needs_grad({&x}))
-    autograd::record("log_softmax", out, {x}, [y = out.detach(), r](const Tensor& g, GradSink& gs) {
-      // dx_c = g_c - softmax_c·Σⱼ gⱼ, softmax = exp(y)
-      if (autograd::creating_graph()) {
-        const Tensor s = exp(gs.output(y));
-        const std::vector<std::int64_t> axis = s.dim() == 0 ? std::vector<std::int64_t>{} : std::vector{r.dim};
-        return gs.add(0, sub(g, mul(s, sum(g, axis, true))));
-      }
-      Tensor gi = TAPEGRAD_DISPATCH_FLOAT(g.dtype(), "log_softmax_backward", [&] {
-        Tensor o = Tensor::empty(g.shape(), g.dtype());
-        const scalar_t *pg = g.data<scalar_t>(), *py = y.data<scalar_t>();
-        scalar_t* po = o.data<scalar_t>();
-        for_rows<scalar_t>(r, [&](std::int64_t k) {
-          const std::int64_t b = r.base(k);
-          scalar_t gsum = 0;
-          for (std::int64_t c = 0; c < r.C; ++c) gsum += pg[b + c * r.inner];
-          for (std::int64_t c = 0; c < r.C; ++c) {
-            const std::int64_t i = b + c * r.inner;
-            po[i] = pg[i] - std::exp(py[i]) * gsum;
-          }
-        });
-        return o;
-      });
-      gs.add(0, std::move(gi));
-    }, autograd::kSavesOutput | autograd::kSecondOrder);
-  return out;
-}
+Tensor log_softmax(const Tensor& x, std::int64_t dim) { return softmax_op<Kind::LogSoftmax>(x, dim); }
 
 Tensor logsumexp(const Tensor& x, std::int64_t dim, bool keepdim) {
   const Rows r = rows_of(x, dim, "logsumexp");

@@ -10,80 +10,42 @@
 #include <tapegrad/core/ops/kernels.h>
 
 namespace tapegrad {
-namespace {
-
-// out[i] = f(g[i], s[i]) for the gradient g and a saved same-shape tensor s.
-template <class F>
-Tensor grad_map(const Tensor& g, const Tensor& s, const char* name, F f) {
-  return TAPEGRAD_DISPATCH_FLOAT(g.dtype(), name, [&] { return kernels::map_binary_same<scalar_t>(g, s, f); });
-}
-
-}  // namespace
 
 Tensor exp(const Tensor& x) {
-  kernels::check_floating(x, "exp");
-  Tensor out = TAPEGRAD_DISPATCH_FLOAT(x.dtype(), "exp", [&] {
-    return kernels::map_unary<scalar_t>(x, [](scalar_t v) { return std::exp(v); });
-  });
-  if (autograd::needs_grad({&x}))
-    // d(eˣ)/dx = eˣ = y
-    autograd::record("exp", out, {x}, [y = out.detach()](const Tensor& g, GradSink& gs) {
-      if (autograd::creating_graph()) return gs.add(0, mul(g, gs.output(y)));
-      gs.add(0, grad_map(g, y, "exp_backward", [](auto gv, auto yv) { return gv * yv; }));
-    }, autograd::kSavesOutput | autograd::kSecondOrder);
+  Tensor out = kernels::map_floating(x, "exp", [](auto v) { return std::exp(v); });
+  // d(eˣ)/dx = eˣ = y
+  kernels::record_pointwise("exp", out, x, kernels::Saved::Output, [](auto gv, auto yv) { return gv * yv; },
+                            [](const Tensor& g, const Tensor& y) { return mul(g, y); });
   return out;
 }
 
 Tensor log(const Tensor& x) {
-  kernels::check_floating(x, "log");
-  Tensor out = TAPEGRAD_DISPATCH_FLOAT(x.dtype(), "log", [&] {
-    return kernels::map_unary<scalar_t>(x, [](scalar_t v) { return std::log(v); });
-  });
-  if (autograd::needs_grad({&x}))
-    // d(log x)/dx = 1/x
-    autograd::record("log", out, {x}, [x](const Tensor& g, GradSink& gs) {
-      if (autograd::creating_graph()) return gs.add(0, div(g, x));
-      gs.add(0, grad_map(g, x, "log_backward", [](auto gv, auto xv) { return gv / xv; }));
-    }, autograd::kSavesInputs | autograd::kSecondOrder);
+  Tensor out = kernels::map_floating(x, "log", [](auto v) { return std::log(v); });
+  // d(log x)/dx = 1/x
+  kernels::record_pointwise("log", out, x, kernels::Saved::Input, [](auto gv, auto xv) { return gv / xv; },
+                            [](const Tensor& g, const Tensor& xs) { return div(g, xs); });
   return out;
 }
 
 Tensor sqrt(const Tensor& x) {
-  kernels::check_floating(x, "sqrt");
-  Tensor out = TAPEGRAD_DISPATCH_FLOAT(x.dtype(), "sqrt", [&] {
-    return kernels::map_unary<scalar_t>(x, [](scalar_t v) { return std::sqrt(v); });
-  });
-  if (autograd::needs_grad({&x}))
-    // d(√x)/dx = 1/(2√x) = 1/(2y)
-    autograd::record("sqrt", out, {x}, [y = out.detach()](const Tensor& g, GradSink& gs) {
-      if (autograd::creating_graph()) return gs.add(0, div(g, mul(gs.output(y), 2.0)));
-      gs.add(0, grad_map(g, y, "sqrt_backward", [](auto gv, auto yv) { return gv / (yv + yv); }));
-    }, autograd::kSavesOutput | autograd::kSecondOrder);
+  Tensor out = kernels::map_floating(x, "sqrt", [](auto v) { return std::sqrt(v); });
+  // d(√x)/dx = 1/(2√x) = 1/(2y)
+  kernels::record_pointwise("sqrt", out, x, kernels::Saved::Output, [](auto gv, auto yv) { return gv / (yv + yv); },
+                            [](const Tensor& g, const Tensor& y) { return div(g, mul(y, 2.0)); });
   return out;
 }
 
 Tensor rsqrt(const Tensor& x) {
-  kernels::check_floating(x, "rsqrt");
-  Tensor out = TAPEGRAD_DISPATCH_FLOAT(x.dtype(), "rsqrt", [&] {
-    return kernels::map_unary<scalar_t>(x, [](scalar_t v) { return scalar_t(1) / std::sqrt(v); });
-  });
-  if (autograd::needs_grad({&x}))
-    // d(x^-½)/dx = -½·x^(-3/2) = -½·y³
-    autograd::record("rsqrt", out, {x}, [y = out.detach()](const Tensor& g, GradSink& gs) {
-      if (autograd::creating_graph()) return gs.add(0, mul(mul(g, pow(gs.output(y), 3.0)), -0.5));
-      gs.add(0, grad_map(g, y, "rsqrt_backward", [](auto gv, auto yv) {
-               using T = decltype(yv);
-               return T(-0.5) * gv * yv * yv * yv;
-             }));
-    }, autograd::kSavesOutput | autograd::kSecondOrder);
+  Tensor out = kernels::map_floating(x, "rsqrt", [](auto v) { return decltype(v)(1) / std::sqrt(v); });
+  // d(x^-½)/dx = -½·x^(-3/2) = -½·y³
+  kernels::record_pointwise(
+      "rsqrt", out, x, kernels::Saved::Output, [](auto gv, auto yv) { return decltype(yv)(-0.5) * gv * yv * yv * yv; },
+      [](const Tensor& g, const Tensor& y) { return mul(mul(g, pow(y, 3.0)), -0.5); });
   return out;
 }
 
 Tensor erf(const Tensor& x) {
-  kernels::check_floating(x, "erf");
-  Tensor out = TAPEGRAD_DISPATCH_FLOAT(x.dtype(), "erf", [&] {
-    return kernels::map_unary<scalar_t>(x, [](scalar_t v) { return std::erf(v); });
-  });
+  Tensor out = kernels::map_floating(x, "erf", [](auto v) { return std::erf(v); });
   if (autograd::needs_grad({&x}))
     // d erf(x)/dx = (2/√π)·e^(-x²), from differentiable ops (any order)
     autograd::record("erf", out, {x}, [x](const Tensor& g, GradSink& gs) {
@@ -94,15 +56,12 @@ Tensor erf(const Tensor& x) {
 }
 
 Tensor abs(const Tensor& x) {
-  kernels::check_floating(x, "abs");
-  Tensor out = TAPEGRAD_DISPATCH_FLOAT(x.dtype(), "abs", [&] {
-    return kernels::map_unary<scalar_t>(x, [](scalar_t v) { return std::abs(v); });
-  });
+  Tensor out = kernels::map_floating(x, "abs", [](auto v) { return std::abs(v); });
   if (autograd::needs_grad({&x}))
     // d|x|/dx = sign(x), sign(0) = 0
     autograd::record("abs", out, {x}, [x](const Tensor& g, GradSink& gs) {
       auto backward = [&x](const Tensor& gv) {
-        return grad_map(gv, x, "abs_backward", [](auto a, auto xv) {
+        return kernels::map_floating_same(gv, x, "abs_backward", [](auto a, auto xv) {
           using T = decltype(xv);
           return xv > T(0) ? a : xv < T(0) ? -a : T(0);
         });

@@ -40,31 +40,35 @@ struct SliceSpec {
   std::int64_t outer = 1, R = 1, inner = 1, start = 0, step = 1, n = 0;
 };
 
-// Copies the slice's values out of src (shape s) into a new tensor of shape os.
-Tensor gather_slice(const Tensor& src, const SliceSpec& sp, const Shape& os) {
-  Tensor out = Tensor::empty(os, src.dtype());
-  const std::size_t es = dtype_size(src.dtype());
-  const char* ps = static_cast<const char*>(src.raw_data());
-  char* po = static_cast<char*>(out.raw_data());
+// Copies the slice's rows between `whole` (the sliced tensor) and `packed` (the slice alone,
+// contiguous): into packed when `gather`, else back into whole.
+void copy_slice(const SliceSpec& sp, const Tensor& whole, const Tensor& packed, bool gather) {
+  const std::size_t es = dtype_size(whole.dtype());
+  char* pw = static_cast<char*>(whole.raw_data());
+  char* pp = static_cast<char*>(packed.raw_data());
   const std::size_t row = static_cast<std::size_t>(sp.inner) * es;
   for (std::int64_t o = 0; o < sp.outer; ++o)
-    for (std::int64_t j = 0; j < sp.n; ++j)
-      std::memcpy(po + ((o * sp.n + j) * sp.inner) * es, ps + ((o * sp.R + sp.start + j * sp.step) * sp.inner) * es,
-                  row);
+    for (std::int64_t j = 0; j < sp.n; ++j) {
+      char* w = pw + ((o * sp.R + sp.start + j * sp.step) * sp.inner) * es;
+      char* p = pp + ((o * sp.n + j) * sp.inner) * es;
+      if (gather)
+        std::memcpy(p, w, row);
+      else
+        std::memcpy(w, p, row);
+    }
+}
+
+// The slice's values out of src, as a new tensor of shape os.
+Tensor gather_slice(const Tensor& src, const SliceSpec& sp, const Shape& os) {
+  Tensor out = Tensor::empty(os, src.dtype());
+  copy_slice(sp, src, out, true);
   return out;
 }
 
 // The slice's backward: zeros of the input's shape with g written into the slice.
 Tensor scatter_slice(const Tensor& g, const SliceSpec& sp, const Shape& xs) {
   Tensor out = Tensor::zeros(xs, g.dtype());
-  const std::size_t es = dtype_size(g.dtype());
-  const char* pg = static_cast<const char*>(g.raw_data());
-  char* po = static_cast<char*>(out.raw_data());
-  const std::size_t row = static_cast<std::size_t>(sp.inner) * es;
-  for (std::int64_t o = 0; o < sp.outer; ++o)
-    for (std::int64_t j = 0; j < sp.n; ++j)
-      std::memcpy(po + ((o * sp.R + sp.start + j * sp.step) * sp.inner) * es, pg + ((o * sp.n + j) * sp.inner) * es,
-                  row);
+  copy_slice(sp, out, g, false);
   return out;
 }
 

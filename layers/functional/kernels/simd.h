@@ -193,6 +193,20 @@ void for_row_chunks(std::int64_t rows, std::int64_t chunk, int nt, F&& body) {
   parallel_items(n, nt, [&](std::int64_t k) { body(k, k * chunk, std::min(rows, (k + 1) * chunk)); });
 }
 
+/// The totals of per-chunk partial sums kept by a for_row_chunks kernel: `part` holds, for each
+/// of the nc chunks, C values of a first sum then C of a second; s1 and s2 get chunk 0's, then
+/// chunks 1, 2, ... added in order (the same bits on any number of threads).
+inline void sum_chunk_pairs(const double* part, std::size_t nc, std::int64_t C, double* s1, double* s2) {
+  const std::size_t Cs = static_cast<std::size_t>(C);
+  std::copy(part, part + C, s1);
+  std::copy(part + C, part + 2 * C, s2);
+  for (std::size_t k = 1; k < nc; ++k)
+    for (std::int64_t c = 0; c < C; ++c) {
+      s1[c] += part[2 * Cs * k + static_cast<std::size_t>(c)];
+      s2[c] += part[2 * Cs * k + Cs + static_cast<std::size_t>(c)];
+    }
+}
+
 /// A per-thread reusable buffer of at least n values (contents unspecified), so
 /// steady-state calls do no heap allocation. Each caller passes its own Tag type.
 template <class Tag, class T>

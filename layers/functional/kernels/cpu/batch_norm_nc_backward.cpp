@@ -109,13 +109,7 @@ void sums_impl(const T* x, const T* dy, const T* m, std::int64_t N, std::int64_t
       }
     }
   });
-  std::copy(part, part + C, s1);
-  std::copy(part + C, part + 2 * C, s2);
-  for (std::size_t k = 1; k < nc; ++k)
-    for (std::int64_t c = 0; c < C; ++c) {
-      s1[c] += part[2 * Cs * k + static_cast<std::size_t>(c)];
-      s2[c] += part[2 * Cs * k + Cs + static_cast<std::size_t>(c)];
-    }
+  kernels::sum_chunk_pairs(part, nc, C, s1, s2);
 }
 }  // namespace
 

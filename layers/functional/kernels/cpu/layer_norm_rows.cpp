@@ -360,13 +360,7 @@ void ln_rows_backward(const T* dy, const T* x, T* gx, std::int64_t R, std::int64
       backward_share<T, false>(dy, x, gx, R, r0, r1, K, G, w, mean, rstd, pw, pw + C, acc, acc + C, stream);
     if (stream) kernels::fence();
   });
-  std::copy(part, part + C, dw);
-  std::copy(part + C, part + 2 * C, db);
-  for (std::size_t k = 1; k < nc; ++k)
-    for (std::int64_t c = 0; c < C; ++c) {
-      dw[c] += part[2 * Cs * k + static_cast<std::size_t>(c)];
-      db[c] += part[2 * Cs * k + Cs + static_cast<std::size_t>(c)];
-    }
+  kernels::sum_chunk_pairs(part, nc, C, dw, db);
 }
 
 TAPEGRAD_REGISTER_KERNELS(LnRowsKernels, ln_rows, .forward = &ln_rows_forward<T>, .backward = &ln_rows_backward<T>)
