@@ -28,9 +28,10 @@ import torch.multiprocessing as mp
 import torch.nn as nn
 
 
-# The reader and the nets of the single-process reference (BatchNorm; dropout in the MLP only).
+# The reader, the nets and the training step of the single-process reference (BatchNorm;
+# dropout in the MLP only).
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "examples", "train_fashion_mnist"))
-from pytorch_reference import build, read_idx  # noqa: E402
+from pytorch_reference import build, read_idx, train_step  # noqa: E402
 
 
 def run(rank, a, port):
@@ -74,11 +75,7 @@ def run(rank, a, port):
         total, seen = 0.0, 0
         for i in range(len(Xtr) // B):  # drop_last
             idx = order[i * B + rank * per: i * B + (rank + 1) * per]
-            loss = loss_fn(net(Xtr[idx]), ytr[idx])
-            opt.zero_grad()
-            loss.backward()
-            opt.step()
-            total += loss.item() * len(idx)
+            total += train_step(net, loss_fn, opt, Xtr[idx], ytr[idx])
             seen += len(idx)
         if a.world > 1:
             dist.barrier()

@@ -47,6 +47,15 @@ def build(model, norm, dropout):
     return nn.Sequential(*layers)
 
 
+def train_step(net, loss_fn, opt, X, y):
+    """One optimizer step on the batch (X, y); returns its loss summed over the rows."""
+    loss = loss_fn(net(X), y)
+    opt.zero_grad()
+    loss.backward()
+    opt.step()
+    return loss.item() * len(y)
+
+
 def main():
     p = argparse.ArgumentParser()
     p.add_argument("--data", default="/usr/share/datasets/fashion-mnist")
@@ -95,11 +104,7 @@ def main():
         total, seen = 0.0, 0
         for i in range(len(Xtr) // a.batch_size):  # drop_last
             idx = order[i * a.batch_size:(i + 1) * a.batch_size]
-            loss = loss_fn(model(Xtr[idx]), ytr[idx])
-            opt.zero_grad()
-            loss.backward()
-            opt.step()
-            total += loss.item() * len(idx)
+            total += train_step(model, loss_fn, opt, Xtr[idx], ytr[idx])
             seen += len(idx)
         times.append(time.perf_counter() - t0)
         if sched:
