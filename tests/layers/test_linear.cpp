@@ -7,20 +7,18 @@
 #include "test_errors_support.h"
 
 using namespace tapegrad;
-using namespace tapegrad::layers;
+using namespace tapegrad::test;  // f32, thrown
 using Catch::Matchers::Contains;
-using tapegrad::test::f32;
-using tapegrad::test::thrown;
 
 TEST_CASE("errors: Linear names the expected feature count and the input shape", "[errors]") {
-  Linear lin(3, 5);
+  layers::Linear lin(3, 5);
   CHECK_THAT(thrown<std::invalid_argument>([&] { lin(f32({2, 4})); }),
              Contains("(*, 3)") && Contains("[2, 4]") && Contains("[5, 3]"));
   CHECK_THAT(thrown<std::invalid_argument>([&] { lin(Tensor::scalar(1.0, Dtype::Float32)); }),
              Contains("(*, 3)") && Contains("[]"));
   CHECK_THAT(thrown<std::invalid_argument>([&] { lin(Tensor::ones({2, 3}, Dtype::Float64)); }),
              Contains("dtype mismatch") && Contains("float64") && Contains("float32"));
-  CHECK_THAT(thrown<std::invalid_argument>([&] { Linear(-1, 5); }), Contains("in_features=-1"));
+  CHECK_THAT(thrown<std::invalid_argument>([&] { layers::Linear(-1, 5); }), Contains("in_features=-1"));
   // Any number of leading dims is fine, as in PyTorch: (*, in) -> (*, out).
   CHECK(lin(f32({4, 2, 3})).shape() == Shape{4, 2, 5});
 }
