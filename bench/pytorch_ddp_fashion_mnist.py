@@ -16,7 +16,6 @@ images per wall second, timed between barriers).
 ("SyncBatchNorm layers only work with GPU modules"), and the script reports that.
 """
 import argparse
-import gzip
 import os
 import socket
 import sys
@@ -29,27 +28,10 @@ import torch.multiprocessing as mp
 import torch.nn as nn
 
 
-def read_idx(path):
-    with gzip.open(path, "rb") as f:
-        data = f.read()
-    ndim = data[3]
-    dims = [int.from_bytes(data[4 + 4 * i: 8 + 4 * i], "big") for i in range(ndim)]
-    return np.frombuffer(data, np.uint8, offset=4 + 4 * ndim).reshape(dims)
-
-
-def build(model, dropout):
-    if model == "mlp":
-        layers, width = [], 784
-        for h in (256, 128):
-            layers += [nn.Linear(width, h), nn.BatchNorm1d(h), nn.ReLU(), nn.Dropout(dropout)]
-            width = h
-        return nn.Sequential(*layers, nn.Linear(width, 10))
-    layers, c = [nn.Unflatten(1, (1, 28, 28))], 1  # models::CNN's defaults
-    for w in (32, 64):
-        layers += [nn.Conv2d(c, w, 3, padding=1), nn.BatchNorm2d(w), nn.ReLU(), nn.MaxPool2d(2)]
-        c = w
-    layers += [nn.Flatten(), nn.Linear(64 * 7 * 7, 128), nn.BatchNorm1d(128), nn.ReLU(), nn.Linear(128, 10)]
-    return nn.Sequential(*layers)
+# The reader, the nets and the training step of the single-process reference (BatchNorm;
+# dropout in the MLP only).
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "examples", "train_fashion_mnist"))
+from pytorch_reference import build, read_idx, train_step  # noqa: E402
 
 
 def run(rank, a, port):
@@ -68,7 +50,7 @@ def run(rank, a, port):
     f = lambda v: torch.from_numpy((v - mean) / std)
     Xtr, ytr, Xva, yva = f(X[tr]), torch.from_numpy(y[tr]), f(X[va]), torch.from_numpy(y[va])
 
-    model = build(a.model, a.dropout)
+    model = build(a.model, "batch", a.dropout)
     if a.sync_bn:
         model = nn.SyncBatchNorm.convert_sync_batchnorm(model)
     try:
@@ -93,11 +75,7 @@ def run(rank, a, port):
         total, seen = 0.0, 0
         for i in range(len(Xtr) // B):  # drop_last
             idx = order[i * B + rank * per: i * B + (rank + 1) * per]
-            loss = loss_fn(net(Xtr[idx]), ytr[idx])
-            opt.zero_grad()
-            loss.backward()
-            opt.step()
-            total += loss.item() * len(idx)
+            total += train_step(net, loss_fn, opt, Xtr[idx], ytr[idx])
             seen += len(idx)
         if a.world > 1:
             dist.barrier()

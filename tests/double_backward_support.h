@@ -1,6 +1,7 @@
 #pragma once
-// Helpers shared by the second- and third-order tests: the create_graph options, gradgradcheck
-// with a message naming the case, and a third derivative by the tape against central differences.
+// Helpers shared by the second- and third-order tests: a norm's inputs, the create_graph options,
+// gradgradcheck with a message naming the case, and a third derivative by the tape against
+// central differences.
 #include <catch2/catch.hpp>
 
 #include <cstdint>
@@ -13,6 +14,22 @@
 #include <tapegrad/core/gradcheck.h>
 
 namespace tapegrad::test {
+
+/// The inputs of a second-order check of a norm over 3 channels, float64, drawn from g in this
+/// order: x of shape s in [-2, 2], a weight in [0.5, 1.5] and a bias in [-bias, bias] (leaves),
+/// then a running mean in [-mean, mean] and a running variance in [0.5, 2].
+struct NormInputs {
+  Tensor x, w, b, rm, rv;
+};
+inline NormInputs norm_inputs(const Shape& s, Generator& g, double bias = 1.0, double mean = 1.0) {
+  NormInputs in;
+  in.x = uniform(s, -2, 2, Dtype::Float64, g).requires_grad_();
+  in.w = uniform({3}, 0.5, 1.5, Dtype::Float64, g).requires_grad_();
+  in.b = uniform({3}, -bias, bias, Dtype::Float64, g).requires_grad_();
+  in.rm = uniform({3}, -mean, mean, Dtype::Float64, g);
+  in.rv = uniform({3}, 0.5, 2, Dtype::Float64, g);
+  return in;
+}
 
 /// GradOptions with create_graph set: the gradient is itself differentiable.
 inline autograd::GradOptions create_graph() {

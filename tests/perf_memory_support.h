@@ -1,7 +1,7 @@
 #pragma once
-// The scaffold of the long-training-loop memory tests (test_perf_memory.cpp for the MLP,
-// test_perf_memory_cnn.cpp for the CNN): warm the block cache, run many steps, and check that
-// neither the tape nor the live bytes grow and that the blocks come from the cache.
+// The scaffold of the long-training-loop memory tests (tests/models/test_memory_mlp.cpp for the
+// MLP, test_memory_cnn.cpp for the CNN): warm the block cache, run many training steps, and
+// check that neither the tape nor the live bytes grow and that the blocks come from the cache.
 #include <catch2/catch.hpp>
 
 #include <cmath>
@@ -26,6 +26,17 @@ struct ThreadsGuard {
   int prev = get_num_threads();
   ~ThreadsGuard() { set_num_threads(prev); }
 };
+
+/// One training step: the loss of a forward, then zero_grad, backward and opt.step(); returns
+/// the loss's value.
+template <class Optimizer>
+double training_step(Optimizer& opt, const std::function<Tensor()>& forward_loss) {
+  Tensor loss = forward_loss();
+  opt.zero_grad();
+  loss.backward();
+  opt.step();
+  return loss.item();
+}
 
 struct FlatMemoryOptions {
   int steps = 1000;        ///< measured steps, after 20 warm-up steps

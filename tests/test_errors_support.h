@@ -7,6 +7,7 @@
 #include <typeinfo>
 
 #include <tapegrad/core/tensor.h>
+#include <tapegrad/layers/module.h>
 
 namespace tapegrad::test {
 
@@ -31,6 +32,20 @@ inline Tensor leaf64(const Shape& s, double v = 1.0) {
   Tensor t = f64(s, v);
   t.requires_grad_();
   return t;
+}
+
+/// A copy of every tensor of m's state dict, to compare "before" and "after" a refused call.
+inline layers::StateDict state_snapshot(const layers::Module& m) {
+  layers::StateDict out;
+  for (auto& [k, t] : m.state_dict()) out.insert(k, t.clone());
+  return out;
+}
+/// The same keys holding the same values.
+inline bool same_state(const layers::StateDict& a, const layers::StateDict& b) {
+  if (a.keys() != b.keys()) return false;
+  for (auto& [k, t] : a)
+    if (t.to_vector() != b.at(k).to_vector()) return false;
+  return true;
 }
 
 }  // namespace tapegrad::test

@@ -56,32 +56,49 @@ void check_not_input(const std::string& in, const std::string& out) {
     throw Usage("the output '" + out + "' is the input file '" + in + "'; writing it would destroy the input");
 }
 
-int run_torch(const std::vector<std::string>& args) {
+// An option's value: the argument after it.
+using Value = std::function<const std::string&()>;
+
+// A subcommand's arguments: -h/--help prints `usage` and gives no files; each option goes to
+// take_option(name, value), which returns false for one it does not know (refused, as is any
+// other "--" argument); the rest must be two files, `files` naming them, the output not the input.
+std::vector<std::string> file_arguments(const std::vector<std::string>& args, const char* usage,
+                                        const std::string& files,
+                                        const std::function<bool(const std::string&, const Value&)>& take_option) {
   std::vector<std::string> positional;
-  tapegrad::io::LoadOptions o;
   for (std::size_t i = 0; i < args.size(); ++i) {
     const std::string& a = args[i];
-    auto value = [&]() -> const std::string& {
+    const Value value = [&]() -> const std::string& {
       if (i + 1 >= args.size()) throw Usage(a + " needs a value");
       return args[++i];
     };
+    if (take_option(a, value)) continue;
+    if (a == "-h" || a == "--help") {
+      std::cout << usage;
+      return {};
+    }
+    if (a.rfind("--", 0) == 0) throw Usage("unknown option '" + a + "'");
+    positional.push_back(a);
+  }
+  if (positional.size() != 2)
+    throw Usage("expected " + files + ", got " + std::to_string(positional.size()) + " file arguments");
+  check_not_input(positional[0], positional[1]);
+  return positional;
+}
+
+int run_torch(const std::vector<std::string>& args) {
+  tapegrad::io::LoadOptions o;
+  const auto take_option = [&](const std::string& a, const Value& value) {
     if (a == "--strip-prefix") o.strip_prefixes.push_back(value());
     else if (a == "--rename") o.renames.push_back(tapegrad::layers::parse_key_rename(value()));
     else if (a == "--half-to-float32") o.half_to_float32 = true;
     else if (a == "--entry") o.entry = value();
-    else if (a == "--max-bytes") o.max_bytes = parse_count(a, value()); else if (a == "-h" || a == "--help") {
-      std::cout << kTorchUsage;
-      return 0;
-    } else if (a.rfind("--", 0) == 0) {
-      throw Usage("unknown option '" + a + "'");
-    } else {
-      positional.push_back(a);
-    }
-  }
-  if (positional.size() != 2)
-    throw Usage("expected IN.pt and OUT.safetensors, got " + std::to_string(positional.size()) + " file arguments");
-  check_not_input(positional[0], positional[1]);
-  std::cout << tapegrad::io::convert_torch_to_safetensors(positional[0], positional[1], o) << "\n";
+    else if (a == "--max-bytes") o.max_bytes = parse_count(a, value());
+    else return false;
+    return true;
+  };
+  const auto files = file_arguments(args, kTorchUsage, "IN.pt and OUT.safetensors", take_option);
+  if (!files.empty()) std::cout << tapegrad::io::convert_torch_to_safetensors(files[0], files[1], o) << "\n";
   return 0;
 }
 
@@ -94,24 +111,15 @@ const char* kOnnxUsage =
     "                           (pixels / 255 - mean) / std; the model's metadata says so)\n";
 
 int run_onnx(const std::vector<std::string>& args) {
-  std::vector<std::string> positional;
   fmnist::OnnxConvertOptions o;
-  for (const auto& a : args) {
+  const auto take_option = [&](const std::string& a, const Value&) {
     if (a == "--fuse-batch-norm") o.fuse_batch_norm = true;
     else if (a == "--no-fold-preprocessing") o.fold_preprocessing = false;
-    else if (a == "-h" || a == "--help") {
-      std::cout << kOnnxUsage;
-      return 0;
-    } else if (a.rfind("--", 0) == 0) {
-      throw Usage("unknown option '" + a + "'");
-    } else {
-      positional.push_back(a);
-    }
-  }
-  if (positional.size() != 2)
-    throw Usage("expected CHECKPOINT and OUT.onnx, got " + std::to_string(positional.size()) + " file arguments");
-  check_not_input(positional[0], positional[1]);
-  std::cout << fmnist::convert_checkpoint_to_onnx(positional[0], positional[1], o) << "\n";
+    else return false;
+    return true;
+  };
+  const auto files = file_arguments(args, kOnnxUsage, "CHECKPOINT and OUT.onnx", take_option);
+  if (!files.empty()) std::cout << fmnist::convert_checkpoint_to_onnx(files[0], files[1], o) << "\n";
   return 0;
 }
 

@@ -22,6 +22,40 @@ def read_idx(path):
     return np.frombuffer(data, np.uint8, offset=4 + 4 * ndim).reshape(dims)
 
 
+def build(model, norm, dropout):
+    """The nets of train_fashion_mnist: the MLP 784-256-128-10 (Linear, the norm, ReLU, Dropout per
+    hidden layer) or models::CNN's defaults, Conv(1->32)-BN-ReLU-Pool-Conv(32->64)-BN-ReLU-Pool-
+    Linear(3136->128)-BN-ReLU-Linear(128->10) (BN only with norm "batch", no dropout)."""
+    if model == "mlp":
+        layers, width = [], 784
+        for h in (256, 128):
+            layers.append(nn.Linear(width, h))
+            if norm == "batch":
+                layers.append(nn.BatchNorm1d(h))
+            elif norm == "layer":
+                layers.append(nn.LayerNorm(h))
+            layers += [nn.ReLU(), nn.Dropout(dropout)]
+            width = h
+        return nn.Sequential(*layers, nn.Linear(width, 10))
+    bn = norm == "batch"
+    layers, c = [nn.Unflatten(1, (1, 28, 28))], 1
+    for w in (32, 64):
+        layers += [nn.Conv2d(c, w, 3, padding=1), nn.BatchNorm2d(w) if bn else nn.Identity(), nn.ReLU(), nn.MaxPool2d(2)]
+        c = w
+    layers += [nn.Flatten(), nn.Linear(64 * 7 * 7, 128), nn.BatchNorm1d(128) if bn else nn.Identity(), nn.ReLU(),
+               nn.Linear(128, 10)]
+    return nn.Sequential(*layers)
+
+
+def train_step(net, loss_fn, opt, X, y):
+    """One optimizer step on the batch (X, y); returns its loss summed over the rows."""
+    loss = loss_fn(net(X), y)
+    opt.zero_grad()
+    loss.backward()
+    opt.step()
+    return loss.item() * len(y)
+
+
 def main():
     p = argparse.ArgumentParser()
     p.add_argument("--data", default="/usr/share/datasets/fashion-mnist")
@@ -51,26 +85,7 @@ def main():
     f = lambda v: torch.from_numpy((v - mean) / std)
     Xtr, ytr, Xva, yva, Xte, yte = f(X[tr]), torch.from_numpy(y[tr]), f(X[va]), torch.from_numpy(y[va]), f(Xt), torch.from_numpy(yt)
 
-    if a.model == "mlp":
-        layers, width = [], 784
-        for h in (256, 128):
-            layers.append(nn.Linear(width, h))
-            if a.norm == "batch":
-                layers.append(nn.BatchNorm1d(h))
-            elif a.norm == "layer":
-                layers.append(nn.LayerNorm(h))
-            layers += [nn.ReLU(), nn.Dropout(a.dropout)]
-            width = h
-        model = nn.Sequential(*layers, nn.Linear(width, 10))
-    else:  # models::CNN's defaults: Conv(1->32)-BN-ReLU-Pool-Conv(32->64)-BN-ReLU-Pool-Linear(3136->128)-BN-ReLU-Linear(128->10)
-        bn = a.norm == "batch"
-        layers, c = [nn.Unflatten(1, (1, 28, 28))], 1
-        for w in (32, 64):
-            layers += [nn.Conv2d(c, w, 3, padding=1), nn.BatchNorm2d(w) if bn else nn.Identity(), nn.ReLU(), nn.MaxPool2d(2)]
-            c = w
-        layers += [nn.Flatten(), nn.Linear(64 * 7 * 7, 128), nn.BatchNorm1d(128) if bn else nn.Identity(), nn.ReLU(),
-                   nn.Linear(128, 10)]
-        model = nn.Sequential(*layers)
+    model = build(a.model, a.norm, a.dropout)
     opt = torch.optim.Adam(model.parameters(), lr=a.lr)
     sched = torch.optim.lr_scheduler.CosineAnnealingLR(opt, T_max=a.epochs) if a.schedule == "cosine" else None
     loss_fn = nn.CrossEntropyLoss()
@@ -89,11 +104,7 @@ def main():
         total, seen = 0.0, 0
         for i in range(len(Xtr) // a.batch_size):  # drop_last
             idx = order[i * a.batch_size:(i + 1) * a.batch_size]
-            loss = loss_fn(model(Xtr[idx]), ytr[idx])
-            opt.zero_grad()
-            loss.backward()
-            opt.step()
-            total += loss.item() * len(idx)
+            total += train_step(model, loss_fn, opt, Xtr[idx], ytr[idx])
             seen += len(idx)
         times.append(time.perf_counter() - t0)
         if sched:

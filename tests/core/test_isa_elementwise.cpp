@@ -32,17 +32,12 @@ namespace {
 
 // One level's registered table of the element-wise family, with its level.
 template <class T>
-struct Variant : kernels::PointwiseKernels<T> {
-  Isa level;
-};
+using Variant = test::LevelTable<kernels::PointwiseKernels<T>>;
 
 // The levels this build carries that this CPU runs.
 template <class T>
 std::vector<Variant<T>> runnable_variants() {
-  std::vector<Variant<T>> v;
-  for (const auto& l : test::runnable_on_this_cpu(TAPEGRAD_KERNEL_LEVELS(kernels, pointwise, T)))
-    v.push_back(Variant<T>{{*l.table}, l.level});
-  return v;
+  return test::runnable_tables<kernels::PointwiseKernels<T>>(TAPEGRAD_KERNEL_LEVELS(kernels, pointwise, T));
 }
 
 // Values of both signs, zeros of both signs, values on the clamp bounds, a NaN and infinities.

@@ -1,5 +1,6 @@
 // relu_clamp(x, lo, hi) against relu followed by clamp: the same bits forward and backward,
-// at the bounds (x = 0, x = hi exactly), for NaN, and on both sides of kParallelGrain.
+// at the bounds (x = 0, x = hi exactly), for NaN, and on both sides of kParallelGrain; relu
+// and every selection op propagate NaN as PyTorch does.
 #include <catch2/catch.hpp>
 
 #include <cmath>
@@ -85,4 +86,37 @@ TEST_CASE("relu_clamp refuses bounds the fusion does not cover and integer input
   CHECK_THROWS_WITH(relu_clamp(x, std::nan(""), 1.0), Catch::Contains("expected lo <= 0 <= hi"));
   CHECK_THROWS_AS(relu_clamp(Tensor::zeros({1}, Dtype::Int64), -1.0, 1.0),
                   std::invalid_argument);
+}
+
+TEST_CASE("reliability: relu and every selection propagate NaN like PyTorch", "[errors][reliability]") {
+  const double nan = std::numeric_limits<double>::quiet_NaN();
+  for (Dtype dt : {Dtype::Float32, Dtype::Float64}) {
+    const Tensor x = Tensor::from_vector({nan, -1.0, 2.0}, {3}, dt);
+    const auto r = relu(x).to_vector();
+    CHECK(std::isnan(r[0]));
+    CHECK(r[1] == 0.0);
+    CHECK(r[2] == 2.0);
+    CHECK(std::isnan(leaky_relu(x).at(0)));
+    CHECK(std::isnan(clamp(x, 0.0, 1.0).at(0)));
+    CHECK(std::isnan(clamp_min(x, 0.0).at(0)));
+    CHECK(std::isnan(maximum(x, Tensor::zeros({3}, dt)).at(0)));
+    CHECK(std::isnan(minimum(Tensor::zeros({3}, dt), x).at(0)));
+    CHECK(std::isnan(max(x, 0).item()));
+    CHECK(std::isnan(min(x, 0).item()));
+    CHECK(argmax(x).item() == 0);
+    CHECK(std::isnan(abs(x).at(0)));
+    CHECK(std::isnan(where(Tensor::from_vector({1, 0, 0}, {3}, dt), x, x).at(0)));
+    CHECK(std::isnan(sigmoid(x).at(0)));
+    CHECK(std::isnan(tanh(x).at(0)));
+    CHECK(std::isnan(gelu(x).at(0)));
+    CHECK(std::isnan(softmax(x, 0).at(1)));
+  }
+  // the loss sees the NaN (a finite-loss guard fires); the gradient passes where the
+  // input is not <= 0, as PyTorch's threshold_backward does
+  Tensor w = Tensor::from_vector({nan, 1.0, -1.0}, {3}, Dtype::Float64);
+  w.requires_grad_();
+  Tensor loss = sum(relu(w));
+  CHECK(std::isnan(loss.item()));
+  loss.backward();
+  CHECK(w.grad().to_vector() == std::vector<double>{1, 1, 0});
 }

@@ -8,33 +8,17 @@
 #include <tapegrad/core/random.h>
 #include <tapegrad/core/safetensors.h>
 #include <tapegrad/core/safetensors_checksum.h>
+#include "safetensors_bytes_support.h"
 
 using namespace tapegrad;
+using tapegrad::test::safetensors_file;
+using tapegrad::test::safetensors_parse_error;
 
 namespace {
 
 std::vector<std::pair<std::string, Tensor>> two_tensors() {
   Generator g(1);
   return {{"a", randn({4, 3}, Dtype::Float32, g)}, {"b", Tensor::from_int64({1, 2, 3}, {3})}};
-}
-
-std::string message_of(const std::vector<std::uint8_t>& bytes) {
-  try {
-    parse_safetensors(bytes.data(), bytes.size());
-  } catch (const std::runtime_error& e) {
-    return e.what();
-  }
-  return "";
-}
-
-// A safetensors file by a writer of our own: the 8-byte length, `header`, `data_bytes` bytes of data.
-std::vector<std::uint8_t> file_of(const std::string& header, const void* data, std::size_t data_bytes) {
-  std::vector<std::uint8_t> file(8 + header.size() + data_bytes);
-  const std::uint64_t n = header.size();
-  std::memcpy(file.data(), &n, 8);
-  std::memcpy(file.data() + 8, header.data(), header.size());
-  if (data_bytes) std::memcpy(file.data() + 8 + header.size(), data, data_bytes);
-  return file;
 }
 
 }  // namespace
@@ -53,17 +37,17 @@ TEST_CASE("a flipped bit in a safetensors file's data names the tensor", "[check
   std::memcpy(&n, good.data(), 8);
   std::vector<std::uint8_t> bad = good;
   bad[8 + n + 5] ^= 0x01;  // a bit of 'a'
-  CHECK_THAT(message_of(bad), Catch::Contains("tensor 'a': its data does not match its checksum"));
+  CHECK_THAT(safetensors_parse_error(bad), Catch::Contains("tensor 'a': its data does not match its checksum"));
   bad = good;
   bad[bad.size() - 1] ^= 0x80;  // the last byte of 'b'
-  CHECK_THAT(message_of(bad), Catch::Contains("tensor 'b'"));
+  CHECK_THAT(safetensors_parse_error(bad), Catch::Contains("tensor 'b'"));
 }
 
 TEST_CASE("a file without checksums loads; the checksum key is reserved", "[checkpoint][checksum][errors]") {
   // The same tensors by a writer that stores no checksums: header written by hand.
   const std::string header = R"({"x":{"dtype":"I64","shape":[2],"data_offsets":[0,16]}})";
   const std::int64_t v[2] = {7, -1};
-  const std::vector<std::uint8_t> file = file_of(header, v, sizeof v);
+  const std::vector<std::uint8_t> file = safetensors_file(header, v, sizeof v);
   const SafetensorsContent c = parse_safetensors(file.data(), file.size());
   REQUIRE(c.tensors.size() == 1);
   CHECK(c.tensors[0].second.data<std::int64_t>()[1] == -1);
@@ -76,14 +60,14 @@ TEST_CASE("a malformed or incomplete checksum entry is a runtime_error", "[check
     const std::string header = R"({"__metadata__":{"tapegrad.crc32c":")" + sums +
                                R"("},"x":{"dtype":"I64","shape":[1],"data_offsets":[0,8]}})";
     const std::uint64_t zero = 0;
-    return file_of(header, &zero, 8);
+    return safetensors_file(header, &zero, 8);
   };
-  CHECK_THAT(message_of(with_sums("not json")), Catch::Contains("is not valid JSON"));
-  CHECK_THAT(message_of(with_sums("{}")), Catch::Contains("tensor 'x' has no checksum"));
+  CHECK_THAT(safetensors_parse_error(with_sums("not json")), Catch::Contains("is not valid JSON"));
+  CHECK_THAT(safetensors_parse_error(with_sums("{}")), Catch::Contains("tensor 'x' has no checksum"));
   const std::uint64_t zero = 0;
   char hex[9];
   std::snprintf(hex, sizeof hex, "%08x", crc32c(&zero, 8));
-  CHECK(message_of(with_sums(std::string(R"({\"x\":\")") + hex + R"(\"})")).empty());
-  CHECK_THAT(message_of(with_sums(std::string(R"({\"x\":\")") + hex + R"(\",\"y\":\"0\"})")),
+  CHECK(safetensors_parse_error(with_sums(std::string(R"({\"x\":\")") + hex + R"(\"})")).empty());
+  CHECK_THAT(safetensors_parse_error(with_sums(std::string(R"({\"x\":\")") + hex + R"(\",\"y\":\"0\"})")),
              Catch::Contains("names a tensor 'y' the file does not hold"));
 }

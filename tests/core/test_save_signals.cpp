@@ -12,13 +12,13 @@
 #include <cstdint>
 #include <filesystem>
 #include <fstream>
-#include <sstream>
 #include <string>
 #include <thread>
 #include <vector>
 
 #include <tapegrad/core/file_io.h>
 
+#include "file_text_support.h"
 #include "temp_dir_support.h"
 
 using namespace tapegrad;
@@ -26,6 +26,7 @@ namespace fs = std::filesystem;
 
 namespace {
 
+using tapegrad::test::read_file;
 using tapegrad::test::TempDir;
 
 std::string names(const std::vector<std::string>& v) {
@@ -41,12 +42,6 @@ std::vector<std::string> temp_files(const fs::path& dir) {
   return out;
 }
 
-std::string slurp(const fs::path& p) {
-  std::ifstream f(p, std::ios::binary);
-  std::stringstream ss;
-  ss << f.rdbuf();
-  return ss.str();
-}
 
 // The signal's default action in the child (Catch2 installs its own handlers while a test
 // runs; a program that handles the signal itself keeps its temp file, by design).
@@ -57,6 +52,20 @@ void default_actions() {
     sigemptyset(&sa.sa_mask);
     ::sigaction(sig, &sa, nullptr);
   }
+}
+
+// Forks a child that takes the signals' default actions, runs body() and exits with status 0
+// (unless body ends it first); the parent gets the child's pid.
+template <class Body>
+pid_t fork_child(Body&& body) {
+  const pid_t pid = ::fork();
+  REQUIRE(pid >= 0);
+  if (pid == 0) {
+    default_actions();
+    body();
+    ::_exit(0);
+  }
+  return pid;
 }
 
 // waitpid's status of a child that must have died of `sig`.
@@ -76,38 +85,31 @@ TEST_CASE("a SIGTERM, SIGINT or SIGHUP during a save removes the temp file; the 
   const fs::path target = dir.path / "model.safetensors";
   atomic_write_file(target.string(), std::string_view("old checkpoint"));
   const std::vector<std::uint8_t> big(20u << 20, 0x5A);  // 20 MB, the size of the issue's temp files
-  const pid_t pid = ::fork();
-  REQUIRE(pid >= 0);
-  if (pid == 0) {
-    default_actions();
+  const pid_t pid = fork_child([&] {
     testing::raise_during_write(sig, std::size_t{8} << 20);  // the signal arrives after 8 MB
     try {
       atomic_write_file(target.string(), big.data(), big.size());
     } catch (...) {
     }
-    ::_exit(0);  // not reached when the signal ends the process
-  }
+  });  // the child's exit is not reached when the signal ends the process
   require_killed_by(pid, sig);
   INFO("left: " << names(temp_files(dir.path)));
   CHECK(temp_files(dir.path).empty());
-  CHECK(slurp(target) == "old checkpoint");
+  CHECK(read_file(target.string()) == "old checkpoint");
 }
 
 TEST_CASE("a kill from outside while a child saves in a loop leaves no temp file",
           "[file_io][reliability][signals]") {
   TempDir dir;
   const fs::path target = dir.path / "loop.bin";
-  const pid_t pid = ::fork();
-  REQUIRE(pid >= 0);
-  if (pid == 0) {
-    default_actions();
+  const pid_t pid = fork_child([&] {
     const std::vector<std::uint8_t> big(16u << 20, 0x33);
     try {
       for (;;) atomic_write_file(target.string(), big.data(), big.size());
     } catch (...) {
       ::_exit(1);
     }
-  }
+  });
   // Wait until a save is in progress (its temp file exists), then kill.
   const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(20);
   while (temp_files(dir.path).empty() && std::chrono::steady_clock::now() < deadline)
@@ -142,5 +144,5 @@ TEST_CASE("the next save removes temp files of the same target whose writer is g
   CHECK(fs::exists(dir.path / live));
   CHECK(fs::exists(dir.path / other_target));
   CHECK(fs::exists(dir.path / not_ours));
-  CHECK(slurp(target) == "new");
+  CHECK(read_file(target.string()) == "new");
 }

@@ -17,6 +17,7 @@
 #include <tapegrad/layers/sequential.h>
 #include <tapegrad/optim/adam.h>
 #include <tapegrad/optim/sgd.h>
+#include "debug/debug_test_support.h"
 
 using namespace tapegrad;
 using namespace tapegrad::debug;
@@ -25,15 +26,7 @@ using tapegrad::layers::BatchNormOptions;
 
 namespace {
 
-std::shared_ptr<layers::Sequential> small_bn_net(std::uint64_t seed = 1) {
-  Generator g(seed);
-  auto net = std::make_shared<layers::Sequential>();
-  net->push_back(std::make_shared<layers::Linear>(4, 6, true, Dtype::Float32, g));
-  net->push_back(std::make_shared<BatchNorm1d>(6));
-  net->push_back(std::make_shared<layers::ReLU>());
-  net->push_back(std::make_shared<layers::Linear>(6, 1, true, Dtype::Float32, g));
-  return net;
-}
+using debug_test::small_bn_net;
 
 ModeAuditOptions quiet(ModeAuditOptions o = {}) {
   o.log_limit = 0;

@@ -28,22 +28,14 @@
 #include <tapegrad/layers/losses.h>
 #include <tapegrad/layers/sequential.h>
 #include <tapegrad/optim/sgd.h>
+#include "debug/debug_test_support.h"
 
 using namespace tapegrad;
 using namespace tapegrad::debug;
 using Catch::Matchers::Contains;
+using debug_test::small_bn_net;
 
 namespace {
-
-std::shared_ptr<layers::Sequential> bn_net(std::uint64_t seed = 1) {
-  Generator g(seed);
-  auto net = std::make_shared<layers::Sequential>();
-  net->push_back(std::make_shared<layers::Linear>(4, 6, true, Dtype::Float32, g));
-  net->push_back(std::make_shared<layers::BatchNorm1d>(6));
-  net->push_back(std::make_shared<layers::ReLU>());
-  net->push_back(std::make_shared<layers::Linear>(6, 1, true, Dtype::Float32, g));
-  return net;
-}
 
 Tensor randn(const Shape& s, std::uint64_t seed) {
   Generator g(seed);
@@ -74,7 +66,7 @@ struct Collector {
 TEST_CASE("validation in train mode with gradients enabled is reported (bn_train_no_backward)",
           "[debug][mode_audit][reliability]") {
   tapegrad::ModeChecksPause pause;  // train-mode forwards whose graphs never reach a backward, on purpose
-  auto net = bn_net();
+  auto net = small_bn_net();
   optim::SGD opt(net->parameters(), {.lr = 0.01});
   Collector warnings;
   ModeAuditOptions o;
@@ -116,7 +108,7 @@ TEST_CASE("validation in train mode with gradients enabled is reported (bn_train
 
 TEST_CASE("with throw_on_issue, a train-mode validation pass throws at the next forward", "[debug][mode_audit]") {
   tapegrad::ModeChecksPause pause;  // train-mode forwards whose graphs never reach a backward, on purpose
-  auto net = bn_net();
+  auto net = small_bn_net();
   ModeAuditOptions o;
   o.log_limit = 0;
   o.throw_on_issue = true;
@@ -136,14 +128,14 @@ TEST_CASE("eval-mode inference on never-updated running statistics is reported o
   tapegrad::ModeChecksPause pause;  // the audit's detectors are tested on deliberate mode bugs
   // A weights-only state (no buffers) loaded non-strictly into a fresh net: running_mean 0,
   // running_var 1, num_batches_tracked 0.
-  auto trained = bn_net(7);
+  auto trained = small_bn_net(7);
   {
     optim::SGD opt(trained->parameters(), {.lr = 0.01});
     for (int i = 0; i < 3; ++i) train_step(*trained, opt, randn({8, 4}, 30 + i), randn({8, 1}, 40 + i));
   }
   layers::StateDict weights_only;
   for (const auto& [k, v] : trained->named_parameters()) weights_only.insert(k, v);
-  auto loaded = bn_net(8);
+  auto loaded = small_bn_net(8);
   const layers::LoadResult r = loaded->load_state_dict(weights_only, false);
   CHECK(r.missing_keys.size() == 3);
 
@@ -171,7 +163,7 @@ TEST_CASE("eval-mode inference on never-updated running statistics is reported o
 TEST_CASE("warnings go to stderr by default, never stdout, and can be routed and counted",
           "[debug][mode_audit][warnings]") {
   tapegrad::ModeChecksPause pause;  // the audit's own warnings are counted here
-  auto net = bn_net();
+  auto net = small_bn_net();
   net->eval();
   const std::int64_t count0 = warning_count();
 

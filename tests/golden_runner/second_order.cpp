@@ -2,6 +2,8 @@
 
 #include <map>
 #include <stdexcept>
+#include <string>
+#include <utility>
 #include <vector>
 
 #include <tapegrad/core/autograd.h>
@@ -73,6 +75,16 @@ std::map<std::string, Tensor> tensors_from_json(const json& j, Dtype dtype) {
 }
 
 // The Sequential of a "model" list; an unknown layer type fails the case, naming it.
+// A module's parameters and their names, in named_parameters()'s order.
+std::pair<std::vector<std::string>, std::vector<Tensor>> parameters_by_name(const layers::Module& m) {
+  std::pair<std::vector<std::string>, std::vector<Tensor>> out;
+  for (auto& [k, p] : m.named_parameters()) {
+    out.first.push_back(k);
+    out.second.push_back(p);
+  }
+  return out;
+}
+
 layers::ModulePtr build_model(Outcome& o, const std::string& where, const json& c, Dtype dtype) {
   std::string missing;
   auto model = build_sequential(c.at("model"), dtype, &missing);
@@ -163,12 +175,7 @@ void run_hvp(Outcome& o, const std::string& where, const json& c, Dtype dtype, c
   const json& expected = c.at("expected");
   check(o, where, compare("loss", loss, tensor_from_json(expected.at("loss"), dtype), tol));
 
-  std::vector<std::string> names;
-  std::vector<Tensor> params;
-  for (auto& [k, p] : model->named_parameters()) {
-    names.push_back(k);
-    params.push_back(p);
-  }
+  const auto [names, params] = parameters_by_name(*model);
   // v in the parameters' order; a parameter v leaves out, or a key of v that is no
   // parameter, is an error in the case rather than a silent zero
   const auto v_in = tensors_from_json(c.at("v"), dtype);
@@ -212,12 +219,7 @@ void run_gradient_penalty(Outcome& o, const std::string& where, const json& c, D
   const json& expected = c.at("expected");
   check(o, where, compare("penalty", penalty, tensor_from_json(expected.at("penalty"), dtype), tol));
 
-  std::vector<std::string> names;
-  std::vector<Tensor> params;
-  for (auto& [k, p] : model->named_parameters()) {
-    names.push_back(k);
-    params.push_back(p);
-  }
+  const auto [names, params] = parameters_by_name(*model);
   const auto gp = autograd::grad({penalty}, params, {}, {.allow_unused = true});
   std::map<std::string, Tensor> grad;
   for (std::size_t i = 0; i < names.size(); ++i) grad[names[i]] = or_zeros(gp[i], params[i]);

@@ -1,5 +1,5 @@
 // A file that is not safetensors at all (a CSV, a text file) given as a checkpoint says so
-// first (issue 24, item 16), instead of "header length 3631638740200075366 exceeds the limit".
+// first, instead of "header length 3631638740200075366 exceeds the limit".
 #include <catch2/catch.hpp>
 
 #include <unistd.h>

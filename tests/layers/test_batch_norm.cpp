@@ -1,5 +1,6 @@
 // BatchNorm1d/2d and BatchRenorm1d/2d: the chapter's worked examples, the backward guide's
-// practice answers, gradcheck in train and eval mode, the one-value-per-channel rule, the
+// practice answers, gradcheck in train and eval mode, the one-value-per-channel rule, bad
+// shapes, dtypes and options refused naming expected and actual (docs/errors.md), the
 // properties (shift/scale invariance, batch dependence by mode), and BatchRenorm (equals BN
 // at rmax = 1, dmax = 0; hand-computed values; gradcheck).
 #include <catch2/catch.hpp>
@@ -11,11 +12,13 @@
 #include <tapegrad/layers/functional/batch_norm.h>
 #include <tapegrad/layers/linear.h>
 #include <tapegrad/layers/losses.h>
+#include "test_errors_support.h"
 #include "test_support.h"
 
 using namespace tapegrad;
 using namespace tapegrad::layers;
 using namespace tapegrad::test;
+using Catch::Matchers::Contains;
 
 namespace {
 Tensor t64(const std::vector<double>& v, const Shape& s) { return Tensor::from_vector(v, s, Dtype::Float64); }
@@ -439,4 +442,66 @@ TEST_CASE("BatchRenorm clipping can be scheduled between steps (paper: rmax 1 ->
     REQUIRE(brn.last_r.item() == Approx(std::max(std::sqrt(3.5) / 4, 1 / rmax)).epsilon(1e-14));
     REQUIRE(brn.last_d.item() == Approx(std::min(0.75, dmax)).epsilon(1e-14));
   }
+}
+
+TEST_CASE("errors: BatchNorm1d/2d name the expected rank or channels and the input shape", "[errors]") {
+  BatchNorm1d bn1(3);
+  CHECK_THAT(thrown<std::invalid_argument>([&] { bn1(f32({2, 4})); }),
+             Contains("BatchNorm1d") && Contains("expected 3 channels") && Contains("[2, 4]"));
+  CHECK_THAT(thrown<std::invalid_argument>([&] { bn1(f32({2, 3, 4, 4})); }),
+             Contains("2D (N, C) or 3D (N, C, L)") && Contains("4D") && Contains("[2, 3, 4, 4]"));
+  CHECK_THAT(thrown<std::invalid_argument>([&] { bn1(f32({3})); }), Contains("1D") && Contains("[3]"));
+  BatchNorm2d bn2(3);
+  CHECK_THAT(thrown<std::invalid_argument>([&] { bn2(f32({2, 3, 4})); }),
+             Contains("BatchNorm2d") && Contains("4D (N, C, H, W)") && Contains("3D") && Contains("[2, 3, 4]"));
+  CHECK_THAT(thrown<std::invalid_argument>([&] { bn2(f32({2, 5, 4, 4})); }),
+             Contains("expected 3 channels") && Contains("[2, 5, 4, 4]"));
+  CHECK_THAT(thrown<std::invalid_argument>([&] { bn1(Tensor::ones({2, 3}, Dtype::Float64)); }),
+             Contains("float64") && Contains("float32"));
+  // Nothing above touched the running statistics.
+  CHECK(bn1.batches_tracked() == 0);
+  CHECK(bn2.batches_tracked() == 0);
+}
+
+TEST_CASE("errors: BatchNorm options out of range name the value", "[errors]") {
+  CHECK_THAT(thrown<std::invalid_argument>([&] { BatchNorm1d(0); }), Contains("num_features") && Contains("0"));
+  BatchNormOptions o;
+  o.momentum = 1.5;
+  CHECK_THAT(thrown<std::invalid_argument>([&] { BatchNorm1d(3, o); }),
+             Contains("momentum must be in [0, 1]") && Contains("1.5"));
+  o.momentum = -0.1;
+  CHECK_THAT(thrown<std::invalid_argument>([&] { BatchNorm1d(3, o); }), Contains("-0.1"));
+  o.momentum = 0.1;
+  o.eps = -1e-5;
+  CHECK_THAT(thrown<std::invalid_argument>([&] { BatchNorm2d(3, o); }), Contains("eps must be >= 0"));
+  // A Keras decay is not a momentum: decay 0.99 is momentum 0.01, and decay 1.5 is refused.
+  CHECK(momentum_from_decay(0.99) == Approx(0.01));
+  CHECK_THAT(thrown<std::invalid_argument>([&] { momentum_from_decay(1.5); }), Contains("[0, 1]") && Contains("1.5"));
+}
+
+TEST_CASE("errors: BatchNorm training with one value per channel, or an empty batch, changes nothing", "[errors]") {
+  tapegrad::ModeChecksPause pause;  // train-mode forwards whose graphs never reach a backward, on purpose
+  // PyTorch: "Expected more than 1 value per channel when training" for (1, C) and
+  // (1, C, 1); tapegrad also refuses the empty batch (PyTorch would count it in
+  // num_batches_tracked). Each leaves running_mean, running_var and num_batches_tracked as
+  // they were.
+  BatchNorm1d bn1(3);
+  BatchNorm2d bn2(3);
+  const StateDict before1 = state_snapshot(bn1), before2 = state_snapshot(bn2);
+  for (const Shape& s : {Shape{1, 3}, Shape{1, 3, 1}, Shape{0, 3}, Shape{0, 3, 5}})
+    CHECK_THAT(thrown<std::invalid_argument>([&] { bn1(f32(s, 2.0)); }),
+               Contains("more than 1 value per channel") && Contains(shape_str(s)) && Contains("eval()"));
+  for (const Shape& s : {Shape{1, 3, 1, 1}, Shape{0, 3, 2, 2}})
+    CHECK_THAT(thrown<std::invalid_argument>([&] { bn2(f32(s, 2.0)); }),
+               Contains("more than 1 value per channel") && Contains(shape_str(s)));
+  CHECK(same_state(state_snapshot(bn1), before1));
+  CHECK(same_state(state_snapshot(bn2), before2));
+  CHECK(bn1.batches_tracked() == 0);
+  // One sample with a length, (1, C, L>1), has L values per channel: accepted (as PyTorch).
+  bn1(f32({1, 3, 2}));
+  CHECK(bn1.batches_tracked() == 1);
+  // In eval mode one sample, and an empty batch, go through the running statistics.
+  bn1.eval();
+  CHECK(bn1(f32({1, 3})).shape() == Shape{1, 3});
+  CHECK(bn1(f32({0, 3})).shape() == Shape{0, 3});
 }

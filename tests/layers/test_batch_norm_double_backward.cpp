@@ -38,19 +38,16 @@ TEST_CASE("gradgradcheck: batch_norm train/eval, affine or not, tracked or not, 
     for (bool train : {true, false})
       for (bool affine : {true, false})
         for (bool tracked : {true, false}) {
-          Tensor x = uniform(s, -2, 2, Dtype::Float64, g).requires_grad_();
-          Tensor w = uniform({3}, 0.5, 1.5, Dtype::Float64, g).requires_grad_();
-          Tensor b = uniform({3}, -1, 1, Dtype::Float64, g).requires_grad_();
-          Tensor rm = uniform({3}, -1, 1, Dtype::Float64, g), rv = uniform({3}, 0.5, 2, Dtype::Float64, g);
+          const NormInputs in = norm_inputs(s, g);
           // untracked: no running statistics, so batch statistics in either mode (PyTorch)
           const bool batch_stats = train || !tracked;
           auto fn = [&](const std::vector<Tensor>& v) {
             functional::RunningStats rs;
-            if (tracked) rs = functional::RunningStats{rm.clone(), rv.clone(), Tensor(), 0.1, true};
+            if (tracked) rs = functional::RunningStats{in.rm.clone(), in.rv.clone(), Tensor(), 0.1, true};
             return functional::batch_norm(v[0], affine ? v[1] : Tensor(), affine ? v[2] : Tensor(), rs, batch_stats,
                                           1e-3);
           };
-          require_gradgradcheck(fn, affine ? std::vector<Tensor>{x, w, b} : std::vector<Tensor>{x},
+          require_gradgradcheck(fn, affine ? std::vector<Tensor>{in.x, in.w, in.b} : std::vector<Tensor>{in.x},
                                 "shape " + shape_str(s) + " train " + std::to_string(train) + " affine " +
                                     std::to_string(affine) + " tracked " + std::to_string(tracked));
         }
@@ -62,18 +59,15 @@ TEST_CASE("gradgradcheck: batch_norm_relu fused, with and without clip, 2-D and 
   for (const Shape& s : {Shape{6, 3}, Shape{2, 3, 2, 2}})
     for (bool train : {true, false})
       for (bool clipped : {false, true}) {
-        Tensor x = uniform(s, -2, 2, Dtype::Float64, g).requires_grad_();
-        Tensor w = uniform({3}, 0.5, 1.5, Dtype::Float64, g).requires_grad_();
-        Tensor b = uniform({3}, -0.3, 0.3, Dtype::Float64, g).requires_grad_();
-        Tensor rm = uniform({3}, -0.5, 0.5, Dtype::Float64, g), rv = uniform({3}, 0.5, 2, Dtype::Float64, g);
+        const NormInputs in = norm_inputs(s, g, 0.3, 0.5);
         std::optional<std::pair<double, double>> clip;
         if (clipped) clip = std::pair{0.0, 0.8};
         auto fn = [&](const std::vector<Tensor>& v) {
-          functional::RunningStats rs{rm.clone(), rv.clone(), Tensor(), 0.1, true};
+          functional::RunningStats rs{in.rm.clone(), in.rv.clone(), Tensor(), 0.1, true};
           // times the input, so the second derivative is not zero on the linear pieces
           return mul(functional::batch_norm_relu(v[0], v[1], v[2], rs, train, 1e-3, "batch_norm_relu", clip), v[0]);
         };
-        require_gradgradcheck(fn, {x, w, b},
+        require_gradgradcheck(fn, {in.x, in.w, in.b},
                               "shape " + shape_str(s) + " train " + std::to_string(train) + " clip " + std::to_string(clipped));
       }
 }
@@ -177,14 +171,11 @@ TEST_CASE("gradgradcheck: BatchRenorm train mode and InstanceNorm with running s
     };
     require_gradgradcheck(renorm, {x, w, b}, "batch_renorm " + shape_str(s));
   }
-  Tensor x = uniform({2, 3, 4}, -2, 2, Dtype::Float64, g).requires_grad_();
-  Tensor w = uniform({3}, 0.5, 1.5, Dtype::Float64, g).requires_grad_();
-  Tensor b = uniform({3}, -1, 1, Dtype::Float64, g).requires_grad_();
-  Tensor rm = uniform({3}, -1, 1, Dtype::Float64, g), rv = uniform({3}, 0.5, 2, Dtype::Float64, g);
+  const NormInputs in = norm_inputs({2, 3, 4}, g);
   auto inst = [&](const std::vector<Tensor>& v) {
-    return functional::instance_norm(v[0], rm.clone(), rv.clone(), v[1], v[2], false, 0.1, 1e-3);
+    return functional::instance_norm(v[0], in.rm.clone(), in.rv.clone(), v[1], v[2], false, 0.1, 1e-3);
   };
-  require_gradgradcheck(inst, {x, w, b}, "instance_norm eval");
+  require_gradgradcheck(inst, {in.x, in.w, in.b}, "instance_norm eval");
 }
 
 TEST_CASE("the row-kernel norms now accept a create_graph backward (refused by name before)",

@@ -21,26 +21,19 @@
 #include <tapegrad/layers/checkpoint.h>
 #include <tapegrad/layers/linear.h>
 #include <tapegrad/layers/sequential.h>
+#include "safetensors_bytes_support.h"
 #include "test_errors_support.h"
 #include "temp_dir_support.h"
 
 using namespace tapegrad;
 using namespace tapegrad::layers;
 using Catch::Matchers::Contains;
+using tapegrad::test::safetensors_file;
 using tapegrad::test::thrown;
 
 namespace {
 using Bytes = std::vector<std::uint8_t>;
 
-// u64 little-endian header length, then the header text, then `data`.
-Bytes file_with_header(const std::string& header, const Bytes& data = {}) {
-  const std::uint64_t n = header.size();
-  Bytes b(8 + header.size() + data.size());
-  for (int i = 0; i < 8; ++i) b[i] = static_cast<std::uint8_t>(n >> (8 * i));
-  for (std::size_t i = 0; i < header.size(); ++i) b[8 + i] = static_cast<std::uint8_t>(header[i]);
-  for (std::size_t i = 0; i < data.size(); ++i) b[8 + header.size() + i] = data[i];
-  return b;
-}
 std::string parse_error(const Bytes& b) {
   return thrown<std::runtime_error>([&] { parse_safetensors(b.data(), b.size()); });
 }
@@ -71,7 +64,7 @@ std::vector<double> all_values(const Module& m) {
 
 TEST_CASE("errors: a corrupt safetensors buffer names the problem and the byte offset", "[errors]") {
   const std::string f32x2 = R"({"w":{"dtype":"F32","shape":[2],"data_offsets":[0,8]}})";
-  const Bytes ok = file_with_header(f32x2, Bytes(8, 0));
+  const Bytes ok = safetensors_file(f32x2, Bytes(8, 0));
   CHECK(parse_safetensors(ok.data(), ok.size()).tensors.size() == 1);
 
   CHECK_THAT(parse_error(Bytes{1, 2, 3}), Contains("3 bytes") && Contains("8-byte header length") &&
@@ -79,19 +72,19 @@ TEST_CASE("errors: a corrupt safetensors buffer names the problem and the byte o
   Bytes long_header = ok;
   long_header[0] = 0xFF;  // header length 0xFF.. > file
   CHECK_THAT(parse_error(long_header), Contains("runs past the end of the file") && Contains("byte offset 0"));
-  CHECK_THAT(parse_error(file_with_header("[1,2]   ")), Contains("does not start with '{'") && Contains("byte offset 8"));
-  CHECK_THAT(parse_error(file_with_header(R"({"w":{"dtype":"F32",)")), Contains("not valid JSON"));
+  CHECK_THAT(parse_error(safetensors_file("[1,2]   ")), Contains("does not start with '{'") && Contains("byte offset 8"));
+  CHECK_THAT(parse_error(safetensors_file(R"({"w":{"dtype":"F32",)")), Contains("not valid JSON"));
   // Found by fuzz_safetensors: a number that overflows a double made the JSON library throw
   // an exception that was not a std::runtime_error (it ended the program).
-  CHECK_THAT(parse_error(file_with_header(R"({"x":1e309})")), Contains("not valid JSON") && Contains("1e309"));
-  CHECK_THAT(parse_error(file_with_header(R"({"w":{"dtype":"F16","shape":[2],"data_offsets":[0,4]}})", Bytes(4, 0))),
+  CHECK_THAT(parse_error(safetensors_file(R"({"x":1e309})")), Contains("not valid JSON") && Contains("1e309"));
+  CHECK_THAT(parse_error(safetensors_file(R"({"w":{"dtype":"F16","shape":[2],"data_offsets":[0,4]}})", Bytes(4, 0))),
              Contains("unknown dtype 'F16'") && Contains("F32, F64 or I64"));
-  CHECK_THAT(parse_error(file_with_header(f32x2, Bytes(4, 0))), Contains("'w'") && Contains("[0, 8]"));
-  CHECK_THAT(parse_error(file_with_header(R"({"w":{"dtype":"F32","shape":[3],"data_offsets":[0,8]}})", Bytes(8, 0))),
+  CHECK_THAT(parse_error(safetensors_file(f32x2, Bytes(4, 0))), Contains("'w'") && Contains("[0, 8]"));
+  CHECK_THAT(parse_error(safetensors_file(R"({"w":{"dtype":"F32","shape":[3],"data_offsets":[0,8]}})", Bytes(8, 0))),
              Contains("[3]") && Contains("needs 12"));
-  CHECK_THAT(parse_error(file_with_header(f32x2, Bytes(12, 0))),
+  CHECK_THAT(parse_error(safetensors_file(f32x2, Bytes(12, 0))),
              Contains("4 bytes after the last tensor") && Contains("byte offset"));
-  CHECK_THAT(parse_error(file_with_header(R"({"w":{"dtype":"F32","shape":[-2],"data_offsets":[0,8]}})", Bytes(8, 0))),
+  CHECK_THAT(parse_error(safetensors_file(R"({"w":{"dtype":"F32","shape":[-2],"data_offsets":[0,8]}})", Bytes(8, 0))),
              Contains("not a non-negative integer"));
 }
 

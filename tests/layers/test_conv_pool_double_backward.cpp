@@ -208,15 +208,21 @@ TEST_CASE("conv2d and max_pool2d with a zero size differentiate twice: zeros, no
   REQUIRE(g.shape() == x.shape());
 }
 
+namespace {
+// A pooling case: input shape, kernel, stride (the kernel when none), padding, dilation, ceil_mode.
+struct PoolCase {
+  Shape x;
+  Size2 k;
+  std::optional<Size2> s;
+  Size2 p;
+  Size2 d = 1;
+  bool ceil = false;
+};
+}  // namespace
+
 TEST_CASE("gradgradcheck: max_pool2d (2x2 kernel, padding, dilation, ceil_mode)", "[pooling][double_backward]") {
   Generator gen(8);
-  const struct {
-    Shape x;
-    Size2 k;
-    std::optional<Size2> s;
-    Size2 p, d;
-    bool ceil;
-  } cases[] = {
+  const PoolCase cases[] = {
       {{2, 3, 4, 6}, 2, std::nullopt, 0, 1, false},  // the 2x2, stride 2 kernel
       {{2, 2, 5, 6}, 2, std::nullopt, 0, 1, false},  // the 2x2 kernel, odd height
       {{1, 2, 5, 5}, 3, 2, 1, 1, false},
@@ -245,12 +251,8 @@ TEST_CASE("gradgradcheck: max_pool2d (2x2 kernel, padding, dilation, ceil_mode)"
 
 TEST_CASE("gradgradcheck: avg_pool2d (count_include_pad, ceil_mode, padding, stride)", "[pooling][double_backward]") {
   Generator gen(9);
-  const struct {
-    Shape x;
-    Size2 k;
-    std::optional<Size2> s;
-    Size2 p;
-  } cases[] = {{{2, 2, 4, 6}, 2, std::nullopt, 0}, {{1, 2, 5, 5}, 3, 2, 1}, {{1, 3, 6, 5}, {3, 2}, {{2, 1}}, {1, 1}}};
+  const PoolCase cases[] = {
+      {{2, 2, 4, 6}, 2, std::nullopt, 0}, {{1, 2, 5, 5}, 3, 2, 1}, {{1, 3, 6, 5}, {3, 2}, {{2, 1}}, {1, 1}}};
   for (const auto& c : cases)
     for (bool ceil : {false, true})
       for (bool include_pad : {true, false}) {

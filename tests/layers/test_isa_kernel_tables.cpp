@@ -45,14 +45,7 @@ void check_bn_rows(Isa level, const fk::BnRowsForwardKernels<T>& f, const fk::Bn
   f.moments(x.data(), N, C, mean.data(), var.data());
   std::vector<T> mu(Cs), a(Cs), bb(Cs), k2(Cs), k3(Cs);
   for (std::int64_t c = 0; c < C; ++c) {
-    double m = 0, v = 0;
-    for (std::int64_t n = 0; n < N; ++n) m += double(x[static_cast<std::size_t>(n * C + c)]);
-    m /= double(N);
-    for (std::int64_t n = 0; n < N; ++n) {
-      const double d = double(x[static_cast<std::size_t>(n * C + c)]) - m;
-      v += d * d;
-    }
-    v /= double(N);
+    const auto [m, v] = test::mean_var(x.data() + c, N, C);
     const std::size_t ci = static_cast<std::size_t>(c);
     CHECK(mean[ci] == Approx(m).margin(tol<T>() * 5.0));
     CHECK(var[ci] == Approx(v).epsilon(tol<T>()).margin(tol<T>()));
@@ -113,14 +106,7 @@ void check_ln_rows(Isa level, const fk::LnRowsKernels<T>& k, std::int64_t R, std
   k.backward(g.data(), x.data(), gx.data(), R, K, 1, w.data(), mean.data(), rstd.data(), dw.data(), db.data());
   std::vector<double> rdw(Ks, 0.0), rdb(Ks, 0.0);
   for (std::int64_t r = 0; r < R; ++r) {
-    double m = 0, v = 0;
-    for (std::int64_t j = 0; j < K; ++j) m += double(x[static_cast<std::size_t>(r * K + j)]);
-    m /= double(K);
-    for (std::int64_t j = 0; j < K; ++j) {
-      const double d = double(x[static_cast<std::size_t>(r * K + j)]) - m;
-      v += d * d;
-    }
-    v /= double(K);
+    const auto [m, v] = test::mean_var(x.data() + r * K, K, 1);
     const double rs = 1.0 / std::sqrt(v + eps);
     CHECK(mean[static_cast<std::size_t>(r)] == Approx(m).margin(tol<T>() * 5.0));
     CHECK(var[static_cast<std::size_t>(r)] == Approx(v).epsilon(tol<T>()).margin(tol<T>()));

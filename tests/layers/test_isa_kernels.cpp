@@ -12,6 +12,7 @@
 #include <tapegrad/core/isa.h>
 #include <tapegrad/layers/functional/batch_norm.h>
 #include <tapegrad/layers/functional/layer_norm.h>
+#include "isa_variants_support.h"
 
 using namespace tapegrad;
 
@@ -28,20 +29,12 @@ void check_norms(std::int64_t N, std::int64_t C) {
   const double tol = sizeof(T) == 4 ? 2e-5 : 1e-12;
   INFO("kernels at " << isa_name(isa()) << ", N " << N << ", C " << C << ", " << dtype_name(dt));
   for (std::int64_t c = 0; c < C; ++c) {
-    double m = 0, v = 0;
-    for (std::int64_t n = 0; n < N; ++n) m += double(xp[n * C + c]);
-    m /= double(N);
-    for (std::int64_t n = 0; n < N; ++n) v += (double(xp[n * C + c]) - m) * (double(xp[n * C + c]) - m);
-    v /= double(N);
+    const auto [m, v] = test::mean_var(xp + c, N, C);
     for (std::int64_t n = 0; n < N; ++n)
       CHECK(double(y.data<T>()[n * C + c]) == Approx((double(xp[n * C + c]) - m) / std::sqrt(v + 1e-5)).margin(tol));
   }
   for (std::int64_t n = 0; n < N; ++n) {
-    double m = 0, v = 0;
-    for (std::int64_t c = 0; c < C; ++c) m += double(xp[n * C + c]);
-    m /= double(C);
-    for (std::int64_t c = 0; c < C; ++c) v += (double(xp[n * C + c]) - m) * (double(xp[n * C + c]) - m);
-    v /= double(C);
+    const auto [m, v] = test::mean_var(xp + n * C, C, 1);
     for (std::int64_t c = 0; c < C; ++c)
       CHECK(double(yl.data<T>()[n * C + c]) == Approx((double(xp[n * C + c]) - m) / std::sqrt(v + 1e-5)).margin(tol));
   }

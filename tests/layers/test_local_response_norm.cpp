@@ -18,6 +18,18 @@ Tensor pattern(const Shape& s, double a, double scale) {
   for (std::size_t i = 0; i < v.size(); ++i) v[i] = scale * (scale == 2 ? std::sin(a * i) : std::cos(a * i));
   return Tensor::from_vector(v, s, Dtype::Float64);
 }
+
+// lrn's output and input gradient on x = pattern(s, 0.7, 2) with grad_output pattern(s, 1.3, 1)
+// are PyTorch's y and gx to 1e-13.
+void require_pytorch_values(LocalResponseNorm& lrn, const Shape& s, const std::vector<double>& y,
+                            const std::vector<double>& gx) {
+  Tensor x = pattern(s, 0.7, 2);
+  x.requires_grad_();
+  Tensor out = lrn.forward(x);
+  require_close(out.to_vector(), y, 1e-13);
+  out.backward(pattern(s, 1.3, 1));
+  require_close(x.grad().to_vector(), gx, 1e-13);
+}
 }  // namespace
 
 TEST_CASE("LocalResponseNorm matches PyTorch: odd window on (N, C, L)", "[norms]") {
@@ -38,12 +50,7 @@ TEST_CASE("LocalResponseNorm matches PyTorch: odd window on (N, C, L)", "[norms]
       0.005903308938521035, 0.00416013752490213, -0.5523679630194669, 0.1526653573349029, 0.208632166320989,
       0.11788910499025983, -0.1618174128322555, -0.6095112223918273, 0.2160348898390924, 0.1675383314391092};
   LocalResponseNorm lrn(3, 0.5, 0.75, 1.0);
-  Tensor x = pattern({2, 5, 3}, 0.7, 2);
-  x.requires_grad_();
-  Tensor out = lrn.forward(x);
-  require_close(out.to_vector(), y, 1e-13);
-  out.backward(pattern({2, 5, 3}, 1.3, 1));
-  require_close(x.grad().to_vector(), gx, 1e-13);
+  require_pytorch_values(lrn, {2, 5, 3}, y, gx);
   // float32 to float32 precision
   require_close(lrn.forward(pattern({2, 5, 3}, 0.7, 2).to(Dtype::Float32)).to_vector(), y, 2e-6);
 }
@@ -63,12 +70,7 @@ TEST_CASE("LocalResponseNorm matches PyTorch: even window on (N, C, H, W)", "[no
       0.40562749542659776, -0.19091917474231418, -0.5935525726305302, -0.098551173322089, 0.5011633927325451,
       0.28143085995667594, -0.3463248712320564, -0.6026607946012152, 0.048672357529879945};
   LocalResponseNorm lrn(4, 0.3, 0.6, 2.0);
-  Tensor x = pattern({1, 6, 2, 2}, 0.7, 2);
-  x.requires_grad_();
-  Tensor out = lrn.forward(x);
-  require_close(out.to_vector(), y, 1e-13);
-  out.backward(pattern({1, 6, 2, 2}, 1.3, 1));
-  require_close(x.grad().to_vector(), gx, 1e-13);
+  require_pytorch_values(lrn, {1, 6, 2, 2}, y, gx);
 }
 
 TEST_CASE("LocalResponseNorm gradcheck; same in train and eval; errors", "[norms][gradcheck]") {

@@ -82,16 +82,13 @@ TEST_CASE("gradgradcheck: instance_norm 1d/2d on batch statistics, affine or not
   for (const Shape& s : {Shape{2, 3, 4}, Shape{2, 3, 2, 3}})
     for (bool affine : {true, false})
       for (bool tracked : {false, true}) {
-        Tensor x = uniform(s, -2, 2, Dtype::Float64, g).requires_grad_();
-        Tensor w = uniform({3}, 0.5, 1.5, Dtype::Float64, g).requires_grad_();
-        Tensor b = uniform({3}, -1, 1, Dtype::Float64, g).requires_grad_();
-        Tensor rm = uniform({3}, -1, 1, Dtype::Float64, g), rv = uniform({3}, 0.5, 2, Dtype::Float64, g);
+        const NormInputs in = norm_inputs(s, g);
         auto fn = [&](const std::vector<Tensor>& v) {
           // tracked: the running statistics move, the output still uses the instance's own
-          return functional::instance_norm(v[0], tracked ? rm.clone() : Tensor(), tracked ? rv.clone() : Tensor(),
+          return functional::instance_norm(v[0], tracked ? in.rm.clone() : Tensor(), tracked ? in.rv.clone() : Tensor(),
                                            affine ? v[1] : Tensor(), affine ? v[2] : Tensor(), true, 0.1, 1e-3);
         };
-        check_twice(fn, x, w, b, affine,
+        check_twice(fn, in.x, in.w, in.b, affine,
                     "x " + shape_str(s) + " affine " + std::to_string(affine) + " tracked " + std::to_string(tracked));
       }
 }

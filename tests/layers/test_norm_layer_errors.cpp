@@ -1,10 +1,15 @@
 // Bad input to LayerNorm, GroupNorm, InstanceNorm1d/2d and Dropout (docs/errors.md,
-// "Layers"): the documented exception type and a message naming expected and actual.
+// "Layers"): the documented exception type and a message naming expected and actual; the
+// norm layers' options changed after construction are validated at the next forward.
 #include <catch2/catch.hpp>
 
 #include <cmath>
+#include <limits>
 
 #include <tapegrad/core/core.h>
+#include <tapegrad/layers/batch_norm.h>
+#include <tapegrad/layers/batch_renorm.h>
+#include <tapegrad/layers/functional/batch_norm.h>
 #include <tapegrad/layers/dropout.h>
 #include <tapegrad/layers/group_norm.h>
 #include <tapegrad/layers/instance_norm.h>
@@ -75,4 +80,52 @@ TEST_CASE("errors: Dropout p outside [0, 1] is refused, naming p", "[errors]") {
   Dropout keep(0.0, &gen), drop(1.0, &gen);
   CHECK(keep(f32({4}, 2.0)).to_vector() == std::vector<double>{2, 2, 2, 2});
   CHECK(drop(f32({4}, 2.0)).to_vector() == std::vector<double>{0, 0, 0, 0});
+}
+
+TEST_CASE("reliability: norm options changed after construction are validated at the next forward",
+          "[errors][reliability]") {
+  constexpr double kNaN = std::numeric_limits<double>::quiet_NaN();
+  const Tensor x = Tensor::from_vector({1, 2, 3, 4, 5, 6}, {2, 3}, Dtype::Float32);
+  layers::BatchNorm1d bn(3);
+  bn.options.momentum = 5.0;
+  CHECK_THAT(thrown<std::invalid_argument>([&] { bn.forward(x); }), Contains("momentum") && Contains("5"));
+  CHECK(bn.batches_tracked() == 0);
+  CHECK(bn.running_mean.to_vector() == std::vector<double>{0, 0, 0});
+  bn.options.momentum = -0.1;
+  CHECK_THROWS_AS(bn.forward(x), std::invalid_argument);
+  bn.options.momentum = kNaN;
+  CHECK_THROWS_AS(bn.forward(x), std::invalid_argument);
+  bn.options.momentum = 0.1;
+  bn.options.eps = -1e-5;
+  CHECK_THAT(thrown<std::invalid_argument>([&] { bn.forward(x); }), Contains("eps"));
+  bn.options.eps = std::numeric_limits<double>::infinity();
+  CHECK_THAT(thrown<std::invalid_argument>([&] { bn.forward(x); }), Contains("eps"));
+  CHECK_THAT(thrown<std::invalid_argument>([] { layers::BatchNorm1d b(3, {.eps = kNaN}); }), Contains("eps"));
+  CHECK_THAT(thrown<std::invalid_argument>([] { layers::BatchNorm1d b(3, {.eps = 1.0 / 0.0}); }), Contains("eps"));
+  // the functional form refuses the same values
+  CHECK_THAT(thrown<std::invalid_argument>([&] {
+               layers::functional::batch_norm(x, bn.running_mean, bn.running_var, Tensor(), Tensor(), true, 5.0);
+             }),
+             Contains("momentum"));
+
+  layers::BatchRenorm1d br(3);
+  br.options.momentum = 2.0;
+  CHECK_THAT(thrown<std::invalid_argument>([&] { br.forward(x); }), Contains("momentum"));
+  br.options.momentum = 0.1;
+  CHECK_THAT(thrown<std::invalid_argument>([&] { br.set_clipping(0.5, 1.0); }), Contains("rmax"));
+
+  const Tensor x3 = Tensor::ones({2, 3, 4});
+  layers::InstanceNorm1d in(3);
+  in.options.eps = -1;
+  CHECK_THAT(thrown<std::invalid_argument>([&] { in.forward(x3); }), Contains("eps"));
+  in.options.eps = 1e-5;
+  in.options.momentum = 1.5;
+  CHECK_THAT(thrown<std::invalid_argument>([&] { in.forward(x3); }), Contains("momentum"));
+
+  layers::LayerNorm ln({3});
+  ln.eps = kNaN;
+  CHECK_THAT(thrown<std::invalid_argument>([&] { ln.forward(x); }), Contains("eps"));
+  layers::GroupNorm gn(1, 3);
+  gn.eps = -2;
+  CHECK_THAT(thrown<std::invalid_argument>([&] { gn.forward(x3); }), Contains("eps"));
 }

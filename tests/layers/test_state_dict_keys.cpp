@@ -1,17 +1,25 @@
 // Key reshaping (strip_prefix, rename_keys), key-structure reports, and the load semantics
 // load_state_dict shares between safetensors and torch.save files: floating casts and the
-// num_batches_tracked fill, both reported, and atomicity.
+// num_batches_tracked fill, both reported, and atomicity; a strict load names every missing,
+// unexpected and mis-shaped key (docs/errors.md, "Checkpoints").
 #include <catch2/catch.hpp>
 
 #include <tapegrad/core/autograd.h>
+#include <tapegrad/core/mode_checks.h>
+#include <tapegrad/core/random.h>
 #include <tapegrad/layers/batch_norm.h>
 #include <tapegrad/layers/linear.h>
 #include <tapegrad/layers/sequential.h>
 #include <tapegrad/layers/state_dict_keys.h>
+#include "test_errors_support.h"
 
 using namespace tapegrad;
 using namespace tapegrad::layers;
 using Catch::Contains;
+using tapegrad::test::f32;
+using tapegrad::test::same_state;
+using tapegrad::test::state_snapshot;
+using tapegrad::test::thrown;
 
 namespace {
 
@@ -26,6 +34,14 @@ std::shared_ptr<Sequential> linear_bn() {
   s->push_back(std::make_shared<Linear>(2, 3));
   s->push_back(std::make_shared<BatchNorm1d>(3));
   return s;
+}
+
+// Linear(2, 3) -> BatchNorm1d(3), seeded.
+std::shared_ptr<Sequential> small_net() {
+  Generator gen(7);
+  return std::make_shared<Sequential>(
+      std::initializer_list<ModulePtr>{std::make_shared<Linear>(2, 3, true, Dtype::Float32, gen),
+                                       std::make_shared<BatchNorm1d>(3)});
 }
 
 }  // namespace
@@ -132,4 +148,59 @@ TEST_CASE("load_state_dict: a structural mismatch is summarised and the key list
   const LoadResult r = net->load_state_dict(d, false);
   CHECK(r.missing_keys.size() == 24);
   CHECK_FALSE(r.structure.empty());
+}
+
+TEST_CASE("errors: strict load_state_dict lists missing, unexpected and mis-shaped keys and loads nothing",
+          "[errors]") {
+  tapegrad::ModeChecksPause pause;  // train-mode forwards without gradients / fresh statistics on purpose
+  auto net = small_net();
+  const StateDict before = state_snapshot(*net);
+  // A checkpoint from another run: every value different.
+  auto other = small_net();
+  {
+    NoGradGuard ng;
+    for (auto& [k, t] : other->state_dict())
+      if (is_floating(t.dtype())) Tensor(t).add_(Tensor::full(t.shape(), 0.5, t.dtype()));
+  }
+
+  SECTION("missing buffers (a checkpoint saved from named_parameters only)") {
+    StateDict ck;
+    for (auto& [k, t] : other->named_parameters()) ck.insert(k, t);
+    CHECK_THAT(thrown<std::invalid_argument>([&] { net->load_state_dict(ck); }),
+               Contains("nothing was loaded") &&
+                   Contains("Missing keys: 1.running_mean, 1.running_var, 1.num_batches_tracked"));
+    CHECK(same_state(state_snapshot(*net), before));
+    // Non-strict loads the parameters and reports the buffers.
+    LoadResult r = net->load_state_dict(ck, false);
+    CHECK(r.missing_keys == std::vector<std::string>{"1.running_mean", "1.running_var", "1.num_batches_tracked"});
+    CHECK(net->state_dict().at("0.weight").to_vector() == other->state_dict().at("0.weight").to_vector());
+    CHECK(net->state_dict().at("1.running_var").to_vector() == std::vector<double>{1, 1, 1});
+  }
+  SECTION("unexpected key") {
+    StateDict ck = other->state_dict();
+    ck.insert("2.weight", f32({3}));
+    CHECK_THAT(thrown<std::invalid_argument>([&] { net->load_state_dict(ck); }),
+               Contains("Unexpected keys: 2.weight"));
+    CHECK(same_state(state_snapshot(*net), before));
+  }
+  SECTION("mis-shaped and mis-typed keys name expected and actual") {
+    StateDict ck = other->state_dict();
+    ck.insert("0.weight", f32({3, 3}));
+    ck.insert("1.bias", Tensor::zeros({3}, Dtype::Float64));  // float64 into float32: cast, not a mismatch
+    ck.insert("1.num_batches_tracked", Tensor::zeros({}, Dtype::Float32));
+    const std::string msg = thrown<std::invalid_argument>([&] { net->load_state_dict(ck); });
+    CHECK_THAT(msg, Contains("0.weight: expected [3, 2] float32, got [3, 3] float32"));
+    CHECK_THAT(msg, !Contains("1.bias"));
+    CHECK_THAT(msg, Contains("1.num_batches_tracked: expected [] int64, got [] float32"));
+    CHECK(same_state(state_snapshot(*net), before));
+  }
+  SECTION("everything wrong at once is reported at once") {
+    StateDict ck;
+    ck.insert("0.weight", f32({2, 2}));
+    ck.insert("extra", f32({1}));
+    const std::string msg = thrown<std::invalid_argument>([&] { net->load_state_dict(ck); });
+    CHECK_THAT(msg, Contains("Missing keys: 0.bias") && Contains("Unexpected keys: extra") &&
+                        Contains("0.weight: expected [3, 2] float32, got [2, 2] float32"));
+    CHECK(same_state(state_snapshot(*net), before));
+  }
 }

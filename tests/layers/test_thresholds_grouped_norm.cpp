@@ -83,14 +83,25 @@ struct Problem {
     }
   }
 
+  // The op on fresh leaves (copies of x, w, b) and fresh running statistics, in train or eval
+  // mode, after its backward with dy.
+  struct Run {
+    Tensor x, w, b, rm, rv, y;
+  };
+  Run run(const Op& op, bool train) const {
+    Run r{x.detach().requires_grad_(), w.clone().requires_grad_(), b.clone().requires_grad_(), rm0.clone(), rv0.clone(),
+          Tensor()};
+    r.y = op(r.x, r.w, r.b, r.rm, r.rv, train);
+    r.y.backward(dy);
+    return r;
+  }
+
   // Input statistics (LayerNorm, GroupNorm, InstanceNorm in train mode): y, dx, dγ, dβ and,
   // when `running`, InstanceNorm's update of the running statistics.
   void check_input_stats(const Op& op, bool running) const {
     const std::int64_t C = L.C();
-    Tensor xl = x.detach().requires_grad_(), wl = w.clone().requires_grad_(), bl = b.clone().requires_grad_();
-    Tensor rm = rm0.clone(), rv = rv0.clone();
-    Tensor y = op(xl, wl, bl, rm, rv, true);
-    y.backward(dy);
+    const Run ran = run(op, true);
+    const Tensor &xl = ran.x, &wl = ran.w, &bl = ran.b, &rm = ran.rm, &rv = ran.rv, &y = ran.y;
     const T *xp = x.data<T>(), *gp = dy.data<T>(), *wp = w.data<T>(), *bp = b.data<T>(), *yp = y.data<T>();
     const T* dxp = xl.grad().data<T>();
     // Per row: a branch-free count of the elements off (it vectorises), the channel sums in
@@ -175,10 +186,8 @@ struct Problem {
   // InstanceNorm in eval mode: the running statistics, per channel (batch norm's eval form).
   void check_running_stats(const Op& op) const {
     const std::int64_t C = L.C();
-    Tensor xl = x.detach().requires_grad_(), wl = w.clone().requires_grad_(), bl = b.clone().requires_grad_();
-    Tensor rm = rm0.clone(), rv = rv0.clone();
-    Tensor y = op(xl, wl, bl, rm, rv, false);
-    y.backward(dy);
+    const Run ran = run(op, false);
+    const Tensor &xl = ran.x, &wl = ran.w, &bl = ran.b, &rm = ran.rm, &rv = ran.rv, &y = ran.y;
     const T *xp = x.data<T>(), *gp = dy.data<T>(), *wp = w.data<T>(), *bp = b.data<T>(), *yp = y.data<T>();
     const T *rmp = rm0.data<T>(), *rvp = rv0.data<T>();
     const T* dxp = xl.grad().data<T>();

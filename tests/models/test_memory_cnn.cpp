@@ -46,13 +46,7 @@ TEST_CASE("1,000 training steps (300 on 2 threads) of a Conv-BN2d-ReLU-MaxPool C
     // With 2 threads, the two threads' im2col buffers may overlap in time differently from
     // the warm-up steps, so the cache may add a block or two once (a bounded peak, not growth).
     test::require_flat_memory(
-        [&] {
-          Tensor loss = layers::cross_entropy(net(x), y);
-          sgd.zero_grad();
-          loss.backward();
-          sgd.step();
-          return loss.item();
-        },
+        [&] { return test::training_step(sgd, [&] { return layers::cross_entropy(net(x), y); }); },
         {.steps = threads == 1 ? 1000 : 300,
          .check_every = 100,
          .extra_system_allocations = threads == 1 ? 0 : 2,

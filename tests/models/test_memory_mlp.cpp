@@ -30,13 +30,7 @@ TEST_CASE("10,000 training steps of the chapter's BN net neither grow memory nor
   optim::SGD sgd(net.parameters(), {.lr = 0.01});
   const Tensor x = randn({32, 50}, Dtype::Float32, gen), y = randn({32, 1}, Dtype::Float32, gen);
   test::require_flat_memory(
-      [&] {
-        Tensor loss = layers::mse_loss(net(x), y);
-        sgd.zero_grad();
-        loss.backward();
-        sgd.step();
-        return loss.item();
-      },
+      [&] { return test::training_step(sgd, [&] { return layers::mse_loss(net(x), y); }); },
       {.steps = 10000, .check_every = 1000});
 }
 

@@ -25,17 +25,12 @@ namespace {
 
 // One level's registered table of the update family, with its level.
 template <class T>
-struct UpdateVariant : ok::UpdateKernels<T> {
-  Isa level;
-};
+using UpdateVariant = tapegrad::test::LevelTable<ok::UpdateKernels<T>>;
 
 // The levels this build carries that this CPU runs.
 template <class T>
 std::vector<UpdateVariant<T>> runnable_variants() {
-  std::vector<UpdateVariant<T>> v;
-  for (const auto& l : tapegrad::test::runnable_on_this_cpu(TAPEGRAD_KERNEL_LEVELS(ok, update, T)))
-    v.push_back(UpdateVariant<T>{{*l.table}, l.level});
-  return v;
+  return tapegrad::test::runnable_tables<ok::UpdateKernels<T>>(TAPEGRAD_KERNEL_LEVELS(ok, update, T));
 }
 
 template <class T>

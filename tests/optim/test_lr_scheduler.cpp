@@ -8,10 +8,15 @@
 
 #include <tapegrad/optim/lr_scheduler.h>
 #include <tapegrad/optim/sgd.h>
+#include "test_errors_support.h"
 
 using namespace tapegrad;
+using Catch::Matchers::Contains;
+using tapegrad::test::thrown;
 
 namespace {
+
+const double kNaN = std::numeric_limits<double>::quiet_NaN();
 
 using Make = std::function<std::unique_ptr<optim::LRScheduler>(optim::Optimizer&)>;
 
@@ -167,4 +172,27 @@ TEST_CASE("scheduler last_epoch is bounded at load: INT64_MAX and -2 are refused
                                                    Catch::Contains(std::to_string(bad)));
   }
   CHECK(s.last_epoch() == 1000000001);  // a refused load changes nothing
+}
+
+TEST_CASE("reliability: scheduler options and loaded scheduler state are validated", "[errors][reliability]") {
+  Tensor w = Tensor::ones({2}, Dtype::Float64);
+  w.requires_grad_();
+  optim::SGD sgd({w}, {.lr = 0.1});
+  CHECK_THAT(thrown<std::invalid_argument>([&] { optim::StepLR s(sgd, 2, -0.5); }), Contains("gamma") && Contains("-0.5"));
+  CHECK_THAT(thrown<std::invalid_argument>([&] { optim::ExponentialLR s(sgd, kNaN); }), Contains("gamma"));
+  CHECK_THAT(thrown<std::invalid_argument>([&] { optim::MultiStepLR s(sgd, {1, 2}, -1.0); }), Contains("gamma"));
+  CHECK_THAT(thrown<std::invalid_argument>([&] { optim::CosineAnnealingLR s(sgd, 10, -1.0); }), Contains("eta_min"));
+  CHECK(sgd.lr(0) == 0.1);
+  optim::CosineAnnealingLR cos(sgd, 10);
+  cos.step();
+  auto good = cos.state_dict();
+  auto bad_epoch = good;
+  bad_epoch.insert("last_epoch", Tensor::from_int64({-5}, {}));
+  CHECK_THAT(thrown<std::invalid_argument>([&] { cos.load_state_dict(bad_epoch); }),
+             Contains("last_epoch") && Contains("-5"));
+  auto bad_lr = good;
+  bad_lr.insert("base_lrs", Tensor::from_vector({-0.1}, {1}, Dtype::Float64));
+  CHECK_THAT(thrown<std::invalid_argument>([&] { cos.load_state_dict(bad_lr); }), Contains("base_lrs") && Contains("-0.1"));
+  CHECK(cos.last_epoch() == 1);
+  cos.load_state_dict(good);
 }

@@ -1,5 +1,6 @@
-// Bad optimizer options and parameters, and the optional non-finite check at step()
-// (optim/finite_check.h): docs/errors.md, "Optimizers".
+// Bad optimizer options and parameters (in the constructor, or changed through options() and
+// checked at the next step), optimizer state refused when loaded, and the optional
+// non-finite check at step() (optim/finite_check.h): docs/errors.md, "Optimizers".
 #include <catch2/catch.hpp>
 
 #include <unistd.h>
@@ -15,6 +16,7 @@
 #include <tapegrad/layers/sequential.h>
 #include <tapegrad/optim/adam.h>
 #include <tapegrad/optim/finite_check.h>
+#include <tapegrad/optim/lr_scheduler.h>
 #include <tapegrad/optim/rmsprop.h>
 #include <tapegrad/optim/sgd.h>
 #include <tapegrad/optim/training_checkpoint.h>
@@ -30,6 +32,18 @@ Tensor param(const std::vector<double>& v) {
   t.requires_grad_();
   return t;
 }
+
+const double kNaN = std::numeric_limits<double>::quiet_NaN();
+
+// Adam over w = [1, 1] (float64) after one step with the gradient [1, 1]: its state holds step 1.
+struct SteppedAdam {
+  Tensor w = tapegrad::test::leaf64({2}, 1.0);
+  optim::Adam adam{std::vector<Tensor>{w}};
+  SteppedAdam() {
+    w.set_grad(Tensor::ones({2}, Dtype::Float64));
+    adam.step();
+  }
+};
 }  // namespace
 
 TEST_CASE("errors: optimizer options out of range name the option and the value", "[errors]") {
@@ -162,4 +176,101 @@ TEST_CASE("errors: a training checkpoint with a negative epoch is refused at sav
              Contains("'epoch'") && Contains(">= 0") && Contains("-5"));
   CHECK(lin.weight.to_vector() == w_before);
   std::filesystem::remove(path);
+}
+
+TEST_CASE("errors: SGD refuses a negative lr, a negative momentum and a bad nesterov setup", "[errors]") {
+  Tensor w = Tensor::ones({3}, Dtype::Float32);
+  w.requires_grad_();
+  optim::SGDOptions o;
+  o.lr = -0.1;
+  CHECK_THAT(thrown<std::invalid_argument>([&] { optim::SGD({w}, o); }),
+             Contains("learning rate") && Contains("-0.1"));
+  o.lr = 0.1;
+  o.momentum = -0.5;
+  CHECK_THAT(thrown<std::invalid_argument>([&] { optim::SGD({w}, o); }), Contains("momentum") && Contains("-0.5"));
+  o.momentum = 0.0;
+  o.weight_decay = -1.0;
+  CHECK_THAT(thrown<std::invalid_argument>([&] { optim::SGD({w}, o); }), Contains("weight_decay") && Contains("-1"));
+  o.weight_decay = 0.0;
+  o.nesterov = true;
+  CHECK_THAT(thrown<std::invalid_argument>([&] { optim::SGD({w}, o); }), Contains("nesterov"));
+}
+
+TEST_CASE("reliability: optimizer options changed through options() are validated at the next step",
+          "[errors][reliability]") {
+  Tensor w = Tensor::ones({2}, Dtype::Float64);
+  w.requires_grad_();
+  optim::SGD sgd({w}, {.lr = 0.1});
+  w.set_grad(Tensor::ones({2}, Dtype::Float64));
+  sgd.options().lr = -1;
+  CHECK_THAT(thrown<std::invalid_argument>([&] { sgd.step(); }), Contains("learning rate") && Contains("-1"));
+  CHECK(w.to_vector() == std::vector<double>{1, 1});
+  sgd.options().lr = 0.1;
+  sgd.options().momentum = kNaN;
+  CHECK_THROWS_AS(sgd.step(), std::invalid_argument);
+  CHECK(w.to_vector() == std::vector<double>{1, 1});
+
+  optim::Adam adam({w});
+  adam.options().betas.first = 1.5;
+  CHECK_THAT(thrown<std::invalid_argument>([&] { adam.step(); }), Contains("beta"));
+  CHECK(w.to_vector() == std::vector<double>{1, 1});
+}
+
+TEST_CASE("reliability: optimizer state with a negative step or impossible values is refused when loaded",
+          "[errors][reliability]") {
+  SteppedAdam stepped;
+  Tensor& w = stepped.w;
+  optim::Adam& adam = stepped.adam;
+  const auto good = adam.state_dict();
+  auto with = [&](const std::string& key, Tensor t) {
+    auto s = good;
+    s.insert(key, t);
+    return s;
+  };
+  CHECK_THAT(thrown<std::invalid_argument>([&] { adam.load_state_dict(with("state.0.step", Tensor::from_int64({-1}, {}))); }),
+             Contains("state.0.step") && Contains("-1") && Contains(">= 0"));
+  CHECK_THAT(thrown<std::invalid_argument>([&] {
+               adam.load_state_dict(with("state.0.exp_avg_sq", Tensor::from_vector({-1, 0}, {2}, Dtype::Float64)));
+             }),
+             Contains("state.0.exp_avg_sq") && Contains(">= 0"));
+  CHECK_THAT(thrown<std::invalid_argument>([&] {
+               adam.load_state_dict(with("state.0.exp_avg", Tensor::from_vector({kNaN, 0}, {2}, Dtype::Float64)));
+             }),
+             Contains("state.0.exp_avg") && Contains("finite"));
+  CHECK_THAT(thrown<std::invalid_argument>([&] {
+               adam.load_state_dict(with("param_groups.0.lr", Tensor::scalar(-0.5, Dtype::Float64)));
+             }),
+             Contains("learning rate") && Contains("-0.5"));
+  // nothing changed: the next step continues from step 1
+  adam.load_state_dict(good);
+  adam.step();
+  CHECK(adam.state_dict().at("state.0.step").data<std::int64_t>()[0] == 2);
+
+  optim::RMSprop rms({w});
+  rms.step();
+  auto rs = rms.state_dict();
+  rs.insert("state.0.square_avg", Tensor::from_vector({-3, 1}, {2}, Dtype::Float64));
+  CHECK_THAT(thrown<std::invalid_argument>([&] { rms.load_state_dict(rs); }),
+             Contains("square_avg") && Contains(">= 0"));
+}
+
+TEST_CASE("reliability: a loaded step count or last_epoch too large to count on is refused when loaded",
+          "[errors][reliability]") {
+  SteppedAdam stepped;
+  Tensor& w = stepped.w;
+  optim::Adam& adam = stepped.adam;
+  auto s = adam.state_dict();
+  s.insert("state.0.step", Tensor::from_int64({std::numeric_limits<std::int64_t>::max()}, {}));  // ++ overflows
+  CHECK_THAT(thrown<std::invalid_argument>([&] { adam.load_state_dict(s); }),
+             Contains("state.0.step") && Contains("9223372036854775807") && Contains("<= 9007199254740992"));
+  CHECK(adam.state_dict().at("state.0.step").data<std::int64_t>()[0] == 1);  // nothing was loaded
+
+  optim::SGD sgd({w}, {.lr = 0.1});
+  optim::CosineAnnealingLR cos(sgd, 10);
+  cos.step();
+  auto c = cos.state_dict();
+  c.insert("last_epoch", Tensor::from_int64({std::int64_t{1} << 62}, {}));
+  CHECK_THAT(thrown<std::invalid_argument>([&] { cos.load_state_dict(c); }),
+             Contains("last_epoch") && Contains("4611686018427387904") && Contains("<= 1000000000"));
+  CHECK(cos.last_epoch() == 1);
 }

@@ -36,11 +36,8 @@ static std::vector<double> slice(const std::vector<double>& v, std::size_t row0,
 int main(int argc, char** argv) {
   if (!dist::launched_by_mpirun()) return probe::relaunch_under_mpirun(argv[0]);
   dist::Environment env(&argc, &argv);
+  if (!probe::three_ranks(env, "C38")) return 1;
   const int r = env.rank();
-  if (env.world_size() != 3) {
-    std::printf("FAIL C38 needs 3 ranks, got %d\n", env.world_size());
-    return 1;
-  }
   // rows of the concatenated batch: rank 0 rows 0-2, rank 1 row 3, rank 2 rows 4-5
   const std::vector<double> x_all = {-1.5, 1.0, 0.0, -1.0, 1.5, 0.5, 4.0, -3.0, 0.5, 2.5, -1.5, 1.0};
   const std::vector<double> g_all = {1.0, 0.5, -1.0, 2.0, 0.25, -0.5, 2.0, -1.0, -0.5, 1.5, 1.0, 0.0};

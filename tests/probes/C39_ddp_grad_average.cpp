@@ -34,11 +34,8 @@ using probe::verdict;
 int main(int argc, char** argv) {
   if (!dist::launched_by_mpirun()) return probe::relaunch_under_mpirun(argv[0]);
   dist::Environment env(&argc, &argv);
+  if (!probe::three_ranks(env, "C39")) return 1;
   const int r = env.rank();
-  if (env.world_size() != 3) {
-    std::printf("FAIL C39 needs 3 ranks, got %d\n", env.world_size());
-    return 1;
-  }
   const std::vector<std::vector<double>> xs = {{-1.5, 0.5, -1.0, 1.0, -0.5, 1.5, 0.0, -1.5, 0.5},
                                                {1.0, 2.0, -1.0},
                                                {0.5, -0.5, 2.0, -2.0, 1.0, 0.0}};

@@ -2,31 +2,19 @@
 // is defined, and ctest builds and runs it. Checked here so the two cannot drift apart.
 #include <catch2/catch.hpp>
 
-#include <fstream>
-#include <sstream>
 #include <string>
 
-namespace {
-std::string slurp(const std::string& p) {
-  std::ifstream f(p, std::ios::binary);
-  REQUIRE(f.good());
-  std::stringstream ss;
-  ss << f.rdbuf();
-  return ss.str();
-}
-}  // namespace
+#include "file_text_support.h"
+
+using tapegrad::test::first_cpp_block;
+using tapegrad::test::read_existing_file;
 
 TEST_CASE("the README's quick start is examples/quickstart/main.cpp", "[readme]") {
-  const std::string readme = slurp(std::string(TAPEGRAD_SOURCE_DIR) + "/README.md");
-  const std::string source = slurp(std::string(TAPEGRAD_SOURCE_DIR) + "/examples/quickstart/main.cpp");
+  const std::string readme = read_existing_file(std::string(TAPEGRAD_SOURCE_DIR) + "/README.md");
+  const std::string source = read_existing_file(std::string(TAPEGRAD_SOURCE_DIR) + "/examples/quickstart/main.cpp");
   const auto section = readme.find("## Quick start");
   REQUIRE(section != std::string::npos);
-  const auto open = readme.find("```cpp\n", section);
-  REQUIRE(open != std::string::npos);
-  const auto begin = open + 7;
-  const auto end = readme.find("```\n", begin);
-  REQUIRE(end != std::string::npos);
-  CHECK(readme.substr(begin, end - begin) == source);
+  CHECK(first_cpp_block(readme, section) == source);
   // The legacy switch is gone from the README's examples.
   CHECK(readme.find("use_batchnorm") == std::string::npos);
 }

@@ -50,6 +50,25 @@ std::shared_ptr<EarlyStopping> early(const std::string& monitor, Mode mode) {
   return std::make_shared<EarlyStopping>(EarlyStoppingOptions{monitor, mode, 0.0, 50});
 }
 
+// The ".last" training checkpoint of a 4-epoch run with a ModelCheckpoint, stopped after max_epochs.
+SafetensorsContent last_checkpoint(const TempDir& dir, int max_epochs) {
+  Net a;
+  a.fit(a.options(4, max_epochs), {checkpoint(dir)});
+  return load_safetensors(dir.file("ck.safetensors.last"));
+}
+
+// c, saved as bad.safetensors, is refused as a resume file with a message `matches` accepts,
+// and a fresh net's weights are as they were.
+template <class Matcher>
+void check_resume_refused(const TempDir& dir, const SafetensorsContent& c, const Matcher& matches) {
+  save_safetensors(dir.file("bad.safetensors"), c.tensors, c.metadata);
+  Net b;
+  const auto before = b.model->state_dict().begin()->second.to_vector();
+  CHECK_THROWS_WITH(b.fit(b.options(4, std::nullopt, dir.file("bad.safetensors")), {checkpoint(dir)}),
+                    matches);
+  CHECK(b.model->state_dict().begin()->second.to_vector() == before);
+}
+
 }  // namespace
 
 TEST_CASE("callback states travel by name: a callback added before ModelCheckpoint on resume",
@@ -148,34 +167,21 @@ TEST_CASE("a flipped bit in a training checkpoint's data is refused on resume, n
 
 TEST_CASE("a resume file whose epoch is out of range is refused before anything changes", "[train][fit][resume][errors]") {
   TempDir dir;
-  Net a;
-  a.fit(a.options(4, 1), {checkpoint(dir)});
-  SafetensorsContent c = load_safetensors(dir.file("ck.safetensors.last"));
+  SafetensorsContent c = last_checkpoint(dir, 1);
   for (auto& [k, t] : c.tensors)
     if (k == "epoch") t = Tensor::from_int64({-3}, {});
-  save_safetensors(dir.file("bad.safetensors"), c.tensors, c.metadata);
-  Net b;
-  const auto before = b.model->state_dict().begin()->second.to_vector();
-  CHECK_THROWS_WITH(b.fit(b.options(4, std::nullopt, dir.file("bad.safetensors")), {checkpoint(dir)}),
-                    Catch::Contains("bad.safetensors': expected an epoch in [0, 1000000000], got -3"));
-  CHECK(b.model->state_dict().begin()->second.to_vector() == before);
+  check_resume_refused(dir, c, Catch::Contains("bad.safetensors': expected an epoch in [0, 1000000000], got -3"));
 }
 
 TEST_CASE("a resume file whose best epoch is past its epoch is refused, naming the key and both values",
           "[train][fit][resume][errors]") {
   // (was: best_epoch 7 of a checkpoint written after epoch 2 was loaded as it stood)
   TempDir dir;
-  Net a;
-  a.fit(a.options(4, 2), {checkpoint(dir)});
-  SafetensorsContent c = load_safetensors(dir.file("ck.safetensors.last"));
+  SafetensorsContent c = last_checkpoint(dir, 2);
   REQUIRE(c.metadata.count("callback.ModelCheckpoint.best_epoch"));
   c.metadata["callback.ModelCheckpoint.best_epoch"] = "7";
-  save_safetensors(dir.file("bad.safetensors"), c.tensors, c.metadata);
-  Net b;
-  const auto before = b.model->state_dict().begin()->second.to_vector();
-  CHECK_THROWS_WITH(b.fit(b.options(4, std::nullopt, dir.file("bad.safetensors")), {checkpoint(dir)}),
-                    Catch::Contains("bad.safetensors': ModelCheckpoint: best_epoch: expected at most the checkpoint's epoch 2, got 7"));
-  CHECK(b.model->state_dict().begin()->second.to_vector() == before);
+  check_resume_refused(dir, c,
+                       Catch::Contains("bad.safetensors': ModelCheckpoint: best_epoch: expected at most the checkpoint's epoch 2, got 7"));
   c.metadata["callback.ModelCheckpoint.best_epoch"] = "2";  // the epoch itself: accepted
   save_safetensors(dir.file("ok.safetensors"), c.tensors, c.metadata);
   Net d;
@@ -188,16 +194,12 @@ TEST_CASE("a resume file whose train.epochs is not an epoch count is refused, na
           "[train][fit][resume][errors]") {
   // (was: "-1" and "1x" were accepted, the key never read)
   TempDir dir;
-  Net a;
-  a.fit(a.options(4, 1), {checkpoint(dir)});
-  SafetensorsContent c = load_safetensors(dir.file("ck.safetensors.last"));
+  SafetensorsContent c = last_checkpoint(dir, 1);
   REQUIRE(c.metadata.at("train.epochs") == "4");
   for (const std::string v : {"-1", "1x", "0", ""}) {
     INFO("'" << v << "'");
     c.metadata["train.epochs"] = v;
-    save_safetensors(dir.file("bad.safetensors"), c.tensors, c.metadata);
-    Net b;
-    CHECK_THROWS_WITH(b.fit(b.options(4, std::nullopt, dir.file("bad.safetensors")), {checkpoint(dir)}),
-                      Catch::Contains("bad.safetensors': train.epochs: expected") && Catch::Contains("'" + v + "'"));
+    check_resume_refused(dir, c,
+                         Catch::Contains("bad.safetensors': train.epochs: expected") && Catch::Contains("'" + v + "'"));
   }
 }

@@ -7,16 +7,11 @@
 #include <limits>
 
 #include <tapegrad/train/metrics.h>
+#include "train/train_test_support.h"
 
 using namespace tapegrad;
 using namespace tapegrad::train;
-
-namespace {
-Tensor labels(std::vector<std::int64_t> v) {
-  const auto n = static_cast<std::int64_t>(v.size());
-  return Tensor::from_int64(v, {n});
-}
-}  // namespace
+using train_test::labels;
 
 TEST_CASE("accuracy from class indices and from logits (first maximum)", "[train][metrics]") {
   // y_true [0 1 2 2 1], y_pred [0 2 2 2 1]: 4 of 5.

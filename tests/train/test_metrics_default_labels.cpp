@@ -4,20 +4,18 @@
 #include <catch2/catch.hpp>
 
 #include <tapegrad/train/metrics.h>
+#include "train/train_test_support.h"
 
 using namespace tapegrad;
 using namespace tapegrad::train;
+using train_test::labels;
 
 namespace {
-Tensor labels_tensor(std::vector<std::int64_t> v) {
-  const auto n = static_cast<std::int64_t>(v.size());
-  return Tensor::from_int64(v, {n});
-}
 // y_true [0 0 0 1 1 3 3 3 3 0 1 3], y_pred [0 1 0 1 1 0 3 3 1 0 4 4]: class 2 is in neither,
 // class 4 only predicted.
 ConfusionMatrix c54() {
-  return confusion_matrix(labels_tensor({0, 1, 0, 1, 1, 0, 3, 3, 1, 0, 4, 4}),
-                          labels_tensor({0, 0, 0, 1, 1, 3, 3, 3, 3, 0, 1, 3}));
+  return confusion_matrix(labels({0, 1, 0, 1, 1, 0, 3, 3, 1, 0, 4, 4}),
+                          labels({0, 0, 0, 1, 1, 3, 3, 3, 3, 0, 1, 3}));
 }
 }  // namespace
 

@@ -42,6 +42,13 @@ struct Setup : train_test::BlobsSetup {
     if (mistake) cbs.push_back(std::make_shared<TrainModeValidation>(&val_ds));
     return train::fit(*model, loader, layers::CrossEntropyLoss{}, opt, nullptr, o, cbs);
   }
+  // `epochs` epochs with fit's own validation on val_ds, and the user's mistake or not.
+  FitResult fit_validated(int epochs, bool mistake) {
+    FitOptions o;
+    o.epochs = epochs;
+    o.validation = &val_ds;
+    return fit(o, mistake);
+  }
 };
 
 }  // namespace
@@ -49,10 +56,7 @@ struct Setup : train_test::BlobsSetup {
 TEST_CASE("fit reports the mode issues of a validation loop without eval()", "[train][mode_checks]") {
   Capture c(ModeChecks::Warn);
   Setup s;
-  FitOptions o;
-  o.epochs = 3;
-  o.validation = &s.val_ds;
-  const FitResult r = s.fit(o, true);
+  const FitResult r = s.fit_validated(3, true);
   REQUIRE(r.mode_issues.size() == 1);
   CHECK(r.mode_issues.at("bn_train_no_grad") == 3);
   REQUIRE(c.got.size() == 1);
@@ -62,10 +66,7 @@ TEST_CASE("fit reports the mode issues of a validation loop without eval()", "[t
 TEST_CASE("fit without mistakes reports no mode issue", "[train][mode_checks]") {
   Capture c(ModeChecks::Throw);
   Setup s;
-  FitOptions o;
-  o.epochs = 2;
-  o.validation = &s.val_ds;
-  const FitResult r = s.fit(o, false);
+  const FitResult r = s.fit_validated(2, false);
   CHECK(r.mode_issues.empty());
   CHECK(c.got.empty());
 }

@@ -1,4 +1,4 @@
-// A real-accuracy check across the batch-norm streaming threshold (issue 22): the reference
+// A real-accuracy check across the batch-norm streaming threshold: the reference
 // CNN (models::CNN defaults: Conv(1→32)-BN-ReLU-Pool-Conv(32→64)-BN-ReLU-Pool-Linear-BN-
 // ReLU-Linear) trains for 200 steps on a subset of Fashion-MNIST, then evaluates
 // the same test images once in batches whose first BatchNorm2d input is above

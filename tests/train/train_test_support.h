@@ -1,6 +1,6 @@
 #pragma once
-// Shared by the tests of train/: a small separable classification set, the networks and
-// optimizers the fit tests train, and a scratch folder.
+// Shared by the tests of train/: class-index tensors, a small separable classification set,
+// the networks and optimizers the fit tests train, and a scratch folder.
 #include <unistd.h>
 
 #include <filesystem>
@@ -18,6 +18,11 @@
 #include "temp_dir_support.h"
 
 namespace train_test {
+
+/// The int64 tensor of shape (n) holding v: class indices for the metrics.
+inline tapegrad::Tensor labels(const std::vector<std::int64_t>& v) {
+  return tapegrad::Tensor::from_int64(v, {static_cast<std::int64_t>(v.size())});
+}
 
 /// n rows of 8 features in 3 classes: class c is centred at +2 on features 2c and 2c+1
 /// (unit Gaussian noise), so an MLP separates them well but not trivially.

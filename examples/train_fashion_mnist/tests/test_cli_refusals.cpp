@@ -1,7 +1,7 @@
-// train_fashion_mnist against impossible input (issue 24): a checkpoint with a negative
-// running_var or a NaN weight (item 8), lying architecture metadata (item 12), a --limit
-// that leaves no validation split and a --stop-after below 1 (items 9, 10). None of these
-// needs the dataset: every refusal comes before any image is read or evaluated.
+// train_fashion_mnist against impossible input: a checkpoint with a negative running_var or
+// a NaN weight, lying architecture metadata, a --limit that leaves no validation split and a
+// --stop-after below 1. None of these needs the dataset: every refusal comes before any
+// image is read or evaluated.
 #include <catch2/catch.hpp>
 
 #include <cmath>

@@ -17,16 +17,11 @@ namespace {
 
 
 fmnist::Config small_cnn_config() {
-  fmnist::Config c;
+  fmnist::Config c = fmnist_test::short_run(1000, 3);  // 900 training and 100 validation images
   c.model = "cnn";
   c.cnn.channels = {4, 8};
   c.cnn.head = 16;
   c.cnn.groups = 4;
-  c.limit = 1000;  // 900 training and 100 validation images
-  c.epochs = 2;
-  c.batch_size = 64;
-  c.progress = false;
-  c.seed = 3;
   return c;
 }
 

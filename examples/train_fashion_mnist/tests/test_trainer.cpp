@@ -21,15 +21,8 @@ namespace {
 
 using fmnist_test::TempDir;
 
-fmnist::Config small_config() {
-  fmnist::Config c;
-  c.limit = 2000;  // 1,800 training and 200 validation images
-  c.epochs = 2;
-  c.batch_size = 64;
-  c.progress = false;
-  c.seed = 1;
-  return c;
-}
+// 1,800 training and 200 validation images.
+fmnist::Config small_config(const std::string& checkpoint = "") { return fmnist_test::short_run(2000, 1, checkpoint); }
 
 }  // namespace
 
@@ -104,8 +97,7 @@ TEST_CASE("2 epochs on 2000 images reach over 70% test accuracy", "[fmnist]") {
 TEST_CASE("an interrupted and resumed run matches the uninterrupted one exactly", "[fmnist]") {
   TAPEGRAD_REQUIRE_FASHION_MNIST();
   TempDir dir;
-  fmnist::Config c = small_config();
-  c.checkpoint = dir.file("full.safetensors");
+  fmnist::Config c = small_config(dir.file("full.safetensors"));
   const fmnist::Result full = fmnist::train(c);
 
   c.checkpoint = dir.file("part.safetensors");
@@ -213,8 +205,7 @@ TEST_CASE("output and resume paths are checked before any work", "[fmnist][paths
 TEST_CASE("a checkpoint alone reproduces the predictions: preprocessing and architecture are saved", "[fmnist]") {
   TAPEGRAD_REQUIRE_FASHION_MNIST();
   TempDir dir;
-  fmnist::Config c = small_config();
-  c.checkpoint = dir.file("best.safetensors");
+  fmnist::Config c = small_config(dir.file("best.safetensors"));
   const fmnist::Result r = fmnist::train(c);
 
   const fmnist::CheckpointInfo info = fmnist::read_checkpoint_info(c.checkpoint);
@@ -253,10 +244,8 @@ TEST_CASE("a checkpoint alone reproduces the predictions: preprocessing and arch
 TEST_CASE("resuming with another --epochs, model, widths, norm or data is refused, naming what differs", "[fmnist]") {
   TAPEGRAD_REQUIRE_FASHION_MNIST();
   TempDir dir;
-  fmnist::Config c = small_config();
-  c.limit = 600;
+  fmnist::Config c = fmnist_test::short_run(600, 1, dir.file("run.safetensors"));
   c.epochs = 1;
-  c.checkpoint = dir.file("run.safetensors");
   fmnist::train(c);
   c.resume = c.checkpoint + ".last";
   c.epochs = 3;
@@ -318,12 +307,9 @@ TEST_CASE("read_checkpoint_info reads integer metadata as whole integers naming 
 TEST_CASE("a resume trusts no out-of-range counter: EpochLog's best epoch and the best file's epoch", "[fmnist]") {
   TAPEGRAD_REQUIRE_FASHION_MNIST();
   TempDir dir;
-  fmnist::Config c = small_config();
-  c.limit = 600;
-  c.epochs = 2;
+  fmnist::Config c = fmnist_test::short_run(600, 1, dir.file("run.safetensors"));
   c.stop_after = 1;
   c.schedule = "none";
-  c.checkpoint = dir.file("run.safetensors");
   fmnist::train(c);
   c.stop_after.reset();
   SafetensorsContent f = load_safetensors(c.checkpoint + ".last");
