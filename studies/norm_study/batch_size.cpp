@@ -15,6 +15,8 @@
 #include <tapegrad/optim/sgd.h>
 #include "kit/stats.h"
 #include "kit/option_checks.h"
+#include "kit/train_epochs.h"
+#include "kit/training_options.h"
 
 namespace normstudy {
 
@@ -122,23 +124,12 @@ BatchSizeRun train_one(const BatchSizeOptions& o, const StudyData& d, NormKind k
   Generator shuffle(run_shuffle_seed(seed));
   data::DataLoader loader(d.train, run_loader_options(o, m), shuffle);
   const std::int64_t total = loader.num_batches() * o.epochs;
-  std::int64_t step = 0;
-  model.net->train();
-  for (int e = 0; e < o.epochs && !r.crashed; ++e) {
-    double sum = 0;
-    std::int64_t n = 0;
-    for (auto b : loader) {
-      renorm_schedule(model, step++, total);
-      const double loss = train_step(*model.net, opt, b.X, b.y);
-      if (crashed_loss(loss)) {
-        r.crashed = true;
-        break;
-      }
-      sum += loss;
-      ++n;
-    }
-    r.train_loss = n ? sum / static_cast<double>(n) : std::nan("");
-  }
+  auto crash = [&](std::int64_t, double loss) {
+    r.crashed = crashed_loss(loss);
+    return r.crashed;
+  };
+  auto schedule = [&](std::int64_t step, const Tensor&, const Tensor&) { renorm_schedule(model, step, total); };
+  r.train_loss = train_epochs(*model.net, opt, loader, o.epochs, crash, schedule);
   score_run(r, *model.net, d.test);
   r.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   return r;
