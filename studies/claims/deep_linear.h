@@ -21,6 +21,7 @@
 #include <vector>
 
 #include "distribution_noise.h"
+#include "flat_grads.h"
 
 namespace claims {
 
@@ -46,6 +47,8 @@ void check_linear_options(const LinearOptions& o);
 struct IcsPoint {
   int step = 0;
   std::vector<double> l2, rel, cos;  ///< per Linear i (0-based): ‖G − G'‖₂, ‖G − G'‖₂/‖G‖₂, cos(G, G')
+  /// Appends the next Linear's measures: G = g before, G' = gp after the earlier layers' step.
+  void add_layer(const std::vector<double>& g, const std::vector<double>& gp);
 };
 struct LandscapePoint {
   int step = 0;
@@ -54,6 +57,10 @@ struct LandscapePoint {
   double gpred_min = 0, gpred_max = 0;  ///< over η of ‖∇L(W) − ∇L(W − ηg)‖₂
   double beta = 0;                      ///< max over η of ‖Δ∇L‖₂ / ‖ηg‖₂
   double grad_norm = 0;                 ///< ‖g‖₂
+  /// Before the first η: ‖g‖₂ = g_norm, the ranges empty (min +∞, max −∞).
+  void begin(double g_norm);
+  /// Folds in one step size η: loss_eta = L(W − ηg), grad_dist = ‖∇L(W) − ∇L(W − ηg)‖₂.
+  void add(double eta, double loss_eta, double grad_dist);
 };
 struct LinearRun {
   bool bn = false;

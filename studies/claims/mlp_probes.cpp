@@ -68,16 +68,6 @@ struct Probe {
   }
 };
 
-double dist(const std::vector<double>& a, const std::vector<double>& b) {
-  double s = 0;
-  for (std::size_t i = 0; i < a.size(); ++i) s += (a[i] - b[i]) * (a[i] - b[i]);
-  return std::sqrt(s);
-}
-double dot(const std::vector<double>& a, const std::vector<double>& b) {
-  double s = 0;
-  for (std::size_t i = 0; i < a.size(); ++i) s += a[i] * b[i];
-  return s;
-}
 
 LinearRun train_one(const MlpProbeOptions& o, const studies::kit::StudyData& d, bool bn, std::uint64_t seed, bool ics,
                     bool landscape) {
@@ -111,12 +101,7 @@ LinearRun train_one(const MlpProbeOptions& o, const studies::kit::StudyData& d, 
       for (std::size_t i = 1; i < m.groups.size(); ++i) {
         pr.step(G, pr.start[i], o.lr);
         pr.loss_grads(X, y, Gp);
-        const auto& g = G[pr.start[i]];
-        const auto& gp = Gp[pr.start[i]];
-        const double dd = dist(g, gp), ng = std::sqrt(dot(g, g)), ngp = std::sqrt(dot(gp, gp));
-        pt.l2.push_back(dd);
-        pt.rel.push_back(ng > 0 ? dd / ng : 0.0);
-        pt.cos.push_back(ng > 0 && ngp > 0 ? dot(g, gp) / (ng * ngp) : 1.0);
+        pt.add_layer(G[pr.start[i]], Gp[pr.start[i]]);
         pr.load(saved_p);
         debug::restore_buffers(*m.net, saved_b);
       }
@@ -126,23 +111,12 @@ LinearRun train_one(const MlpProbeOptions& o, const studies::kit::StudyData& d, 
       LandscapePoint pt;
       pt.step = st;
       pt.loss = L;
-      double gn2 = 0;
-      for (const auto& g : G) gn2 += dot(g, g);
-      pt.grad_norm = std::sqrt(gn2);
-      pt.loss_min = pt.gpred_min = INFINITY;
-      pt.loss_max = pt.gpred_max = -INFINITY;
+      pt.begin(grad_norm(G));
       for (int k = 0; k < o.grid; ++k) {
         const double eta = o.lr * o.eta_min * std::pow(o.eta_max / o.eta_min, static_cast<double>(k) / (o.grid - 1));
         pr.step(G, pr.params.size(), eta);
         const double le = pr.loss_grads(X, y, Gp);
-        double d2 = 0;
-        for (std::size_t j = 0; j < G.size(); ++j) d2 += dist(G[j], Gp[j]) * dist(G[j], Gp[j]);
-        const double dd = std::sqrt(d2);
-        pt.loss_min = std::min(pt.loss_min, le);
-        pt.loss_max = std::max(pt.loss_max, le);
-        pt.gpred_min = std::min(pt.gpred_min, dd);
-        pt.gpred_max = std::max(pt.gpred_max, dd);
-        if (pt.grad_norm > 0) pt.beta = std::max(pt.beta, dd / (eta * pt.grad_norm));
+        pt.add(eta, le, grad_dist(G, Gp));
         pr.load(saved_p);
         debug::restore_buffers(*m.net, saved_b);
       }
