@@ -20,6 +20,7 @@
 #include "kit/stats.h"
 #include "kit_names.h"
 #include "kit/option_checks.h"
+#include "kit/training_options.h"
 #include <tapegrad/core/autograd.h>
 #include <tapegrad/core/mode_checks.h>
 #include <tapegrad/core/ops/matmul.h>
@@ -324,7 +325,7 @@ std::string header(const LinearResult& r, const char* title) {
      << "full-batch GD lr " << fmt9(o.lr) << ", " << o.steps << " steps, summed squared error, float64; bn: "
      << "BatchNorm1d after each Linear but the last\n";
   }
-  md << "- probes every " << o.every << " steps; seeds " << o.seed << ".." << o.seed + static_cast<std::uint64_t>(o.seeds) - 1
+  md << "- probes every " << o.every << " steps; seeds " << studies::kit::seed_range(o)
      << "; per-seed window means, then mean ± std over seeds; ratio = BN / plain, paired by seed\n";
   int crashed = 0;
   for (const auto& run : r.runs) crashed += run.crashed;
@@ -351,24 +352,19 @@ LinearResult run_deep_linear(const LinearOptions& o, bool ics, bool landscape) {
   r.options = o;
   r.ics = ics;
   r.landscape = landscape;
-  for (bool bn : {false, true})
-    for (int s = 0; s < o.seeds; ++s) {
-      LinearRun run;
-      run.bn = bn;
-      run.seed = o.seed + static_cast<std::uint64_t>(s);
-      r.runs.push_back(run);
-    }
-  const auto t0 = std::chrono::steady_clock::now();
-  studies::kit::run_jobs(r.runs.size(), o.threads, [&](std::size_t k) {
-    r.runs[k] = studies::kit::name_out_of_memory(  // the data and the nets of --depth x --width
+  for (bool bn : {false, true}) {
+    LinearRun cell;
+    cell.bn = bn;
+    studies::kit::add_seed_runs(r.runs, cell, o);
+  }
+  r.seconds = studies::kit::run_grid(r.runs, o.threads, [&](LinearRun& run) {
+    run = studies::kit::name_out_of_memory(  // the data and the nets of --depth x --width
         "--depth " + std::to_string(o.depth) + " --width " + std::to_string(o.width),
-        [&] { return train_one(o, r.runs[k].bn, r.runs[k].seed, ics, landscape); });
-    const auto& run = r.runs[k];
+        [&] { return train_one(o, run.bn, run.seed, ics, landscape); });
     spdlog::info("deep linear {} seed {}: loss {:.4g} -> {:.4g}{}", net_name(run.bn), run.seed,
                  run.loss.empty() ? NAN : run.loss.front().second, run.loss.empty() ? NAN : run.loss.back().second,
                  run.crashed ? " (crashed at step " + std::to_string(run.crash_step) + ")" : "");
   });
-  r.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   return r;
 }
 
@@ -377,27 +373,16 @@ LinearResult run_noisy_linear(const LinearOptions& o, const NoiseOptions& noise)
   check_noise_options(noise);
   LinearResult r;
   r.options = o;
-  for (bool bn : {false, true})
-    for (bool nz : {false, true})
-      for (int s = 0; s < o.seeds; ++s) {
-        LinearRun run;
-        run.bn = bn;
-        run.noise = nz;
-        run.seed = o.seed + static_cast<std::uint64_t>(s);
-        r.runs.push_back(run);
-      }
-  const auto t0 = std::chrono::steady_clock::now();
-  studies::kit::run_jobs(r.runs.size(), o.threads, [&](std::size_t k) {
-    const bool nz = r.runs[k].noise;
-    r.runs[k] = studies::kit::name_out_of_memory(
+  r.runs = noise_grid<LinearRun>(o);
+  r.seconds = studies::kit::run_grid(r.runs, o.threads, [&](LinearRun& run) {
+    const bool nz = run.noise;
+    run = studies::kit::name_out_of_memory(
         "--depth " + std::to_string(o.depth) + " --width " + std::to_string(o.width),
-        [&] { return train_one(o, r.runs[k].bn, r.runs[k].seed, false, false, nz ? &noise : nullptr); });
-    const auto& run = r.runs[k];
+        [&] { return train_one(o, run.bn, run.seed, false, false, nz ? &noise : nullptr); });
     spdlog::info("deep linear {}{} seed {}: loss {:.4g} -> {:.4g}{}", net_name(run.bn), run.noise ? "+noise" : "", run.seed,
                  run.loss.empty() ? NAN : run.loss.front().second, run.loss.empty() ? NAN : run.loss.back().second,
                  run.crashed ? " (crashed at step " + std::to_string(run.crash_step) + ")" : "");
   });
-  r.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   return r;
 }
 

@@ -128,14 +128,12 @@ std::string sweep_summary(const SweepResult& r) {
     md << "- CNN [Conv2d(3×3) -> norm -> ReLU -> MaxPool2d(2)] × (8, 16) -> Linear(784, 64) -> norm -> ReLU -> Linear(64, 10), "
           "BN (norm = BatchNorm2d / BatchNorm1d) vs plain (no norm), Fashion-MNIST ";
   } else {
-    md << "- MLP 784";
-    for (auto h : o.hidden) md << "-" << h;
-    md << "-10, BN (Linear -> BatchNorm1d -> ReLU) vs plain (Linear -> ReLU), Fashion-MNIST ";
+    md << "- MLP " << studies::kit::mlp_layers(o.hidden)
+       << ", BN (Linear -> BatchNorm1d -> ReLU) vs plain (Linear -> ReLU), Fashion-MNIST ";
   }
   md << o.train_size
      << " training images, plain SGD (no momentum), batch " << o.batch << ", " << o.epochs << " epochs; lr "
-     << fmt4(o.lr_min) << " .. " << fmt4(o.lr_max) << " in √10 steps; seeds " << o.seed << ".."
-     << o.seed + static_cast<std::uint64_t>(o.seeds) - 1 << "\n";
+     << fmt4(o.lr_min) << " .. " << fmt4(o.lr_max) << " in √10 steps; seeds " << studies::kit::seed_range(o) << "\n";
   md << "- diverged: a minibatch loss NaN, Inf or > 10× the run's first minibatch loss; stable range = decades "
         "from " << fmt4(o.lr_min) << " to the first diverging rate (each rate below it is stable)\n";
   md << "- wall time " << fmt4(r.seconds) << " s with " << o.threads << " worker threads\n\n";

@@ -143,33 +143,25 @@ LinearResult run_mlp_probes(const MlpProbeOptions& o, const studies::kit::StudyD
   r.options.eta_min = o.eta_min;
   r.options.eta_max = o.eta_max;
   r.options.lr = o.lr;
-  r.options.seeds = o.seeds;
-  r.options.seed = o.seed;
-  r.options.threads = o.threads;
+  static_cast<studies::kit::SeedOptions&>(r.options) = o;  // the seeds and workers
   r.ics = ics;
   r.landscape = landscape;
   std::ostringstream desc;
-  desc << "Fashion-MNIST MLP 784";
-  for (auto h : o.hidden) desc << "-" << h;
-  desc << "-10, bn: Linear -> BatchNorm1d -> ReLU, plain: Linear -> ReLU; " << o.train_size
+  desc << "Fashion-MNIST MLP " << studies::kit::mlp_layers(o.hidden)
+     << ", bn: Linear -> BatchNorm1d -> ReLU, plain: Linear -> ReLU; " << o.train_size
        << " training images, plain SGD (no momentum) lr " << fmt4(o.lr) << ", batch " << o.batch << ", " << o.epochs
        << " epochs (" << r.options.steps << " steps), float32; probes on the minibatch about to be trained on";
   if (landscape) desc << "; landscape η ∈ [" << fmt4(o.eta_min) << ", " << fmt4(o.eta_max) << "]× lr";
   desc << "; loss = mean cross-entropy of that minibatch";
   r.description = desc.str();
   r.figure_name = "Fashion-MNIST MLP";
-  for (bool bn : {false, true})
-    for (int s = 0; s < o.seeds; ++s) {
-      LinearRun run;
-      run.bn = bn;
-      run.seed = o.seed + static_cast<std::uint64_t>(s);
-      r.runs.push_back(run);
-    }
-  const auto t0 = std::chrono::steady_clock::now();
-  studies::kit::run_jobs(r.runs.size(), o.threads, [&](std::size_t k) {
-    r.runs[k] = train_one(o, d, r.runs[k].bn, r.runs[k].seed, ics, landscape);
-  });
-  r.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  for (bool bn : {false, true}) {
+    LinearRun cell;
+    cell.bn = bn;
+    studies::kit::add_seed_runs(r.runs, cell, o);
+  }
+  r.seconds = studies::kit::run_grid(r.runs, o.threads,
+                                     [&](LinearRun& run) { run = train_one(o, d, run.bn, run.seed, ics, landscape); });
   return r;
 }
 

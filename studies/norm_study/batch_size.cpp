@@ -97,6 +97,14 @@ data::DataLoaderOptions run_loader_options(const BatchSizeOptions& o, std::int64
 
 std::uint64_t run_shuffle_seed(std::uint64_t seed) { return seed + 1000003; }
 
+std::vector<BatchSizeRun> batch_size_grid(const BatchSizeOptions& o) {
+  std::vector<BatchSizeRun> runs;
+  for (NormKind k : o.kinds)
+    for (auto m : o.ms)
+      for (int s = 0; s < o.seeds; ++s) runs.push_back({k, m, o.seed + static_cast<std::uint64_t>(s)});
+  return runs;
+}
+
 void score_run(BatchSizeRun& r, layers::Module& net, const data::Dataset& test) {
   if (r.crashed) {
     r.train_loss = r.test_loss = r.test_accuracy = std::nan("");
@@ -141,9 +149,7 @@ BatchSizeResult run_batch_size(const BatchSizeOptions& o, const StudyData& d) {
   check_batch_size_options(o, d);
   BatchSizeResult res;
   res.options = o;
-  for (NormKind k : o.kinds)
-    for (auto m : o.ms)
-      for (int s = 0; s < o.seeds; ++s) res.runs.push_back({k, m, o.seed + static_cast<std::uint64_t>(s)});
+  res.runs = batch_size_grid(o);
   // Smallest batches first: they take longest, so the last jobs to finish are short ones.
   std::vector<std::size_t> order(res.runs.size());
   for (std::size_t i = 0; i < order.size(); ++i) order[i] = i;
@@ -230,7 +236,7 @@ std::string batch_size_summary(const BatchSizeResult& r) {
   md << "- batch/renorm: statistics per replica (m rows), running stats of replica 0 (DDP broadcast_buffers); "
         "sync: statistics over all R·m rows; group: GroupNorm("
      << o.groups << "); layer: LayerNorm" << (o.model == "cnn" ? " over (C, H, W) and (width)" : "") << "\n";
-  md << "- seeds " << o.seed << ".." << o.seed + static_cast<std::uint64_t>(o.seeds) - 1
+  md << "- seeds " << studies::kit::seed_range(o)
      << "; test accuracy (eval mode, %) mean ± sample std over the runs that did not crash\n";
   md << "- wall time " << fmt4(r.seconds) << " s with " << o.threads << " worker threads\n\n";
   md << "| norm |";
