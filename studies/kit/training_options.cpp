@@ -3,13 +3,20 @@
 namespace studies::kit {
 
 std::string seed_range(const SeedOptions& o) {
-  return std::to_string(o.seed) + ".." + std::to_string(o.seed + static_cast<std::uint64_t>(o.seeds) - 1);
+  std::string out = std::to_string(o.seed);
+  out += "..";
+  out += std::to_string(o.seed + static_cast<std::uint64_t>(o.seeds) - 1);
+  return out;
 }
 
 std::string mlp_layers(const std::vector<std::int64_t>& hidden) {
   std::string out = "784";
-  for (auto h : hidden) out += "-" + std::to_string(h);
-  return out + "-10";
+  for (auto h : hidden) {
+    out += '-';
+    out += std::to_string(h);
+  }
+  out += "-10";
+  return out;
 }
 
 }  // namespace studies::kit
