@@ -26,6 +26,7 @@ using tapegrad::models::norm_name;
 
 using studies::kit::fmt4;
 using studies::kit::fmt9;
+namespace kit = studies::kit;  // the gnuplot runner: kit::spawn_gnuplot, kit::gnuplot_text, ...
 
 namespace {
 
@@ -256,7 +257,7 @@ struct Plotter {
   // One panel: train (solid) and test (dashed) curves with ±1 std bands for each group.
   std::string panel(const std::vector<const Group*>& gs, EvalPolicy pol, const std::string& title) {
     std::ostringstream gp;
-    gp << "set title " << gnuplot_text(title) << "\nset logscale y\nset yrange [*:*]\nset format y '%.0e'\n"
+    gp << "set title " << kit::gnuplot_text(title) << "\nset logscale y\nset yrange [*:*]\nset format y '%.0e'\n"
        << "set xlabel 'epoch'\nset ylabel 'MSE loss'\nset grid\n"
        // Inside, bottom left (where every loss curve has long left): the panels keep their width.
        << "set key inside left bottom Left reverse opaque box samplen 2 font ',9'\n";
@@ -274,11 +275,11 @@ struct Plotter {
         const std::string f = band_file(*g, pol, sp);
         if (!first) gp << ", \\\n     ";
         first = false;
-        gp << gnuplot_quote(f) << " using 1:3:4 with filledcurves fc rgb '" << c
+        gp << kit::gnuplot_quote(f) << " using 1:3:4 with filledcurves fc rgb '" << c
            << "' fs transparent solid 0.18 noborder notitle"
-           << ", \\\n     " << gnuplot_quote(f) << " using 1:2 with lines lw 2 dt " << (sp == 0 ? 1 : 2)
+           << ", \\\n     " << kit::gnuplot_quote(f) << " using 1:2 with lines lw 2 dt " << (sp == 0 ? 1 : 2)
            << " lc rgb '" << c << "' title "
-           << gnuplot_text(name + (sp == 0 ? " train" : " test") + (sp == 0 ? tag : ""));
+           << kit::gnuplot_text(name + (sp == 0 ? " train" : " test") + (sp == 0 ? tag : ""));
       }
     }
     gp << baseline_line(1, first) << "\n";
@@ -293,7 +294,7 @@ struct Plotter {
     const MeanStd& m = split == 0 ? base.train : base.test;
     if (m.n == 0) return "";
     return std::string(first ? "" : ", \\\n     ") + fmt9(m.mean) + " with lines dt 3 lw 1.5 lc rgb '#555555' title " +
-           gnuplot_text("constant predictor, " + std::string(split == 0 ? "train " : "test ") + fmt4(m.mean));
+           kit::gnuplot_text("constant predictor, " + std::string(split == 0 ? "train " : "test ") + fmt4(m.mean));
   }
 
   void run_script(const std::string& base, const std::string& body) {
@@ -319,7 +320,7 @@ struct Plotter {
       const fs::path log = plots / ("gnuplot" + std::to_string(w) + ".log");
       std::error_code ec;
       fs::remove(log, ec);
-      const pid_t pid = spawn_gnuplot(dir.string(), scripts, log.string());
+      const pid_t pid = kit::spawn_gnuplot(dir.string(), scripts, log.string());
       if (pid < 0) {
         spdlog::warn("cannot start gnuplot; the CSV is unaffected");
         continue;
@@ -327,7 +328,7 @@ struct Plotter {
       running.emplace_back(pid, std::move(bases));
     }
     for (std::size_t w = 0; w < running.size(); ++w) {
-      wait_ok(running[w].first);
+      kit::wait_ok(running[w].first);
       for (const auto& base : running[w].second) {
         if (!fs::exists(dir / (base + ".png"))) {
           spdlog::warn("gnuplot failed on {} (see {}); the CSV is unaffected", (plots / (base + ".gp")).string(),
@@ -356,10 +357,10 @@ struct Plotter {
     const int rows = (static_cast<int>(lrs.size()) + cols - 1) / cols;
     std::ostringstream gp;
     gp << "set terminal pngcairo size " << 720 * cols + 80 << "," << 440 * rows + 40 << " font 'sans,10'\n"
-       << "set output " << gnuplot_quote(base + ".png") << "\n";
+       << "set output " << kit::gnuplot_quote(base + ".png") << "\n";
     if (lrs.size() > 1)
       gp << "set multiplot layout " << rows << "," << cols << " title "
-         << gnuplot_text(exp + " (" + s.resolved.preset + " preset, " + policy_name(pol) +
+         << kit::gnuplot_text(exp + " (" + s.resolved.preset + " preset, " + policy_name(pol) +
                          "-mode evaluation; line: geometric mean over seeds, band: ±1 std of log10 loss)")
          << "\n";
     for (double lr : lrs) {
@@ -385,9 +386,9 @@ struct Plotter {
     if (gs.empty()) return;
     const std::string base = std::string("depth_") + policy_name(pol);
     std::ostringstream gp;
-    gp << "set terminal pngcairo size 1280,520 font 'sans,10'\nset output " << gnuplot_quote(base + ".png") << "\n"
+    gp << "set terminal pngcairo size 1280,520 font 'sans,10'\nset output " << kit::gnuplot_quote(base + ".png") << "\n"
        << "set multiplot layout 1,2 title "
-       << gnuplot_text("depth, lr " + fmt_g(s.jobs[gs.front()->jobs.front()].run.lr) + " (" + s.resolved.preset +
+       << kit::gnuplot_text("depth, lr " + fmt_g(s.jobs[gs.front()->jobs.front()].run.lr) + " (" + s.resolved.preset +
                        " preset, " + policy_name(pol) +
                        "-mode evaluation): mean ± 1 std over seeds that did not crash, dots = seeds, × = crashed runs")
        << "\n";
@@ -444,16 +445,16 @@ struct Plotter {
           write_file(plots / file, text.empty() ? "? ? ? ?\n" : text);
           if (!first) gp << ", \\\n     ";
           first = false;
-          gp << gnuplot_quote("plots/" + file) << " " << style;
+          gp << kit::gnuplot_quote("plots/" + file) << " " << style;
         };
         const std::string stem = "depth_" + norm_name(norm) + "_" + policy_name(pol) + "_" + sp;
         add(stem + "_mean.dat", means[norm].str(),
-            "using 1:2:3:4 with yerrorlines lw 2 pt 7 ps 1.2 lc rgb '" + c + "' title " + gnuplot_text(name));
+            "using 1:2:3:4 with yerrorlines lw 2 pt 7 ps 1.2 lc rgb '" + c + "' title " + kit::gnuplot_text(name));
         add(stem + "_seeds.dat", points[norm].str(), "using 1:2 with points pt 6 ps 0.8 lc rgb '" + c + "' notitle");
         if (crashes.count(norm)) {
           add(stem + "_crashed.dat", crashes[norm].str(),
-              "using 1:2 with points pt 2 ps 2.5 lw 2 lc rgb '" + c + "' title " + gnuplot_text(name + " crashed"));
-          gp << ", \\\n     " << gnuplot_quote("plots/" + stem + "_crashed.dat")
+              "using 1:2 with points pt 2 ps 2.5 lw 2 lc rgb '" + c + "' title " + kit::gnuplot_text(name + " crashed"));
+          gp << ", \\\n     " << kit::gnuplot_quote("plots/" + stem + "_crashed.dat")
              << " using 1:2:3 with labels noenhanced offset 0,1.2 tc rgb '" << c << "' notitle";
         }
       }
@@ -473,7 +474,7 @@ std::vector<std::string> write_outputs(const StudyResult& s, const std::string& 
   if (ec) throw std::runtime_error("cannot create " + dir.string() + ": " + ec.message());
   write_file(dir / "results.csv", csv_text(s));
   write_file(dir / "summary.md", summary_markdown(s));
-  if (!gnuplot_available()) {
+  if (!kit::gnuplot_available()) {
     static bool warned = false;
     if (!warned) spdlog::warn("gnuplot (with the pngcairo terminal) not found: no figures, the CSV and summary are written");
     warned = true;

@@ -9,12 +9,6 @@
 
 namespace bnexp {
 
-using studies::kit::gnuplot_available;
-using studies::kit::gnuplot_quote;
-using studies::kit::gnuplot_text;
-using studies::kit::spawn_gnuplot;
-using studies::kit::wait_ok;
-
 /// Header of the tidy CSV: one row per (experiment, config, policy, seed, epoch, split).
 inline constexpr const char* kCsvHeader = "experiment,config,norm,lr,depth,preset,policy,seed,epoch,split,loss";
 

@@ -1,21 +1,17 @@
 #include "study.h"
 
 #include <algorithm>
-#include <atomic>
 #include <cmath>
 #include <cstdio>
-#include <exception>
 #include <filesystem>
 #include <map>
-#include <mutex>
 #include <stdexcept>
-#include <thread>
 #include <utility>
 
 #include <spdlog/spdlog.h>
 
-#include <tapegrad/core/parallel.h>
 #include <tapegrad/layers/checkpoint.h>
+#include "kit/jobs.h"
 #include "kit/option_checks.h"
 
 namespace bnexp {
@@ -170,47 +166,20 @@ StudyResult run_study(const std::vector<std::string>& experiments, const StudyOp
   std::stable_sort(order.begin(), order.end(), [&](auto a, auto b) { return cost(a) > cost(b); });
 
   std::vector<RunResult> unique_results(uniques.size());
-  std::atomic<std::size_t> next{0};
-  std::exception_ptr error;
-  std::mutex error_mu;
-  const int threads = std::min<int>(options.threads, static_cast<int>(std::max<std::size_t>(order.size(), 1)));
-  auto worker = [&] {
-    // Every run is single-threaded, so its bits never depend on --threads (a threaded
-    // reduction sums in another order). OpenMP settings are per thread: without this a
-    // worker would start with every core, and OpenBLAS (the OpenMP build) would split
-    // each small product across threads that are busy with other runs.
-    tapegrad::set_num_threads(1);
-    for (;;) {
-      const std::size_t k = next.fetch_add(1);
-      if (k >= order.size()) return;
-      const Job& job = s.jobs[uniques[order[k]]];
-      try {
-        RunResult r = train_run(job.run, data.at(job.run.seed));
-        const auto& l = r.loss[0];
-        const double sps = r.seconds > 0 ? static_cast<double>(r.steps) / r.seconds : 0.0;
-        spdlog::info("{:<13} {:<18} seed={} epoch {:>3}/{} train {:.4g} test {:.4g} ({}){} {:.0f} steps/s",
-                     job.experiment, job.config, job.run.seed, r.epochs_done(), job.run.epochs,
-                     l[0].empty() ? 0.0 : l[0].back(), l[1].empty() ? 0.0 : l[1].back(),
-                     policy_name(job.run.policies[0]), r.crashed ? " CRASHED: " + r.crash_reason : std::string(),
-                     sps);
-        unique_results[order[k]] = std::move(r);
-      } catch (...) {
-        std::lock_guard<std::mutex> lock(error_mu);
-        if (!error) error = std::current_exception();
-        next = order.size();
-      }
-    }
-  };
-  const int before = tapegrad::get_num_threads();
-  if (threads <= 1) {
-    worker();
-  } else {
-    std::vector<std::thread> pool;
-    for (int t = 0; t < threads; ++t) pool.emplace_back(worker);
-    for (auto& t : pool) t.join();
-  }
-  tapegrad::set_num_threads(before);
-  if (error) std::rethrow_exception(error);
+  // Every run is single-threaded (kit::run_jobs), so its bits never depend on --threads (a
+  // threaded reduction sums in another order), and OpenBLAS (the OpenMP build) does not split
+  // each small product across threads that are busy with other runs.
+  studies::kit::run_jobs(order.size(), options.threads, [&](std::size_t k) {
+    const Job& job = s.jobs[uniques[order[k]]];
+    RunResult r = train_run(job.run, data.at(job.run.seed));
+    const auto& l = r.loss[0];
+    const double sps = r.seconds > 0 ? static_cast<double>(r.steps) / r.seconds : 0.0;
+    spdlog::info("{:<13} {:<18} seed={} epoch {:>3}/{} train {:.4g} test {:.4g} ({}){} {:.0f} steps/s",
+                 job.experiment, job.config, job.run.seed, r.epochs_done(), job.run.epochs,
+                 l[0].empty() ? 0.0 : l[0].back(), l[1].empty() ? 0.0 : l[1].back(),
+                 policy_name(job.run.policies[0]), r.crashed ? " CRASHED: " + r.crash_reason : std::string(), sps);
+    unique_results[order[k]] = std::move(r);
+  });
   s.results.resize(s.jobs.size());
   for (std::size_t i = 0; i < s.jobs.size(); ++i) s.results[i] = unique_results[unique_of[i]];
   return s;

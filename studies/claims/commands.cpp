@@ -19,15 +19,9 @@ namespace claims {
 namespace {
 
 namespace kit = studies::kit;
-using kit::add_seed_options, kit::add_threads_option, kit::CliContext, kit::Study, kit::StudyData, kit::subcommand;
+using kit::add_seed_options, kit::add_threads_option, kit::CliContext, kit::on_fashion, kit::Study, kit::StudyData,
+    kit::subcommand;
 
-// A study on Fashion-MNIST: the options' --train-size and --test-size images, then the run.
-template <class O, class R>
-std::function<R(const O&, const CliContext&)> on_fashion(R (*run)(const O&, const StudyData&)) {
-  return [run](const O& o, const CliContext& ctx) {
-    return run(o, kit::load_data(ctx.data_dir, o.train_size, o.test_size));
-  };
-}
 // --train-size and --test-size, their help after `prefix` ("MLP: ").
 void add_sizes(CLI::App& sc, std::int64_t& train, std::int64_t& test, const std::string& prefix = "") {
   sc.add_option("--train-size", train, prefix + (prefix.empty() ? "Training images" : "training images"))->capture_default_str();

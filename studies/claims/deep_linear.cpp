@@ -20,6 +20,7 @@
 #include "kit/stats.h"
 #include "kit_names.h"
 #include "kit/option_checks.h"
+#include "kit/training_options.h"
 #include <tapegrad/core/autograd.h>
 #include <tapegrad/core/mode_checks.h>
 #include <tapegrad/core/ops/matmul.h>
@@ -34,6 +35,27 @@
 namespace claims {
 
 using namespace tapegrad;
+
+void IcsPoint::add_layer(const std::vector<double>& g, const std::vector<double>& gp) {
+  const double d = dist(g, gp), ng = std::sqrt(dot(g, g)), ngp = std::sqrt(dot(gp, gp));
+  l2.push_back(d);
+  rel.push_back(ng > 0 ? d / ng : 0.0);
+  cos.push_back(ng > 0 && ngp > 0 ? dot(g, gp) / (ng * ngp) : 1.0);
+}
+
+void LandscapePoint::begin(double g_norm) {
+  grad_norm = g_norm;
+  loss_min = gpred_min = INFINITY;
+  loss_max = gpred_max = -INFINITY;
+}
+
+void LandscapePoint::add(double eta, double loss_eta, double grad_dist) {
+  loss_min = std::min(loss_min, loss_eta);
+  loss_max = std::max(loss_max, loss_eta);
+  gpred_min = std::min(gpred_min, grad_dist);
+  gpred_max = std::max(gpred_max, grad_dist);
+  if (grad_norm > 0) beta = std::max(beta, grad_dist / (eta * grad_norm));
+}
 
 LinearOptions quick_linear_options(LinearOptions o) {
   o.steps = 200;
@@ -122,22 +144,6 @@ void step_params(Net& n, const std::vector<std::vector<double>>& grads, std::siz
     n.params[k].add_(Tensor::from_vector(grads[k], n.params[k].shape(), Dtype::Float64), -eta);
 }
 
-double dist(const std::vector<double>& a, const std::vector<double>& b) {
-  double s = 0;
-  for (std::size_t i = 0; i < a.size(); ++i) s += (a[i] - b[i]) * (a[i] - b[i]);
-  return std::sqrt(s);
-}
-double norm(const std::vector<double>& a) {
-  double s = 0;
-  for (double v : a) s += v * v;
-  return std::sqrt(s);
-}
-double dot(const std::vector<double>& a, const std::vector<double>& b) {
-  double s = 0;
-  for (std::size_t i = 0; i < a.size(); ++i) s += a[i] * b[i];
-  return s;
-}
-
 // Copies of tensors and their restoration, outside the tape.
 std::vector<Tensor> save(const std::vector<Tensor>& ts) {
   NoGradGuard ng;
@@ -159,12 +165,7 @@ IcsPoint probe_ics(Net& n, const Tensor& X, const Tensor& Y, const std::vector<s
   for (std::size_t i = 1; i < n.groups.size(); ++i) {
     step_params(n, G, before, lr);  // the step of every layer before i
     loss_grads(n, X, Y, Gp);
-    const auto& g = G[before];
-    const auto& gp = Gp[before];
-    const double d = dist(g, gp), ng = norm(g), ngp = norm(gp);
-    pt.l2.push_back(d);
-    pt.rel.push_back(ng > 0 ? d / ng : 0.0);
-    pt.cos.push_back(ng > 0 && ngp > 0 ? dot(g, gp) / (ng * ngp) : 1.0);
+    pt.add_layer(G[before], Gp[before]);
     load(n.params, saved_p);
     load(n.buffers, saved_b);
     before += n.groups[i].size();
@@ -177,25 +178,14 @@ LandscapePoint probe_landscape(Net& n, const Tensor& X, const Tensor& Y, const s
   LandscapePoint pt;
   pt.loss = loss;
   const auto saved_p = save(n.params), saved_b = save(n.buffers);
-  double gn2 = 0;
-  for (const auto& g : G) gn2 += dot(g, g);
-  pt.grad_norm = std::sqrt(gn2);
-  pt.loss_min = pt.gpred_min = INFINITY;
-  pt.loss_max = pt.gpred_max = -INFINITY;
+  pt.begin(grad_norm(G));
   std::vector<std::vector<double>> Ge;
   for (int k = 0; k < o.grid; ++k) {
     const double f = o.eta_min * std::pow(o.eta_max / o.eta_min, static_cast<double>(k) / (o.grid - 1));
     const double eta = f * o.lr;
     step_params(n, G, n.params.size(), eta);
     const double le = loss_grads(n, X, Y, Ge);
-    double d2 = 0;
-    for (std::size_t j = 0; j < G.size(); ++j) d2 += dist(G[j], Ge[j]) * dist(G[j], Ge[j]);
-    const double d = std::sqrt(d2);
-    pt.loss_min = std::min(pt.loss_min, le);
-    pt.loss_max = std::max(pt.loss_max, le);
-    pt.gpred_min = std::min(pt.gpred_min, d);
-    pt.gpred_max = std::max(pt.gpred_max, d);
-    if (pt.grad_norm > 0) pt.beta = std::max(pt.beta, d / (eta * pt.grad_norm));
+    pt.add(eta, le, grad_dist(G, Ge));
     load(n.params, saved_p);
     load(n.buffers, saved_b);
   }
@@ -335,7 +325,7 @@ std::string header(const LinearResult& r, const char* title) {
      << "full-batch GD lr " << fmt9(o.lr) << ", " << o.steps << " steps, summed squared error, float64; bn: "
      << "BatchNorm1d after each Linear but the last\n";
   }
-  md << "- probes every " << o.every << " steps; seeds " << o.seed << ".." << o.seed + static_cast<std::uint64_t>(o.seeds) - 1
+  md << "- probes every " << o.every << " steps; seeds " << studies::kit::seed_range(o)
      << "; per-seed window means, then mean ± std over seeds; ratio = BN / plain, paired by seed\n";
   int crashed = 0;
   for (const auto& run : r.runs) crashed += run.crashed;
@@ -362,24 +352,19 @@ LinearResult run_deep_linear(const LinearOptions& o, bool ics, bool landscape) {
   r.options = o;
   r.ics = ics;
   r.landscape = landscape;
-  for (bool bn : {false, true})
-    for (int s = 0; s < o.seeds; ++s) {
-      LinearRun run;
-      run.bn = bn;
-      run.seed = o.seed + static_cast<std::uint64_t>(s);
-      r.runs.push_back(run);
-    }
-  const auto t0 = std::chrono::steady_clock::now();
-  studies::kit::run_jobs(r.runs.size(), o.threads, [&](std::size_t k) {
-    r.runs[k] = studies::kit::name_out_of_memory(  // the data and the nets of --depth x --width
+  for (bool bn : {false, true}) {
+    LinearRun cell;
+    cell.bn = bn;
+    studies::kit::add_seed_runs(r.runs, cell, o);
+  }
+  r.seconds = studies::kit::run_grid(r.runs, o.threads, [&](LinearRun& run) {
+    run = studies::kit::name_out_of_memory(  // the data and the nets of --depth x --width
         "--depth " + std::to_string(o.depth) + " --width " + std::to_string(o.width),
-        [&] { return train_one(o, r.runs[k].bn, r.runs[k].seed, ics, landscape); });
-    const auto& run = r.runs[k];
+        [&] { return train_one(o, run.bn, run.seed, ics, landscape); });
     spdlog::info("deep linear {} seed {}: loss {:.4g} -> {:.4g}{}", net_name(run.bn), run.seed,
                  run.loss.empty() ? NAN : run.loss.front().second, run.loss.empty() ? NAN : run.loss.back().second,
                  run.crashed ? " (crashed at step " + std::to_string(run.crash_step) + ")" : "");
   });
-  r.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   return r;
 }
 
@@ -388,27 +373,16 @@ LinearResult run_noisy_linear(const LinearOptions& o, const NoiseOptions& noise)
   check_noise_options(noise);
   LinearResult r;
   r.options = o;
-  for (bool bn : {false, true})
-    for (bool nz : {false, true})
-      for (int s = 0; s < o.seeds; ++s) {
-        LinearRun run;
-        run.bn = bn;
-        run.noise = nz;
-        run.seed = o.seed + static_cast<std::uint64_t>(s);
-        r.runs.push_back(run);
-      }
-  const auto t0 = std::chrono::steady_clock::now();
-  studies::kit::run_jobs(r.runs.size(), o.threads, [&](std::size_t k) {
-    const bool nz = r.runs[k].noise;
-    r.runs[k] = studies::kit::name_out_of_memory(
+  r.runs = noise_grid<LinearRun>(o);
+  r.seconds = studies::kit::run_grid(r.runs, o.threads, [&](LinearRun& run) {
+    const bool nz = run.noise;
+    run = studies::kit::name_out_of_memory(
         "--depth " + std::to_string(o.depth) + " --width " + std::to_string(o.width),
-        [&] { return train_one(o, r.runs[k].bn, r.runs[k].seed, false, false, nz ? &noise : nullptr); });
-    const auto& run = r.runs[k];
+        [&] { return train_one(o, run.bn, run.seed, false, false, nz ? &noise : nullptr); });
     spdlog::info("deep linear {}{} seed {}: loss {:.4g} -> {:.4g}{}", net_name(run.bn), run.noise ? "+noise" : "", run.seed,
                  run.loss.empty() ? NAN : run.loss.front().second, run.loss.empty() ? NAN : run.loss.back().second,
                  run.crashed ? " (crashed at step " + std::to_string(run.crash_step) + ")" : "");
   });
-  r.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   return r;
 }
 

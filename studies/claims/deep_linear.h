@@ -21,10 +21,12 @@
 #include <vector>
 
 #include "distribution_noise.h"
+#include "flat_grads.h"
+#include "kit/training_options.h"
 
 namespace claims {
 
-struct LinearOptions {
+struct LinearOptions : studies::kit::SeedOptions {
   int depth = 25;
   std::int64_t width = 10;
   std::int64_t samples = 1000;
@@ -33,12 +35,24 @@ struct LinearOptions {
   int every = 100;             ///< probe every k-th step (and at step 0)
   int grid = 9;                ///< landscape: η values, geometric over [eta_min, eta_max]× lr
   double eta_min = 0.01, eta_max = 30;
-  int seeds = 3;
-  std::uint64_t seed = 0;
-  int threads = 2;
   double init_scale = 1;       ///< multiplies the Glorot bound (init-sweep-linear)
 };
 LinearOptions quick_linear_options(LinearOptions o);
+
+/// The noise experiment's runs (noisy-bn): plain, plain + noise, bn, bn + noise, each for every
+/// seed of `o` in seed order. Run has bn, noise and seed.
+template <class Run>
+std::vector<Run> noise_grid(const studies::kit::SeedOptions& o) {
+  std::vector<Run> runs;
+  for (bool bn : {false, true})
+    for (bool noise : {false, true}) {
+      Run cell;
+      cell.bn = bn;
+      cell.noise = noise;
+      studies::kit::add_seed_runs(runs, cell, o);
+    }
+  return runs;
+}
 /// Throws std::invalid_argument naming the option.
 void check_linear_options(const LinearOptions& o);
 
@@ -46,6 +60,8 @@ void check_linear_options(const LinearOptions& o);
 struct IcsPoint {
   int step = 0;
   std::vector<double> l2, rel, cos;  ///< per Linear i (0-based): ‖G − G'‖₂, ‖G − G'‖₂/‖G‖₂, cos(G, G')
+  /// Appends the next Linear's measures: G = g before, G' = gp after the earlier layers' step.
+  void add_layer(const std::vector<double>& g, const std::vector<double>& gp);
 };
 struct LandscapePoint {
   int step = 0;
@@ -54,11 +70,13 @@ struct LandscapePoint {
   double gpred_min = 0, gpred_max = 0;  ///< over η of ‖∇L(W) − ∇L(W − ηg)‖₂
   double beta = 0;                      ///< max over η of ‖Δ∇L‖₂ / ‖ηg‖₂
   double grad_norm = 0;                 ///< ‖g‖₂
+  /// Before the first η: ‖g‖₂ = g_norm, the ranges empty (min +∞, max −∞).
+  void begin(double g_norm);
+  /// Folds in one step size η: loss_eta = L(W − ηg), grad_dist = ‖∇L(W) − ∇L(W − ηg)‖₂.
+  void add(double eta, double loss_eta, double grad_dist);
 };
-struct LinearRun {
-  bool bn = false;
+struct LinearRun : studies::kit::BnVsPlainRun {
   bool noise = false;  ///< DistributionNoise after each of the first depth − 1 Linears (after its BN)
-  std::uint64_t seed = 0;
   bool crashed = false;
   int crash_step = 0;
   std::vector<std::pair<int, double>> loss;  ///< (step, loss) at every probe step

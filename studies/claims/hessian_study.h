@@ -18,6 +18,7 @@
 #include "hessian_nets.h"
 #include "hessian_probe.h"
 #include "kit/fashion_data.h"
+#include "kit/training_options.h"
 
 namespace claims {
 
@@ -29,20 +30,17 @@ struct HessianNetOptions {
   std::int64_t hessian_batch = 0;      ///< first rows of the training set the Hessian is taken on (0: all)
 };
 
-struct HessianOptions {
+struct HessianOptions : studies::kit::SeedOptions {
   std::vector<std::int64_t> steps = {0, 10, 100, 1000, 2000};  ///< probe after this many SGD steps (the last: the end)
   std::vector<std::string> nets = {"chapter", "fashion"};
   std::vector<std::string> arms = {"plain", "bn", "bn-population"};
   std::int64_t population_every = 10;  ///< bn-population: SGD steps between recomputations of the statistics
-  int seeds = 3;
-  std::uint64_t seed = 0;
   HessianNetOptions chapter{"chapter", {128, 64, 32}, 0.05, 32, 0};
   HessianNetOptions fashion{"fashion", {256, 128}, 0.05, 128, 1000};
   std::int64_t train_size = 10000;  ///< Fashion-MNIST training images (the chapter's set is its 200)
   /// top 20 by 60 Lanczos steps (room above the one outlier per class that Ghorbani et al. see),
   /// SLQ 8 probes × 60 steps, σ = 1 % of the range
   SpectrumOptions spectrum{20, 60, {8, 60, 1000}, 0.01, 0};
-  int threads = 2;
 };
 /// --quick: every arm, 1 seed, steps {0, 10}, Fashion-MNIST on 512 images with hidden {32, 16} and a
 /// 128-image Hessian batch, top-5, SLQ 2 probes × 20 steps.

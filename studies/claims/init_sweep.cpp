@@ -80,12 +80,11 @@ InitResult run_init_sweep(const InitOptions& o, const studies::kit::StudyData& d
   r.options = o;
   for (bool bn : {false, true})
     for (int dd : o.depths)
-      for (double s : o.scales)
-        for (int k = 0; k < o.seeds; ++k) {
-          InitRun x;
-          x.bn = bn, x.depth = dd, x.scale = s, x.seed = o.seed + static_cast<std::uint64_t>(k);
-          r.runs.push_back(x);
-        }
+      for (double s : o.scales) {
+        InitRun x;
+        x.bn = bn, x.depth = dd, x.scale = s;
+        studies::kit::add_seed_runs(r.runs, x, o);
+      }
   r.seconds = studies::kit::run_grid(r.runs, o.threads, [&](auto& x) {
     MlpSpec spec;
     spec.hidden.assign(static_cast<std::size_t>(x.depth), o.width);
@@ -123,7 +122,7 @@ std::string init_summary(const InitResult& r) {
   md << "- " << o.train_size << " training images, SGD momentum 0.9, lr " << fmt4(o.lr) << " (fixed), batch " << o.batch
      << ", " << o.epochs << " epochs; eval-mode test accuracy; a crashed run counts as 10 %\n";
   }
-  md << "- seeds " << o.seed << ".." << o.seed + static_cast<std::uint64_t>(o.seeds) - 1 << "; wall time " << fmt4(r.seconds)
+  md << "- seeds " << studies::kit::seed_range(o) << "; wall time " << fmt4(r.seconds)
      << " s with " << o.threads << " worker threads\n\n";
   for (bool bn : {false, true}) {
     const auto cells = cell_means(r, bn);

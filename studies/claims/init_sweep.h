@@ -12,33 +12,27 @@
 #include <vector>
 
 #include "mlp.h"
+#include "kit/training_options.h"
 
 namespace claims {
 
-struct InitOptions {
+struct InitOptions : studies::kit::FashionGridOptions {
   std::vector<double> scales = {0.01, 0.1, 0.3, 1, 3, 10};
   std::vector<int> depths = {2, 4, 8, 16};
   std::int64_t width = 128;
-  int seeds = 3;
-  std::uint64_t seed = 0;
   int epochs = 2;
   std::int64_t batch = 64;
   double lr = 0.01;
-  std::int64_t train_size = 10000;
-  std::int64_t test_size = 0;
   double tolerance = 2;  ///< points of test accuracy
-  int threads = 2;
 };
 /// --quick: 1 seed, scales {0.1, 1, 10}, depths {2, 4}, 1 epoch on 1,024 / 1,000 images.
 InitOptions quick_init_options(InitOptions o);
 /// Throws std::invalid_argument naming the option.
 void check_init_options(const InitOptions& o);
 
-struct InitRun {
-  bool bn = false;
+struct InitRun : studies::kit::BnVsPlainRun {
   double scale = 0;
   int depth = 0;
-  std::uint64_t seed = 0;
   TrainOutcome out;
   double crash_acc = 0.1;  ///< the score a crashed run counts as
   double acc() const;  ///< test accuracy (init-sweep-linear: R²), crash_acc when crashed

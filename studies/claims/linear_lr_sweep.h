@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "deep_linear.h"
+#include "kit/training_options.h"
 
 namespace claims {
 
@@ -21,18 +22,13 @@ LinearSweepOptions quick_linear_sweep_options(LinearSweepOptions o);
 /// Throws std::invalid_argument naming the option.
 void check_linear_sweep_options(const LinearSweepOptions& o);
 
-struct LinearSweepRun {
-  bool bn = false;
-  std::uint64_t seed = 0;
+struct LinearSweepRun : studies::kit::BnVsPlainRun {
   double lr = 0;
   bool diverged = false;
   double first_loss = 0, final_loss = 0;  ///< final: NaN when diverged
 };
-struct LinearSweepResult {
-  LinearSweepOptions options;
+struct LinearSweepResult : studies::kit::GridResult<LinearSweepOptions, LinearSweepRun> {
   std::vector<double> rates;
-  std::vector<LinearSweepRun> runs;
-  double seconds = 0;
 };
 LinearSweepResult run_linear_lr_sweep(const LinearSweepOptions& o);
 std::string linear_sweep_csv(const LinearSweepResult& r);

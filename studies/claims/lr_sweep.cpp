@@ -12,6 +12,7 @@
 #include "kit/stats.h"
 #include "kit_names.h"
 #include "kit/option_checks.h"
+#include "kit/train_epochs.h"
 #include "kit/training_options.h"
 #include <tapegrad/data/dataloader.h>
 #include <tapegrad/optim/sgd.h>
@@ -59,28 +60,17 @@ SweepRun train_one(const SweepOptions& o, const studies::kit::StudyData& d, bool
   studies::kit::Model m = studies::kit::build_model(mc, d.train.num_features(), 10, init);
   optim::SGD opt(m.net->parameters(), {.lr = lr});
   data::DataLoader loader = studies::kit::shuffled_batches(d.train, o.batch, shuffle);
-  m.net->train();
-  std::int64_t step = 0;
-  for (int e = 1; e <= o.epochs && !run.diverged; ++e) {
-    double sum = 0;
-    int n = 0;
-    for (auto b : loader) {
-      const double L = studies::kit::train_step(*m.net, opt, b.X, b.y);
-      ++step;
-      if (step == 1) run.first_loss = L;
-      if (!std::isfinite(L) || L > 10 * run.first_loss) {
-        run.diverged = true;
-        char buf[128];
-        std::snprintf(buf, sizeof buf, "loss %.4g %s at step %lld", L,
-                      std::isfinite(L) ? ("> 10x the first (" + fmt4(run.first_loss) + ")").c_str() : "not finite",
-                      static_cast<long long>(step));
-        run.reason = buf;
-        break;
-      }
-      sum += L, ++n;
-    }
-    run.last_loss = n ? sum / n : NAN;
-  }
+  run.last_loss = studies::kit::train_epochs(*m.net, opt, loader, o.epochs, [&](std::int64_t step, double L) {
+    if (step == 1) run.first_loss = L;
+    if (std::isfinite(L) && L <= 10 * run.first_loss) return false;
+    run.diverged = true;
+    char buf[128];
+    std::snprintf(buf, sizeof buf, "loss %.4g %s at step %lld", L,
+                  std::isfinite(L) ? ("> 10x the first (" + fmt4(run.first_loss) + ")").c_str() : "not finite",
+                  static_cast<long long>(step));
+    run.reason = buf;
+    return true;
+  });
   run.test_acc = run.diverged ? NAN : studies::kit::evaluate_eval_mode(*m.net, d.test).accuracy;
   return run;
 }
@@ -138,14 +128,12 @@ std::string sweep_summary(const SweepResult& r) {
     md << "- CNN [Conv2d(3×3) -> norm -> ReLU -> MaxPool2d(2)] × (8, 16) -> Linear(784, 64) -> norm -> ReLU -> Linear(64, 10), "
           "BN (norm = BatchNorm2d / BatchNorm1d) vs plain (no norm), Fashion-MNIST ";
   } else {
-    md << "- MLP 784";
-    for (auto h : o.hidden) md << "-" << h;
-    md << "-10, BN (Linear -> BatchNorm1d -> ReLU) vs plain (Linear -> ReLU), Fashion-MNIST ";
+    md << "- MLP " << studies::kit::mlp_layers(o.hidden)
+       << ", BN (Linear -> BatchNorm1d -> ReLU) vs plain (Linear -> ReLU), Fashion-MNIST ";
   }
   md << o.train_size
      << " training images, plain SGD (no momentum), batch " << o.batch << ", " << o.epochs << " epochs; lr "
-     << fmt4(o.lr_min) << " .. " << fmt4(o.lr_max) << " in √10 steps; seeds " << o.seed << ".."
-     << o.seed + static_cast<std::uint64_t>(o.seeds) - 1 << "\n";
+     << fmt4(o.lr_min) << " .. " << fmt4(o.lr_max) << " in √10 steps; seeds " << studies::kit::seed_range(o) << "\n";
   md << "- diverged: a minibatch loss NaN, Inf or > 10× the run's first minibatch loss; stable range = decades "
         "from " << fmt4(o.lr_min) << " to the first diverging rate (each rate below it is stable)\n";
   md << "- wall time " << fmt4(r.seconds) << " s with " << o.threads << " worker threads\n\n";

@@ -14,22 +14,18 @@
 #include "kit/jobs.h"
 #include "kit/norm_net.h"
 #include "kit/option_checks.h"
+#include "kit/training_options.h"
 
 namespace claims {
 
-struct SweepOptions {
+struct SweepOptions : studies::kit::FashionGridOptions {
   double lr_min = 1e-4, lr_max = 1e3;
-  int seeds = 3;
-  std::uint64_t seed = 0;
   int epochs = 2;
   std::int64_t batch = 64;
-  std::int64_t train_size = 10000;
-  std::int64_t test_size = 0;
   std::vector<std::int64_t> hidden = {256, 128};
   /// "mlp" or "cnn" (normstudy's CNN: [Conv2d 3×3 -> norm -> ReLU -> MaxPool 2] × (8, 16)
   /// -> Linear(784, 64) -> norm -> ReLU -> Linear(64, 10), the block of models::CNN).
   std::string arch = "mlp";
-  int threads = 2;
 };
 SweepOptions quick_sweep_options(SweepOptions o);
 /// Throws std::invalid_argument naming the option.
@@ -37,20 +33,16 @@ void check_sweep_options(const SweepOptions& o);
 /// lr_min·√10^k for k = 0, 1, ... while <= lr_max (within rounding).
 std::vector<double> sweep_rates(const SweepOptions& o);
 
-struct SweepRun {
-  bool bn = false;
-  std::uint64_t seed = 0;
+struct SweepRun : studies::kit::BnVsPlainRun {
   double lr = 0;
   bool diverged = false;
   std::string reason;      ///< e.g. "loss 812 > 10x the first (2.31) at step 17"
   double first_loss = 0, last_loss = 0;  ///< first minibatch loss, mean of the last epoch's losses
   double test_acc = 0;     ///< eval mode; NaN when diverged
 };
-struct SweepResult {
-  SweepOptions options;
+/// runs: net (plain, bn), seed, rate.
+struct SweepResult : studies::kit::GridResult<SweepOptions, SweepRun> {
   std::vector<double> rates;
-  std::vector<SweepRun> runs;  ///< net (plain, bn), seed, rate
-  double seconds = 0;
 };
 
 SweepResult run_lr_sweep(const SweepOptions& o, const studies::kit::StudyData& d);

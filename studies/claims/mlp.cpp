@@ -68,6 +68,7 @@ Mlp build_mlp(const MlpSpec& s, std::int64_t in_features, std::int64_t classes, 
 #include <tapegrad/data/dataloader.h>
 #include <tapegrad/optim/sgd.h>
 #include "kit/option_checks.h"
+#include "kit/train_epochs.h"
 
 namespace claims {
 
@@ -77,25 +78,14 @@ TrainOutcome train_mlp(Mlp& m, const TrainSpec& t, const studies::kit::StudyData
   optim::SGD opt(m.net->parameters(), {.lr = t.lr, .momentum = t.momentum});
   Generator shuffle(t.shuffle_seed);
   data::DataLoader loader = studies::kit::shuffled_batches(d.train, t.batch, shuffle);
-  m.net->train();
-  std::int64_t step = 0;
-  for (int e = 1; e <= t.epochs && !out.crashed; ++e) {
-    double sum = 0;
-    int n = 0;
-    for (auto b : loader) {
-      if (before_step) before_step(step, b.X, b.y);
-      const double L = studies::kit::train_step(*m.net, opt, b.X, b.y);
-      if (step == 0) out.first_loss = L;
-      ++step;
-      if (studies::kit::crashed_loss(L)) {
-        out.crashed = true;
-        out.crash_step = step;
-        break;
-      }
-      sum += L, ++n;
-    }
-    out.last_epoch_loss = n ? sum / n : NAN;
-  }
+  auto crash = [&](std::int64_t step, double L) {
+    if (step == 1) out.first_loss = L;
+    if (!studies::kit::crashed_loss(L)) return false;
+    out.crashed = true;
+    out.crash_step = step;
+    return true;
+  };
+  out.last_epoch_loss = studies::kit::train_epochs(*m.net, opt, loader, t.epochs, crash, before_step);
   out.train_acc = out.crashed ? NAN : studies::kit::evaluate_eval_mode(*m.net, d.train).accuracy;
   out.test_acc = out.crashed ? NAN : studies::kit::evaluate_eval_mode(*m.net, d.test).accuracy;
   return out;

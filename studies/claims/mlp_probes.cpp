@@ -68,16 +68,6 @@ struct Probe {
   }
 };
 
-double dist(const std::vector<double>& a, const std::vector<double>& b) {
-  double s = 0;
-  for (std::size_t i = 0; i < a.size(); ++i) s += (a[i] - b[i]) * (a[i] - b[i]);
-  return std::sqrt(s);
-}
-double dot(const std::vector<double>& a, const std::vector<double>& b) {
-  double s = 0;
-  for (std::size_t i = 0; i < a.size(); ++i) s += a[i] * b[i];
-  return s;
-}
 
 LinearRun train_one(const MlpProbeOptions& o, const studies::kit::StudyData& d, bool bn, std::uint64_t seed, bool ics,
                     bool landscape) {
@@ -111,12 +101,7 @@ LinearRun train_one(const MlpProbeOptions& o, const studies::kit::StudyData& d, 
       for (std::size_t i = 1; i < m.groups.size(); ++i) {
         pr.step(G, pr.start[i], o.lr);
         pr.loss_grads(X, y, Gp);
-        const auto& g = G[pr.start[i]];
-        const auto& gp = Gp[pr.start[i]];
-        const double dd = dist(g, gp), ng = std::sqrt(dot(g, g)), ngp = std::sqrt(dot(gp, gp));
-        pt.l2.push_back(dd);
-        pt.rel.push_back(ng > 0 ? dd / ng : 0.0);
-        pt.cos.push_back(ng > 0 && ngp > 0 ? dot(g, gp) / (ng * ngp) : 1.0);
+        pt.add_layer(G[pr.start[i]], Gp[pr.start[i]]);
         pr.load(saved_p);
         debug::restore_buffers(*m.net, saved_b);
       }
@@ -126,23 +111,12 @@ LinearRun train_one(const MlpProbeOptions& o, const studies::kit::StudyData& d, 
       LandscapePoint pt;
       pt.step = st;
       pt.loss = L;
-      double gn2 = 0;
-      for (const auto& g : G) gn2 += dot(g, g);
-      pt.grad_norm = std::sqrt(gn2);
-      pt.loss_min = pt.gpred_min = INFINITY;
-      pt.loss_max = pt.gpred_max = -INFINITY;
+      pt.begin(grad_norm(G));
       for (int k = 0; k < o.grid; ++k) {
         const double eta = o.lr * o.eta_min * std::pow(o.eta_max / o.eta_min, static_cast<double>(k) / (o.grid - 1));
         pr.step(G, pr.params.size(), eta);
         const double le = pr.loss_grads(X, y, Gp);
-        double d2 = 0;
-        for (std::size_t j = 0; j < G.size(); ++j) d2 += dist(G[j], Gp[j]) * dist(G[j], Gp[j]);
-        const double dd = std::sqrt(d2);
-        pt.loss_min = std::min(pt.loss_min, le);
-        pt.loss_max = std::max(pt.loss_max, le);
-        pt.gpred_min = std::min(pt.gpred_min, dd);
-        pt.gpred_max = std::max(pt.gpred_max, dd);
-        if (pt.grad_norm > 0) pt.beta = std::max(pt.beta, dd / (eta * pt.grad_norm));
+        pt.add(eta, le, grad_dist(G, Gp));
         pr.load(saved_p);
         debug::restore_buffers(*m.net, saved_b);
       }
@@ -169,33 +143,25 @@ LinearResult run_mlp_probes(const MlpProbeOptions& o, const studies::kit::StudyD
   r.options.eta_min = o.eta_min;
   r.options.eta_max = o.eta_max;
   r.options.lr = o.lr;
-  r.options.seeds = o.seeds;
-  r.options.seed = o.seed;
-  r.options.threads = o.threads;
+  static_cast<studies::kit::SeedOptions&>(r.options) = o;  // the seeds and workers
   r.ics = ics;
   r.landscape = landscape;
   std::ostringstream desc;
-  desc << "Fashion-MNIST MLP 784";
-  for (auto h : o.hidden) desc << "-" << h;
-  desc << "-10, bn: Linear -> BatchNorm1d -> ReLU, plain: Linear -> ReLU; " << o.train_size
+  desc << "Fashion-MNIST MLP " << studies::kit::mlp_layers(o.hidden)
+     << ", bn: Linear -> BatchNorm1d -> ReLU, plain: Linear -> ReLU; " << o.train_size
        << " training images, plain SGD (no momentum) lr " << fmt4(o.lr) << ", batch " << o.batch << ", " << o.epochs
        << " epochs (" << r.options.steps << " steps), float32; probes on the minibatch about to be trained on";
   if (landscape) desc << "; landscape η ∈ [" << fmt4(o.eta_min) << ", " << fmt4(o.eta_max) << "]× lr";
   desc << "; loss = mean cross-entropy of that minibatch";
   r.description = desc.str();
   r.figure_name = "Fashion-MNIST MLP";
-  for (bool bn : {false, true})
-    for (int s = 0; s < o.seeds; ++s) {
-      LinearRun run;
-      run.bn = bn;
-      run.seed = o.seed + static_cast<std::uint64_t>(s);
-      r.runs.push_back(run);
-    }
-  const auto t0 = std::chrono::steady_clock::now();
-  studies::kit::run_jobs(r.runs.size(), o.threads, [&](std::size_t k) {
-    r.runs[k] = train_one(o, d, r.runs[k].bn, r.runs[k].seed, ics, landscape);
-  });
-  r.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  for (bool bn : {false, true}) {
+    LinearRun cell;
+    cell.bn = bn;
+    studies::kit::add_seed_runs(r.runs, cell, o);
+  }
+  r.seconds = studies::kit::run_grid(r.runs, o.threads,
+                                     [&](LinearRun& run) { run = train_one(o, d, run.bn, run.seed, ics, landscape); });
   return r;
 }
 

@@ -15,22 +15,18 @@
 
 #include "deep_linear.h"
 #include "mlp.h"
+#include "kit/training_options.h"
 
 namespace claims {
 
-struct MlpProbeOptions {
-  int seeds = 3;
-  std::uint64_t seed = 0;
+struct MlpProbeOptions : studies::kit::FashionGridOptions {
   int epochs = 3;
   std::int64_t batch = 64;
   double lr = 0.1;
-  std::int64_t train_size = 10000;
-  std::int64_t test_size = 0;
   std::vector<std::int64_t> hidden = {256, 128};
   int every = 10;
   int grid = 9;
   double eta_min = 0.5, eta_max = 4;
-  int threads = 2;
 };
 /// --quick: 2 seeds, 1 epoch on 1,024 / 1,000 images, probes every 4 steps, 5 step sizes.
 MlpProbeOptions quick_mlp_probe_options(MlpProbeOptions o);

@@ -63,7 +63,7 @@ const LinearRun* find_linear(const LinearResult& r, bool bn, bool noise, std::ui
   return nullptr;
 }
 const NoisyMlpRun* find_mlp(const NoisyResult& r, bool bn, bool noise, std::uint64_t seed) {
-  for (const auto& x : r.mlp)
+  for (const auto& x : r.runs)
     if (x.bn == bn && x.noise == noise && x.seed == seed) return &x;
   return nullptr;
 }
@@ -93,21 +93,11 @@ NoisyResult run_noisy_bn(const NoisyOptions& o, const studies::kit::StudyData& d
   r.options = o;
   const auto t0 = std::chrono::steady_clock::now();
   LinearOptions lo = o.linear;
-  lo.seeds = o.seeds;
-  lo.seed = o.seed;
-  lo.threads = o.threads;
+  static_cast<studies::kit::SeedOptions&>(lo) = o;  // the MLP's seeds and workers
   r.linear = run_noisy_linear(lo, o.noise);
-  for (bool bn : {false, true})
-    for (bool nz : {false, true})
-      for (int s = 0; s < o.seeds; ++s) {
-        NoisyMlpRun run;
-        run.bn = bn;
-        run.noise = nz;
-        run.seed = o.seed + static_cast<std::uint64_t>(s);
-        r.mlp.push_back(run);
-      }
-  studies::kit::run_jobs(r.mlp.size(), o.threads, [&](std::size_t k) {
-    auto& run = r.mlp[k];
+  r.runs = noise_grid<NoisyMlpRun>(o);
+  studies::kit::run_jobs(r.runs.size(), o.threads, [&](std::size_t k) {
+    auto& run = r.runs[k];
     MlpSpec spec;
     spec.hidden = o.hidden;
     spec.bn = run.bn;
@@ -131,7 +121,7 @@ std::string noisy_csv(const NoisyResult& r) {
       out += "deep_linear," + variant(x.bn, x.noise) + "," + std::to_string(x.seed) + "," + std::to_string(x.loss[k].first) +
              "," + fmt9(x.loss[k].second) + "," + (x.noise ? fmt9(x.clean_loss[k].second) : fmt9(x.loss[k].second)) + ",,," +
              (x.crashed ? "1" : "0") + "\n";
-  for (const auto& x : r.mlp)
+  for (const auto& x : r.runs)
     out += "mlp," + variant(x.bn, x.noise) + "," + std::to_string(x.seed) + ",," + fmt9(x.out.last_epoch_loss) + ",," +
            fmt9(x.out.train_acc) + "," + fmt9(x.out.test_acc) + "," + (x.out.crashed ? "1" : "0") + "\n";
   return out;
@@ -147,11 +137,10 @@ std::string noisy_summary(const NoisyResult& r) {
   md << "- deep linear network: " << o.linear.depth << " Linear(" << o.linear.width << ", " << o.linear.width << "), "
      << o.linear.samples << " samples, full-batch GD lr " << fmt9(o.linear.lr) << ", " << o.linear.steps
      << " steps; loss = summed squared error, for noise runs with the noise off (BN on the full batch)\n";
-  md << "- MLP 784";
-  for (auto h : o.hidden) md << "-" << h;
-  md << "-10 on Fashion-MNIST, " << o.train_size << " training images, SGD momentum 0.9 lr " << fmt4(o.lr) << ", batch "
+  md << "- MLP " << studies::kit::mlp_layers(o.hidden)
+     << " on Fashion-MNIST, " << o.train_size << " training images, SGD momentum 0.9 lr " << fmt4(o.lr) << ", batch "
      << o.batch << ", " << o.epochs << " epochs; accuracies in eval mode (noise off)\n";
-  md << "- seeds " << o.seed << ".." << o.seed + static_cast<std::uint64_t>(o.seeds) - 1 << "; wall time " << fmt4(r.seconds)
+  md << "- seeds " << studies::kit::seed_range(o) << "; wall time " << fmt4(r.seconds)
      << " s with " << o.threads << " worker threads\n\n";
 
   md << "## Deep linear network\n\n| net | final loss | mean loss, last 10 % | crashed |\n|---|---|---|---|\n";

@@ -12,37 +12,30 @@
 #include "deep_linear.h"
 #include "distribution_noise.h"
 #include "mlp.h"
+#include "kit/training_options.h"
 
 namespace claims {
 
-struct NoisyOptions {
+struct NoisyOptions : studies::kit::FashionGridOptions {
   NoiseOptions noise;
   LinearOptions linear;  ///< deep linear part (steps, lr, every; seeds and threads from below)
-  int seeds = 3;
-  std::uint64_t seed = 0;
   int epochs = 5;
   std::int64_t batch = 64;
   double lr = 0.05;
-  std::int64_t train_size = 10000;
-  std::int64_t test_size = 0;
   std::vector<std::int64_t> hidden = {256, 128};
-  int threads = 2;
 };
 /// --quick: 2 seeds; deep linear 100 steps; MLP 1 epoch on 2,048 / 2,000 images.
 NoisyOptions quick_noisy_options(NoisyOptions o);
 /// Throws std::invalid_argument naming the option.
 void check_noisy_options(const NoisyOptions& o);
 
-struct NoisyMlpRun {
-  bool bn = false, noise = false;
-  std::uint64_t seed = 0;
+struct NoisyMlpRun : studies::kit::BnVsPlainRun {
+  bool noise = false;
   TrainOutcome out;
 };
-struct NoisyResult {
-  NoisyOptions options;
+/// runs: the MLP's, (plain, plain+noise, bn, bn+noise) × seeds; seconds: both nets'.
+struct NoisyResult : studies::kit::GridResult<NoisyOptions, NoisyMlpRun> {
   LinearResult linear;
-  std::vector<NoisyMlpRun> mlp;  ///< (plain, plain+noise, bn, bn+noise) × seeds
-  double seconds = 0;
 };
 
 NoisyResult run_noisy_bn(const NoisyOptions& o, const studies::kit::StudyData& d);

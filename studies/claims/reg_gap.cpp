@@ -98,12 +98,11 @@ GapResult run_reg_gap(const GapOptions& o, const studies::kit::StudyData& d) {
   r.options = o;
   for (bool bn : {false, true})
     for (auto b : o.batches)
-      for (double lr : o.lrs)
-        for (int k = 0; k < o.seeds; ++k) {
-          GapRun x;
-          x.bn = bn, x.batch = b, x.lr = lr, x.seed = o.seed + static_cast<std::uint64_t>(k);
-          r.runs.push_back(x);
-        }
+      for (double lr : o.lrs) {
+        GapRun x;
+        x.bn = bn, x.batch = b, x.lr = lr;
+        studies::kit::add_seed_runs(r.runs, x, o);
+      }
   r.seconds = studies::kit::run_grid(r.runs, o.threads, [&](auto& x) {
     MlpSpec spec;
     spec.hidden = o.hidden;
@@ -144,13 +143,12 @@ std::string gap_summary(const GapResult& r) {
   const auto& o = r.options;
   std::ostringstream md;
   md << "# claims reg-gap: summary\n\n";
-  md << "- Fashion-MNIST MLP 784";
-  for (auto h : o.hidden) md << "-" << h;
-  md << "-10, bn: Linear -> BatchNorm1d -> ReLU, plain: Linear -> ReLU; " << o.train_size << " training images, "
+  md << "- Fashion-MNIST MLP " << studies::kit::mlp_layers(o.hidden)
+     << ", bn: Linear -> BatchNorm1d -> ReLU, plain: Linear -> ReLU; " << o.train_size << " training images, "
      << o.epochs << " epochs, SGD momentum 0.9, lr ∈ {";
   for (std::size_t k = 0; k < o.lrs.size(); ++k) md << (k ? ", " : "") << fmt4(o.lrs[k]);
   md << "}; gap = train − test accuracy, both eval mode, in points\n";
-  md << "- seeds " << o.seed << ".." << o.seed + static_cast<std::uint64_t>(o.seeds) - 1 << "; wall time " << fmt4(r.seconds)
+  md << "- seeds " << studies::kit::seed_range(o) << "; wall time " << fmt4(r.seconds)
      << " s with " << o.threads << " worker threads\n\n";
   for (int pass = 0; pass < 2; ++pass) {
     md << (pass == 0 ? "## At the matched lr " + fmt4(o.matched_lr) : std::string("## At each net's best lr (by mean test accuracy)"))

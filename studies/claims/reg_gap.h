@@ -11,31 +11,26 @@
 #include <vector>
 
 #include "mlp.h"
+#include "kit/training_options.h"
 
 namespace claims {
 
-struct GapOptions {
+struct GapOptions : studies::kit::FashionGridOptions {
+  GapOptions() { train_size = 5000; }  ///< 5,000 training images, not the usual 10,000
   std::vector<std::int64_t> batches = {16, 32, 128, 512};
   std::vector<double> lrs = {0.01, 0.03, 0.1};
   double matched_lr = 0.03;  ///< must be one of lrs
-  int seeds = 3;
-  std::uint64_t seed = 0;
   int epochs = 10;
-  std::int64_t train_size = 5000;
-  std::int64_t test_size = 0;
   std::vector<std::int64_t> hidden = {256, 128};
-  int threads = 2;
 };
 /// --quick: 1 seed, batches {32, 128}, lrs {0.03}, 2 epochs on 1,024 / 1,000 images.
 GapOptions quick_gap_options(GapOptions o);
 /// Throws std::invalid_argument naming the option.
 void check_gap_options(const GapOptions& o);
 
-struct GapRun {
-  bool bn = false;
+struct GapRun : studies::kit::BnVsPlainRun {
   std::int64_t batch = 0;
   double lr = 0;
-  std::uint64_t seed = 0;
   TrainOutcome out;
   std::vector<double> gamma_abs;  ///< BN: mean |γ| per BN layer after training
   double gap() const { return out.train_acc - out.test_acc; }

@@ -10,6 +10,8 @@
 
 #include <Eigen/Eigenvalues>
 
+#include "flat_grads.h"
+
 namespace claims {
 
 namespace {
@@ -17,11 +19,6 @@ std::string str(double x) {
   std::ostringstream os;
   os << x;
   return os.str();
-}
-double dot(const std::vector<double>& a, const std::vector<double>& b) {
-  double s = 0;
-  for (std::size_t i = 0; i < a.size(); ++i) s += a[i] * b[i];
-  return s;
 }
 void axpy(double a, const std::vector<double>& x, std::vector<double>& y) {
   for (std::size_t i = 0; i < y.size(); ++i) y[i] += a * x[i];

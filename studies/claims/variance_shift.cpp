@@ -28,11 +28,7 @@ namespace claims {
 using namespace tapegrad;
 
 ShiftOptions quick_shift_options(ShiftOptions o) {
-  o.seeds = 2;
-  o.epochs = 1;
-  o.train_size = 2048;
-  o.test_size = 2000;
-  return o;
+  return studies::kit::with_quick_size(o, {.seeds = 2, .epochs = 1, .train_size = 2048, .test_size = 2000});
 }
 
 void check_shift_options(const ShiftOptions& o) {
@@ -191,11 +187,10 @@ std::string shift_summary(const ShiftResult& r) {
   const auto& o = r.options;
   std::ostringstream md;
   md << "# claims variance-shift: summary\n\n";
-  md << "- MLP 784";
-  for (auto h : o.hidden) md << "-" << h;
-  md << "-10 (Linear -> BN -> ReLU), Fashion-MNIST " << o.train_size << " training images, SGD momentum 0.9, lr "
+  md << "- MLP " << studies::kit::mlp_layers(o.hidden)
+     << " (Linear -> BN -> ReLU), Fashion-MNIST " << o.train_size << " training images, SGD momentum 0.9, lr "
      << fmt9(o.lr) << ", batch " << o.batch << ", " << o.epochs << " epochs, BN momentum " << fmt9(o.bn_momentum)
-     << "; seeds " << o.seed << ".." << o.seed + static_cast<std::uint64_t>(o.seeds) - 1 << "; mean ± std over seeds\n";
+     << "; seeds " << studies::kit::seed_range(o) << "; mean ± std over seeds\n";
   md << "- before: Dropout(p) directly before every BN; after: Dropout(p) after the last BN's ReLU\n";
   md << "- ratio: mean over channels of max(real_var/running_var, running_var/real_var), real_var = the variance "
         "of the BN input in eval mode on the training data; prediction 1/(1−p) for zero-mean inputs, "

@@ -20,21 +20,17 @@
 #include "kit/jobs.h"
 #include "kit/norm_net.h"
 #include "kit/option_checks.h"
+#include "kit/training_options.h"
 
 namespace claims {
 
-struct ShiftOptions {
+struct ShiftOptions : studies::kit::FashionGridOptions {
   std::vector<double> ps = {0.1, 0.3, 0.5};  ///< Dropout drop probabilities (PyTorch's p)
-  int seeds = 3;
-  std::uint64_t seed = 0;
   int epochs = 5;
   std::int64_t batch = 64;
   double lr = 0.05;                           ///< SGD, momentum 0.9
   double bn_momentum = 0.1;
-  std::int64_t train_size = 10000;
-  std::int64_t test_size = 0;
   std::vector<std::int64_t> hidden = {256, 128};
-  int threads = 2;
 };
 /// --quick: 2 seeds, 1 epoch, 2,048 / 2,000 images.
 ShiftOptions quick_shift_options(ShiftOptions o);

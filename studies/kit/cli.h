@@ -24,6 +24,7 @@
 
 #include <tapegrad/core/file_io.h>
 #include <tapegrad/data/fashion_mnist.h>
+#include "kit/fashion_data.h"
 
 namespace studies::kit {
 
@@ -64,6 +65,15 @@ struct Study {
   std::function<std::vector<std::string>(const Result&, const std::string& dir)> write;  ///< returns the figures
   std::function<std::string(const Result&)> summary;
 };
+
+/// A Study's run on Fashion-MNIST: the options' train_size and test_size images from --data
+/// (load_data), then run(options, data).
+template <class Options, class Result>
+std::function<Result(const Options&, const CliContext&)> on_fashion(Result (*run)(const Options&, const StudyData&)) {
+  return [run](const Options& o, const CliContext& ctx) {
+    return run(o, load_data(ctx.data_dir, o.train_size, o.test_size));
+  };
+}
 
 template <class Options, class Result>
 Subcommand subcommand(Study<Options, Result> s, bool quick) {

@@ -9,6 +9,7 @@
 #include <new>
 #include <stdexcept>
 #include <thread>
+#include <utility>
 
 #include <tapegrad/core/autograd.h>
 #include <tapegrad/core/ops.h>
@@ -27,6 +28,7 @@
 #include <tapegrad/train/evaluate_batches.h>
 #include <tapegrad/debug/buffers.h>
 #include "kit/ghost_batch.h"
+#include "kit/option_checks.h"
 
 namespace studies::kit {
 
@@ -52,27 +54,31 @@ class BiasedVarBatchNorm1d : public layers::BatchNorm1d {
 };
 }  // namespace
 
+namespace {
+// Every kind with its name, in the order all_kinds() lists them: the one table of the names.
+constexpr std::pair<NormKind, const char*> kKinds[] = {{NormKind::Batch, "batch"}, {NormKind::Sync, "sync"},
+                                                       {NormKind::Renorm, "renorm"}, {NormKind::Group, "group"},
+                                                       {NormKind::Layer, "layer"}, {NormKind::None, "none"}};
+}  // namespace
+
 std::string kind_name(NormKind k) {
-  switch (k) {
-    case NormKind::Batch: return "batch";
-    case NormKind::Sync: return "sync";
-    case NormKind::Renorm: return "renorm";
-    case NormKind::Group: return "group";
-    case NormKind::Layer: return "layer";
-    case NormKind::None: return "none";
-  }
+  for (const auto& [kind, name] : kKinds)
+    if (kind == k) return name;
   return "?";
 }
 
 NormKind parse_kind(const std::string& s) {
-  for (NormKind k : all_kinds())
-    if (kind_name(k) == s) return k;
+  for (const auto& [kind, name] : kKinds)
+    if (name == s) return kind;
   throw std::invalid_argument("unknown norm '" + s + "': expected batch, sync, renorm, group, layer or none");
 }
 
 const std::vector<NormKind>& all_kinds() {
-  static const std::vector<NormKind> k{NormKind::Batch, NormKind::Sync,  NormKind::Renorm,
-                                       NormKind::Group, NormKind::Layer, NormKind::None};
+  static const std::vector<NormKind> k = [] {
+    std::vector<NormKind> out;
+    for (const auto& kind : kKinds) out.push_back(kind.first);
+    return out;
+  }();
   return k;
 }
 
@@ -176,26 +182,16 @@ Model build_cnn(const ModelConfig& c, std::int64_t in_features, std::int64_t cla
 
 }  // namespace
 
-namespace {
-
-std::string widths(const std::vector<std::int64_t>& v) {
-  std::string out;
-  for (auto w : v) { if (!out.empty()) out += ","; out += std::to_string(w); }
-  return out;
-}
-
-}  // namespace
-
 Model build_model(const ModelConfig& c, std::int64_t in_features, std::int64_t classes, Generator& init) {
   try {
     if (c.arch == "mlp") return build_mlp(c, in_features, classes, init);
     if (c.arch == "cnn") return build_cnn(c, in_features, classes, init);
   } catch (const std::bad_alloc&) {  // huge widths: name them, not "std::bad_alloc"
     throw std::runtime_error(c.arch == "cnn" ? "cnn: out of memory allocating the parameters of --channels " +
-                                                   widths(c.channels) + " --head " + std::to_string(c.head) +
+                                                   join_widths(c.channels) + " --head " + std::to_string(c.head) +
                                                    "; use smaller widths"
                                              : "mlp: out of memory allocating the parameters of hidden widths " +
-                                                   widths(c.hidden) + "; use smaller widths");
+                                                   join_widths(c.hidden) + "; use smaller widths");
   }
   throw std::invalid_argument("unknown model '" + c.arch + "': expected mlp or cnn");
 }

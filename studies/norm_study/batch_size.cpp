@@ -15,6 +15,8 @@
 #include <tapegrad/optim/sgd.h>
 #include "kit/stats.h"
 #include "kit/option_checks.h"
+#include "kit/train_epochs.h"
+#include "kit/training_options.h"
 
 namespace normstudy {
 
@@ -95,6 +97,14 @@ data::DataLoaderOptions run_loader_options(const BatchSizeOptions& o, std::int64
 
 std::uint64_t run_shuffle_seed(std::uint64_t seed) { return seed + 1000003; }
 
+std::vector<BatchSizeRun> batch_size_grid(const BatchSizeOptions& o) {
+  std::vector<BatchSizeRun> runs;
+  for (NormKind k : o.kinds)
+    for (auto m : o.ms)
+      for (int s = 0; s < o.seeds; ++s) runs.push_back({k, m, o.seed + static_cast<std::uint64_t>(s)});
+  return runs;
+}
+
 void score_run(BatchSizeRun& r, layers::Module& net, const data::Dataset& test) {
   if (r.crashed) {
     r.train_loss = r.test_loss = r.test_accuracy = std::nan("");
@@ -122,23 +132,12 @@ BatchSizeRun train_one(const BatchSizeOptions& o, const StudyData& d, NormKind k
   Generator shuffle(run_shuffle_seed(seed));
   data::DataLoader loader(d.train, run_loader_options(o, m), shuffle);
   const std::int64_t total = loader.num_batches() * o.epochs;
-  std::int64_t step = 0;
-  model.net->train();
-  for (int e = 0; e < o.epochs && !r.crashed; ++e) {
-    double sum = 0;
-    std::int64_t n = 0;
-    for (auto b : loader) {
-      renorm_schedule(model, step++, total);
-      const double loss = train_step(*model.net, opt, b.X, b.y);
-      if (crashed_loss(loss)) {
-        r.crashed = true;
-        break;
-      }
-      sum += loss;
-      ++n;
-    }
-    r.train_loss = n ? sum / static_cast<double>(n) : std::nan("");
-  }
+  auto crash = [&](std::int64_t, double loss) {
+    r.crashed = crashed_loss(loss);
+    return r.crashed;
+  };
+  auto schedule = [&](std::int64_t step, const Tensor&, const Tensor&) { renorm_schedule(model, step, total); };
+  r.train_loss = train_epochs(*model.net, opt, loader, o.epochs, crash, schedule);
   score_run(r, *model.net, d.test);
   r.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   return r;
@@ -150,9 +149,7 @@ BatchSizeResult run_batch_size(const BatchSizeOptions& o, const StudyData& d) {
   check_batch_size_options(o, d);
   BatchSizeResult res;
   res.options = o;
-  for (NormKind k : o.kinds)
-    for (auto m : o.ms)
-      for (int s = 0; s < o.seeds; ++s) res.runs.push_back({k, m, o.seed + static_cast<std::uint64_t>(s)});
+  res.runs = batch_size_grid(o);
   // Smallest batches first: they take longest, so the last jobs to finish are short ones.
   std::vector<std::size_t> order(res.runs.size());
   for (std::size_t i = 0; i < order.size(); ++i) order[i] = i;
@@ -239,7 +236,7 @@ std::string batch_size_summary(const BatchSizeResult& r) {
   md << "- batch/renorm: statistics per replica (m rows), running stats of replica 0 (DDP broadcast_buffers); "
         "sync: statistics over all R·m rows; group: GroupNorm("
      << o.groups << "); layer: LayerNorm" << (o.model == "cnn" ? " over (C, H, W) and (width)" : "") << "\n";
-  md << "- seeds " << o.seed << ".." << o.seed + static_cast<std::uint64_t>(o.seeds) - 1
+  md << "- seeds " << studies::kit::seed_range(o)
      << "; test accuracy (eval mode, %) mean ± sample std over the runs that did not crash\n";
   md << "- wall time " << fmt4(r.seconds) << " s with " << o.threads << " worker threads\n\n";
   md << "| norm |";

@@ -9,21 +9,19 @@
 #include "kit/jobs.h"
 #include "kit/norm_net.h"
 #include "kit/option_checks.h"
+#include "kit/training_options.h"
 #include <tapegrad/data/dataloader.h>
 
 namespace normstudy {
 
 using namespace studies::kit;  // the kit's data, nets, job runner, checks and formats
 
-struct BatchSizeOptions {
+struct BatchSizeOptions : studies::kit::FashionGridOptions {
+  BatchSizeOptions() { train_size = 20000; }  ///< a random training subset (fixed across runs) of 20,000
   std::vector<std::int64_t> ms = {2, 4, 8, 16, 32, 64};  ///< per-replica batch sizes
   std::vector<NormKind> kinds = all_kinds();
   int replicas = 4;                  ///< R
-  int seeds = 3;
-  std::uint64_t seed = 0;            ///< first seed
   int epochs = 3;                    ///< the same samples seen for every m and norm
-  std::int64_t train_size = 20000;   ///< random training subset (fixed across runs)
-  std::int64_t test_size = 0;        ///< 0: all 10,000
   double base_lr = 0.1;              ///< lr = base_lr · (R·m) / ref_batch (linear scaling)
   std::int64_t ref_batch = 256;
   double sgd_momentum = 0.9;
@@ -34,7 +32,6 @@ struct BatchSizeOptions {
   std::int64_t groups = 32;                        ///< GroupNorm groups
   std::string model = "mlp";                       ///< "mlp" or "cnn"
   std::string data_dir;
-  int threads = 2;
   bool mpi_ranks = false;  ///< set by run_batch_size_ranks: the replicas ran as MPI ranks
 };
 
@@ -75,6 +72,10 @@ ModelConfig run_model_config(const BatchSizeOptions& o, NormKind kind, int repli
 /// generator is seeded with run_shuffle_seed(seed), the same on every rank.
 tapegrad::data::DataLoaderOptions run_loader_options(const BatchSizeOptions& o, std::int64_t m);
 std::uint64_t run_shuffle_seed(std::uint64_t seed);
+
+/// The runs to train with their cells set (kind, m, seed): kind-major, then m, then seed,
+/// BatchSizeResult's order.
+std::vector<BatchSizeRun> batch_size_grid(const BatchSizeOptions& o);
 
 /// Scores a trained run on `test` in eval mode. A crashed run gets NaN losses and accuracy;
 /// a test loss that is not finite (or above 1e10) marks the run crashed.

@@ -99,9 +99,7 @@ studies::kit::Subcommand train_eval_gap(bool quick) {
         sc.add_option("--train-size", o.train_size, "Training images")->capture_default_str();
         studies::kit::add_threads_option(sc, o.threads);
       },
-      check_gap_options,
-      [](const GapOptions& o, const CliContext& ctx) { return run_gap(o, load_data(ctx.data_dir, o.train_size, o.test_size)); },
-      write_gap, gap_summary}, quick);
+      check_gap_options, studies::kit::on_fashion(run_gap), write_gap, gap_summary}, quick);
 }
 
 studies::kit::Subcommand mode_bugs(bool quick) {
@@ -114,11 +112,7 @@ studies::kit::Subcommand mode_bugs(bool quick) {
         sc.add_option("--train-size", o.train_size, "Training images")->capture_default_str();
         studies::kit::add_threads_option(sc, o.threads);
       },
-      check_bug_options,
-      [](const BugOptions& o, const CliContext& ctx) {
-        return run_mode_bugs(o, load_data(ctx.data_dir, o.train_size, o.test_size));
-      },
-      write_mode_bugs, mode_bugs_summary}, quick);
+      check_bug_options, studies::kit::on_fashion(run_mode_bugs), write_mode_bugs, mode_bugs_summary}, quick);
 }
 
 }  // namespace

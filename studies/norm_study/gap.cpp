@@ -126,12 +126,11 @@ std::string gap_summary(const GapResult& r) {
   const auto& o = r.options;
   std::ostringstream md;
   md << "# norm_study train-eval-gap: summary\n\n";
-  md << "- BatchNorm MLP 784";
-  for (auto h : o.hidden) md << "-" << h;
-  md << "-10, Fashion-MNIST " << o.train_size << " training images, SGD momentum 0.9, lr " << fmt9(o.lr)
+  md << "- BatchNorm MLP " << studies::kit::mlp_layers(o.hidden)
+     << ", Fashion-MNIST " << o.train_size << " training images, SGD momentum 0.9, lr " << fmt9(o.lr)
      << ", batch " << o.batch << ", " << o.epochs << " epochs";
   if (o.drop_epoch > 0) md << ", lr ×0.1 after epoch " << o.drop_epoch;
-  md << "; seeds " << o.seed << ".." << o.seed + static_cast<std::uint64_t>(o.seeds) - 1 << "\n";
+  md << "; seeds " << studies::kit::seed_range(o) << "\n";
   md << "- test set scored after each epoch in train mode (batch statistics of consecutive batches of " << o.batch
      << ", buffers restored) and in eval mode (running statistics); gap = eval − train, mean ± std over seeds\n";
   md << "- wall time " << fmt4(r.seconds) << " s with " << o.threads << " worker threads\n\n";

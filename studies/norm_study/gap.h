@@ -13,23 +13,19 @@
 #include "kit/jobs.h"
 #include "kit/norm_net.h"
 #include "kit/option_checks.h"
+#include "kit/training_options.h"
 
 namespace normstudy {
 
 using namespace studies::kit;  // the kit's data, nets, job runner, checks and formats
 
-struct GapOptions {
+struct GapOptions : studies::kit::FashionGridOptions {
   std::vector<std::optional<double>> momenta = {0.01, 0.1, std::nullopt};
-  int seeds = 3;
-  std::uint64_t seed = 0;
   int epochs = 10;
   int drop_epoch = 8;             ///< the lr is ×0.1 from epoch drop_epoch + 1 on (0 = never)
   std::int64_t batch = 64;
   double lr = 0.05;               ///< SGD, momentum 0.9
-  std::int64_t train_size = 10000;
-  std::int64_t test_size = 0;
   std::vector<std::int64_t> hidden = {256, 128};
-  int threads = 2;
 };
 GapOptions quick_gap_options(GapOptions o);
 

@@ -8,6 +8,7 @@
 #include "kit/gnuplot.h"
 #include "mode_bug_study.h"
 #include "kit/stats.h"
+#include "kit/training_options.h"
 
 namespace normstudy {
 
@@ -54,9 +55,8 @@ std::string mode_bugs_summary(const BugResult& r) {
   const int n = static_cast<int>(r.baseline_by_seed.size());
   std::ostringstream md;
   md << "# norm_study mode-bugs: summary\n\n";
-  md << "- BatchNorm MLP 784";
-  for (auto h : o.hidden) md << "-" << h;
-  md << "-10, Fashion-MNIST " << o.train_size << " training images, test set " << (o.test_size > 0 ? o.test_size : 10000)
+  md << "- BatchNorm MLP " << studies::kit::mlp_layers(o.hidden)
+     << ", Fashion-MNIST " << o.train_size << " training images, test set " << (o.test_size > 0 ? o.test_size : 10000)
      << "; SGD momentum 0.9, lr " << fmt9(o.lr) << ", batch " << o.batch << ", " << o.epochs << " epochs, seeds "
      << o.seed << ".." << o.seed + static_cast<std::uint64_t>(n) - 1 << "\n";
   md << "- correct loop (eval-mode test accuracy): " << pm(stats_of(r.baseline_by_seed))

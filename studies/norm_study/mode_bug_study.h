@@ -11,23 +11,20 @@
 #include "kit/jobs.h"
 #include "kit/norm_net.h"
 #include "kit/option_checks.h"
+#include "kit/training_options.h"
 
 namespace normstudy {
 
 using namespace studies::kit;  // the kit's data, nets, job runner, checks and formats
 
-struct BugOptions {
-  std::uint64_t seed = 0;         ///< first seed
-  int seeds = 3;                  ///< seeds seed, seed + 1, …; rows report mean ± std over them
+/// Rows report mean ± std over the seeds.
+struct BugOptions : studies::kit::FashionGridOptions {
   int epochs = 5;
   std::int64_t batch = 64;
   std::int64_t small_batch = 8;   ///< the biased-running-variance row's batch
   double lr = 0.05;               ///< SGD momentum 0.9 at `batch`; scaled linearly for small_batch
   int finetune_epochs = 1;        ///< the frozen-BN row's fine-tuning on shifted inputs
-  std::int64_t train_size = 10000;
-  std::int64_t test_size = 0;
   std::vector<std::int64_t> hidden = {256, 128};
-  int threads = 2;
 };
 /// 1 epoch on 2,048 images, 2,000 test images, 2 seeds.
 BugOptions quick_bug_options(BugOptions o);

@@ -69,16 +69,25 @@ TEST_CASE("eval_input_moments restores modes and refuses a BN it never reaches",
   CHECK_THROWS_WITH(claims::eval_input_moments(*net, {other.get()}, x), Catch::Contains("saw 0 values per channel"));
 }
 
-TEST_CASE("deep linear probes change nothing and the CSV does not depend on threads", "[claims][deep_linear]") {
+namespace {
+// A small deep linear network: `depth` layers, `samples` samples, `steps` GD steps at lr 1e-4
+// probed every 5, `seeds` seeds, one thread.
+claims::LinearOptions small_linear(int depth, std::int64_t samples, int steps, int seeds) {
   claims::LinearOptions o;
-  o.depth = 6;
-  o.samples = 64;
-  o.steps = 20;
+  o.depth = depth;
+  o.samples = samples;
+  o.steps = steps;
   o.every = 5;
-  o.grid = 3;
-  o.seeds = 2;
+  o.seeds = seeds;
   o.lr = 1e-4;
   o.threads = 1;
+  return o;
+}
+}  // namespace
+
+TEST_CASE("deep linear probes change nothing and the CSV does not depend on threads", "[claims][deep_linear]") {
+  claims::LinearOptions o = small_linear(6, 64, 20, 2);
+  o.grid = 3;
   const auto bare = claims::run_deep_linear(o, false, false);
   const auto probed = claims::run_deep_linear(o, true, true);
   REQUIRE(bare.runs.size() == 4);
@@ -98,15 +107,7 @@ TEST_CASE("deep linear probes change nothing and the CSV does not depend on thre
 
 TEST_CASE("figure scripts name files relative to the output folder: any folder name works", "[claims][paths]") {
   namespace fs = std::filesystem;
-  claims::LinearOptions o;
-  o.depth = 4;
-  o.samples = 32;
-  o.steps = 10;
-  o.every = 5;
-  o.seeds = 1;
-  o.lr = 1e-4;
-  o.threads = 1;
-  const auto r = claims::run_deep_linear(o, true, false);
+  const auto r = claims::run_deep_linear(small_linear(4, 32, 10, 1), true, false);
   const studies::kit::TempDir tmp("claims_paths_test_");
   const fs::path base = tmp.path();
   // Each name once stopped the writer after the CSV (a newline) or could have run a command.

@@ -13,6 +13,7 @@
 #include "hessian_nets.h"
 #include "hessian_probe.h"
 #include "hessian_study.h"
+#include "hessian_threads.h"
 #include <tapegrad/core/ops.h>
 #include <tapegrad/core/random.h>
 
@@ -147,12 +148,7 @@ TEST_CASE("run_hessian: every arm on the chapter MLP, the same bits for 1 and 2 
   o.nets = {"chapter"};
   o.arms = {"plain", "bn", "bn-population"};
   o.steps = {0, 10};
-  claims::check_hessian_options(o);
-  o.threads = 1;
-  const claims::HessianResult one = claims::run_hessian(o, {});
-  o.threads = 2;
-  const claims::HessianResult two = claims::run_hessian(o, {});
-  CHECK(claims::hessian_csv(one) == claims::hessian_csv(two));
+  const claims::HessianResult one = run_hessian_1_and_2_threads(o);
   REQUIRE(one.points.size() == 6);
   // 50-32-16-1: 2,177 parameters; BN adds γ and β per hidden unit
   CHECK(one.points[0].params == 2177);

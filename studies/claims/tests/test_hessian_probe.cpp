@@ -12,6 +12,7 @@
 #include "hessian_nets.h"
 #include "hessian_probe.h"
 #include "hessian_study.h"
+#include "hessian_threads.h"
 #include <tapegrad/core/ops.h>
 #include <tapegrad/core/random.h>
 
@@ -137,12 +138,7 @@ TEST_CASE("run_hessian: the chapter MLP's probes are the same bits for 1 and 2 t
   o.arms = {"plain"};
   o.seeds = 2;
   o.steps = {0, 20};
-  claims::check_hessian_options(o);
-  o.threads = 1;
-  const claims::HessianResult one = claims::run_hessian(o, {});
-  o.threads = 2;
-  const claims::HessianResult two = claims::run_hessian(o, {});
-  CHECK(claims::hessian_csv(one) == claims::hessian_csv(two));
+  const claims::HessianResult one = run_hessian_1_and_2_threads(o);
   REQUIRE(one.points.size() == 4);
   for (int s = 0; s < 2; ++s) {
     const auto& start = one.points[2 * s];

@@ -97,15 +97,13 @@ BatchSizeResult run_batch_size_ranks(const BatchSizeOptions& o, const StudyData&
   const int before = get_num_threads();
   set_num_threads(1);
   const auto t0 = std::chrono::steady_clock::now();
-  for (NormKind k : o.kinds)
-    for (auto m : o.ms)
-      for (int s = 0; s < o.seeds; ++s) {
-        BatchSizeRun run = train_one_rank(o, d, k, m, o.seed + static_cast<std::uint64_t>(s));
-        spdlog::info("batch-size {:<6} m={:<3} seed={} lr={:.4g} on {} ranks: test acc {:.2f}%{} ({:.1f} s)",
-                     kind_name(run.kind), run.m, run.seed, run.lr, o.replicas, 100 * run.test_accuracy,
-                     run.crashed ? " CRASHED" : "", run.seconds);
-        res.runs.push_back(run);
-      }
+  res.runs = batch_size_grid(o);
+  for (BatchSizeRun& run : res.runs) {  // in grid order, every rank in step
+    run = train_one_rank(o, d, run.kind, run.m, run.seed);
+    spdlog::info("batch-size {:<6} m={:<3} seed={} lr={:.4g} on {} ranks: test acc {:.2f}%{} ({:.1f} s)",
+                 kind_name(run.kind), run.m, run.seed, run.lr, o.replicas, 100 * run.test_accuracy,
+                 run.crashed ? " CRASHED" : "", run.seconds);
+  }
   res.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   set_num_threads(before);
   return res;
