@@ -23,6 +23,15 @@ CheckpointExtras extras_of(const Archive& a) {
 
 }  // namespace
 
+void check_extra_tensors(const std::vector<std::pair<std::string, Tensor>>& tensors, const std::string& where) {
+  std::set<std::string> seen;
+  for (const auto& [k, t] : tensors) {
+    if (k.empty()) throw std::invalid_argument(where + ": an extra tensor has an empty name");
+    if (!seen.insert(k).second) throw std::invalid_argument(where + ": extra tensor '" + k + "' given twice");
+    if (!t.defined()) throw std::invalid_argument(where + ": extra tensor '" + k + "' is undefined");
+  }
+}
+
 const Tensor* CheckpointExtras::find(const std::string& name) const {
   for (const auto& [k, t] : tensors)
     if (k == name) return &t;
@@ -34,13 +43,7 @@ void write_checkpoint(Archive& archive, const Module& module, const SaveOptions&
     if (is_extra(k))
       throw std::invalid_argument("save '" + path + "': the module's state key '" + k + "' starts with '" +
                                   kExtraTensorPrefix + "', the prefix reserved for extra tensors");
-  std::set<std::string> seen;
-  for (const auto& [k, t] : options.extra_tensors) {
-    if (k.empty()) throw std::invalid_argument("save '" + path + "': an extra tensor has an empty name");
-    if (!seen.insert(k).second)
-      throw std::invalid_argument("save '" + path + "': extra tensor '" + k + "' given twice");
-    if (!t.defined()) throw std::invalid_argument("save '" + path + "': extra tensor '" + k + "' is undefined");
-  }
+  check_extra_tensors(options.extra_tensors, "save '" + path + "'");
   for (const auto& [k, v] : options.metadata)
     if (is_reserved_key(k))
       throw std::invalid_argument("save '" + path + "': metadata key '" + k +

@@ -47,6 +47,11 @@ struct CheckpointExtras {
   const Tensor* find(const std::string& name) const;
 };
 
+/// Checks the extra tensors of a save before anything is written: names non-empty and
+/// unique, tensors defined. Throws std::invalid_argument starting with `where` and naming the
+/// tensor (e.g. "save 'a.safetensors': extra tensor 'x' given twice").
+void check_extra_tensors(const std::vector<std::pair<std::string, Tensor>>& tensors, const std::string& where);
+
 /// How save() writes a checkpoint (designated initialisers: {.extra_tensors = ...}).
 struct SaveOptions {
   std::vector<std::pair<std::string, Tensor>> extra_tensors{};  ///< see CheckpointExtras::tensors
@@ -85,9 +90,9 @@ LoadResult load(Module& module, const std::string& path, const LoadOptions& opti
 /// train::load_model): what the load did and everything the file holds beside the module.
 struct LoadedCheckpoint {
   LoadResult result;        ///< what loading into the module did
-  /// Extra tensors and metadata: for a module checkpoint the "extra/" tensors (names without
-  /// the prefix) and the user metadata; for a training checkpoint every tensor that is not
-  /// model, optimizer or scheduler state, and all of its metadata (history, callback states).
+  /// Extra tensors and metadata: the "extra/" tensors (names without the prefix; a training
+  /// checkpoint of format 1 kept them at the top level) and, for a module checkpoint, the user
+  /// metadata; for a training checkpoint all of its metadata (history, callback states).
   CheckpointExtras extras;
   /// Training checkpoints: the epoch the file was written after; 0 for a module checkpoint.
   std::int64_t epoch = 0;

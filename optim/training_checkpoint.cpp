@@ -21,15 +21,13 @@ void write_training_checkpoint(Archive& a, const layers::Module& model, const Op
     throw std::invalid_argument("save_training_checkpoint('" + path + "'): expected 'epoch' >= 0, got " +
                                 std::to_string(epoch));
   std::map<std::string, std::string> md{{"format", kTrainingCheckpointFormat},
-                                        {"format_version", "1"},
+                                        {"format_version", kTrainingCheckpointVersion},
                                         {"model", model.type_name()},
                                         {"optimizer", optimizer.type_name()},
                                         {"scheduler", scheduler ? scheduler->type_name() : "none"}};
   if (generator) md["rng_state"] = generator->get_state();
   if (extras) {
-    for (const auto& [k, v] : extras->tensors)
-      if (k == "epoch" || k.rfind("model.", 0) == 0 || k.rfind("optimizer.", 0) == 0 || k.rfind("scheduler.", 0) == 0)
-        throw std::invalid_argument("save_training_checkpoint: extra tensor '" + k + "' uses a reserved name");
+    layers::check_extra_tensors(extras->tensors, "save_training_checkpoint('" + path + "')");
     for (const auto& [k, v] : extras->metadata)
       if (!md.emplace(k, v).second)
         throw std::invalid_argument("save_training_checkpoint: extra metadata '" + k + "' uses a reserved key");
@@ -38,7 +36,7 @@ void write_training_checkpoint(Archive& a, const layers::Module& model, const Op
   optimizer.save_to(a, "optimizer.");
   if (scheduler) scheduler->save_to(a, "scheduler.");
   a.write("epoch", Tensor::from_int64({epoch}, {}));
-  if (extras) a.write_all("", extras->tensors);
+  if (extras) a.write_all(kArchiveExtraPrefix, extras->tensors);
   for (const auto& [k, v] : md) a.set_metadata(k, v);
 }
 
@@ -48,6 +46,15 @@ void save_training_checkpoint(const std::string& path, const layers::Module& mod
   Archive a;
   write_training_checkpoint(a, model, optimizer, epoch, scheduler, generator, extras, path);
   a.save(path);
+}
+
+std::vector<std::pair<std::string, Tensor>> training_checkpoint_extras(const Archive& archive) {
+  if (archive.metadata("format_version") == kTrainingCheckpointVersion) return archive.extras();
+  std::vector<std::pair<std::string, Tensor>> out;  // format 1: beside the state, at the top level
+  for (const auto& [k, v] : archive.tensors())
+    if (k != "epoch" && k.rfind("model.", 0) != 0 && k.rfind("optimizer.", 0) != 0 && k.rfind("scheduler.", 0) != 0)
+      out.emplace_back(k, v);
+  return out;
 }
 
 std::int64_t load_training_checkpoint(const std::string& path, layers::Module& model, Optimizer& optimizer,
@@ -61,8 +68,9 @@ std::int64_t load_training_checkpoint(const Archive& c, layers::Module& model, O
   if (c.metadata("format") != kTrainingCheckpointFormat)
     throw std::invalid_argument(where + "expected format '" + kTrainingCheckpointFormat + "', got '" +
                                 c.metadata("format") + "'");
-  if (c.metadata("format_version") != "1")
-    throw std::invalid_argument(where + "unsupported format_version '" + c.metadata("format_version") + "'");
+  if (const std::string v = c.metadata("format_version"); v != "1" && v != kTrainingCheckpointVersion)
+    throw std::invalid_argument(where + "expected format_version 1 or " + kTrainingCheckpointVersion + ", got '" +
+                                v + "'");
   if (c.metadata("optimizer") != optimizer.type_name())
     throw std::invalid_argument(where + "the file holds " + c.metadata("optimizer") + " state, the optimizer is " +
                                 optimizer.type_name());

@@ -4,9 +4,11 @@
 // safetensors file (core/safetensors.h), written atomically.
 //
 // Keys: "model.<state_dict key>", "optimizer.<key>" (see OptimizerState),
-// "scheduler.<key>", "epoch" (int64 scalar). Metadata: "format" =
-// "tapegrad-training-checkpoint", "format_version" = "1", "optimizer" (type name),
-// "scheduler" (type name or "none"), "rng_state" (Generator::get_state(), when saved).
+// "scheduler.<key>", "epoch" (int64 scalar), "extra/<name>" (an application's extras, as in
+// module checkpoints). Metadata: "format" = "tapegrad-training-checkpoint", "format_version" =
+// "2", "optimizer" (type name), "scheduler" (type name or "none"), "rng_state"
+// (Generator::get_state(), when saved), and the extras' metadata. Format 1 (the same but for
+// the extras, stored under their own names at the top level) still loads.
 //
 // Resuming is bitwise exact: N steps straight give the same parameters, buffers and
 // optimizer state as k steps, save, load into fresh objects, N - k steps.
@@ -31,19 +33,25 @@ namespace tapegrad::optim {
 
 /// The "format" metadata value that marks a training checkpoint file.
 inline constexpr const char* kTrainingCheckpointFormat = "tapegrad-training-checkpoint";
+/// The "format_version" this library writes; it reads "1" as well.
+inline constexpr const char* kTrainingCheckpointVersion = "2";
 
 /// What an application stores beside the training state (e.g. the input preprocessing,
-/// so that a checkpoint alone reproduces predictions). Tensor names must not start with
-/// "model.", "optimizer." or "scheduler." nor be "epoch"; metadata keys must not be the
-/// ones listed above. load_training_checkpoint ignores both.
-/// The same type as layers::save's extras (layers/checkpoint.h), stored here under the
-/// names given (no "extra/" prefix).
+/// so that a checkpoint alone reproduces predictions). The same type as layers::save's
+/// extras (layers/checkpoint.h), stored the same way: tensor "x" as "extra/x" (names
+/// non-empty and unique); metadata keys must not be the ones listed above.
+/// load_training_checkpoint ignores both; training_checkpoint_extras reads the tensors.
 using CheckpointExtras = layers::CheckpointExtras;
+
+/// The extra tensors of a training checkpoint already read, names without "extra/", in file
+/// order; for a format-1 file (or one without a format_version), every tensor that is not
+/// model, optimizer or scheduler state nor "epoch".
+std::vector<std::pair<std::string, Tensor>> training_checkpoint_extras(const Archive& archive);
 
 /// Saves everything needed to resume. scheduler, generator and extras are optional
 /// (nullptr). Throws std::runtime_error when the file cannot be written (the old file
-/// stays intact), std::invalid_argument for epoch < 0 or an extra that collides with a
-/// reserved name (nothing written then).
+/// stays intact), std::invalid_argument for epoch < 0, an extra tensor with an empty or
+/// repeated name or undefined, or extra metadata under a reserved key (nothing written then).
 void save_training_checkpoint(const std::string& path, const layers::Module& model, const Optimizer& optimizer,
                               std::int64_t epoch, const LRScheduler* scheduler = nullptr,
                               const Generator* generator = nullptr, const CheckpointExtras* extras = nullptr);

@@ -71,22 +71,15 @@ LoadedCheckpoint load_model(const std::string& path, layers::Module& model, bool
 LoadedCheckpoint load_model(const Archive& archive, layers::Module& model, const layers::LoadOptions& options) {
   const std::string& path = archive.source();
   LoadedCheckpoint out;
-  bool has_model = false;
-  for (const auto& [k, v] : archive.tensors()) {
-    if (k.rfind("model.", 0) == 0)
-      has_model = true;
-    else if (k == "epoch")
-      out.epoch = static_cast<std::int64_t>(v.item());
-    else if (k.rfind("optimizer.", 0) != 0 && k.rfind("scheduler.", 0) != 0)
-      out.extras.tensors.emplace_back(k, v);
-  }
-  if (!has_model)
+  if (archive.with_prefix("model.").empty())
     throw std::invalid_argument("load_model: '" + path + "' holds no model.* tensors (not a training checkpoint)");
   try {
     out.result = model.load_from(archive, options, "model.");
   } catch (const std::invalid_argument& e) {
     throw std::invalid_argument("load_model: '" + path + "': " + e.what());
   }
+  if (const Tensor* epoch = archive.find("epoch")) out.epoch = static_cast<std::int64_t>(epoch->item());
+  out.extras.tensors = optim::training_checkpoint_extras(archive);
   out.extras.metadata = archive.metadata();
   return out;
 }

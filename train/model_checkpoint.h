@@ -68,8 +68,8 @@ class ModelCheckpoint : public Callback {
 };
 
 /// A training checkpoint read back for inference: the one checkpoint result type
-/// (layers/checkpoint.h). load_model fills `result`, `epoch` and `extras`: the tensors that
-/// are not model, optimizer or scheduler state, and all of the file's metadata.
+/// (layers/checkpoint.h). load_model fills `result`, `epoch` and `extras`: the extra tensors
+/// (optim::training_checkpoint_extras) and all of the file's metadata.
 using LoadedCheckpoint = layers::LoadedCheckpoint;
 
 /// Loads the "model.*" tensors of a training checkpoint into `model` (strict: every key must

@@ -1,9 +1,11 @@
 #include "checkpoint_io.h"
 
+#include <algorithm>
 #include <cmath>
 #include <cstdio>
 #include <stdexcept>
 
+#include <tapegrad/core/archive.h>
 #include <tapegrad/core/safetensors.h>
 #include <tapegrad/data/fashion_mnist.h>
 #include <tapegrad/train/early_stopping.h>
@@ -116,15 +118,15 @@ optim::CheckpointExtras checkpoint_extras(const Config& c, const data::Standardi
 }
 
 CheckpointInfo read_checkpoint_info(const std::string& path) {
-  const SafetensorsContent c = load_safetensors(path);
+  const Archive c = Archive::load(path);
   CheckpointInfo info;
-  // "preprocess.*" is the Standardizer's state_dict; files written before it carried
-  // "feature_shape" hold the 784 pixels of (N, 784) rows.
+  // The extras "preprocess.*" are the Standardizer's state_dict; files written before it
+  // carried "feature_shape" hold the 784 pixels of (N, 784) rows.
   std::vector<std::pair<std::string, Tensor>> pre;
-  for (const auto& [k, t] : c.tensors)
+  for (const auto& [k, t] : optim::training_checkpoint_extras(c))
     if (k.rfind("preprocess.", 0) == 0) pre.emplace_back(k.substr(11), t);
   if (!pre.empty()) {
-    if (!c.find("preprocess.feature_shape"))
+    if (std::none_of(pre.begin(), pre.end(), [](const auto& p) { return p.first == "feature_shape"; }))
       pre.emplace_back("feature_shape", Tensor::from_int64({data::kFashionMnistPixels}, {1}));
     try {
       info.standardizer = data::Standardizer::from_state_dict(pre);
@@ -133,8 +135,8 @@ CheckpointInfo read_checkpoint_info(const std::string& path) {
     }
   }
   auto meta = [&](const char* k) -> const std::string* {
-    auto it = c.metadata.find(k);
-    return it == c.metadata.end() ? nullptr : &it->second;
+    auto it = c.metadata().find(k);
+    return it == c.metadata().end() ? nullptr : &it->second;
   };
   try {  // absent in files written before they were stored
     if (meta("fmnist.lr")) {

@@ -1,16 +1,17 @@
 #pragma once
 // What a Fashion-MNIST training checkpoint holds beside the training state, so that the
 // file alone reproduces the model's predictions:
-//   tensors  "preprocess.mean", "preprocess.std" (float64, shape [1]: one value for all
+//   extras   "preprocess.mean", "preprocess.std" (float64, shape [1]: one value for all
 //            pixels, from the training images only), "preprocess.feature_shape" (int64
-//            [784]): data::Standardizer::state_dict() under the prefix "preprocess.";
+//            [784]): data::Standardizer::state_dict() under the prefix "preprocess.", stored
+//            as "extra/preprocess.mean" ... (optim/training_checkpoint.h);
 //   metadata "preprocess" (the recipe: x = pixels / 255, input = (x - mean) / std),
 //            "fmnist.hidden" ("256,128"), "fmnist.norm", "fmnist.dropout" (%.17g),
 //            "fmnist.epochs" (the epochs the run was planned for: the cosine schedule's
 //            T_max), "fmnist.schedule", "fmnist.lr" (%.17g), "fmnist.batch_size",
 //            "fmnist.optimizer" (a resume with another --optimizer, --lr, --batch-size or
 //            --dropout is refused).
-// Reading it back with numpy/PyTorch: mean = f.get_tensor("preprocess.mean") etc.
+// Reading it back with numpy/PyTorch: mean = f.get_tensor("extra/preprocess.mean") etc.
 #include <cstdint>
 #include <optional>
 #include <string>

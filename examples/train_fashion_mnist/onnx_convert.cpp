@@ -14,6 +14,7 @@
 #include <tapegrad/layers/fuse_batch_norm.h>
 #include <tapegrad/models/cnn.h>
 #include <tapegrad/models/mlp.h>
+#include <tapegrad/optim/training_checkpoint.h>
 
 namespace fmnist {
 
@@ -162,8 +163,10 @@ std::string convert_checkpoint_to_onnx(const std::string& checkpoint, const std:
   o.graph_name = "fashion_mnist";
   for (const auto& [k, v] : c.metadata)
     if (k.rfind("fmnist.", 0) == 0) o.metadata.emplace_back(k, v);
-  const Tensor* mean = c.find("preprocess.mean");
-  const Tensor* std = c.find("preprocess.std");
+  layers::CheckpointExtras extras;
+  extras.tensors = optim::training_checkpoint_extras(Archive(c, checkpoint));
+  const Tensor* mean = extras.find("preprocess.mean");
+  const Tensor* std = extras.find("preprocess.std");
   if (options.fold_preprocessing) {
     if (!mean || !std)
       throw std::invalid_argument("'" + checkpoint +

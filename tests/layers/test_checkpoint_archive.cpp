@@ -1,6 +1,7 @@
 // The checkpoint archive (core/archive.h): its own contract, the parts' save_to / load_from,
-// the per-layer fix-up hook, the key changes of LoadOptions, and the format-1 files written by
-// the library before the archive (tests/fixtures/checkpoints, made by make_v1.cpp there).
+// the per-layer fix-up hook, the key changes of LoadOptions, the format-1 files written by
+// the library before the archive (tests/fixtures/checkpoints, made by make_v1.cpp there) and
+// the format-2 training file of today's writer (make_v2.cpp there).
 #include <catch2/catch.hpp>
 
 #include <cstring>
@@ -142,7 +143,7 @@ TEST_CASE("Module, Optimizer and LRScheduler save into and load from one archive
   CHECK(p.find("1.running_mean") == nullptr);
 }
 
-TEST_CASE("format-1 files written before the archive load, resume exactly, and save back byte for byte",
+TEST_CASE("format-1 files load and resume exactly; today's writer gives the kept files byte for byte",
           "[checkpoint][archive]") {
   TempDir dir;
   checkpoint_run::Run r = checkpoint_run::make_run(false, 77);  // every value must come from the file
@@ -153,14 +154,36 @@ TEST_CASE("format-1 files written before the archive load, resume exactly, and s
   CHECK(r.sched->last_epoch() == 5);
   CHECK(r.opt->lr(0) == Approx(0.05));  // StepLR(step 3, gamma 0.5) after 5 epochs: 0.1 * 0.5
 
-  // today's code writes the same file from the same state
+  // format 1 kept the extras at the top level; they read back as the extras
   const Archive old = Archive::load(v1("training_v1.safetensors"));
+  const auto old_extras = optim::training_checkpoint_extras(old);
+  REQUIRE(old_extras.size() == 1);
+  CHECK(old_extras[0].first == "preprocess.mean");
+  CHECK(old_extras[0].second.to_vector() == std::vector<double>{0.25, -1.5, 3.0, 0.0, 2.0});
+
+  // today's code writes format 2 from the same state: the same tensors and metadata, the
+  // extras under "extra/" as in module files, byte for byte the kept format-2 file
   optim::CheckpointExtras extras;
-  extras.tensors = {{"preprocess.mean", *old.find("preprocess.mean")}};
+  extras.tensors = old_extras;
   extras.metadata = {{"note", old.metadata("note")}};
   const std::string again = dir.file("training_again.safetensors");
   optim::save_training_checkpoint(again, *r.model, *r.opt, epoch, r.sched.get(), &r.data, &extras);
-  CHECK(bytes_of(again) == bytes_of(v1("training_v1.safetensors")));
+  CHECK(bytes_of(again) == bytes_of(v1("training_v2.safetensors")));
+  const Archive now = Archive::load(again);
+  REQUIRE(now.tensors().size() == old.tensors().size());
+  for (std::size_t i = 0; i < old.tensors().size(); ++i) {
+    const auto& [k, t] = old.tensors()[i];
+    INFO(k);
+    CHECK(now.tensors()[i].first == (k == "preprocess.mean" ? "extra/preprocess.mean" : k));
+    CHECK(bitwise_equal(now.tensors()[i].second, t));
+  }
+  for (const auto& [k, v] : old.metadata()) {
+    INFO(k);
+    CHECK(now.metadata(k) == (k == "format_version" ? std::string("2") : v));
+  }
+  CHECK(now.metadata().size() == old.metadata().size());
+  REQUIRE(optim::training_checkpoint_extras(now).size() == 1);
+  CHECK(bitwise_equal(optim::training_checkpoint_extras(now)[0].second, old_extras[0].second));
 
   // the module checkpoint of the same run: the same tensors, its extras and metadata
   checkpoint_run::Run m = checkpoint_run::make_run(false, 78);
@@ -231,4 +254,59 @@ TEST_CASE("LoadOptions' key changes apply to every file load and are reported", 
   CHECK(bitwise_equal(c.bias, a.bias));
   REQUIRE_THROWS_WITH(layers::load(c, dir.file("dp.safetensors"), layers::LoadOptions{.strip_prefixes = {"model."}}),
                       Catch::Contains("Missing keys"));
+}
+
+TEST_CASE("a training checkpoint keeps its extras under \"extra/\" as a module file does, and refuses bad ones",
+          "[checkpoint][archive]") {
+  TempDir dir;
+  checkpoint_run::Run r = checkpoint_run::make_run(false, 5);
+  checkpoint_run::train_steps(r, 2);
+  // names of the training state are free for extras: they can no longer be taken for it
+  optim::CheckpointExtras extras;
+  extras.tensors = {{"epoch", Tensor::from_int64({42}, {})}, {"model.0.weight", Tensor::from_vector({7.0}, {1})}};
+  extras.metadata = {{"note", "x"}};
+  const std::string path = dir.file("t.safetensors");
+  optim::save_training_checkpoint(path, *r.model, *r.opt, 2, r.sched.get(), &r.data, &extras);
+  const Archive a = Archive::load(path);
+  CHECK(a.metadata("format_version") == "2");
+  REQUIRE(a.find("extra/epoch"));
+  CHECK(a.find("extra/epoch")->item() == 42);
+  CHECK(a.find("epoch")->item() == 2);
+  const auto x = optim::training_checkpoint_extras(a);
+  REQUIRE(x.size() == 2);
+  CHECK(x[0].first == "epoch");
+  CHECK(x[1].first == "model.0.weight");
+  CHECK(x[1].second.to_vector() == std::vector<double>{7.0});
+
+  checkpoint_run::Run fresh = checkpoint_run::make_run(false, 6);
+  CHECK(optim::load_training_checkpoint(path, *fresh.model, *fresh.opt, fresh.sched.get(), &fresh.data) == 2);
+  for (const auto& [k, v] : r.model->state_dict()) {
+    INFO(k);
+    CHECK(bitwise_equal(v, fresh.model->state_dict().at(k)));
+  }
+
+  // refused before anything is written: the old file stays
+  const std::vector<char> before = bytes_of(path);
+  auto refused = [&](optim::CheckpointExtras bad) {
+    optim::save_training_checkpoint(path, *r.model, *r.opt, 3, r.sched.get(), &r.data, &bad);
+  };
+  CHECK_THROWS_WITH(refused({.tensors = {{"", Tensor::zeros({1})}}}),
+                    Catch::Contains("save_training_checkpoint('" + path + "'): an extra tensor has an empty name"));
+  CHECK_THROWS_WITH(refused({.tensors = {{"m", Tensor::zeros({1})}, {"m", Tensor::zeros({1})}}}),
+                    Catch::Contains("extra tensor 'm' given twice"));
+  CHECK_THROWS_WITH(refused({.tensors = {{"u", Tensor()}}}), Catch::Contains("extra tensor 'u' is undefined"));
+  CHECK_THROWS_WITH(refused({.metadata = {{"optimizer", "mine"}}}),
+                    Catch::Contains("extra metadata 'optimizer' uses a reserved key"));
+  CHECK(bytes_of(path) == before);
+
+  // a format the reader does not know
+  Archive future = Archive::load(path);
+  Archive copy;
+  for (const auto& [k, t] : future.tensors()) copy.write(k, t);
+  for (const auto& [k, v] : future.metadata()) copy.set_metadata(k, v);
+  copy.set_metadata("format_version", "3");
+  copy.save(dir.file("v3.safetensors"));
+  CHECK_THROWS_WITH(optim::load_training_checkpoint(dir.file("v3.safetensors"), *fresh.model, *fresh.opt,
+                                                    fresh.sched.get(), &fresh.data),
+                    Catch::Contains("expected format_version 1 or 2, got '3'"));
 }

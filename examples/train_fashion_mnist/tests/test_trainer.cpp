@@ -226,16 +226,16 @@ TEST_CASE("a checkpoint alone reproduces the predictions: preprocessing and arch
   // The stored statistics are what is used: other values give other predictions.
   SafetensorsContent f = load_safetensors(c.checkpoint);
   for (auto& [k, t] : f.tensors)
-    if (k == "preprocess.mean") t = Tensor::from_vector({0.0}, {1}, Dtype::Float64);
+    if (k == "extra/preprocess.mean") t = Tensor::from_vector({0.0}, {1}, Dtype::Float64);
   for (auto& [k, t] : f.tensors)
-    if (k == "preprocess.std") t = Tensor::from_vector({1.0}, {1}, Dtype::Float64);
+    if (k == "extra/preprocess.std") t = Tensor::from_vector({1.0}, {1}, Dtype::Float64);
   save_safetensors(dir.file("unstandardised.safetensors"), f.tensors, f.metadata);
   CHECK(fmnist::evaluate_checkpoint(dir.file("unstandardised.safetensors"), raw) != r.test_accuracy);
 
   // A file without the preprocessing says so.
   std::vector<std::pair<std::string, Tensor>> bare;
   for (auto& [k, t] : f.tensors)
-    if (k.rfind("preprocess.", 0) != 0) bare.emplace_back(k, t);
+    if (k.rfind("extra/preprocess.", 0) != 0) bare.emplace_back(k, t);
   save_safetensors(dir.file("bare.safetensors"), bare, f.metadata);
   CHECK_THROWS_WITH(fmnist::evaluate_checkpoint(dir.file("bare.safetensors"), raw),
                     Catch::Contains("no input preprocessing"));
