@@ -45,7 +45,7 @@ ImageFormat sniff_image_format(const std::uint8_t* bytes, std::size_t size, cons
 }
 
 std::string image_size_refusal(std::int64_t width, std::int64_t height, std::int64_t max_pixels) {
-  if (width >= 1 && height >= 1 && width * height <= max_pixels) return "";
+  if (width >= 1 && height >= 1 && width <= max_pixels / height) return "";  // no product: it could overflow
   return "size " + std::to_string(width) + " x " + std::to_string(height) + " (W x H) is outside 1 .. " +
          std::to_string(max_pixels) + " pixels";
 }

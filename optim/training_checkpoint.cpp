@@ -25,13 +25,16 @@ void write_training_checkpoint(Archive& a, const layers::Module& model, const Op
                                         {"model", model.type_name()},
                                         {"optimizer", optimizer.type_name()},
                                         {"scheduler", scheduler ? scheduler->type_name() : "none"}};
-  if (generator) md["rng_state"] = generator->get_state();
   if (extras) {
     layers::check_extra_tensors(extras->tensors, "save_training_checkpoint('" + path + "')");
-    for (const auto& [k, v] : extras->metadata)
-      if (!md.emplace(k, v).second)
-        throw std::invalid_argument("save_training_checkpoint: extra metadata '" + k + "' uses a reserved key");
+    for (const auto& [k, v] : extras->metadata)  // rng_state too, with or without a generator
+      if (md.count(k) || k == "rng_state")
+        throw std::invalid_argument("save_training_checkpoint('" + path + "'): extra metadata '" + k +
+                                    "' uses a reserved key (format, format_version, model, optimizer, scheduler, "
+                                    "rng_state)");
+    md.insert(extras->metadata.begin(), extras->metadata.end());
   }
+  if (generator) md["rng_state"] = generator->get_state();
   model.save_to(a, "model.");
   optimizer.save_to(a, "optimizer.");
   if (scheduler) scheduler->save_to(a, "scheduler.");
@@ -48,12 +51,47 @@ void save_training_checkpoint(const std::string& path, const layers::Module& mod
   a.save(path);
 }
 
+namespace {
+
+bool is_state_key(const std::string& k) {
+  return k == "epoch" || k.rfind("model.", 0) == 0 || k.rfind("optimizer.", 0) == 0 || k.rfind("scheduler.", 0) == 0;
+}
+
+}  // namespace
+
+std::int64_t check_training_checkpoint(const Archive& c, const std::string& who) {
+  const std::string where = who + "('" + c.source() + "'): ";
+  if (c.metadata("format") != kTrainingCheckpointFormat)
+    throw std::invalid_argument(where + "expected format '" + kTrainingCheckpointFormat + "', got '" +
+                                c.metadata("format") + "'");
+  const std::string version = c.metadata("format_version");
+  if (version != "1" && version != kTrainingCheckpointVersion)
+    throw std::invalid_argument(where + "expected format_version 1 or " + kTrainingCheckpointVersion + ", got '" +
+                                version + "'");
+  if (version == kTrainingCheckpointVersion)  // format 2 keeps an application's tensors under extra/
+    for (const auto& [k, v] : c.tensors())
+      if (!is_state_key(k) && k.rfind(kArchiveExtraPrefix, 0) != 0)
+        throw std::invalid_argument(where + "unexpected tensor '" + k + "' (format " + version +
+                                    " holds model., optimizer., scheduler., epoch and extra/ keys only)");
+  const Tensor* epoch = c.find("epoch");
+  if (!epoch) throw std::invalid_argument(where + "expected an int64 scalar 'epoch', got none");
+  if (epoch->dtype() != Dtype::Int64 || epoch->numel() != 1)
+    throw std::invalid_argument(where + "expected 'epoch' to be an int64 scalar, got " + dtype_name(epoch->dtype()) +
+                                " of shape " + shape_str(epoch->shape()));
+  const std::int64_t e = epoch->data<std::int64_t>()[0];
+  if (e < 0) throw std::invalid_argument(where + "expected 'epoch' >= 0 (epochs done), got " + std::to_string(e));
+  return e;
+}
+
 std::vector<std::pair<std::string, Tensor>> training_checkpoint_extras(const Archive& archive) {
-  if (archive.metadata("format_version") == kTrainingCheckpointVersion) return archive.extras();
+  const std::string version = archive.metadata("format_version");
+  if (version == kTrainingCheckpointVersion) return archive.extras();
+  if (!version.empty() && version != "1")
+    throw std::invalid_argument("training_checkpoint_extras('" + archive.source() + "'): expected format_version 1 or " +
+                                kTrainingCheckpointVersion + ", got '" + version + "'");
   std::vector<std::pair<std::string, Tensor>> out;  // format 1: beside the state, at the top level
   for (const auto& [k, v] : archive.tensors())
-    if (k != "epoch" && k.rfind("model.", 0) != 0 && k.rfind("optimizer.", 0) != 0 && k.rfind("scheduler.", 0) != 0)
-      out.emplace_back(k, v);
+    if (!is_state_key(k)) out.emplace_back(k, v);
   return out;
 }
 
@@ -65,12 +103,7 @@ std::int64_t load_training_checkpoint(const std::string& path, layers::Module& m
 std::int64_t load_training_checkpoint(const Archive& c, layers::Module& model, Optimizer& optimizer,
                                       LRScheduler* scheduler, Generator* generator) {
   const std::string where = "load_training_checkpoint('" + c.source() + "'): ";
-  if (c.metadata("format") != kTrainingCheckpointFormat)
-    throw std::invalid_argument(where + "expected format '" + kTrainingCheckpointFormat + "', got '" +
-                                c.metadata("format") + "'");
-  if (const std::string v = c.metadata("format_version"); v != "1" && v != kTrainingCheckpointVersion)
-    throw std::invalid_argument(where + "expected format_version 1 or " + kTrainingCheckpointVersion + ", got '" +
-                                v + "'");
+  const std::int64_t epoch = check_training_checkpoint(c);
   if (c.metadata("optimizer") != optimizer.type_name())
     throw std::invalid_argument(where + "the file holds " + c.metadata("optimizer") + " state, the optimizer is " +
                                 optimizer.type_name());
@@ -82,11 +115,6 @@ std::int64_t load_training_checkpoint(const Archive& c, layers::Module& model, O
   if (has_rng != (generator != nullptr))
     throw std::invalid_argument(where + (has_rng ? "the file holds a generator state but no generator was passed"
                                                  : "a generator was passed but the file holds no generator state"));
-  const Tensor* epoch = c.find("epoch");
-  if (!epoch || epoch->dtype() != Dtype::Int64 || epoch->numel() != 1)
-    throw std::invalid_argument(where + "'epoch' must be an int64 scalar");
-  if (const std::int64_t e = epoch->data<std::int64_t>()[0]; e < 0)
-    throw std::invalid_argument(where + "expected 'epoch' >= 0 (epochs done), got " + std::to_string(e));
   Generator rng;
   if (generator) rng.set_state(c.metadata("rng_state"));  // throws on malformed state, before any change
 
@@ -103,7 +131,7 @@ std::int64_t load_training_checkpoint(const Archive& c, layers::Module& model, O
     throw;
   }
   if (generator) *generator = rng;
-  return epoch->data<std::int64_t>()[0];
+  return epoch;
 }
 
 }  // namespace tapegrad::optim

@@ -43,9 +43,17 @@ inline constexpr const char* kTrainingCheckpointVersion = "2";
 /// load_training_checkpoint ignores both; training_checkpoint_extras reads the tensors.
 using CheckpointExtras = layers::CheckpointExtras;
 
+/// Checks that `archive` is a training checkpoint this library reads, before anything is
+/// loaded: "format" kTrainingCheckpointFormat, "format_version" 1 or 2 (format 2: no tensor
+/// outside model., optimizer., scheduler., "epoch" and "extra/"), an int64 scalar "epoch" >= 0.
+/// Returns the epoch. Throws std::invalid_argument starting "<who>('<archive.source()>'): ",
+/// naming the expected and the actual value.
+std::int64_t check_training_checkpoint(const Archive& archive, const std::string& who = "load_training_checkpoint");
+
 /// The extra tensors of a training checkpoint already read, names without "extra/", in file
 /// order; for a format-1 file (or one without a format_version), every tensor that is not
-/// model, optimizer or scheduler state nor "epoch".
+/// model, optimizer or scheduler state nor "epoch". Throws std::invalid_argument for another
+/// format_version.
 std::vector<std::pair<std::string, Tensor>> training_checkpoint_extras(const Archive& archive);
 
 /// Saves everything needed to resume. scheduler, generator and extras are optional

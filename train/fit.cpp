@@ -196,18 +196,32 @@ int resume_from(const std::string& path, layers::Module& model, optim::Optimizer
       throw std::invalid_argument("fit: resume '" + path + "': expected an epoch in [0, 1000000000], got " +
                                   std::to_string(v));
   }
+  optim::check_training_checkpoint(file, "fit: resume");  // format, version and epoch, before any change
   std::vector<std::map<std::string, std::string>> states = callback_states(path, file, callbacks);
-  // The callbacks' states are parsed before the training state is loaded (all or nothing),
-  // so a malformed state leaves the model and optimizer untouched.
+  // All or nothing: the callbacks' states are parsed and loaded before the training state, so a
+  // malformed state leaves the model and optimizer untouched; a training state that fails to
+  // load puts the callbacks' states back.
+  std::vector<std::map<std::string, std::string>> before;
+  for (const auto& cb : callbacks) before.push_back(cb->state_dict());
+  auto put_back = [&] {
+    for (std::size_t i = 0; i < callbacks.size(); ++i) callbacks[i]->load_state_dict(before[i]);
+  };
   for (std::size_t i = 0; i < callbacks.size(); ++i) {
     try {
       callbacks[i]->load_state_dict(states[i]);
       check_best_epoch(*callbacks[i], file_epoch);
     } catch (const std::invalid_argument& e) {
+      put_back();
       throw std::invalid_argument("fit: resume '" + path + "': " + callback_state_names(callbacks)[i] + ": " + e.what());
     }
   }
-  const auto epoch = optim::load_training_checkpoint(file, model, opt, sched, gen);
+  std::int64_t epoch = 0;
+  try {
+    epoch = optim::load_training_checkpoint(file, model, opt, sched, gen);
+  } catch (...) {
+    put_back();
+    throw;
+  }
   st.history = std::move(history);
   if (auto it = file.metadata().find(kStoppedKey); it != file.metadata().end()) {  // the run had ended early
     st.stop_training = true;

@@ -73,13 +73,13 @@ LoadedCheckpoint load_model(const Archive& archive, layers::Module& model, const
   LoadedCheckpoint out;
   if (archive.with_prefix("model.").empty())
     throw std::invalid_argument("load_model: '" + path + "' holds no model.* tensors (not a training checkpoint)");
+  out.epoch = optim::check_training_checkpoint(archive, "load_model");  // before the model changes
+  out.extras.tensors = optim::training_checkpoint_extras(archive);
   try {
     out.result = model.load_from(archive, options, "model.");
   } catch (const std::invalid_argument& e) {
     throw std::invalid_argument("load_model: '" + path + "': " + e.what());
   }
-  if (const Tensor* epoch = archive.find("epoch")) out.epoch = static_cast<std::int64_t>(epoch->item());
-  out.extras.tensors = optim::training_checkpoint_extras(archive);
   out.extras.metadata = archive.metadata();
   return out;
 }

@@ -7,6 +7,7 @@
 #include <cstdlib>
 #include <fstream>
 #include <iterator>
+#include <limits>
 #include <string>
 #include <vector>
 
@@ -129,4 +130,15 @@ TEST_CASE("image_to_tensor: a pixel buffer of the wrong size is refused naming b
   img.pixels.assign(11, 0);
   CHECK_THAT(test::thrown<std::invalid_argument>([&] { image_to_tensor(img); }),
              Contains("11 pixel bytes") && Contains("2 x 2 x 3"));
+}
+
+TEST_CASE("image_size_refusal: a size whose pixel count passes int64 is refused, not wrapped", "[data][image]") {
+  const std::int64_t big = std::int64_t{1} << 32;
+  CHECK(data::image_size_refusal(big, big, data::kMaxImagePixels) ==
+        "size 4294967296 x 4294967296 (W x H) is outside 1 .. 67108864 pixels");
+  CHECK_FALSE(data::image_size_refusal(std::numeric_limits<std::int64_t>::max(), 2, data::kMaxImagePixels).empty());
+  CHECK_FALSE(data::image_size_refusal(0, 5, data::kMaxImagePixels).empty());
+  CHECK_FALSE(data::image_size_refusal(-1, -1, data::kMaxImagePixels).empty());
+  CHECK(data::image_size_refusal(8192, 8192, data::kMaxImagePixels).empty());  // exactly the bound
+  CHECK_FALSE(data::image_size_refusal(8193, 8192, data::kMaxImagePixels).empty());
 }
