@@ -16,6 +16,7 @@
 
 #include <tapegrad/core/file_io.h>
 #include <tapegrad/core/parallel.h>
+#include "kit/cli.h"
 #include "report.h"
 #include "study.h"
 #include "verdicts.h"
@@ -38,12 +39,8 @@ int main(int argc, char** argv) {
   int threads = 2;
   bool quiet = false;
 
-  // CLI11 reads "-1" into an unsigned seed as 2^64 - 1: refuse a sign.
-  const CLI::Validator non_negative(
-      [](std::string& v) {
-        return v.find('-') == std::string::npos ? std::string() : "expected an integer >= 0, got " + v;
-      },
-      "UINT");
+  // CLI11 reads "-1" into an unsigned seed as 2^64 - 1, and 2^64 as 2^64 - 1: refused.
+  const CLI::Validator& non_negative = studies::kit::non_negative();
   auto* conv = app.add_subcommand("convergence", "Experiment 1: normalised vs plain net [50,128,64,32,1] at --lr");
   auto* lr = app.add_subcommand("learning-rate", "Experiment 2: the same nets at each learning rate");
   auto* depth = app.add_subcommand("depth", "Experiment 3: 5-, 10- and 15-layer nets at lr 0.01");
@@ -110,6 +107,11 @@ int main(int argc, char** argv) {
     if (!policy.empty()) o.policies = std::vector<EvalPolicy>{parse_policy(policy)};
     // Fail on an unwritable output folder now, not after every run has trained.
     // check_output_dir creates the folder and creates and removes a probe file in it.
+    // An empty --out or --save given on the command line is refused (--out "" was not
+    // checked, every run trained, then writing failed; --save "" saved nothing).
+    for (auto [flag, dir] : {std::pair<const char*, const std::string*>{"--out", &out}, {"--save", &save_dir}})
+      if (sc->count(flag) > 0 && dir->empty())
+        throw std::invalid_argument(std::string(flag) + ": expected a folder path, got ''");
     for (const std::string& dir : {out, save_dir})
       if (!dir.empty()) tapegrad::check_output_dir(dir);
     // The nets are small: one thread per run, several runs at a time.
@@ -131,7 +133,7 @@ int main(int argc, char** argv) {
     spdlog::info("{} runs, {} SGD steps in {:.1f} s; wrote {}/results.csv, {}/summary.md and {} figure(s)",
                  s.jobs.size(), steps, secs, out, out, pngs.size());
   } catch (const std::exception& e) {
-    spdlog::error("{}", e.what());
+    std::cerr << "bn_experiments: " << e.what() << "\n";  // stderr: stdout holds the results
     return 1;
   }
   return 0;

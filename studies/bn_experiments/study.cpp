@@ -51,7 +51,7 @@ Resolved resolve(const StudyOptions& o) {
     if (!(lr > 0 && std::isfinite(lr)))
       throw std::invalid_argument("--lrs: learning rates must be finite and > 0, got " + fmt_g(lr));
   if (r.policies.empty()) throw std::invalid_argument("no evaluation policy");
-  studies::kit::check_at_least("--seeds", o.seeds, 1);
+  studies::kit::check_seeds(o.seed, o.seeds);
   studies::kit::check_at_least("--threads", o.threads, 1);
   studies::kit::check_at_least("--epochs", o.epochs, 1);
   if (o.batch < 2) throw std::invalid_argument("--batch must be >= 2 (BatchNorm refuses 1), got " + std::to_string(o.batch));

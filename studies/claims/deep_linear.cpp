@@ -76,7 +76,7 @@ void check_linear_options(const LinearOptions& o) {
   studies::kit::check_at_least("--grid", o.grid, 2);
   if (!(o.eta_min > 0 && o.eta_max > o.eta_min && std::isfinite(o.eta_max)))
     throw std::invalid_argument("--eta-range: expected 0 < min < max, got " + fmt9(o.eta_min) + " " + fmt9(o.eta_max));
-  studies::kit::check_at_least("--seeds", o.seeds, 1);
+  studies::kit::check_seeds(o.seed, o.seeds);
   if (!(o.init_scale > 0 && std::isfinite(o.init_scale)))
     throw std::invalid_argument("--scales: expected finite scales > 0, got " + fmt9(o.init_scale));
   studies::kit::check_threads(o.threads);

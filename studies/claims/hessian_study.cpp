@@ -46,8 +46,13 @@ void check_hessian_options(const HessianOptions& o) {
   if (o.arms.empty()) throw std::invalid_argument("--arms: expected plain, bn and/or bn-population, got none");
   for (const auto& a : o.arms) (void)hessian_arm(a);
   studies::kit::check_at_least("--population-every", o.population_every, 1);
-  studies::kit::check_at_least("--seeds", o.seeds, 1);
+  studies::kit::check_seeds(o.seed, o.seeds);
   studies::kit::check_at_least("--top-k", o.spectrum.top_k, 1);
+  // Lanczos with fewer steps than --top-k finds only that many eigenvalues (results.csv had
+  // top_k = steps while the summary said top-k).
+  if (o.spectrum.lanczos_steps != 0 && o.spectrum.lanczos_steps < o.spectrum.top_k)
+    throw std::invalid_argument("--lanczos-steps: expected 0 (max(3·--top-k, 40)) or >= --top-k " +
+                                std::to_string(o.spectrum.top_k) + ", got " + std::to_string(o.spectrum.lanczos_steps));
   studies::kit::check_at_least("--slq-probes", o.spectrum.slq.probes, 1);
   studies::kit::check_at_least("--slq-steps", o.spectrum.slq.steps, 1);
   studies::kit::check_sizes(o.train_size, 0);
@@ -57,6 +62,9 @@ void check_hessian_options(const HessianOptions& o) {
     studies::kit::check_at_least("--batch", n->batch, 1);
     for (auto h : n->hidden) studies::kit::check_at_least("--hidden", h, 1);
   }
+  if (o.fashion.hessian_batch < 0)  // was taken as 0, all the training images
+    throw std::invalid_argument("--hessian-batch: expected 0 (all the training images) or >= 1, got " +
+                                std::to_string(o.fashion.hessian_batch));
   if (o.fashion.hessian_batch > o.train_size)
     throw std::invalid_argument("--hessian-batch: " + std::to_string(o.fashion.hessian_batch) + " exceeds --train-size " +
                                 std::to_string(o.train_size));

@@ -8,14 +8,18 @@
 //   if (auto rc = cli.parse(argc, argv)) return *rc;
 //   return cli.run();
 #include <algorithm>
+#include <charconv>
 #include <chrono>
 #include <cstdint>
 #include <functional>
 #include <iostream>
+#include <limits>
 #include <memory>
 #include <optional>
+#include <stdexcept>
 #include <string>
 #include <string_view>
+#include <system_error>
 #include <utility>
 #include <vector>
 
@@ -91,10 +95,18 @@ Subcommand subcommand(Study<Options, Result> s, bool quick) {
 }
 
 /// Refuses a sign on an unsigned option (CLI11 reads "-1" into a std::uint64_t as 2^64 - 1):
-/// "expected an integer >= 0, got -1".
+/// "expected an integer >= 0, got -1"; and a value past 2^64 - 1 (read as 2^64 - 1):
+/// "expected an integer from 0 to 18446744073709551615, got 18446744073709551616".
 inline const CLI::Validator& non_negative() {
   static const CLI::Validator v(
-      [](std::string& s) { return s.find('-') == std::string::npos ? std::string() : "expected an integer >= 0, got " + s; },
+      [](std::string& s) -> std::string {
+        if (s.find('-') != std::string::npos) return "expected an integer >= 0, got " + s;
+        std::uint64_t value = 0;
+        if (std::from_chars(s.data(), s.data() + s.size(), value).ec == std::errc::result_out_of_range)
+          return "expected an integer from 0 to " + std::to_string(std::numeric_limits<std::uint64_t>::max()) +
+                 ", got " + s;
+        return {};
+      },
       "UINT");
   return v;
 }
@@ -106,6 +118,12 @@ inline void add_seed_options(CLI::App& sc, int& seeds, std::uint64_t& seed, cons
 /// --threads "Worker threads (each run single-threaded)".
 inline void add_threads_option(CLI::App& sc, int& threads) {
   sc.add_option("--threads", threads, "Worker threads (each run single-threaded)")->capture_default_str();
+}
+
+/// A folder option given on the command line (e.g. --out): refuses an empty value,
+/// "FLAG: expected a folder path, got ''".
+inline void check_folder_option(std::string_view flag, const std::string& value) {
+  if (value.empty()) throw std::invalid_argument(std::string(flag) + ": expected a folder path, got ''");
 }
 
 /// Whether --quick is among the arguments: a table built with it takes --quick's settings as
@@ -159,6 +177,8 @@ class StudyCli {
     Subcommand& c = table_[chosen_];
     try {
       const auto t0 = std::chrono::steady_clock::now();
+      // --out "" would otherwise mean the default folder, silently: a path is required.
+      if (apps_[chosen_]->count("--out") > 0) check_folder_option("--out", ctx_.out);
       if (c.prepare) c.prepare(*apps_[chosen_], ctx_);
       c.check();
       if (ctx_.out.empty()) ctx_.out = c.default_out;

@@ -2,6 +2,7 @@
 
 #include <cmath>
 #include <cstdio>
+#include <limits>
 #include <stdexcept>
 
 namespace studies::kit {
@@ -18,6 +19,15 @@ void check_at_least(std::string_view flag, std::int64_t value, std::int64_t min)
   if (value < min)
     throw std::invalid_argument(std::string(flag) + " must be >= " + std::to_string(min) + ", got " +
                                 std::to_string(value));
+}
+
+void check_seeds(std::uint64_t seed, std::int64_t seeds) {
+  check_at_least("--seeds", seeds, 1);
+  constexpr std::uint64_t kMax = std::numeric_limits<std::uint64_t>::max();
+  if (static_cast<std::uint64_t>(seeds - 1) > kMax - seed)
+    throw std::invalid_argument("--seed/--seeds: expected the last seed --seed + --seeds - 1 <= " +
+                                std::to_string(kMax) + ", got --seed " + std::to_string(seed) + " --seeds " +
+                                std::to_string(seeds));
 }
 
 void check_rate(std::string_view flag, double value) {

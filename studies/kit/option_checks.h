@@ -13,6 +13,10 @@ namespace studies::kit {
 
 /// "FLAG must be >= MIN, got VALUE" unless value >= min.
 void check_at_least(std::string_view flag, std::int64_t value, std::int64_t min);
+/// --seeds >= 1 (check_at_least), and the seeds --seed .. --seed + --seeds - 1 within 64 bits
+/// (they wrapped to 0): "--seed/--seeds: expected the last seed --seed + --seeds - 1 <=
+/// 18446744073709551615, got --seed S --seeds K".
+void check_seeds(std::uint64_t seed, std::int64_t seeds);
 /// "FLAG: expected a finite number > 0, got VALUE" unless value is finite and > 0.
 void check_rate(std::string_view flag, double value);
 /// --batch: at least 2 (BatchNorm refuses a batch of 1) and at most --train-size.

@@ -54,7 +54,7 @@ struct FashionGridOptions : SeedOptions {
 /// order. Throws std::invalid_argument naming the first option out of range.
 template <class O>
 void check_training_options(const O& o) {
-  check_at_least("--seeds", o.seeds, 1);
+  check_seeds(o.seed, o.seeds);
   check_at_least("--epochs", o.epochs, 1);
   if constexpr (requires { { o.batch } -> std::convertible_to<std::int64_t>; }) check_batch(o.batch, o.train_size);
   if constexpr (requires { { o.lr } -> std::convertible_to<double>; }) check_rate("--lr", o.lr);

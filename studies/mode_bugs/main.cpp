@@ -10,6 +10,7 @@
 
 #ifdef MODE_BUGS_HAVE_CLI11
 #include <CLI/CLI.hpp>
+#include "kit/cli.h"
 #endif
 
 #include "kit/mode_bug_catalogue.h"
@@ -20,12 +21,12 @@ namespace kit = studies::kit;
 
 namespace {
 
-std::string fmt(const char* f, double v) {
+std::string format_double(const char* f, double v) {
   char buf[64];
   std::snprintf(buf, sizeof buf, f, v);
   return buf;
 }
-std::string g4(double v) { return fmt("%.4g", v); }
+std::string g4(double v) { return format_double("%.4g", v); }
 std::string n(std::int64_t v) { return std::to_string(v); }
 
 struct Row {
@@ -46,13 +47,8 @@ int main(int argc, char** argv) {
   int small_batch_epochs = 10;
 #ifdef MODE_BUGS_HAVE_CLI11
   CLI::App app{"Module-mode bugs: reproduce, measure, detect"};
-  // CLI11 reads "-1" into an unsigned seed as 2^64 - 1: refuse a sign.
-  const CLI::Validator non_negative(
-      [](std::string& v) {
-        return v.find('-') == std::string::npos ? std::string() : "expected an integer >= 0, got " + v;
-      },
-      "UINT");
-  app.add_option("--seed", seed, "data seed (weights and shuffling use fixed seeds)")->check(non_negative);
+  // CLI11 reads "-1" into an unsigned seed as 2^64 - 1, and 2^64 as 2^64 - 1: refused.
+  app.add_option("--seed", seed, "data seed (weights and shuffling use fixed seeds)")->check(kit::non_negative());
   app.add_option("--epochs", epochs, "training epochs at batch 32")->check(CLI::Range(2, 1000));
   app.add_option("--small-batch-epochs", small_batch_epochs, "training epochs at batch 2")->check(CLI::Range(1, 1000));
   CLI11_PARSE(app, argc, argv);
@@ -130,8 +126,8 @@ int main(int argc, char** argv) {
 
   const auto bc = kit::measure_bn_backward_invariants(seed);
   rows.push_back({kit::info(kit::Bug::WrongBackward).title, kit::info(kit::Bug::WrongBackward).effect,
-                  "real fused kernel, float64: column-sum residual " + fmt("%.2g", bc.col_sum) +
-                      ", dX*xhat residual " + fmt("%.2g", bc.col_dot_xhat),
+                  "real fused kernel, float64: column-sum residual " + format_double("%.2g", bc.col_sum) +
+                      ", dX*xhat residual " + format_double("%.2g", bc.col_dot_xhat),
                   "`bn_backward_invariants` and `gradcheck` flag every mutant"});
 
   {

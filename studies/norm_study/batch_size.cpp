@@ -40,7 +40,7 @@ double scaled_lr(const BatchSizeOptions& o, std::int64_t m) {
 
 void check_batch_size_options(const BatchSizeOptions& o) {
   studies::kit::check_at_least("--replicas", o.replicas, 1);
-  studies::kit::check_at_least("--seeds", o.seeds, 1);
+  studies::kit::check_seeds(o.seed, o.seeds);
   studies::kit::check_at_least("--epochs", o.epochs, 1);
   if (o.model != "mlp" && o.model != "cnn")
     throw std::invalid_argument("--model: expected mlp or cnn, got '" + o.model + "'");
@@ -62,6 +62,23 @@ void check_batch_size_options(const BatchSizeOptions& o) {
   if (o.channels.empty()) throw std::invalid_argument("--channels: expected at least one conv width, got none");
   if (o.head < 1) throw std::invalid_argument("--head: expected a width >= 1, got " + std::to_string(o.head));
   if (o.groups < 1) throw std::invalid_argument("--groups: expected >= 1, got " + std::to_string(o.groups));
+  if (std::find(o.kinds.begin(), o.kinds.end(), NormKind::Group) != o.kinds.end()) {
+    // GroupNorm splits every normalised width into --groups groups: refused now, not after the
+    // other norms' runs have trained.
+    std::vector<std::int64_t> widths = o.model == "cnn" ? o.channels : o.hidden;
+    if (o.model == "cnn") widths.push_back(o.head);
+    for (auto w : widths)
+      if (w % o.groups != 0)
+        throw std::invalid_argument("--groups: expected a divisor of every GroupNorm width (" +
+                                    (o.model == "cnn" ? "--channels " + studies::kit::join_widths(o.channels) +
+                                                            " --head " + std::to_string(o.head)
+                                                      : "mlp hidden " + studies::kit::join_widths(o.hidden)) +
+                                    "), got " + std::to_string(o.groups) + " (width " + std::to_string(w) + ")");
+  }
+  for (auto m : o.ms)  // R·m within --train-size (R·m itself may overflow)
+    if (m > o.train_size / o.replicas)
+      throw std::invalid_argument("--ms/--replicas: global batch " + std::to_string(o.replicas) + "·" +
+                                  std::to_string(m) + " exceeds --train-size " + std::to_string(o.train_size));
   check_threads(o.threads);
 }
 
@@ -69,8 +86,9 @@ void check_batch_size_options(const BatchSizeOptions& o, const StudyData& d) {
   check_batch_size_options(o);
   for (auto m : o.ms) {
     if (m > d.train.size() / o.replicas)  // R·m itself may overflow
-      throw std::invalid_argument("global batch " + std::to_string(o.replicas) + "·" + std::to_string(m) +
-                                  " exceeds the " + std::to_string(d.train.size()) + " training images");
+      throw std::invalid_argument("--ms/--replicas: global batch " + std::to_string(o.replicas) + "·" +
+                                  std::to_string(m) + " exceeds the " + std::to_string(d.train.size()) +
+                                  " training images");
   }
 }
 

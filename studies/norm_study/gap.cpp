@@ -74,6 +74,11 @@ void check_gap_options(const GapOptions& o) {
   if (o.drop_epoch < 0)
     throw std::invalid_argument("--drop-epoch: expected >= 0 (0: never), got " + std::to_string(o.drop_epoch));
   studies::kit::check_training_options(o);
+  // The lr drops after epoch drop_epoch: at or past the last epoch it never would, while the
+  // summary and the figure said it did. Its default (8) is refused too for --epochs <= 8.
+  if (o.drop_epoch >= o.epochs)
+    throw std::invalid_argument("--drop-epoch: expected 0 (never) or less than --epochs " + std::to_string(o.epochs) +
+                                ", got " + std::to_string(o.drop_epoch));
 }
 
 GapResult run_gap(const GapOptions& o, const StudyData& d) {

@@ -42,8 +42,8 @@ struct GapRun {
 /// runs: momentum-major, then seed.
 using GapResult = studies::kit::GridResult<GapOptions, GapRun>;
 
-/// Throws std::invalid_argument naming the option: seeds, epochs >= 1, drop epoch >= 0,
-/// batch in 2..train size, lr finite > 0, sizes (check_sizes), threads >= 1.
+/// Throws std::invalid_argument naming the option: seeds, epochs >= 1, drop epoch 0 (never)
+/// or 1 .. epochs - 1, batch in 2..train size, lr finite > 0, sizes (check_sizes), threads >= 1.
 void check_gap_options(const GapOptions& o);
 /// Checks the options (check_gap_options), then trains every (momentum, seed).
 GapResult run_gap(const GapOptions& o, const StudyData& data);

@@ -397,7 +397,7 @@ BugResult run_one_seed(const BugOptions& o, const StudyData& d) {
 
 void check_bug_options(const BugOptions& o) {
   studies::kit::check_at_least("--epochs", o.epochs, 1);
-  studies::kit::check_at_least("--seeds", o.seeds, 1);
+  studies::kit::check_seeds(o.seed, o.seeds);
   if (o.batch < 2 || o.small_batch < 2)
     throw std::invalid_argument("mode-bugs: expected batches >= 2, got " + std::to_string(o.batch) + " and " +
                                 std::to_string(o.small_batch));

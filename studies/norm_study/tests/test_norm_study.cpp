@@ -240,14 +240,16 @@ TEST_CASE("batch-size refuses no m and a global batch R·m that overflows, namin
   d.test = d.train;
   BatchSizeOptions o;
   o.hidden = {4};
+  o.groups = 4;
   o.replicas = 2;
   o.ms = {};
   CHECK_THROWS_WITH(run_batch_size(o, d), "--ms: expected at least one per-replica batch size, got none");
   o.ms = {std::int64_t{1} << 62};  // 2·2^62 wraps to a negative global batch
-  CHECK_THROWS_WITH(run_batch_size(o, d),
-                    "global batch 2·4611686018427387904 exceeds the 16 training images");
+  CHECK_THROWS_WITH(check_batch_size_options(o),
+                    "--ms/--replicas: global batch 2·4611686018427387904 exceeds --train-size 20000");
+  // within --train-size (checked before the data is read) but past the images of the data
   o.ms = {9};
-  CHECK_THROWS_WITH(run_batch_size(o, d), "global batch 2·9 exceeds the 16 training images");
+  CHECK_THROWS_WITH(run_batch_size(o, d), "--ms/--replicas: global batch 2·9 exceeds the 16 training images");
 }
 
 TEST_CASE("gnuplot_quote doubles single quotes and refuses newlines", "[norm_study][report]") {

@@ -49,6 +49,15 @@ TEST_CASE("batch-size options are checked up front, naming the option", "[norm_s
   CHECK_THAT(bad([](auto& x) { x.bn_momentum = 1.5; }), Contains("--bn-momentum"));
   CHECK_THAT(bad([](auto& x) { x.ms = {4, 1}; }), Contains("--ms") && Contains("got 1"));
   CHECK_THAT(bad([](auto& x) { x.groups = 0; }), Contains("--groups"));
+  // a --groups that does not divide a width was refused only when GroupNorm was built, after
+  // the other norms' runs; --ms past --train-size only once the data was read, naming neither
+  CHECK(bad([](auto& x) { x.groups = 7; }) ==
+        "--groups: expected a divisor of every GroupNorm width (mlp hidden 256,128), got 7 (width 256)");
+  CHECK(bad([](auto& x) { x.groups = 7; x.kinds = {NormKind::Batch}; }) == "NO EXCEPTION");
+  CHECK(bad([](auto& x) { x.model = "cnn"; x.groups = 4; x.head = 6; }) ==
+        "--groups: expected a divisor of every GroupNorm width (--channels 8,16 --head 6), got 4 (width 6)");
+  CHECK(bad([](auto& x) { x.ms = {2, 100000}; }) ==
+        "--ms/--replicas: global batch 4·100000 exceeds --train-size 20000");
   CHECK_THAT(bad([](auto& x) { x.head = -2; }), Contains("--head"));
   CHECK_THAT(bad([](auto& x) { x.channels = {8, 0}; }), Contains("--channels"));
   CHECK_THAT(bad([](auto& x) { x.threads = 0; }), Contains("--threads"));
@@ -65,6 +74,17 @@ TEST_CASE("train-eval-gap and mode-bugs options are checked, naming the option",
   g = {};
   g.drop_epoch = -1;
   CHECK_THAT(invalid_argument_of([&] { check_gap_options(g); }), Contains("--drop-epoch"));
+  // a drop at or after the last epoch never happened, while the summary said it did
+  g = {};
+  g.epochs = 3;
+  g.drop_epoch = 50;
+  CHECK(invalid_argument_of([&] { check_gap_options(g); }) == "--drop-epoch: expected 0 (never) or less than --epochs 3, got 50");
+  g.drop_epoch = 3;
+  CHECK_THAT(invalid_argument_of([&] { check_gap_options(g); }), Contains("got 3"));
+  g.drop_epoch = 0;
+  CHECK(invalid_argument_of([&] { check_gap_options(g); }) == "NO EXCEPTION");
+  g.drop_epoch = 2;
+  CHECK(invalid_argument_of([&] { check_gap_options(g); }) == "NO EXCEPTION");
   g = {};
   g.test_size = -1;
   CHECK_THAT(invalid_argument_of([&] { check_gap_options(g); }), Contains("--test-size"));
