@@ -10,6 +10,7 @@
 // (train::accuracy or train::r2_score). Regression targets are standardised with the training
 // rows' mean and std for training; R² is computed on the original scale.
 #include <CLI/CLI.hpp>
+#include "cli_checks.h"
 
 #include <algorithm>
 #include <chrono>
@@ -295,16 +296,11 @@ int main(int argc, char** argv) {
   app.add_option("--max-classes", c.max_classes, "auto: most distinct integer labels still taken as classes")
       ->capture_default_str();
   app.add_option("--folds", c.folds, "k of k-fold cross-validation")->capture_default_str();
-  // CLI11 reads "-1" into an unsigned seed as 2^64 - 1: refuse a sign, however spelled
+  // CLI11 reads "-1" and 2^64 into an unsigned seed as 2^64 - 1: refused, however spelled
   // (--seed -1, --seed=-1), before the conversion.
-  const CLI::Validator non_negative(
-      [](std::string& v) {
-        return v.find('-') == std::string::npos ? std::string() : "expected an integer >= 0, got " + v;
-      },
-      "UINT");
   app.add_option("--seed", c.seed, "seed of the folds, the validation splits, the weights and the shuffles")
       ->capture_default_str()
-      ->check(non_negative);
+      ->check(tapegrad_cli::non_negative());
   app.add_option("--skip-rows", c.skip_rows, "lines to skip before the header (or the first row)")
       ->capture_default_str();
   app.add_flag("--no-header", c.no_header, "the first (unskipped) line is data; columns are named by index");

@@ -2,6 +2,7 @@
 //   train_fashion_mnist --norm batch --optimizer adam --epochs 15
 // See trainer.h for the data pipeline and the model; the loop is the training room's fit().
 #include <CLI/CLI.hpp>
+#include "cli_checks.h"
 #include <spdlog/spdlog.h>
 
 #include <cstdio>
@@ -22,12 +23,6 @@ int main(int argc, char** argv) {
   std::string hidden = "256,128";
   double lr = 0;
   CLI::App app{"Train an MLP on Fashion-MNIST (Debian package dataset-fashion-mnist)"};
-  // CLI11 reads "-1" into an unsigned seed as 2^64 - 1: refuse a sign.
-  const CLI::Validator non_negative(
-      [](std::string& v) {
-        return v.find('-') == std::string::npos ? std::string() : "expected an integer >= 0, got " + v;
-      },
-      "UINT");
   app.add_option("--data", cfg.data_dir, "directory with the IDX files (.gz or plain)")->capture_default_str();
   app.add_option("--epochs", cfg.epochs, "epochs")->capture_default_str()->check(CLI::Range(1, 100000).description("an integer in [1, 100000]"));
   app.add_option("--batch-size", cfg.batch_size, "mini-batch size")->capture_default_str()->check(CLI::Range(2, 1 << 20));
@@ -60,7 +55,7 @@ int main(int argc, char** argv) {
   app.add_option("--hidden", hidden, "hidden widths, comma-separated")->capture_default_str();
   app.add_option("--seed", cfg.seed, "seed of the split, shuffles, weights and dropout masks")
       ->capture_default_str()
-      ->check(non_negative);
+      ->check(tapegrad_cli::non_negative());
   app.add_option("--checkpoint", cfg.checkpoint,
                  "save the best epoch to PATH and the latest to PATH.last (weights, buffers, optimizer)");
   app.add_option("--resume", cfg.resume, "continue exactly from a checkpoint (PATH.last or PATH)");

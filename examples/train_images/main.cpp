@@ -17,6 +17,7 @@
 // loader's batch is --batch-size / R, decoded on --workers threads), train::fit averages the
 // gradients, rank 0 prints and writes the checkpoint.
 #include <CLI/CLI.hpp>
+#include "cli_checks.h"
 
 #include <cmath>
 #include <cstdio>
@@ -263,12 +264,9 @@ int main(int argc, char** argv) {
   app.add_flag("--drop-last", c.drop_last, "drop the last partial batch of each epoch");
   app.add_flag("--distributed", distributed, "initialise MPI even when no MPI launcher is detected");
   app.add_option("--workers", c.workers, "threads decoding the next batches")->capture_default_str();
-  const CLI::Validator non_negative(
-      [](std::string& v) { return v.find('-') == std::string::npos ? std::string() : "expected an integer >= 0, got " + v; },
-      "UINT");
   app.add_option("--seed", c.seed, "seed of the split, the weights, the shuffles and the augmentation")
       ->capture_default_str()
-      ->check(non_negative);
+      ->check(tapegrad_cli::non_negative());
   app.add_flag("--augment", c.augment, "RandomCrop(H, W, padding 2) and RandomHorizontalFlip on the training images");
   CLI11_PARSE(app, argc, argv);
   try {

@@ -8,22 +8,20 @@
 //   if (auto rc = cli.parse(argc, argv)) return *rc;
 //   return cli.run();
 #include <algorithm>
-#include <charconv>
 #include <chrono>
 #include <cstdint>
 #include <functional>
 #include <iostream>
-#include <limits>
 #include <memory>
 #include <optional>
 #include <stdexcept>
 #include <string>
 #include <string_view>
-#include <system_error>
 #include <utility>
 #include <vector>
 
 #include <CLI/CLI.hpp>
+#include "cli_checks.h"
 #include <spdlog/spdlog.h>
 
 #include <tapegrad/core/file_io.h>
@@ -94,22 +92,8 @@ Subcommand subcommand(Study<Options, Result> s, bool quick) {
   return c;
 }
 
-/// Refuses a sign on an unsigned option (CLI11 reads "-1" into a std::uint64_t as 2^64 - 1):
-/// "expected an integer >= 0, got -1"; and a value past 2^64 - 1 (read as 2^64 - 1):
-/// "expected an integer from 0 to 18446744073709551615, got 18446744073709551616".
-inline const CLI::Validator& non_negative() {
-  static const CLI::Validator v(
-      [](std::string& s) -> std::string {
-        if (s.find('-') != std::string::npos) return "expected an integer >= 0, got " + s;
-        std::uint64_t value = 0;
-        if (std::from_chars(s.data(), s.data() + s.size(), value).ec == std::errc::result_out_of_range)
-          return "expected an integer from 0 to " + std::to_string(std::numeric_limits<std::uint64_t>::max()) +
-                 ", got " + s;
-        return {};
-      },
-      "UINT");
-  return v;
-}
+/// Refuses a sign on an unsigned option, and a value past 2^64 - 1 (examples/common/cli_checks.h).
+using tapegrad_cli::non_negative;
 /// --seeds (`seeds_help`) and --seed "First seed", refusing a sign.
 inline void add_seed_options(CLI::App& sc, int& seeds, std::uint64_t& seed, const std::string& seeds_help = "Seeds") {
   sc.add_option("--seeds", seeds, seeds_help)->capture_default_str();
