@@ -28,4 +28,12 @@ inline const CLI::Validator& non_negative() {
   return v;
 }
 
+/// The check of a path option: an empty value is refused, "expected WHAT, got ''" (WHAT such
+/// as "a checkpoint file"). Without it "--evaluate ''" read as no --evaluate and trained a model,
+/// "--checkpoint ''" saved nothing.
+inline CLI::Validator non_empty(const std::string& what) {
+  return CLI::Validator(
+      [what](std::string& s) { return s.empty() ? "expected " + what + ", got ''" : std::string(); }, "");
+}
+
 }  // namespace tapegrad_cli

@@ -285,7 +285,8 @@ FoldResult run_fold(const Config& c, const data::Dataset& full, const data::Fold
 int main(int argc, char** argv) {
   Config c;
   CLI::App app{"tabular: an MLP on a numeric CSV, scored by k-fold cross-validation"};
-  app.add_option("--csv", c.csv, "the CSV file (plain or gzip)")->required();
+  app.add_option("--csv", c.csv, "the CSV file (plain or gzip)")
+      ->check(tapegrad_cli::non_empty("a CSV file"))->required();
   app.add_option("--label", c.label,
                  "the label column: a header name, or a 0-based index (negative from the end; default: the last)");
   app.add_option("--task", c.task,
@@ -314,7 +315,8 @@ int main(int argc, char** argv) {
   app.add_option("--weight-decay", c.weight_decay, "Adam's L2 penalty")->capture_default_str();
   app.add_option("--val-fraction", c.val_fraction, "part of each training fold held out for early stopping")
       ->capture_default_str();
-  app.add_option("--fold-ids", c.fold_ids, "write each row's test fold (0-based, one per line) to this file");
+  app.add_option("--fold-ids", c.fold_ids, "write each row's test fold (0-based, one per line) to this file")
+      ->check(tapegrad_cli::non_empty("a file path"));
   CLI11_PARSE(app, argc, argv);
   try {
     check_config(c);  // every option, before the data is read

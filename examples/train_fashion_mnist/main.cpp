@@ -23,7 +23,8 @@ int main(int argc, char** argv) {
   std::string hidden = "256,128";
   double lr = 0;
   CLI::App app{"Train an MLP on Fashion-MNIST (Debian package dataset-fashion-mnist)"};
-  app.add_option("--data", cfg.data_dir, "directory with the IDX files (.gz or plain)")->capture_default_str();
+  app.add_option("--data", cfg.data_dir, "directory with the IDX files (.gz or plain)")
+      ->check(tapegrad_cli::non_empty("a folder"))->capture_default_str();
   app.add_option("--epochs", cfg.epochs, "epochs")->capture_default_str()->check(CLI::Range(1, 100000).description("an integer in [1, 100000]"));
   app.add_option("--batch-size", cfg.batch_size, "mini-batch size")->capture_default_str()->check(CLI::Range(2, 1 << 20));
   auto* lr_opt = app.add_option("--lr", lr, "learning rate (default: sgd 0.1, adam/adamw 1e-3)")
@@ -57,8 +58,10 @@ int main(int argc, char** argv) {
       ->capture_default_str()
       ->check(tapegrad_cli::non_negative());
   app.add_option("--checkpoint", cfg.checkpoint,
-                 "save the best epoch to PATH and the latest to PATH.last (weights, buffers, optimizer)");
-  app.add_option("--resume", cfg.resume, "continue exactly from a checkpoint (PATH.last or PATH)");
+                 "save the best epoch to PATH and the latest to PATH.last (weights, buffers, optimizer)")
+      ->check(tapegrad_cli::non_empty("a file path"));
+  app.add_option("--resume", cfg.resume, "continue exactly from a checkpoint (PATH.last or PATH)")
+      ->check(tapegrad_cli::non_empty("a checkpoint file"));
   app.add_option("--threads", cfg.threads, "threads (0: all cores)")
       ->capture_default_str()
       ->check(CLI::Range(0, 1024).description("an integer in [0, 1024]"));
@@ -69,7 +72,8 @@ int main(int argc, char** argv) {
       ->check(CLI::Range(1, 100000).description("an integer in [1, 100000]"));
   std::string evaluate_path;
   app.add_option("--evaluate", evaluate_path,
-                 "no training: test accuracy of a checkpoint alone (its architecture, weights and preprocessing)");
+                 "no training: test accuracy of a checkpoint alone (its architecture, weights and preprocessing)")
+      ->check(tapegrad_cli::non_empty("a checkpoint file"));
   bool sync_bn = false, distributed = false, zero = false;
   app.add_flag("--sync-bn", sync_bn, "under mpirun: SyncBatchNorm, statistics over every rank's rows");
   app.add_flag("--zero-redundancy", zero,

@@ -250,9 +250,12 @@ int main(int argc, char** argv) {
   Config c;
   bool distributed = false;
   CLI::App app{"train_images: a CNN on a folder of images, one subfolder per class; or a prediction"};
-  app.add_option("--data", c.data, "the folder DIR/<class>/*.{png,jpg,jpeg}");
-  app.add_option("--predict", c.predict, "print the class of this image file (with --checkpoint)");
-  app.add_option("--checkpoint", c.checkpoint, "the checkpoint written by training, read by --predict")->capture_default_str();
+  app.add_option("--data", c.data, "the folder DIR/<class>/*.{png,jpg,jpeg}")
+      ->check(tapegrad_cli::non_empty("a folder"));
+  app.add_option("--predict", c.predict, "print the class of this image file (with --checkpoint)")
+      ->check(tapegrad_cli::non_empty("an image file"));
+  app.add_option("--checkpoint", c.checkpoint, "the checkpoint written by training, read by --predict")
+      ->check(tapegrad_cli::non_empty("a file path"))->capture_default_str();
   app.add_option("--epochs", c.epochs, "training epochs")->capture_default_str();
   app.add_option("--batch-size", c.batch_size, "mini-batch images")->capture_default_str();
   app.add_option("--lr", c.lr, "Adam's learning rate")->capture_default_str();
