@@ -16,6 +16,7 @@
 #include <cstdint>
 #include <exception>
 #include <utility>
+#include <tapegrad/core/shape.h>
 
 namespace tapegrad {
 
@@ -162,7 +163,7 @@ void parallel_for(std::int64_t n, std::int64_t grain, int threads, F&& f) {
     return;
   }
   parallel_region(threads, [&](int t, int nt) {
-    const std::int64_t chunk = (n + nt - 1) / nt;
+    const std::int64_t chunk = ceil_div(n, nt);
     const std::int64_t b = static_cast<std::int64_t>(t) * chunk;
     const std::int64_t e = b + chunk < n ? b + chunk : n;
     if (b < e) f(b, e);

@@ -16,6 +16,9 @@ using Shape = std::vector<std::int64_t>;
 /// a zero size elsewhere must not hide an overflow. The one check every product of sizes
 /// taken from user values (a reshape, an unflatten, a broadcast, a file's shape) goes through.
 bool numel_overflows(const Shape& s);
+/// ⌈n / d⌉ for n >= 0, d >= 1, without the sum n + d - 1 (which overflows for a d near
+/// INT64_MAX: a batch size given by the user). The one rounding-up division of counts.
+constexpr std::int64_t ceil_div(std::int64_t n, std::int64_t d) { return n / d + (n % d != 0 ? 1 : 0); }
 /// Product of the sizes (1 for a scalar, shape {}; 0 when any size is 0). Throws
 /// std::invalid_argument naming the shape when numel_overflows(s).
 std::int64_t numel_of(const Shape& s);

@@ -1,8 +1,10 @@
 // DataLoader: the epoch order (from the sampler), and batches gathered from a Dataset or
 // built from a SampleSource with per-sample transforms. The worker threads are in prefetch.cpp.
 #include <tapegrad/data/dataloader.h>
+#include <tapegrad/core/shape.h>
 
 #include <algorithm>
+#include <cstdint>
 #include <cstring>
 #include <stdexcept>
 
@@ -79,7 +81,7 @@ std::int64_t DataLoader::size() const { return sampler_->size(); }
 
 std::int64_t DataLoader::num_batches() const {
   const std::int64_t n = size(), b = options_.batch_size;
-  return options_.drop_last ? n / b : (n + b - 1) / b;
+  return options_.drop_last ? n / b : ceil_div(n, b);
 }
 
 void DataLoader::reset() {
@@ -124,10 +126,12 @@ Batch DataLoader::batch(std::int64_t i) const {
 Batch DataLoader::batch(std::int64_t i, std::int64_t row_begin, std::int64_t rows) const {
   check_batch(i);
   const std::int64_t size = batch_rows(i);
-  if (row_begin < 0 || rows < 0 || row_begin + rows > size)
+  if (row_begin < 0 || rows < 0 || row_begin > size || rows > size - row_begin)  // no sum: it could overflow
     throw std::out_of_range("DataLoader::batch: rows [" + std::to_string(row_begin) + ", " +
-                            std::to_string(row_begin + rows) + ") outside batch " + std::to_string(i) + " of " +
-                            std::to_string(size) + " rows");
+                            (rows > INT64_MAX - std::max<std::int64_t>(row_begin, 0)
+                                 ? std::to_string(row_begin) + " + " + std::to_string(rows)
+                                 : std::to_string(row_begin + rows)) +
+                            ") outside batch " + std::to_string(i) + " of " + std::to_string(size) + " rows");
   return build(i, row_begin, rows);
 }
 

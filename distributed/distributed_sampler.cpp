@@ -5,6 +5,7 @@
 #include <string>
 
 #include <tapegrad/core/random.h>
+#include <tapegrad/core/shape.h>
 
 namespace tapegrad::distributed {
 
@@ -22,7 +23,7 @@ DistributedSampler::DistributedSampler(std::int64_t n, int replicas, int rank, D
                                   " samples for " + std::to_string(replicas) + " replicas leaves nothing");
     num_samples_ = n / replicas;
   } else {
-    num_samples_ = (n + replicas - 1) / replicas;
+    num_samples_ = ceil_div(n, replicas);
   }
 }
 

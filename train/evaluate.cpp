@@ -12,6 +12,7 @@
 #include <tapegrad/core/ops/view_ops.h>
 #include <tapegrad/layers/functional/losses.h>
 #include <tapegrad/train/evaluate_batches.h>
+#include <tapegrad/core/shape.h>
 
 namespace tapegrad::train {
 
@@ -23,7 +24,7 @@ Evaluation evaluate_batches_split(layers::Module& model, const data::Dataset& ds
   const ModeChecksOption checks(o.mode_checks);
   DataParallel* par = o.parallel;
   const int world = par ? par->world_size() : 1, rank = par ? par->rank() : 0;
-  const std::int64_t n = ds.size(), batches = (n + batch_size - 1) / batch_size;
+  const std::int64_t n = ds.size(), batches = ceil_div(n, batch_size);
   const bool class_targets = ds.y.defined() && ds.y.dtype() == Dtype::Int64 && ds.y.dim() == 1;
   // Per batch: the loss sum and the correct count; then the confusion matrix. Each slot is
   // written by one rank and zero elsewhere, so the sums over ranks are exact.

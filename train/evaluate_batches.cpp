@@ -12,6 +12,7 @@
 #include <tapegrad/core/ops/minmax.h>
 #include <tapegrad/core/ops/view_ops.h>
 #include <tapegrad/layers/functional/losses.h>
+#include <tapegrad/core/shape.h>
 
 namespace tapegrad::train {
 
@@ -32,7 +33,7 @@ std::int64_t num_batches(std::int64_t rows, const BatchEvalOptions& o) {
   if (o.batch_size < 0)
     throw std::invalid_argument("evaluate: expected batch_size >= 0 (0: one batch), got " + std::to_string(o.batch_size));
   if (o.batch_size == 0) return rows > 0 ? 1 : 0;
-  return o.drop_last ? rows / o.batch_size : (rows + o.batch_size - 1) / o.batch_size;
+  return o.drop_last ? rows / o.batch_size : ceil_div(rows, o.batch_size);
 }
 
 void evaluate_batches(layers::Module& model, const Tensor& X, const BatchEvalOptions& o, const BatchFn& fn) {

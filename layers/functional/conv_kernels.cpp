@@ -14,6 +14,7 @@
 #include <tapegrad/layers/functional/conv.h>
 #include <tapegrad/layers/functional/kernels/conv_dnnl.h>
 #include <tapegrad/layers/functional/kernels/thresholds.h>
+#include <tapegrad/core/shape.h>
 
 namespace tapegrad::layers::functional::detail {
 
@@ -104,7 +105,7 @@ int over_samples(std::int64_t N, int threads, F&& f) {
     f(std::int64_t{0}, N, 0);
     return 1;
   }
-  const std::int64_t chunk = (N + threads - 1) / threads;
+  const std::int64_t chunk = ceil_div(N, threads);
   parallel_shares(threads, [&](int t) {
     const std::int64_t b = t * chunk, e = std::min(N, b + chunk);
     if (b < e) f(b, e, t);

@@ -303,6 +303,8 @@ TEST_CASE("DataLoader: a row range of a batch is that batch's rows, for a rank's
   REQUIRE(l.batch(2, 0, 0).size() == 0);
   REQUIRE_THROWS_WITH(l.batch(2, 1, 2), Catch::Contains("rows [1, 3) outside batch 2 of 2 rows"));
   REQUIRE_THROWS_WITH(l.batch(0, -1, 2), Catch::Contains("rows [-1, 1)"));
+  // a row count whose sum with row_begin would overflow
+  REQUIRE_THROWS_WITH(l.batch(0, 1, INT64_MAX), Catch::Contains("rows [1, 1 + 9223372036854775807) outside batch 0"));
   REQUIRE_THROWS_AS(l.batch(3, 0, 1), std::out_of_range);
 }
 

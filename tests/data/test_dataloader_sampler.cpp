@@ -4,6 +4,7 @@
 // sampler together are refused, and without a sampler the order is what it was.
 #include <catch2/catch.hpp>
 
+#include <cstdint>
 #include <cstring>
 #include <memory>
 #include <numeric>
@@ -82,6 +83,24 @@ TEST_CASE("DataLoader batches a sampler's indices in order, and forwards set_epo
   const Batch mid = loader.batch(1, 1, 1);    // a row range: sample 9
   CHECK(mid.y.data<std::int64_t>()[0] == 9);
   CHECK(mid.X.data<float>()[0] == 9.0f);
+}
+
+TEST_CASE("DataLoader: a batch size up to INT64_MAX gives one batch of every row", "[data][loader]") {
+  // num_batches rounded up with n + b - 1, which overflowed for such a b: 0 batches (fit: "the
+  // loader has no batches").
+  const Dataset ds = indexed_images(36);
+  for (const std::int64_t b : {std::int64_t{36}, std::int64_t{1} << 62, INT64_MAX - 1, INT64_MAX}) {
+    DataLoader loader(ds, {.batch_size = b});
+    CHECK(loader.num_batches() == 1);
+    const Batch all = loader.batch(0);
+    CHECK(all.size() == 36);
+    CHECK(all.y.data<std::int64_t>()[35] == 35);
+  }
+  DataLoader dropped(ds, {.batch_size = INT64_MAX, .drop_last = true});
+  CHECK(dropped.num_batches() == 0);
+  CHECK(ceil_div(0, INT64_MAX) == 0);
+  CHECK(ceil_div(INT64_MAX, 2) == (INT64_MAX / 2) + 1);
+  CHECK(ceil_div(36, 5) == 8);
 }
 
 #ifdef TAPEGRAD_TEST_DISTRIBUTED_SAMPLER
