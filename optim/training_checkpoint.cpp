@@ -69,13 +69,16 @@ std::int64_t check_training_checkpoint(const Archive& c, const std::string& who)
     throw std::invalid_argument(where + "expected format_version 1 or " + kTrainingCheckpointVersion + ", got '" +
                                 version + "'");
   if (version == kTrainingCheckpointVersion)  // format 2 keeps an application's tensors under extra/
-    for (const auto& [k, v] : c.tensors())
+    for (const auto& [k, v] : c.tensors()) {
       if (!is_state_key(k) && k.rfind(kArchiveExtraPrefix, 0) != 0)
         throw std::invalid_argument(where + "unexpected tensor '" + k + "' (format " + version +
                                     " holds model., optimizer., scheduler., epoch and extra/ keys only)");
+      if (k == kArchiveExtraPrefix)  // the writers refuse an extra without a name
+        throw std::invalid_argument(where + "expected an extra tensor's name after '" + k + "', got none");
+    }
   const Tensor* epoch = c.find("epoch");
   if (!epoch) throw std::invalid_argument(where + "expected an int64 scalar 'epoch', got none");
-  if (epoch->dtype() != Dtype::Int64 || epoch->numel() != 1)
+  if (epoch->dtype() != Dtype::Int64 || epoch->dim() != 0)  // as written: shape [], not [1] nor [1, 1]
     throw std::invalid_argument(where + "expected 'epoch' to be an int64 scalar, got " + dtype_name(epoch->dtype()) +
                                 " of shape " + shape_str(epoch->shape()));
   const std::int64_t e = epoch->data<std::int64_t>()[0];
@@ -115,16 +118,26 @@ std::int64_t load_training_checkpoint(const Archive& c, layers::Module& model, O
   if (has_rng != (generator != nullptr))
     throw std::invalid_argument(where + (has_rng ? "the file holds a generator state but no generator was passed"
                                                  : "a generator was passed but the file holds no generator state"));
+  // Each part's own refusal, prefixed with the file it came from.
+  const auto named = [&where](const auto& part) {
+    try {
+      part();
+    } catch (const std::invalid_argument& e) {
+      throw std::invalid_argument(where + e.what());
+    }
+  };
   Generator rng;
-  if (generator) rng.set_state(c.metadata("rng_state"));  // throws on malformed state, before any change
+  if (generator) named([&] { rng.set_state(c.metadata("rng_state")); });  // malformed: before any change
 
   // Apply in order; if a later part fails, put the earlier ones back.
   const layers::StateDict model_before = deep_copy(model.state_dict());
   const OptimizerState optimizer_before = optimizer.state_dict();
-  model.load_from(c, layers::LoadOptions{.strict = true}, "model.");
+  named([&] { model.load_from(c, layers::LoadOptions{.strict = true}, "model."); });
   try {
-    optimizer.load_from(c, "optimizer.");
-    if (scheduler) scheduler->load_from(c, "scheduler.");
+    named([&] {
+      optimizer.load_from(c, "optimizer.");
+      if (scheduler) scheduler->load_from(c, "scheduler.");
+    });
   } catch (...) {
     model.load_state_dict(model_before, layers::LoadOptions{.strict = true, .check_values = false});  // back as it was
     optimizer.load_state_dict(optimizer_before);

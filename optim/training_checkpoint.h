@@ -45,7 +45,8 @@ using CheckpointExtras = layers::CheckpointExtras;
 
 /// Checks that `archive` is a training checkpoint this library reads, before anything is
 /// loaded: "format" kTrainingCheckpointFormat, "format_version" 1 or 2 (format 2: no tensor
-/// outside model., optimizer., scheduler., "epoch" and "extra/"), an int64 scalar "epoch" >= 0.
+/// outside model., optimizer., scheduler., "epoch" and "extra/<name>"), an int64 scalar "epoch"
+/// (shape [], as written) >= 0.
 /// Returns the epoch. Throws std::invalid_argument starting "<who>('<archive.source()>'): ",
 /// naming the expected and the actual value.
 std::int64_t check_training_checkpoint(const Archive& archive, const std::string& who = "load_training_checkpoint");

@@ -96,6 +96,13 @@ void check_options(const FitOptions& o, const data::DataLoader& loader, int worl
                                 " is not divisible by the " + std::to_string(world) + " ranks");
   if (o.parallel && !o.parallel->prepared())
     throw std::logic_error("fit: call parallel->prepare(model) before building the optimizer and calling fit");
+  // fit writes its own state into every checkpoint under train.* and callback.*: a user key
+  // there would be overwritten (train.history), or read back as fit's own on a resume
+  // (train.stopped: a resumed run that trains 0 epochs).
+  for (const auto& [k, v] : o.checkpoint_extras.metadata)
+    if (k.rfind("train.", 0) == 0 || k.rfind("callback.", 0) == 0)
+      throw std::invalid_argument("fit: checkpoint_extras metadata '" + k +
+                                  "' uses a key fit writes itself (train.*, callback.*); expected another name");
 }
 
 // The callbacks' states in a checkpoint, one map per callback, matched by name
@@ -213,6 +220,9 @@ int resume_from(const std::string& path, layers::Module& model, optim::Optimizer
     } catch (const std::invalid_argument& e) {
       put_back();
       throw std::invalid_argument("fit: resume '" + path + "': " + callback_state_names(callbacks)[i] + ": " + e.what());
+    } catch (...) {  // a user callback's own exception type: the states go back all the same
+      put_back();
+      throw;
     }
   }
   std::int64_t epoch = 0;

@@ -72,6 +72,8 @@ struct FitOptions {
   std::optional<int> max_epochs;
   /// Tensors and metadata every checkpoint carries beside the training state, e.g. the input
   /// preprocessing (see train/checkpoint.h's standardizer_extras) and the architecture.
+  /// Metadata keys under "train." and "callback." are fit's own: fit throws
+  /// std::invalid_argument naming such a key.
   optim::CheckpointExtras checkpoint_extras;
   /// Data-parallel training (data_parallel.h); prepare() must have been called on the model
   /// before the optimizer was built. The loader's batch size is then the global batch and

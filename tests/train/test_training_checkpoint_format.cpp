@@ -72,7 +72,9 @@ TEST_CASE("a training checkpoint whose epoch is not an int64 scalar >= 0 is refu
   for (const Case& k : {Case{Tensor::from_int64({1, 2}, {2}), "expected 'epoch' to be an int64 scalar, got int64 of shape [2]"},
                         Case{Tensor::from_vector({2.7f}, {}), "expected 'epoch' to be an int64 scalar, got float32"},
                         Case{Tensor::from_vector({NAN}, {}), "expected 'epoch' to be an int64 scalar, got float32"},
-                        Case{Tensor::from_int64({-5}, {}), "expected 'epoch' >= 0 (epochs done), got -5"}}) {
+                        Case{Tensor::from_int64({-5}, {}), "expected 'epoch' >= 0 (epochs done), got -5"},
+                        Case{Tensor::from_int64({2}, {1, 1}), "expected 'epoch' to be an int64 scalar, got int64 of shape [1, 1]"},
+                        Case{Tensor::from_int64({2}, {1}), "expected 'epoch' to be an int64 scalar, got int64 of shape [1]"}}) {
     INFO(k.message);
     SafetensorsContent e = c;
     replace(e, "epoch", k.epoch);
@@ -117,6 +119,29 @@ TEST_CASE("a format-2 training checkpoint with a tensor outside its keys is refu
   REQUIRE(ck.find("standardizer.mean"));
   CHECK(ck.find("standardizer.mean")->to_vector() == std::vector<double>{5.0});
   CHECK(ck.find("extra/a"));  // format 1 wrote names as they were
+}
+
+TEST_CASE("a format-2 training checkpoint with an extra without a name is refused, as its writer refuses it",
+          "[train][checkpoint]") {
+  TempDir dir;
+  SafetensorsContent c = good_file(dir);
+  c.tensors.emplace_back("extra/", Tensor::from_vector({5.f}, {1}));
+  save_safetensors(dir.file("noname.safetensors"), c.tensors, c.metadata);
+  both_refuse(dir.file("noname.safetensors"), "expected an extra tensor's name after 'extra/', got none");
+}
+
+TEST_CASE("a training checkpoint part that fails to load is named with its file, the model unchanged",
+          "[train][checkpoint]") {
+  TempDir dir;
+  SafetensorsContent c = good_file(dir);
+  std::erase_if(c.tensors, [](const auto& kv) { return kv.first == "model.bias"; });
+  const std::string path = dir.file("nobias.safetensors");
+  save_safetensors(path, c.tensors, c.metadata);
+  Rig r;
+  const auto before = weights(r.lin);
+  CHECK_THROWS_WITH(optim::load_training_checkpoint(path, r.lin, r.opt),
+                    Catch::StartsWith("load_training_checkpoint('" + path + "'): ") && Catch::Contains("bias"));
+  CHECK(weights(r.lin) == before);
 }
 
 TEST_CASE("training checkpoint extras of any non-empty name come back exactly", "[train][checkpoint]") {
@@ -223,4 +248,25 @@ TEST_CASE("a refused resume changes neither the model nor the callbacks' states"
     CHECK(mc->best_epoch() == 0);
     CHECK(std::isnan(mc->best()));
   }
+}
+
+TEST_CASE("fit refuses checkpoint_extras metadata under its own keys train.* and callback.*", "[train][checkpoint]") {
+  // train.stopped among the extras made every resume train 0 epochs; train.history was overwritten.
+  for (const char* key : {"train.stopped", "train.history", "train.epochs", "callback.EpochLog.best"}) {
+    INFO(key);
+    FitNet n;
+    train::FitOptions o;
+    o.epochs = 2;
+    o.checkpoint_extras.metadata[key] = "1";
+    const auto before = n.model->state_dict().begin()->second.to_vector();
+    CHECK_THROWS_WITH(train::fit(*n.model, n.loader, layers::CrossEntropyLoss{}, n.opt, nullptr, o, {}),
+                      Catch::Contains(std::string("fit: checkpoint_extras metadata '") + key +
+                                      "' uses a key fit writes itself (train.*, callback.*)"));
+    CHECK(n.model->state_dict().begin()->second.to_vector() == before);
+  }
+  FitNet n;  // other names are the user's
+  train::FitOptions o;
+  o.epochs = 1;
+  o.checkpoint_extras.metadata["trainer.note"] = "x";
+  CHECK(train::fit(*n.model, n.loader, layers::CrossEntropyLoss{}, n.opt, nullptr, o, {}).epochs_run == 1);
 }
