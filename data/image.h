@@ -55,7 +55,8 @@ ImageFormat sniff_image_format(const std::uint8_t* bytes, std::size_t size, cons
 
 /// Decodes a whole PNG buffer (channels as described at the top of this header). Throws
 /// std::runtime_error naming `source` and libpng's reason for a bad signature, a corrupt
-/// chunk (CRC), a truncated file (data ending before IEND), H · W above `max_pixels`, or
+/// chunk (CRC), a truncated file (data ending before IEND), rows of more bytes than deflate
+/// can make of the file's (1032 per byte: decoding costs at most that), H · W above `max_pixels`, or
 /// a zero size.
 Image8 decode_png(const std::uint8_t* bytes, std::size_t size, const std::string& source = "<buffer>",
                   std::int64_t max_pixels = kMaxImagePixels);

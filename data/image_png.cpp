@@ -15,6 +15,8 @@
 namespace tapegrad::data {
 namespace {
 
+constexpr std::size_t kDeflateMaxRatio = 1032;  // deflate's largest expansion (RFC 1951)
+
 struct PngSource {
   const std::uint8_t* bytes = nullptr;
   std::size_t size = 0;
@@ -56,6 +58,19 @@ bool read_png_into(png_structp png, png_infop info, PngSource& src, std::int64_t
   img.height = png_get_image_height(png, info);
   refused = image_size_refusal(img.width, img.height, max_pixels);
   if (!refused.empty()) return true;
+  // The cost must not outgrow the input: the pixels come out of deflate, which expands at
+  // most 1032 times (a 258-byte match in 2 bits), so a file of S bytes holds at most
+  // 1032 (S + 1) bytes of rows. A 100-byte file claiming 2^26 16-bit RGBA pixels took 800 MB
+  // before libpng found the data missing.
+  const std::size_t file_rowbytes = png_get_rowbytes(png, info);  // as stored, before any transform
+  const std::size_t most = kDeflateMaxRatio * (src.size + 1);
+  if (file_rowbytes > most / static_cast<std::size_t>(img.height)) {
+    refused = "size " + std::to_string(img.width) + " x " + std::to_string(img.height) + " needs " +
+              std::to_string(file_rowbytes) + " x " + std::to_string(img.height) +
+              " bytes of rows, more than the " + std::to_string(most) + " that deflate can make of a " +
+              std::to_string(src.size) + "-byte file: truncated or corrupt";
+    return true;
+  }
   const int color = png_get_color_type(png, info);
   const int depth = png_get_bit_depth(png, info);
   if (color == PNG_COLOR_TYPE_PALETTE) {

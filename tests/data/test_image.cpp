@@ -12,6 +12,7 @@
 #include <vector>
 
 #include <tapegrad/data/image.h>
+#include <zlib.h>
 #include "test_errors_support.h"
 
 using namespace tapegrad;
@@ -120,6 +121,59 @@ TEST_CASE("decode_image: an image above max_pixels is refused before decoding", 
              Contains("not a JPEG file"));
   CHECK_THAT(thrown<std::runtime_error>([&] { decode_png(jpg.data(), jpg.size(), "p.jpg"); }),
              Contains("not a PNG file"));
+}
+
+namespace {
+
+// A PNG file written here: IHDR (W, H, bit depth, colour type), one IDAT chunk holding `rows`
+// compressed at zlib's level 9, IEND; CRCs by zlib.
+std::vector<std::uint8_t> png_file(std::uint32_t width, std::uint32_t height, std::uint8_t depth, std::uint8_t color,
+                                   const std::vector<std::uint8_t>& rows) {
+  std::vector<std::uint8_t> out = {0x89, 'P', 'N', 'G', '\r', '\n', 0x1A, '\n'};
+  const auto be32 = [](std::vector<std::uint8_t>& v, std::uint32_t x) {
+    for (int s = 24; s >= 0; s -= 8) v.push_back(static_cast<std::uint8_t>(x >> s));
+  };
+  const auto chunk = [&](const char* type, const std::vector<std::uint8_t>& data) {
+    be32(out, static_cast<std::uint32_t>(data.size()));
+    std::vector<std::uint8_t> body(type, type + 4);
+    body.insert(body.end(), data.begin(), data.end());
+    out.insert(out.end(), body.begin(), body.end());
+    be32(out, static_cast<std::uint32_t>(crc32(0, body.data(), static_cast<uInt>(body.size()))));
+  };
+  std::vector<std::uint8_t> ihdr;
+  be32(ihdr, width);
+  be32(ihdr, height);
+  ihdr.insert(ihdr.end(), {depth, color, 0, 0, 0});
+  chunk("IHDR", ihdr);
+  uLongf n = compressBound(static_cast<uLong>(rows.size()));
+  std::vector<std::uint8_t> z(n);
+  REQUIRE(compress2(z.data(), &n, rows.data(), static_cast<uLong>(rows.size()), 9) == Z_OK);
+  z.resize(n);
+  chunk("IDAT", z);
+  chunk("IEND", {});
+  return out;
+}
+
+}  // namespace
+
+TEST_CASE("decode_png: the rows a file claims cannot outgrow what deflate makes of its bytes",
+          "[data][image][errors]") {
+  using test::thrown;
+  // 2^26 16-bit RGBA pixels (within max_pixels: 536,870,912 bytes of rows) from a 68-byte
+  // file: refused from the header, before any buffer (was: 800 MB, then "Not enough image data")
+  const std::vector<std::uint8_t> tiny = png_file(1u << 26, 1, 16, 6, std::vector<std::uint8_t>(10, 0));
+  CHECK_THAT(thrown<std::runtime_error>([&] { decode_png(tiny.data(), tiny.size(), "t.png"); }),
+             Contains("'t.png'") && Contains("size 67108864 x 1 needs 536870912 x 1 bytes of rows") &&
+                 Contains("that deflate can make of a " + std::to_string(tiny.size()) + "-byte file"));
+  // The bound holds for the most compressible image there is: 2048 x 2048 zeros at level 9
+  // (4,196,352 bytes of rows in about 4 KB) decodes.
+  const std::vector<std::uint8_t> zeros = png_file(2048, 2048, 8, 0, std::vector<std::uint8_t>(2048 * 2049, 0));
+  INFO(zeros.size() << " bytes");
+  const Image8 img = decode_png(zeros.data(), zeros.size(), "zeros.png");
+  CHECK(img.width == 2048);
+  CHECK(img.height == 2048);
+  CHECK(img.pixels.size() == 2048u * 2048u);
+  CHECK(img.pixels[2048u * 2048u - 1] == 0);
 }
 
 TEST_CASE("image_to_tensor: a pixel buffer of the wrong size is refused naming both", "[data][image][errors]") {
