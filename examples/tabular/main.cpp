@@ -14,6 +14,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cstdlib>
 #include <cmath>
 #include <cstdio>
 #include <filesystem>
@@ -195,10 +196,20 @@ data::Dataset load(const Config& c, bool& classification) {
   data::Dataset d;
   try {
     d = data::read_csv(c.csv, o);
-  } catch (const std::invalid_argument&) {  // text labels (or a bad file: the class read says why)
+  } catch (const std::invalid_argument& numeric_error) {  // text labels (or a bad file: the class read says why)
     o.task = data::CsvTask::Classification;
     classification = true;
-    return data::read_csv(c.csv, o);
+    data::Dataset text = data::read_csv(c.csv, o);
+    // Labels that all read as numbers are numbers: one of them is not finite in float32
+    // ("nan", "1e308"), which the numeric read named. Taking them as text made every value a
+    // class (a regression set scored as 40 classes).
+    const auto is_number = [](const std::string& v) {
+      char* end = nullptr;
+      (void)std::strtod(v.c_str(), &end);
+      return !v.empty() && end == v.c_str() + v.size();
+    };
+    if (std::all_of(text.class_names.begin(), text.class_names.end(), is_number)) throw numeric_error;
+    return text;
   }
   check_label_varies(d);
   classification = as_classes(d, c.max_classes);

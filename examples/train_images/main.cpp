@@ -57,12 +57,14 @@ void check_config(const Config& c) {
   if (c.epochs < 1) throw std::invalid_argument("--epochs: expected an integer >= 1, got " + std::to_string(c.epochs));
   if (c.batch_size < 1)
     throw std::invalid_argument("--batch-size: expected an integer >= 1, got " + std::to_string(c.batch_size));
-  if (c.workers < 0) throw std::invalid_argument("--workers: expected an integer >= 0, got " + std::to_string(c.workers));
+  if (c.workers < 0 || c.workers > 1024)
+    throw std::invalid_argument("--workers: expected an integer in [0, 1024], got " + std::to_string(c.workers));
   if (!(std::isfinite(c.lr) && c.lr > 0)) throw std::invalid_argument("--lr: expected a finite number > 0, got " + std::to_string(c.lr));
   if (!(c.val_split >= 0 && c.val_split < 1))
     throw std::invalid_argument("--val-split: expected a fraction in [0, 1), got " + std::to_string(c.val_split));
   if (c.val_size < -1) throw std::invalid_argument("--val-size: expected an integer >= 0, got " + std::to_string(c.val_size));
-  if (c.threads < 0) throw std::invalid_argument("--threads: expected an integer >= 0 (0: all cores), got " + std::to_string(c.threads));
+  if (c.threads < 0 || c.threads > 1024)
+    throw std::invalid_argument("--threads: expected an integer in [0, 1024] (0: all cores), got " + std::to_string(c.threads));
   if (c.schedule != "none" && c.schedule != "cosine")
     throw std::invalid_argument("--schedule: expected none or cosine, got '" + c.schedule + "'");
   if (!c.test.empty() && c.data.empty()) throw std::invalid_argument("--test DIR needs --data DIR (it evaluates the trained weights)");
@@ -217,6 +219,36 @@ int train_folder(const Config& c) {
   return 0;
 }
 
+// The "image.shape" extra checked against the file's weights before the CNN is built from it:
+// its first Conv2d takes C input channels, its first Linear C_last · (H / 2^k) · (W / 2^k)
+// inputs after k pooled blocks. An edited shape ([1, 100000, 100000]) would otherwise make us
+// allocate that Linear layer (std::bad_alloc) before the weights were compared.
+void check_image_shape(const std::string& path, const Shape& shape, const models::CNNOptions& o) {
+  for (auto d : shape)
+    if (d < 1) return;  // the CNN refuses it, naming the size
+  std::int64_t h = shape[1], w = shape[2];
+  for (std::size_t i = 0; i < o.channels.size(); ++i) h /= 2, w /= 2;
+  const Shape flat{o.channels.back(), h, w};
+  if (h < 1 || w < 1 || numel_overflows(flat)) return;  // the CNN refuses it, naming the size
+  const Archive file = Archive::load(path);
+  const Tensor *conv = nullptr, *fc = nullptr;
+  std::string conv_key, fc_key;
+  for (const auto& [k, t] : file.tensors()) {  // file order = the model's layer order
+    if (k.rfind(kArchiveExtraPrefix, 0) == 0 || k.size() < 7 || k.compare(k.size() - 7, 7, ".weight") != 0) continue;
+    if (!conv && t.dim() == 4) conv = &t, conv_key = k;
+    if (!fc && t.dim() == 2) fc = &t, fc_key = k;
+  }
+  const std::string where = path + ": its \"image.shape\" " + shape_str(shape) + " does not match its weights: ";
+  if (!conv || conv->shape()[1] != shape[0])
+    throw std::invalid_argument(where + "expected a first Conv2d weight with " + std::to_string(shape[0]) +
+                                " input channels, got " + (conv ? conv_key + " " + shape_str(conv->shape()) : "none"));
+  const std::int64_t inputs = numel_of(flat);
+  if (!fc || fc->shape()[1] != inputs)
+    throw std::invalid_argument(where + "expected a first Linear weight with " + std::to_string(inputs) + " inputs (" +
+                                std::to_string(flat[0]) + " x " + std::to_string(h) + " x " + std::to_string(w) +
+                                "), got " + (fc ? fc_key + " " + shape_str(fc->shape()) : "none"));
+}
+
 int predict_file(const Config& c) {
   const layers::CheckpointExtras ex = layers::load_checkpoint_extras(c.checkpoint);
   const std::vector<std::string> names = data::class_names_from_metadata(ex.metadata);
@@ -229,7 +261,9 @@ int predict_file(const Config& c) {
     if (name.rfind("normalize.", 0) == 0) ns.push_back({name.substr(10), t});
   const data::Normalize norm = data::Normalize::from_state_dict(ns);
 
-  models::CNN model(cnn_for(shape, static_cast<std::int64_t>(names.size())));
+  const models::CNNOptions options = cnn_for(shape, static_cast<std::int64_t>(names.size()));
+  check_image_shape(c.checkpoint, shape, options);
+  models::CNN model(options);
   layers::load(model, c.checkpoint);
   model.eval();
   NoGradGuard no_grad;
@@ -261,7 +295,8 @@ int main(int argc, char** argv) {
   app.add_option("--lr", c.lr, "Adam's learning rate")->capture_default_str();
   app.add_option("--val-split", c.val_split, "part of the images held out for validation")->capture_default_str();
   app.add_option("--val-size", c.val_size, "images held out for validation (instead of --val-split)");
-  app.add_option("--test", c.test, "after training, the accuracy on this folder (the same class folders)");
+  app.add_option("--test", c.test, "after training, the accuracy on this folder (the same class folders)")
+      ->check(tapegrad_cli::non_empty("a folder"));
   app.add_option("--schedule", c.schedule, "learning-rate schedule over the epochs: none | cosine")->capture_default_str();
   app.add_option("--threads", c.threads, "compute threads (0: all cores)")->capture_default_str();
   app.add_flag("--drop-last", c.drop_last, "drop the last partial batch of each epoch");
