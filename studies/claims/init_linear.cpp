@@ -1,6 +1,7 @@
 #include "init_linear.h"
 
 #include <algorithm>
+#include <cmath>
 #include <chrono>
 #include <sstream>
 #include <stdexcept>
@@ -26,9 +27,11 @@ InitLinearOptions quick_init_linear_options(InitLinearOptions o) {
 void check_init_linear_options(const InitLinearOptions& o) {
   if (o.scales.empty()) throw std::invalid_argument("--scales: expected at least one scale, got none");
   if (o.depths.empty()) throw std::invalid_argument("--depths: expected at least one depth, got none");
-  for (int dd : o.depths)
-    if (dd < 2) throw std::invalid_argument("--depths: expected Linear counts >= 2, got " + std::to_string(dd));
-  if (!(o.tolerance >= 0)) throw std::invalid_argument("--tolerance: expected points >= 0, got " + fmt9(o.tolerance));
+  for (int dd : o.depths)  // as --depth of deep-linear: each layer is a width x width weight
+    if (dd < 2 || dd > 10000)
+      throw std::invalid_argument("--depths: expected Linear counts 2 to 10000, got " + std::to_string(dd));
+  if (!(o.tolerance >= 0 && std::isfinite(o.tolerance)))  // inf: every cell "good"
+    throw std::invalid_argument("--tolerance: expected points >= 0, got " + fmt9(o.tolerance));
   for (double s : o.scales) {
     LinearOptions l = o.linear;
     l.steps = o.steps;
