@@ -6,7 +6,7 @@
 #            docs/Doxyfile into $BUILD_DIR/doxygen (HTML in html/index.html). Any warning fails
 #            (an undocumented public symbol, a broken \param or reference), and the warnings
 #            are printed. Seconds; runs first.
-#   asan     build-asan/: gcc, -O1 -g, AddressSanitizer + UndefinedBehaviorSanitizer
+#   asan     build-asan/: gcc, -O1 -g1 (line tables: file and line in every report), AddressSanitizer + UndefinedBehaviorSanitizer
 #            (TAPEGRAD_SANITIZE=address,undefined, no recovery), every library test
 #            executable (tests_<folder>, tests_golden, tests_readme: the list CMake writes
 #            to build-asan/tests/library_tests.txt) with the leak checker on. Any sanitizer
@@ -110,7 +110,7 @@ fi
 if [[ "$stages" == *" asan "* ]]; then
   t0=$SECONDS
   echo "== asan: AddressSanitizer + UndefinedBehaviorSanitizer build of the test suite"
-  configure "$asan_dir" -DCMAKE_BUILD_TYPE=Debug "-DCMAKE_CXX_FLAGS_DEBUG=-O1 -g" \
+  configure "$asan_dir" -DCMAKE_BUILD_TYPE=Debug "-DCMAKE_CXX_FLAGS_DEBUG=-O1 -g1" \
     -DTAPEGRAD_SANITIZE=address,undefined \
     -DTAPEGRAD_BUILD_EXAMPLES=OFF -DTAPEGRAD_BUILD_STUDIES=OFF -DTAPEGRAD_BUILD_BENCH=OFF -DTAPEGRAD_FUZZ=OFF
   cmake --build "$asan_dir" -j "$jobs" --target library_tests
@@ -145,7 +145,7 @@ fi
 if [[ "$stages" == *" fuzz "* ]]; then
   t0=$SECONDS
   echo "== fuzz: libFuzzer targets (clang, ASan + UBSan), ${fuzz_seconds} s each"
-  configure "$fuzz_dir" -DCMAKE_CXX_COMPILER=clang++ -DCMAKE_BUILD_TYPE=Debug "-DCMAKE_CXX_FLAGS_DEBUG=-O1 -g" \
+  configure "$fuzz_dir" -DCMAKE_CXX_COMPILER=clang++ -DCMAKE_BUILD_TYPE=Debug "-DCMAKE_CXX_FLAGS_DEBUG=-O1 -g1" \
     -DTAPEGRAD_FUZZ=ON \
     -DTAPEGRAD_BUILD_TESTS=OFF -DTAPEGRAD_BUILD_EXAMPLES=OFF -DTAPEGRAD_BUILD_STUDIES=OFF -DTAPEGRAD_BUILD_BENCH=OFF
   cmake --build "$fuzz_dir" -j "$jobs" --target tapegrad_fuzzers
