@@ -1,10 +1,13 @@
 #!/usr/bin/env bash
 # Configures and builds tapegrad (Release) into ${BUILD_DIR:-build}: every target, or only
 # those listed in TAPEGRAD_TARGETS (e.g. TAPEGRAD_TARGETS=bn_experiments). Extra arguments
-# go to cmake's configure step. Uses ccache when it is installed.
+# go to cmake's configure step. Uses ccache when it is installed. JOBS sets the parallel
+# compile jobs (default: every core, nproc), e.g. JOBS=1 on a shared machine.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 build_dir="${BUILD_DIR:-build}"
+jobs="${JOBS:-$(nproc)}"
+[[ "$jobs" =~ ^[1-9][0-9]*$ ]] || { echo "build.sh: JOBS: expected a positive integer, got '$jobs'" >&2; exit 2; }
 launcher=()
 if command -v ccache > /dev/null; then
   launcher=(-DCMAKE_CXX_COMPILER_LAUNCHER=ccache)
@@ -15,4 +18,4 @@ cmake -S . -B "$build_dir" -DCMAKE_BUILD_TYPE=Release "${launcher[@]}" "$@" > "$
   cat "$build_dir.configure.log"; exit 1; }
 targets=()
 for t in ${TAPEGRAD_TARGETS:-}; do targets+=(--target "$t"); done
-cmake --build "$build_dir" -j "$(nproc)" "${targets[@]}"
+cmake --build "$build_dir" -j "$jobs" "${targets[@]}"

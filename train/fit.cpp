@@ -301,7 +301,18 @@ static FitResult fit_epochs(layers::Module& model, data::DataLoader& loader, con
       guard.save();
       const std::int64_t n = split ? rows_per_rank(loader, i, world) : 0;  // a partial last batch: fewer
       const data::Batch b = split ? loader.batch(i, rank * n, n) : loader.batch(i);
-      Tensor out = par ? par->forward(b.X) : model(b.X);
+      Tensor out;
+      try {
+        out = par ? par->forward(b.X) : model(b.X);
+      } catch (const std::invalid_argument& e) {  // e.g. BatchNorm refusing a batch of one row
+        guard.restore(opt);
+        const bool one_row_tail = b.size() == 1 && !loader.options().drop_last && i + 1 == st.batches;
+        throw std::invalid_argument(
+            "fit: the training forward" + where + " (" + std::to_string(b.size()) + " rows) failed: " + e.what() +
+            (one_row_tail ? "; the epoch's last batch holds 1 row (" + std::to_string(loader.size()) + " rows, batch_size " +
+                                std::to_string(loader.options().batch_size) + "): set drop_last = true on the loader"
+                          : std::string()));
+      }
       Tensor loss = loss_fn(out, b.y);
       const double l = loss.item();
       // One process: refuse a non-finite loss before backward. Data parallel: after the

@@ -3,7 +3,9 @@
 // reached through the CMake target tapegrad_cli_checks.
 #include <charconv>
 #include <cstdint>
+#include <iostream>
 #include <limits>
+#include <optional>
 #include <string>
 #include <system_error>
 
@@ -24,7 +26,7 @@ inline const CLI::Validator& non_negative() {
                  ", got " + s;
         return {};
       },
-      "UINT");
+      "");  // the type is already "UINT" in --help
   return v;
 }
 
@@ -34,6 +36,21 @@ inline const CLI::Validator& non_negative() {
 inline CLI::Validator non_empty(const std::string& what) {
   return CLI::Validator(
       [what](std::string& s) { return s.empty() ? "expected " + what + ", got ''" : std::string(); }, "");
+}
+
+/// Parses the command line into `app`. std::nullopt: parsed, go on. Otherwise the status to
+/// exit with: 0 after --help; 2 after a refused option or argument, printed to stderr as
+/// "<program>: <CLI11's message>" (CLI11's own codes differ by error: 105 for a check, 106
+/// for a conversion, 109 for an extra argument; these programs exit 2 for every refusal).
+inline std::optional<int> parse(CLI::App& app, int argc, char** argv, const std::string& program) {
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::ParseError& e) {
+    if (e.get_exit_code() == static_cast<int>(CLI::ExitCodes::Success)) return app.exit(e);  // --help
+    std::cerr << program << ": " << e.what() << "\nRun with --help for more information.\n";
+    return 2;
+  }
+  return std::nullopt;
 }
 
 }  // namespace tapegrad_cli

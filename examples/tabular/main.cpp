@@ -328,7 +328,7 @@ int main(int argc, char** argv) {
       ->capture_default_str();
   app.add_option("--fold-ids", c.fold_ids, "write each row's test fold (0-based, one per line) to this file")
       ->check(tapegrad_cli::non_empty("a file path"));
-  CLI11_PARSE(app, argc, argv);
+  if (const auto rc = tapegrad_cli::parse(app, argc, argv, "tabular")) return *rc;  // 2: a refused option
   try {
     check_config(c);  // every option, before the data is read
   } catch (const std::invalid_argument& e) {

@@ -82,7 +82,7 @@ int main(int argc, char** argv) {
   app.add_flag("--distributed", distributed, "initialise MPI even when no MPI launcher is detected");
   bool no_progress = false;
   app.add_flag("--no-progress", no_progress, "no progress bar, even on a terminal");
-  CLI11_PARSE(app, argc, argv);
+  if (const auto rc = tapegrad_cli::parse(app, argc, argv, "train_fashion_mnist")) return *rc;  // 2: a refused option
   // Refused in a single process too (where the flag has no effect), so a command that works
   // alone does not fail once launched under mpirun.
   if (zero && (!cfg.checkpoint.empty() || !cfg.resume.empty())) {

@@ -21,6 +21,7 @@
 
 #include <cmath>
 #include <cstdio>
+#include <filesystem>
 #include <memory>
 #include <optional>
 #include <stdexcept>
@@ -250,6 +251,9 @@ void check_image_shape(const std::string& path, const Shape& shape, const models
 }
 
 int predict_file(const Config& c) {
+  if (!std::filesystem::exists(c.checkpoint))  // the default is easy to miss
+    throw std::invalid_argument("--checkpoint: no file '" + c.checkpoint + "'" +
+                                (c.checkpoint == Config{}.checkpoint ? " (the default: pass the file training wrote)" : ""));
   const layers::CheckpointExtras ex = layers::load_checkpoint_extras(c.checkpoint);
   const std::vector<std::string> names = data::class_names_from_metadata(ex.metadata);
   const Tensor* shape_t = ex.find("image.shape");
@@ -306,7 +310,7 @@ int main(int argc, char** argv) {
       ->capture_default_str()
       ->check(tapegrad_cli::non_negative());
   app.add_flag("--augment", c.augment, "RandomCrop(H, W, padding 2) and RandomHorizontalFlip on the training images");
-  CLI11_PARSE(app, argc, argv);
+  if (const auto rc = tapegrad_cli::parse(app, argc, argv, "train_images")) return *rc;  // 2: a refused option
   try {
     check_config(c);
   } catch (const std::invalid_argument& e) {

@@ -185,3 +185,24 @@ TEST_CASE("EarlyStopping and ModelCheckpoint refuse a NaN monitored value", "[tr
   CHECK_THROWS_WITH(mc.after_epoch_end(s), Catch::Contains("ModelCheckpoint: monitor 'score' is nan at epoch 2"));
   CHECK(std::isnan(mc.best()));
 }
+
+TEST_CASE("a last batch of one row that BatchNorm refuses names the epoch, the batch and drop_last",
+          "[train][fit][errors]") {
+  // 17 rows in batches of 16: the epoch's last batch holds one row, which BatchNorm refuses in
+  // training mode; its own advice ("call eval()") is not the fix inside fit.
+  Generator gen{7}, init{8};
+  const data::Dataset ds = train_test::blobs(17, 1);
+  auto model = train_test::mlp(init, &gen);
+  optim::Adam opt{model->parameters(), optim::AdamOptions{0.01}};
+  data::DataLoader loader{ds, {16, true, false}, gen};
+  FitOptions o;
+  o.epochs = 2;
+  o.generator = &gen;
+  CHECK_THROWS_WITH(fit(*model, loader, layers::CrossEntropyLoss{}, opt, nullptr, o),
+                    Catch::StartsWith("fit: the training forward at epoch 1, batch 1 (1 rows) failed: ") &&
+                        Catch::Contains("expected more than 1 value per channel when training") &&
+                        Catch::EndsWith("; the epoch's last batch holds 1 row (17 rows, batch_size 16): set "
+                                        "drop_last = true on the loader"));
+  data::DataLoader dropped{ds, {16, true, true}, gen};  // the fix it names
+  CHECK(fit(*model, dropped, layers::CrossEntropyLoss{}, opt, nullptr, o).epochs_run == 2);
+}
