@@ -224,14 +224,13 @@ int train_folder(const Config& c) {
 // its first Conv2d takes C input channels, its first Linear C_last · (H / 2^k) · (W / 2^k)
 // inputs after k pooled blocks. An edited shape ([1, 100000, 100000]) would otherwise make us
 // allocate that Linear layer (std::bad_alloc) before the weights were compared.
-void check_image_shape(const std::string& path, const Shape& shape, const models::CNNOptions& o) {
+void check_image_shape(const Archive& file, const Shape& shape, const models::CNNOptions& o) {
   for (auto d : shape)
     if (d < 1) return;  // the CNN refuses it, naming the size
   std::int64_t h = shape[1], w = shape[2];
   for (std::size_t i = 0; i < o.channels.size(); ++i) h /= 2, w /= 2;
   const Shape flat{o.channels.back(), h, w};
   if (h < 1 || w < 1 || numel_overflows(flat)) return;  // the CNN refuses it, naming the size
-  const Archive file = Archive::load(path);
   const Tensor *conv = nullptr, *fc = nullptr;
   std::string conv_key, fc_key;
   for (const auto& [k, t] : file.tensors()) {  // file order = the model's layer order
@@ -239,7 +238,7 @@ void check_image_shape(const std::string& path, const Shape& shape, const models
     if (!conv && t.dim() == 4) conv = &t, conv_key = k;
     if (!fc && t.dim() == 2) fc = &t, fc_key = k;
   }
-  const std::string where = path + ": its \"image.shape\" " + shape_str(shape) + " does not match its weights: ";
+  const std::string where = file.source() + ": its \"image.shape\" " + shape_str(shape) + " does not match its weights: ";
   if (!conv || conv->shape()[1] != shape[0])
     throw std::invalid_argument(where + "expected a first Conv2d weight with " + std::to_string(shape[0]) +
                                 " input channels, got " + (conv ? conv_key + " " + shape_str(conv->shape()) : "none"));
@@ -254,21 +253,21 @@ int predict_file(const Config& c) {
   if (!std::filesystem::exists(c.checkpoint))  // the default is easy to miss
     throw std::invalid_argument("--checkpoint: no file '" + c.checkpoint + "'" +
                                 (c.checkpoint == Config{}.checkpoint ? " (the default: pass the file training wrote)" : ""));
-  const layers::CheckpointExtras ex = layers::load_checkpoint_extras(c.checkpoint);
-  const std::vector<std::string> names = data::class_names_from_metadata(ex.metadata);
-  const Tensor* shape_t = ex.find("image.shape");
+  const Archive file = Archive::load(c.checkpoint);  // read once: the extras, then the weights
+  const std::vector<std::string> names = data::class_names_from_metadata(file.metadata());
+  const Tensor* shape_t = file.find(std::string(kArchiveExtraPrefix) + "image.shape");
   if (!shape_t || shape_t->dtype() != Dtype::Int64 || shape_t->numel() != 3)
     throw std::invalid_argument(c.checkpoint + ": no int64 (3) \"image.shape\" extra (not written by train_images)");
   const Shape shape(shape_t->data<std::int64_t>(), shape_t->data<std::int64_t>() + 3);
   std::vector<std::pair<std::string, Tensor>> ns;
-  for (const auto& [name, t] : ex.tensors)
+  for (const auto& [name, t] : file.extras())
     if (name.rfind("normalize.", 0) == 0) ns.push_back({name.substr(10), t});
   const data::Normalize norm = data::Normalize::from_state_dict(ns);
 
   const models::CNNOptions options = cnn_for(shape, static_cast<std::int64_t>(names.size()));
-  check_image_shape(c.checkpoint, shape, options);
+  check_image_shape(file, shape, options);
   models::CNN model(options);
-  layers::load(model, c.checkpoint);
+  layers::load_checkpoint(model, file, layers::LoadOptions{.strict = true});
   model.eval();
   NoGradGuard no_grad;
   data::ImageFolderOptions io;  // read as the training folder was, resized if needed
